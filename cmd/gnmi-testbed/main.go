@@ -1,0 +1,186 @@
+// Command gnmi-testbed runs the simulated gNMI device of package testbed on
+// its own, for demos and for tests that drive real gNMI clients.
+//
+//	gnmi-testbed --listen 127.0.0.1:9340 [--persistent] [--admin 127.0.0.1:9341]
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+	"google.golang.org/grpc/codes"
+
+	"github.com/gnmi-sidecar/gnmi-sidecar/testbed"
+)
+
+func main() {
+	if err := newRootCommand(os.Stdout, os.Stderr).Execute(); err != nil {
+		os.Exit(1)
+	}
+}
+
+type config struct {
+	listen     string
+	persistent bool
+	stateFile  string
+	admin      string
+	setDelay   time.Duration
+	rejectSets int
+	rejectCode string
+	logLevel   string
+}
+
+func newRootCommand(stdout, stderr io.Writer) *cobra.Command {
+	var cfg config
+	cmd := &cobra.Command{
+		Use:   "gnmi-testbed",
+		Short: "A simulated gNMI device (OpenConfig) for testing gNMI clients and the sidecar",
+		Long: `gnmi-testbed serves a simulated gNMI target with an OpenConfig schema:
+Capabilities, Get, Set (atomic, MasterArbitration) and Subscribe.
+
+Without --persistent the device starts empty every time. With --persistent it
+saves its configuration to --state-file after every Set and loads it on start,
+like a real device's startup configuration.
+
+Faults can be armed at start (--set-delay, --reject-sets/--reject-code) or at
+runtime through the loopback admin endpoint (--admin):
+  POST /faults/reject?n=3&code=UNAVAILABLE   POST /faults/delay?d=20ms
+  POST /faults/hang   POST /faults/drop   POST /faults/clear   POST /restart
+  GET  /config        GET  /status`,
+		SilenceUsage: true,
+		Args:         cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			return run(ctx, cfg, stdout, stderr)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&cfg.listen, "listen", "127.0.0.1:9340", "gNMI listen address (port 0 picks a free port; the bound address is printed)")
+	f.BoolVar(&cfg.persistent, "persistent", false, "keep the configuration in --state-file across restarts")
+	f.StringVar(&cfg.stateFile, "state-file", "./gnmi-testbed-state.json", "where a --persistent device keeps its configuration")
+	f.StringVar(&cfg.admin, "admin", "", "loopback address of the HTTP admin endpoint for runtime faults (e.g. 127.0.0.1:9341); off when empty")
+	f.DurationVar(&cfg.setDelay, "set-delay", 0, "delay every Set by this long (a slow device)")
+	f.IntVar(&cfg.rejectSets, "reject-sets", 0, "reject the first N Sets with --reject-code")
+	f.StringVar(&cfg.rejectCode, "reject-code", "UNAVAILABLE", "gRPC code for --reject-sets (name or number)")
+	f.StringVar(&cfg.logLevel, "log-level", "info", "log level: debug, info, warn, error")
+	return cmd
+}
+
+func run(ctx context.Context, cfg config, stdout, stderr io.Writer) error {
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(cfg.logLevel)); err != nil {
+		return fmt.Errorf("--log-level: %w", err)
+	}
+	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
+
+	var rejectCode codes.Code
+	if cfg.rejectSets > 0 {
+		c, err := testbed.ParseCode(cfg.rejectCode)
+		if err != nil || c == codes.OK {
+			return fmt.Errorf("--reject-code %q: not a gRPC error code", cfg.rejectCode)
+		}
+		rejectCode = c
+	}
+	if cfg.admin != "" {
+		if err := requireLoopback(cfg.admin); err != nil {
+			return fmt.Errorf("--admin: %w", err)
+		}
+	}
+
+	opts := testbed.Options{Persistent: cfg.persistent, Logger: log}
+	if cfg.persistent {
+		opts.StateFile = cfg.stateFile
+	}
+	dev, err := testbed.New(opts)
+	if err != nil {
+		return err
+	}
+	if cfg.setDelay > 0 {
+		dev.SetDelay(cfg.setDelay)
+	}
+	if cfg.rejectSets > 0 {
+		dev.RejectNextSets(cfg.rejectSets, rejectCode)
+	}
+	if err := dev.Start(ctx, cfg.listen); err != nil {
+		log.Error("cannot start", "err", err)
+		return err
+	}
+	defer dev.Stop()
+
+	var adminSrv *http.Server
+	if cfg.admin != "" {
+		l, err := net.Listen("tcp", cfg.admin)
+		if err != nil {
+			return fmt.Errorf("--admin: %w", err)
+		}
+		adminSrv = &http.Server{Handler: dev.AdminHandler(), ReadHeaderTimeout: 10 * time.Second}
+		go func() {
+			if err := adminSrv.Serve(l); err != nil && !errors.Is(err, http.ErrServerClosed) {
+				log.Error("admin endpoint stopped", "err", err)
+			}
+		}()
+		cfg.admin = l.Addr().String()
+	}
+	printBanner(stdout, dev.Addr(), cfg)
+
+	<-ctx.Done()
+	log.Info("shutting down")
+	if adminSrv != nil {
+		shutdownCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = adminSrv.Shutdown(shutdownCtx)
+	}
+	return nil
+}
+
+// requireLoopback refuses admin addresses that are reachable from other
+// machines: the endpoint has no authentication.
+func requireLoopback(addr string) error {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return err
+	}
+	if host == "localhost" {
+		return nil
+	}
+	ip := net.ParseIP(host)
+	if ip == nil || !ip.IsLoopback() {
+		return fmt.Errorf("%q is not a loopback address; the admin endpoint has no authentication", addr)
+	}
+	return nil
+}
+
+const descriptionPath = `elem: <name: "interfaces"> elem: <name: "interface" key: <key: "name" value: "eth0">> elem: <name: "config"> elem: <name: "description">`
+
+// printBanner prints the bound address (first line, stable format, parsed
+// by tests) and ready-to-paste gnmi_cli commands.
+func printBanner(w io.Writer, addr string, cfg config) {
+	fmt.Fprintf(w, "gnmi-testbed listening on %s\n", addr)
+	mode := "non-persistent (configuration is lost on restart)"
+	if cfg.persistent {
+		mode = "persistent, state file " + cfg.stateFile
+	}
+	fmt.Fprintf(w, "mode: %s\n", mode)
+	if cfg.admin != "" {
+		fmt.Fprintf(w, "admin endpoint: http://%s (e.g. curl -X POST 'http://%s/faults/reject?n=1&code=UNAVAILABLE')\n", cfg.admin, cfg.admin)
+	}
+	fmt.Fprintln(w)
+	fmt.Fprintf(w, "Try it with gnmi_cli (go install github.com/openconfig/gnmi/cmd/gnmi_cli@latest):\n\n")
+	fmt.Fprintf(w, "  gnmi_cli -address %s -insecure -capabilities\n\n", addr)
+	fmt.Fprintf(w, "  gnmi_cli -address %s -insecure -set -proto '%s'\n\n", addr,
+		`update: <path: <`+descriptionPath+`> val: <string_val: "uplink to spine1">>`)
+	fmt.Fprintf(w, "  gnmi_cli -address %s -insecure -get -proto '%s'\n\n", addr,
+		`path: <`+descriptionPath+`> encoding: JSON_IETF`)
+	fmt.Fprintf(w, "  gnmi_cli -address %s -insecure -target testbed -query_type streaming -query '/interfaces/interface[name=eth0]/config/description'\n\n", addr)
+}

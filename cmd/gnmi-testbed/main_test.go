@@ -1,0 +1,204 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// gnmiCLI finds the OpenConfig reference client: $GNMI_CLI, then PATH, then
+// bin/gnmi_cli at the module root (where `make test` installs it).
+func gnmiCLI(t *testing.T) string {
+	t.Helper()
+	if p := os.Getenv("GNMI_CLI"); p != "" {
+		if _, err := os.Stat(p); err == nil {
+			return p
+		}
+	}
+	if p, err := exec.LookPath("gnmi_cli"); err == nil {
+		return p
+	}
+	if p, err := filepath.Abs("../../bin/gnmi_cli"); err == nil {
+		if _, err := os.Stat(p); err == nil {
+			return p
+		}
+	}
+	if os.Getenv("CI") != "" {
+		t.Fatal("gnmi_cli not found (set GNMI_CLI or run `make tools`)")
+	}
+	t.Skip("gnmi_cli not found; set GNMI_CLI or run `make tools`")
+	return ""
+}
+
+func buildBinary(t *testing.T) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "gnmi-testbed")
+	out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput()
+	if err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	return bin
+}
+
+// testbedProcess is a running gnmi-testbed binary.
+type testbedProcess struct {
+	cmd  *exec.Cmd
+	addr string
+}
+
+// startBinary runs the binary and waits for the address it prints first.
+func startBinary(t *testing.T, bin string, args ...string) *testbedProcess {
+	t.Helper()
+	cmd := exec.Command(bin, args...)
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stderr = &testLogWriter{t: t}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+	})
+	lines := make(chan string)
+	go func() {
+		sc := bufio.NewScanner(stdout)
+		first := true
+		for sc.Scan() {
+			if first {
+				lines <- sc.Text()
+				first = false
+			}
+		}
+		close(lines)
+	}()
+	select {
+	case line, ok := <-lines:
+		const marker = "gnmi-testbed listening on "
+		if !ok || !strings.HasPrefix(line, marker) {
+			t.Fatalf("first output line %q; want %q<addr>", line, marker)
+		}
+		return &testbedProcess{cmd: cmd, addr: strings.TrimPrefix(line, marker)}
+	case <-time.After(30 * time.Second):
+		t.Fatal("gnmi-testbed did not print its address")
+	}
+	return nil
+}
+
+// kill ends the process with SIGKILL, as a crash or power loss would.
+func (p *testbedProcess) kill(t *testing.T) {
+	t.Helper()
+	if err := p.cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	_ = p.cmd.Wait()
+}
+
+type testLogWriter struct{ t *testing.T }
+
+func (w *testLogWriter) Write(b []byte) (int, error) {
+	w.t.Logf("gnmi-testbed: %s", strings.TrimRight(string(b), "\n"))
+	return len(b), nil
+}
+
+// cli runs gnmi_cli against addr and returns its combined output and error.
+func cli(t *testing.T, gnmiCLI, addr string, args ...string) (string, error) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	args = append([]string{"-address", addr, "-insecure", "-timeout", "10s"}, args...)
+	out, err := exec.CommandContext(ctx, gnmiCLI, args...).CombinedOutput()
+	return string(out), err
+}
+
+func mustCLI(t *testing.T, gnmiCLI, addr string, args ...string) string {
+	t.Helper()
+	out, err := cli(t, gnmiCLI, addr, args...)
+	if err != nil {
+		t.Fatalf("gnmi_cli %v: %v\n%s", args, err, out)
+	}
+	return out
+}
+
+const (
+	setDescription = `update: <path: <` + descriptionPath + `> val: <string_val: "uplink-e2e">>`
+	getDescription = `path: <` + descriptionPath + `> encoding: JSON_IETF`
+)
+
+// getDescriptionEventually runs the Get until the restarted binary answers
+// (gnmi_cli fails with Unavailable while it is still starting).
+func getDescriptionEventually(t *testing.T, gnmiCLI, addr string) (string, error) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		out, err := cli(t, gnmiCLI, addr, "-get", "-proto", getDescription)
+		if !strings.Contains(out, "Unavailable") || time.Now().After(deadline) {
+			return out, err
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func TestEndToEndWithGNMICLI(t *testing.T) {
+	gnmiCLI := gnmiCLI(t)
+	bin := buildBinary(t)
+
+	t.Run("non-persistent", func(t *testing.T) {
+		dev := startBinary(t, bin, "--listen", "127.0.0.1:0")
+
+		caps := mustCLI(t, gnmiCLI, dev.addr, "-capabilities")
+		for _, want := range []string{"openconfig-interfaces", "JSON_IETF", "gNMI_version"} {
+			if !strings.Contains(caps, want) {
+				t.Errorf("capabilities output lacks %q:\n%s", want, caps)
+			}
+		}
+		if out := mustCLI(t, gnmiCLI, dev.addr, "-set", "-proto", setDescription); !strings.Contains(out, "op: UPDATE") {
+			t.Errorf("set output:\n%s", out)
+		}
+		if out := mustCLI(t, gnmiCLI, dev.addr, "-get", "-proto", getDescription); !strings.Contains(out, `uplink-e2e`) {
+			t.Errorf("get output lacks the value:\n%s", out)
+		}
+		// The subscribe command the banner prints.
+		if out := mustCLI(t, gnmiCLI, dev.addr, "-target", "testbed", "-query", "/interfaces/interface[name=eth0]/config/description"); !strings.Contains(out, "uplink-e2e") {
+			t.Errorf("subscribe once output lacks the value:\n%s", out)
+		}
+
+		dev.kill(t)
+		dev = startBinary(t, bin, "--listen", dev.addr)
+		out, err := getDescriptionEventually(t, gnmiCLI, dev.addr)
+		if err == nil || !strings.Contains(out, "NotFound") {
+			t.Fatalf("after restart without --persistent: err %v, output:\n%s\nwant NotFound", err, out)
+		}
+	})
+
+	t.Run("persistent", func(t *testing.T) {
+		state := filepath.Join(t.TempDir(), "state.json")
+		dev := startBinary(t, bin, "--listen", "127.0.0.1:0", "--persistent", "--state-file", state)
+		mustCLI(t, gnmiCLI, dev.addr, "-set", "-proto", setDescription)
+
+		dev.kill(t)
+		dev = startBinary(t, bin, "--listen", dev.addr, "--persistent", "--state-file", state)
+		out, err := getDescriptionEventually(t, gnmiCLI, dev.addr)
+		if err != nil || !strings.Contains(out, "uplink-e2e") {
+			t.Fatalf("after restart with --persistent: err %v, output:\n%s\nwant the value", err, out)
+		}
+	})
+}
+
+func TestRequireLoopback(t *testing.T) {
+	for addr, ok := range map[string]bool{
+		"127.0.0.1:9341": true, "[::1]:9341": true, "localhost:9341": true,
+		"0.0.0.0:9341": false, ":9341": false, "10.0.0.1:9341": false, "example.com:9341": false,
+	} {
+		if err := requireLoopback(addr); (err == nil) != ok {
+			t.Errorf("requireLoopback(%q) = %v, want ok=%v", addr, err, ok)
+		}
+	}
+}

@@ -1,0 +1,69 @@
+// Package journal is the sidecar's memory: the only state that survives a
+// crash. It stores, in one Badger database per sidecar directory, the state
+// of the configuration state machine of DESIGN.md §3 (spec
+// ConfigImpl.tla): the proposals, the configuration (committed and applied),
+// the mastership term and connection counter, and the outstanding
+// commit-confirmed.
+//
+// # Data model
+//
+// A proposal is a journaled Set: its operations (deletes, replaces,
+// updates over gNMI paths and TypedValues, kept exactly as sent), its phase
+// (Change, then possibly Rollback), the commit and apply status of the
+// change and of the rollback, the effective per-path values the change
+// wrote, the rollback values (what each touched path held before, a
+// tombstone with index 0 if it was absent) and rollback index, a timestamp
+// per transition and the error of a failure.
+//
+// The configuration is a map from path to PathValue (the index of the
+// proposal that wrote it and a value, or a tombstone for a delete), twice:
+// committed and applied. The configuration record holds committed.{proposal,
+// index}, applied.{proposal, index, term, target}, the re-push status, the
+// range of kept proposals and the rollback under way.
+//
+// # Key layout
+//
+//	m                        Meta{format}; checked on Open
+//	c                        Configuration
+//	s                        Mastership{term, conn}
+//	x                        CommitConfirm (absent when none is outstanding)
+//	p/<index u64be>          Proposal
+//	cv/<pathkey>             committed PathValue
+//	av/<pathkey>             applied PathValue
+//	ai/<index u64be><pathkey> (empty) applied values by writer index, for re-push
+//	h/<seq u64be>            HistoryDelta: one change of the committed values
+//
+// Records are protobuf messages (journalpb/journal.proto). Path keys are
+// PathKey's order-preserving encoding, so a subtree is a key range and a
+// transition costs O(paths it touches), never O(configuration size).
+//
+// # Transactions and durability
+//
+// Every transition (ProposeChange, CommitChange, StartApply, CompleteApply,
+// FailApply, ...) is a method that checks the spec's guards and writes its
+// whole effect in one Badger transaction; a refused transition returns an
+// error wrapping ErrGuard (or ErrNotFound, ErrCompacted, ErrInvalid) and
+// writes nothing. Spec sub-steps that exist only because the reference
+// implementation used separate stores are merged into one transaction: a
+// merged step is a sequence of spec steps, so every durable state is one the
+// spec allows. Applying is split in two (StartApply, then CompleteApply or
+// FailApply) because device I/O happens in between; CompleteApply names the
+// mastership term the device I/O ran under and is refused if the term has
+// moved on (the device may have restarted: re-push, then apply again).
+// A transient device failure is not a transition: the apply stays
+// InProgress and StartApply may be called again for it after the re-push.
+//
+// One goroutine owns all writes. Concurrent callers' transitions are
+// batched into one transaction and one fsync (group commit), in arrival
+// order, each seeing the effects of those before it. A method returns only
+// after the transaction holding its transition is durable (fsync'd; unless
+// Options.NoSync, for tests). If the caller's context ends before the writer
+// took the transition, nothing is written; after that, the transition is
+// carried out and its result returned.
+//
+// A second process opening the same directory fails with ErrLocked.
+// Retention (Compact, also run in the background) keeps the newest
+// Options.Retain finished proposals and the history deltas of kept
+// proposals; the configuration, tombstones included, is never compacted.
+// Badger's value-log GC runs in the background.
+package journal

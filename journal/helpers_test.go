@@ -1,0 +1,479 @@
+package journal
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/dgraph-io/badger/v4"
+	"github.com/openconfig/gnmi/proto/gnmi"
+	"github.com/openconfig/ygot/ygot"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/gnmi-sidecar/gnmi-sidecar/journal/journalpb"
+)
+
+// helperEnv selects a helper role when the test binary re-executes itself.
+const helperEnv = "JOURNAL_TEST_HELPER"
+
+func TestMain(m *testing.M) {
+	role := os.Getenv(helperEnv)
+	if role == "" {
+		os.Exit(m.Run())
+	}
+	var err error
+	switch role {
+	case "crash":
+		err = runCrashHelper(os.Getenv("JOURNAL_DIR"), os.Getenv("JOURNAL_SEED"), os.Getenv("JOURNAL_RETAIN"))
+	case "hold":
+		err = runHoldHelper(os.Getenv("JOURNAL_DIR"))
+	case "fill":
+		err = runFillHelper(os.Getenv("JOURNAL_DIR"), os.Getenv("JOURNAL_FILL"))
+	case "rss":
+		err = runRSSHelper(os.Getenv("JOURNAL_DIR"))
+	default:
+		err = fmt.Errorf("unknown helper role %q", role)
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "helper:", err)
+		os.Exit(1)
+	}
+	os.Exit(0)
+}
+
+// runHoldHelper opens the journal, says so, and keeps it open until stdin
+// closes.
+func runHoldHelper(dir string) error {
+	j, err := Open(dir, Options{NoSync: true})
+	if err != nil {
+		return err
+	}
+	fmt.Println("ready")
+	_, _ = os.Stdin.Read(make([]byte, 1))
+	return j.Close()
+}
+
+func openTest(t testing.TB, dir string, opts Options) *Journal {
+	t.Helper()
+	if dir == "" {
+		dir = t.TempDir()
+	}
+	j, err := Open(dir, opts)
+	if err != nil {
+		t.Fatalf("Open(%s): %v", dir, err)
+	}
+	t.Cleanup(func() {
+		if err := j.Close(); err != nil && err != ErrClosed {
+			t.Errorf("Close: %v", err)
+		}
+	})
+	return j
+}
+
+func mustPath(t testing.TB, s string) *gnmi.Path {
+	t.Helper()
+	origin := ""
+	if o, rest, ok := strings.Cut(s, ":"); ok && !strings.HasPrefix(s, "/") {
+		origin, s = o, rest
+	}
+	p, err := ygot.StringToStructuredPath(s)
+	if err != nil {
+		t.Fatalf("path %q: %v", s, err)
+	}
+	p.Origin = origin
+	return p
+}
+
+func strVal(s string) *gnmi.TypedValue {
+	return &gnmi.TypedValue{Value: &gnmi.TypedValue_StringVal{StringVal: s}}
+}
+
+func jsonVal(s string) *gnmi.TypedValue {
+	return &gnmi.TypedValue{Value: &gnmi.TypedValue_JsonIetfVal{JsonIetfVal: []byte(s)}}
+}
+
+// update builds an Update op writing path=value pairs (alternating
+// strings): at the leaf's path for one pair, at the root for several.
+func update(t testing.TB, kv ...string) *Op {
+	root := &gnmi.Path{}
+	if len(kv) == 2 {
+		root = mustPath(t, kv[0])
+	}
+	return &Op{Kind: OpUpdate, Path: root, Values: leaves(t, kv)}
+}
+
+// replace replaces at root with the given leaves.
+func replace(t testing.TB, root string, kv ...string) *Op {
+	return &Op{Kind: OpReplace, Path: mustPath(t, root), Values: leaves(t, kv)}
+}
+
+func del(t testing.TB, path string) *Op {
+	return &Op{Kind: OpDelete, Path: mustPath(t, path)}
+}
+
+func leaves(t testing.TB, kv []string) []*Leaf {
+	var out []*Leaf
+	for n := 0; n+1 < len(kv); n += 2 {
+		v := strVal(kv[n+1])
+		if strings.HasPrefix(kv[n+1], "{") {
+			v = jsonVal(kv[n+1])
+		}
+		out = append(out, &Leaf{Path: mustPath(t, kv[n]), Value: v})
+	}
+	return out
+}
+
+// synced makes the journal ready to apply: a connection and a re-push for
+// its term. It returns the term.
+func synced(t testing.TB, j *Journal) uint64 {
+	t.Helper()
+	ctx := context.Background()
+	m, err := j.Connect(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := j.StartReconcile(ctx, m.Term); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := j.CompleteReconcile(ctx, m.Term, 0); err != nil {
+		t.Fatal(err)
+	}
+	return m.Term
+}
+
+// applyChange proposes ops and drives them to applied.
+func applyChange(t testing.TB, j *Journal, term uint64, ops ...*Op) uint64 {
+	t.Helper()
+	ctx := context.Background()
+	p, err := j.ProposeChange(ctx, ops)
+	if err != nil {
+		t.Fatal(err)
+	}
+	commitAndApply(t, j, term, p.Index)
+	return p.Index
+}
+
+func commitAndApply(t testing.TB, j *Journal, term, i uint64) {
+	t.Helper()
+	ctx := context.Background()
+	if _, _, err := j.CommitChange(ctx, i); err != nil {
+		t.Fatalf("CommitChange(%d): %v", i, err)
+	}
+	if _, _, err := j.StartApply(ctx, i); err != nil {
+		t.Fatalf("StartApply(%d): %v", i, err)
+	}
+	if _, _, err := j.CompleteApply(ctx, i, term); err != nil {
+		t.Fatalf("CompleteApply(%d): %v", i, err)
+	}
+}
+
+func rollback(t testing.TB, j *Journal, term, i uint64) {
+	t.Helper()
+	ctx := context.Background()
+	if _, _, err := j.ProposeRollback(ctx, i); err != nil {
+		t.Fatalf("ProposeRollback(%d): %v", i, err)
+	}
+	if _, _, err := j.CommitRollback(ctx, i); err != nil {
+		t.Fatalf("CommitRollback(%d): %v", i, err)
+	}
+	if _, _, err := j.StartApplyRollback(ctx, i); err != nil {
+		t.Fatalf("StartApplyRollback(%d): %v", i, err)
+	}
+	if _, _, err := j.CompleteApplyRollback(ctx, i, term); err != nil {
+		t.Fatalf("CompleteApplyRollback(%d): %v", i, err)
+	}
+}
+
+// render shows a value map as "path=value@index" / "path=deleted@index".
+func render(pv *PathValue) string {
+	if pv.GetDeleted() {
+		return fmt.Sprintf("%s=deleted@%d", PathString(pv.GetPath()), pv.GetIndex())
+	}
+	v := pv.GetValue()
+	var s string
+	switch x := v.GetValue().(type) {
+	case *gnmi.TypedValue_StringVal:
+		s = x.StringVal
+	case *gnmi.TypedValue_JsonIetfVal:
+		s = string(x.JsonIetfVal)
+	default:
+		s = v.String()
+	}
+	return fmt.Sprintf("%s=%s@%d", PathString(pv.GetPath()), s, pv.GetIndex())
+}
+
+func committedList(t testing.TB, j *Journal, prefix *gnmi.Path) []string {
+	t.Helper()
+	var out []string
+	if err := j.Committed(context.Background(), prefix, func(pv *PathValue) error {
+		out = append(out, render(pv))
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+func appliedList(t testing.TB, j *Journal) []string {
+	t.Helper()
+	var out []string
+	if err := j.Applied(context.Background(), nil, func(pv *PathValue) error {
+		out = append(out, render(pv))
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+func committedAtList(t testing.TB, j *Journal, at int64, prefix *gnmi.Path) ([]string, error) {
+	t.Helper()
+	var out []string
+	err := j.CommittedAt(context.Background(), fakeTime(at), prefix, func(pv *PathValue) error {
+		out = append(out, render(pv))
+		return nil
+	})
+	return out, err
+}
+
+// dump returns every key and value in the database, to prove a refused
+// transition wrote nothing.
+func dump(t testing.TB, j *Journal) map[string]string {
+	t.Helper()
+	out := make(map[string]string)
+	err := j.db.View(func(txn *badger.Txn) error {
+		it := txn.NewIterator(badger.DefaultIteratorOptions)
+		defer it.Close()
+		for it.Rewind(); it.Valid(); it.Next() {
+			v, err := it.Item().ValueCopy(nil)
+			if err != nil {
+				return err
+			}
+			out[string(it.Item().Key())] = string(v)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// checkInvariants verifies the journal's internal consistency: every kept
+// proposal is whole, statuses respect index order, the configuration
+// indexes agree with the proposals, every stored value traces to the
+// proposal that wrote it, the applied-index entries match the applied
+// values, the history replays to the committed values, and committed equals
+// applied whenever their indexes agree.
+func checkInvariants(t testing.TB, j *Journal) {
+	t.Helper()
+	if err := invariants(j); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func invariants(j *Journal) error {
+	ctx := context.Background()
+	c, err := j.Configuration(ctx)
+	if err != nil {
+		return err
+	}
+	props := map[uint64]*Proposal{}
+	err = j.db.View(func(txn *badger.Txn) error {
+		return iteratePrefix(txn, nsProposal, func(key, val []byte) error {
+			p := &Proposal{}
+			if err := proto.Unmarshal(val, p); err != nil {
+				return err
+			}
+			props[p.Index] = p
+			if string(proposalKey(p.Index)) != string(key) {
+				return fmt.Errorf("proposal %d stored under %q", p.Index, key)
+			}
+			return nil
+		})
+	})
+	if err != nil {
+		return err
+	}
+	if want := int(c.LastIndex - c.FirstIndex + 1); len(props) != want {
+		return fmt.Errorf("%d proposal records, want %d (first %d, last %d)", len(props), want, c.FirstIndex, c.LastIndex)
+	}
+	inProgress := 0
+	for i := c.FirstIndex; i <= c.LastIndex; i++ {
+		p, ok := props[i]
+		if !ok {
+			return fmt.Errorf("proposal %d missing", i)
+		}
+		ch := p.GetChange()
+		if p.Phase == journalpb.Phase_PHASE_UNSET || ch == nil || len(ch.Ops) == 0 || ch.Proposed == nil ||
+			ch.Commit == StatusUnset || ch.Apply == StatusUnset {
+			return fmt.Errorf("proposal %d is incomplete: %v", i, p)
+		}
+		if ch.Commit == StatusComplete && (ch.Committed == nil || p.Rollback == nil) {
+			return fmt.Errorf("proposal %d committed without rollback record: %v", i, p)
+		}
+		if p.Phase == PhaseRollback && (p.GetRollback().GetCommit() == StatusUnset || p.GetRollback().GetApply() == StatusUnset) {
+			return fmt.Errorf("proposal %d rollback incomplete: %v", i, p)
+		}
+		if ch.Apply == StatusInProgress || p.GetRollback().GetApply() == StatusInProgress {
+			inProgress++
+		}
+		if ch.Apply == StatusInProgress && c.Applied.Proposal != i {
+			return fmt.Errorf("proposal %d apply in progress but applied.proposal = %d", i, c.Applied.Proposal)
+		}
+		if prev, ok := props[i-1]; ok {
+			if ch.Commit != StatusPending && !Finished(prev.Change.Commit) {
+				return fmt.Errorf("proposal %d commit %v before proposal %d commit finished (%v)", i, ch.Commit, i-1, prev.Change.Commit)
+			}
+			if ch.Apply != StatusPending && !Finished(prev.Change.Apply) {
+				return fmt.Errorf("proposal %d apply %v before proposal %d apply finished (%v)", i, ch.Apply, i-1, prev.Change.Apply)
+			}
+		}
+		if p.Phase == PhaseRollback && p.Rollback.Apply != StatusComplete && c.RollingBack != i {
+			return fmt.Errorf("proposal %d rolling back but configuration says %d", i, c.RollingBack)
+		}
+	}
+	if inProgress > 1 {
+		return fmt.Errorf("%d applies in progress", inProgress)
+	}
+	if p, ok := props[c.Committed.Index]; ok && p.Change.Commit != StatusComplete {
+		return fmt.Errorf("committed.index %d but its commit is %v", c.Committed.Index, p.Change.Commit)
+	}
+	if p, ok := props[c.Applied.Index]; ok && p.Change.Apply != StatusComplete {
+		return fmt.Errorf("applied.index %d but its apply is %v", c.Applied.Index, p.Change.Apply)
+	}
+	if r := c.RollingBack; r != 0 && props[r].GetPhase() != PhaseRollback {
+		return fmt.Errorf("rolling back %d, which is not a rollback", r)
+	}
+
+	committed, err := valueMap(j, nsCommitted)
+	if err != nil {
+		return err
+	}
+	applied, err := valueMap(j, nsApplied)
+	if err != nil {
+		return err
+	}
+	for name, m := range map[string]map[string]*PathValue{"committed": committed, "applied": applied} {
+		for k, pv := range m {
+			if string(PathKey(pv.Path)) != k {
+				return fmt.Errorf("%s value %s stored under another key", name, PathString(pv.Path))
+			}
+			if pv.Index == 0 {
+				if !pv.Deleted {
+					return fmt.Errorf("%s value %s with index 0 is not a tombstone", name, render(pv))
+				}
+				continue
+			}
+			p, ok := props[pv.Index]
+			if !ok {
+				continue // compacted
+			}
+			found := false
+			for _, w := range append(slices.Clone(p.Change.Values), p.GetRollback().GetValues()...) {
+				if proto.Equal(w, pv) {
+					found = true
+				}
+			}
+			if !found {
+				return fmt.Errorf("%s value %s is not a write of proposal %d", name, render(pv), pv.Index)
+			}
+		}
+	}
+	// ai/ mirrors av/.
+	index := map[string]bool{}
+	err = j.db.View(func(txn *badger.Txn) error {
+		return iteratePrefix(txn, nsAppliedIndex, func(key, _ []byte) error {
+			index[string(key)] = true
+			return nil
+		})
+	})
+	if err != nil {
+		return err
+	}
+	for k, pv := range applied {
+		if !index[string(appliedIndexKey(pv.Index, []byte(k)))] {
+			return fmt.Errorf("applied value %s has no index entry", render(pv))
+		}
+	}
+	if len(index) != len(applied) {
+		return fmt.Errorf("%d applied index entries for %d applied values", len(index), len(applied))
+	}
+	// The history replays to the committed values.
+	if c.HistoryFloor == nil {
+		state := map[string]*PathValue{}
+		var seq uint64
+		err = j.db.View(func(txn *badger.Txn) error {
+			return iteratePrefix(txn, nsHistory, func(key, val []byte) error {
+				d := &journalpb.HistoryDelta{}
+				if err := proto.Unmarshal(val, d); err != nil {
+					return err
+				}
+				seq++
+				for _, e := range d.Entries {
+					p := e.GetAfter().GetPath()
+					if p == nil {
+						p = e.GetBefore().GetPath()
+					}
+					k := string(PathKey(p))
+					if !proto.Equal(state[k], e.Before) && !(state[k] == nil && e.Before == nil) {
+						return fmt.Errorf("history delta %q: %s held %v, delta says before was %v", key, PathString(p), state[k], e.Before)
+					}
+					if e.After == nil {
+						delete(state, k)
+					} else {
+						state[k] = e.After
+					}
+				}
+				return nil
+			})
+		})
+		if err != nil {
+			return err
+		}
+		if seq != c.HistorySeq {
+			return fmt.Errorf("%d history deltas, configuration says %d", seq, c.HistorySeq)
+		}
+		if err := sameValues(state, committed); err != nil {
+			return fmt.Errorf("history replay vs committed: %w", err)
+		}
+	}
+	if c.Committed.Index == c.Applied.Index && c.RollingBack == 0 {
+		if err := sameValues(committed, applied); err != nil {
+			return fmt.Errorf("committed.index = applied.index = %d but: %w", c.Applied.Index, err)
+		}
+	}
+	return nil
+}
+
+func sameValues(a, b map[string]*PathValue) error {
+	for k, v := range a {
+		if !proto.Equal(v, b[k]) {
+			return fmt.Errorf("%s: %s vs %s", PathString(v.Path), render(v), render(b[k]))
+		}
+	}
+	for k, v := range b {
+		if _, ok := a[k]; !ok {
+			return fmt.Errorf("%s only in one: %s", PathString(v.Path), render(v))
+		}
+	}
+	return nil
+}
+
+func valueMap(j *Journal, ns []byte) (map[string]*PathValue, error) {
+	m := map[string]*PathValue{}
+	err := j.db.View(func(txn *badger.Txn) error {
+		return scanValues(context.Background(), txn, ns, nil, func(k, v []byte) error {
+			pv := &PathValue{}
+			if err := proto.Unmarshal(v, pv); err != nil {
+				return err
+			}
+			m[string(k)] = pv
+			return nil
+		})
+	})
+	return m, err
+}

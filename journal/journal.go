@@ -1,0 +1,485 @@
+package journal
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/dgraph-io/badger/v4"
+	"golang.org/x/sys/unix"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/gnmi-sidecar/gnmi-sidecar/journal/journalpb"
+)
+
+// formatVersion is the version of the key layout and records (Meta.format).
+const formatVersion = 1
+
+// Errors callers branch on. Returned errors wrap them; use errors.Is.
+var (
+	// ErrGuard: the spec (or a product rule) forbids the transition in the
+	// current state. Nothing was written.
+	ErrGuard = errors.New("transition not allowed")
+	// ErrNotFound: the proposal (or record) does not exist.
+	ErrNotFound = errors.New("not found")
+	// ErrCompacted: the proposal or the point in time is older than what
+	// retention keeps.
+	ErrCompacted = errors.New("compacted away by retention")
+	// ErrInvalid: the caller's input is malformed. Nothing was written.
+	ErrInvalid = errors.New("invalid input")
+	// ErrLocked: another process has the journal's directory open.
+	ErrLocked = errors.New("journal directory is locked")
+	// ErrClosed: the journal is closed.
+	ErrClosed = errors.New("journal is closed")
+	// ErrFormat: the directory holds data this version cannot read.
+	ErrFormat = errors.New("unsupported journal format")
+)
+
+// Options configures a journal. The zero value is a production set-up.
+type Options struct {
+	// NoSync turns off fsync on commit. For tests and benchmark data
+	// preparation only: with it a crash can lose acknowledged transitions.
+	NoSync bool
+	// Retain is the number of newest proposal records kept (default
+	// 10,000); negative keeps all.
+	Retain int
+	// RetentionInterval is how often retention runs in the background
+	// (default 1 min). Compact runs it on demand.
+	RetentionInterval time.Duration
+	// GCInterval is how often Badger's value-log GC runs (default 5 min).
+	GCInterval time.Duration
+	// MemTableSize is Badger's memtable size (default 16 MiB, at least
+	// 1 MiB). It bounds one transaction to about 15 % of it, which bounds
+	// the number of paths one proposal may touch (about 20,000 at the
+	// default).
+	MemTableSize int64
+	// Logger receives Badger's warnings and errors and the journal's own
+	// background errors (default slog.Default()).
+	Logger *slog.Logger
+	// Clock returns the time recorded in timestamps and history (default
+	// time.Now).
+	Clock func() time.Time
+}
+
+func (o Options) withDefaults() Options {
+	if o.Retain == 0 {
+		o.Retain = 10_000
+	}
+	if o.RetentionInterval <= 0 {
+		o.RetentionInterval = time.Minute
+	}
+	if o.GCInterval <= 0 {
+		o.GCInterval = 5 * time.Minute
+	}
+	if o.MemTableSize <= 0 {
+		o.MemTableSize = 16 << 20
+	}
+	o.MemTableSize = max(o.MemTableSize, 1<<20)
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	if o.Clock == nil {
+		o.Clock = time.Now
+	}
+	return o
+}
+
+// badgerOptions sizes Badger for a sidecar: a few MiB of memtables and
+// caches instead of Badger's server defaults (64 MiB memtables ×5, 256 MiB
+// block cache).
+func (o Options) badgerOptions(dir string) badger.Options {
+	return badger.DefaultOptions(dir).
+		WithSyncWrites(!o.NoSync).
+		WithMemTableSize(o.MemTableSize).
+		WithNumMemtables(2).
+		WithNumLevelZeroTables(2).
+		WithNumLevelZeroTablesStall(8).
+		WithBaseTableSize(2 << 20).
+		WithBaseLevelSize(8 << 20).
+		WithNumCompactors(2).
+		WithBlockCacheSize(8 << 20).
+		WithIndexCacheSize(8 << 20).
+		WithValueLogFileSize(64 << 20).
+		// Records above 64 KiB (large proposals) go to the value log, so
+		// they count against a transaction's size only as pointers.
+		WithValueThreshold(64 << 10).
+		WithDetectConflicts(false). // one writer goroutine: no conflicts to detect
+		WithMetricsEnabled(false).
+		WithLogger(badgerLogger{o.Logger.With("component", "badger")})
+}
+
+// Journal is an open journal. All methods are safe for concurrent use.
+type Journal struct {
+	dir  string
+	db   *badger.DB
+	lock *os.File
+	opts Options
+	log  *slog.Logger
+
+	mu     sync.RWMutex // guards closed against submit
+	closed bool
+	dbMu   sync.RWMutex // held by reads, so Close waits for them
+	queue  chan *request
+
+	closing atomic.Bool
+	commits atomic.Uint64 // write transactions committed, for benchmarks
+
+	writerDone chan struct{}
+	stopBg     context.CancelFunc
+	bgDone     sync.WaitGroup
+}
+
+// Open opens (creating if needed) the journal in dir. A directory another
+// process has open yields an error wrapping ErrLocked.
+func Open(dir string, opts Options) (*Journal, error) {
+	opts = opts.withDefaults()
+	if err := os.MkdirAll(dir, 0o750); err != nil {
+		return nil, fmt.Errorf("journal: create directory %s: %w", dir, err)
+	}
+	lock, err := lockDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	db, err := badger.Open(opts.badgerOptions(dir))
+	if err != nil {
+		_ = lock.Close()
+		return nil, fmt.Errorf("journal: open %s: %w", dir, err)
+	}
+	j := &Journal{
+		dir:        dir,
+		db:         db,
+		lock:       lock,
+		opts:       opts,
+		log:        opts.Logger.With("component", "journal", "dir", dir),
+		queue:      make(chan *request, 1024),
+		writerDone: make(chan struct{}),
+	}
+	if err := j.initialize(); err != nil {
+		_ = db.Close()
+		_ = lock.Close()
+		return nil, fmt.Errorf("journal: open %s: %w", dir, err)
+	}
+	go j.writer()
+	ctx, cancel := context.WithCancel(context.Background())
+	j.stopBg = cancel
+	j.bgDone.Add(2)
+	go j.every(ctx, opts.GCInterval, j.runValueLogGC)
+	go j.every(ctx, opts.RetentionInterval, func(ctx context.Context) {
+		if _, err := j.Compact(ctx); err != nil && ctx.Err() == nil {
+			j.log.Error("retention failed", "err", err)
+		}
+	})
+	return j, nil
+}
+
+// lockDir takes an exclusive flock on dir/journal.lock, held until Close
+// (and released by the kernel if the process dies).
+func lockDir(dir string) (*os.File, error) {
+	name := filepath.Join(dir, "journal.lock")
+	f, err := os.OpenFile(name, os.O_CREATE|os.O_RDWR, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("journal: open lock file %s: %w", name, err)
+	}
+	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
+		_ = f.Close()
+		if errors.Is(err, unix.EWOULDBLOCK) {
+			return nil, fmt.Errorf("journal: directory %s is in use by another process: %w", dir, ErrLocked)
+		}
+		return nil, fmt.Errorf("journal: lock %s: %w", name, err)
+	}
+	return f, nil
+}
+
+// initialize writes the initial records of a new journal, or checks the
+// format of an existing one.
+func (j *Journal) initialize() error {
+	return j.db.Update(func(txn *badger.Txn) error {
+		var meta journalpb.Meta
+		found, err := getRecord(txn, keyMeta, &meta)
+		if err != nil {
+			return err
+		}
+		if found {
+			if meta.GetFormat() != formatVersion {
+				return fmt.Errorf("format %d, this build reads %d: %w", meta.GetFormat(), formatVersion, ErrFormat)
+			}
+			return nil
+		}
+		it := txn.NewIterator(badger.IteratorOptions{})
+		it.Rewind()
+		nonEmpty := it.Valid()
+		it.Close()
+		if nonEmpty {
+			return fmt.Errorf("database has data but no journal format record: %w", ErrFormat)
+		}
+		init := []struct {
+			key []byte
+			msg proto.Message
+		}{
+			{keyMeta, &journalpb.Meta{Format: formatVersion}},
+			{keyConfiguration, &Configuration{
+				Committed:  &journalpb.Committed{},
+				Applied:    &journalpb.Applied{},
+				Status:     StatusPending,
+				FirstIndex: 1,
+			}},
+			{keyMastership, &Mastership{}},
+		}
+		for _, r := range init {
+			b, err := proto.Marshal(r.msg)
+			if err != nil {
+				return err
+			}
+			if err := txn.Set(r.key, b); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// Dir returns the journal's directory.
+func (j *Journal) Dir() string { return j.dir }
+
+// Close stops the background work and the writer (answering every queued
+// request first) and closes the database. Further calls fail with ErrClosed.
+func (j *Journal) Close() error {
+	if !j.closing.CompareAndSwap(false, true) {
+		return ErrClosed
+	}
+
+	// Background work may still submit, so stop it before the writer.
+	j.stopBg()
+	j.bgDone.Wait()
+	j.mu.Lock()
+	j.closed = true
+	close(j.queue)
+	j.mu.Unlock()
+	<-j.writerDone
+	j.dbMu.Lock()
+	defer j.dbMu.Unlock()
+	err := j.db.Close()
+	if lerr := j.lock.Close(); err == nil {
+		err = lerr
+	}
+	if err != nil {
+		return fmt.Errorf("journal: close %s: %w", j.dir, err)
+	}
+	return nil
+}
+
+func (j *Journal) every(ctx context.Context, interval time.Duration, fn func(context.Context)) {
+	defer j.bgDone.Done()
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			fn(ctx)
+		}
+	}
+}
+
+func (j *Journal) runValueLogGC(ctx context.Context) {
+	for ctx.Err() == nil {
+		err := j.db.RunValueLogGC(0.5)
+		if err == nil {
+			continue // a file was rewritten; there may be more
+		}
+		if !errors.Is(err, badger.ErrNoRewrite) && !errors.Is(err, badger.ErrRejected) {
+			j.log.Warn("value-log GC failed", "err", err)
+		}
+		return
+	}
+}
+
+// badgerLogger forwards Badger's warnings and errors to slog and drops its
+// chatter.
+type badgerLogger struct{ log *slog.Logger }
+
+func (l badgerLogger) Errorf(f string, args ...any)   { l.log.Error(fmt.Sprintf(f, args...)) }
+func (l badgerLogger) Warningf(f string, args ...any) { l.log.Warn(fmt.Sprintf(f, args...)) }
+func (badgerLogger) Infof(string, ...any)             {}
+func (badgerLogger) Debugf(string, ...any)            {}
+
+// --- the writer: one goroutine owns every write transaction ---
+
+// A request is one transition: fn checks its guards and then writes, inside
+// a transaction shared with the other requests of the batch.
+type request struct {
+	fn    func(w *writeTxn) error
+	state atomic.Int32 // requestQueued → requestTaken | requestCancelled
+	err   error
+	done  chan struct{}
+}
+
+const (
+	requestQueued int32 = iota
+	requestTaken
+	requestCancelled
+)
+
+// maxBatch bounds the requests that share one transaction and fsync.
+const maxBatch = 512
+
+// submit runs fn in the writer and returns once its transaction is durable
+// (or fn refused). If ctx ends before the writer took the request, nothing is
+// written and ctx's error is returned; once taken, the request is carried out
+// and its outcome returned regardless of ctx.
+func (j *Journal) submit(ctx context.Context, fn func(w *writeTxn) error) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	r := &request{fn: fn, done: make(chan struct{})}
+	j.mu.RLock()
+	if j.closed {
+		j.mu.RUnlock()
+		return ErrClosed
+	}
+	select {
+	case j.queue <- r:
+		j.mu.RUnlock()
+	case <-ctx.Done():
+		j.mu.RUnlock()
+		return ctx.Err()
+	}
+	select {
+	case <-r.done:
+		return r.err
+	case <-ctx.Done():
+		if r.state.CompareAndSwap(requestQueued, requestCancelled) {
+			return ctx.Err()
+		}
+		<-r.done
+		return r.err
+	}
+}
+
+func (j *Journal) writer() {
+	defer close(j.writerDone)
+	batch := make([]*request, 0, maxBatch)
+	for r := range j.queue {
+		batch = append(batch[:0], r)
+	drain:
+		for len(batch) < maxBatch {
+			select {
+			case r, ok := <-j.queue:
+				if !ok {
+					break drain
+				}
+				batch = append(batch, r)
+			default:
+				break drain
+			}
+		}
+		taken := batch[:0]
+		for _, r := range batch {
+			if r.state.CompareAndSwap(requestQueued, requestTaken) {
+				taken = append(taken, r)
+			}
+		}
+		for len(taken) > 0 {
+			taken = taken[j.runBatch(taken):]
+		}
+	}
+}
+
+// runBatch carries out a prefix of batch in one transaction and answers its
+// requests; it returns how many it consumed. A request refused by its
+// guards wrote nothing, so it does not disturb the others. A request that
+// fails after it started writing (or does not fit in the transaction) ends
+// the transaction early: the requests before it are committed without it,
+// and it is retried alone.
+func (j *Journal) runBatch(batch []*request) int {
+	txn := j.db.NewTransaction(true)
+	defer txn.Discard()
+	w := &writeTxn{txn: txn, now: j.opts.Clock()}
+	results := make([]error, len(batch))
+	for k, r := range batch {
+		w.wrote = false
+		err := r.fn(w)
+		if err != nil && (w.wrote || errors.Is(err, badger.ErrTxnTooBig)) {
+			txn.Discard()
+			if k == 0 {
+				r.finish(fmt.Errorf("journal: %w", err))
+				return 1
+			}
+			for done := 0; done < k; {
+				done += j.runBatch(batch[done:k])
+			}
+			return k
+		}
+		results[k] = err
+	}
+	if err := txn.Commit(); err != nil {
+		err = fmt.Errorf("journal: commit: %w", err)
+		for _, r := range batch {
+			r.finish(err)
+		}
+		return len(batch)
+	}
+	j.commits.Add(1)
+	for k, r := range batch {
+		r.finish(results[k])
+	}
+	return len(batch)
+}
+
+func (r *request) finish(err error) {
+	r.err = err
+	close(r.done)
+}
+
+// writeTxn is the write transaction a request runs in. It records whether
+// the request has written, which tells a refusal from a failure half-way.
+type writeTxn struct {
+	txn   *badger.Txn
+	now   time.Time
+	wrote bool
+}
+
+func (w *writeTxn) put(key []byte, m proto.Message) error {
+	b, err := proto.Marshal(m)
+	if err != nil {
+		return fmt.Errorf("encode %q: %w", key, err)
+	}
+	w.wrote = true
+	return w.txn.Set(key, b)
+}
+
+func (w *writeTxn) putEmpty(key []byte) error {
+	w.wrote = true
+	return w.txn.Set(key, nil)
+}
+
+func (w *writeTxn) delete(key []byte) error {
+	w.wrote = true
+	return w.txn.Delete(key)
+}
+
+func (w *writeTxn) get(key []byte, m proto.Message) (bool, error) {
+	return getRecord(w.txn, key, m)
+}
+
+func getRecord(txn *badger.Txn, key []byte, m proto.Message) (bool, error) {
+	item, err := txn.Get(key)
+	if errors.Is(err, badger.ErrKeyNotFound) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("read %q: %w", key, err)
+	}
+	err = item.Value(func(v []byte) error { return proto.Unmarshal(v, m) })
+	if err != nil {
+		return false, fmt.Errorf("decode %q: %w", key, err)
+	}
+	return true, nil
+}

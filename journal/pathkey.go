@@ -1,0 +1,143 @@
+package journal
+
+import (
+	"bytes"
+	"slices"
+	"strings"
+
+	"github.com/openconfig/gnmi/proto/gnmi"
+	"github.com/openconfig/ygot/ygot"
+)
+
+// Bytes with a structural meaning in a path key. Bytes below escapeLimit in
+// names, key names, key values and the origin are escaped, so these bytes
+// only ever appear as structure.
+const (
+	sepElem     = 0x01 // starts a path element
+	sepKey      = 0x02 // starts a list key name
+	sepKeyValue = 0x03 // separates a list key name from its value
+	escapeByte  = 0x04 // escapes the next byte (stored as byte + escapeShift)
+	escapeLimit = 0x05
+	escapeShift = 0x30
+)
+
+// PathKey returns the canonical byte encoding of a gNMI path used as the
+// journal's key for it. The encoding guarantees:
+//
+//   - equal paths have equal keys, and only they: list keys are sorted by
+//     name, the origin is part of the key, the target is ignored;
+//   - the key of every path under P (see IsUnder) starts with PathKey(P)
+//     followed by an element or list-key separator, so /a/bc is not under
+//     /a/b;
+//   - a parent sorts before its children.
+//
+// The key cannot be decoded; records keep the *gnmi.Path itself. Paths using
+// the deprecated string Element field are not supported (ProposeChange
+// refuses them).
+func PathKey(p *gnmi.Path) []byte {
+	var b []byte
+	b = appendEscaped(b, p.GetOrigin())
+	for _, e := range p.GetElem() {
+		b = append(b, sepElem)
+		b = appendEscaped(b, e.GetName())
+		if len(e.GetKey()) == 0 {
+			continue
+		}
+		names := make([]string, 0, len(e.GetKey()))
+		for k := range e.GetKey() {
+			names = append(names, k)
+		}
+		slices.Sort(names)
+		for _, k := range names {
+			b = append(b, sepKey)
+			b = appendEscaped(b, k)
+			b = append(b, sepKeyValue)
+			b = appendEscaped(b, e.GetKey()[k])
+		}
+	}
+	return b
+}
+
+func appendEscaped(b []byte, s string) []byte {
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c < escapeLimit {
+			b = append(b, escapeByte, c+escapeShift)
+			continue
+		}
+		b = append(b, c)
+	}
+	return b
+}
+
+// subtree describes the keys at and under a path: the path's own key and the
+// key prefixes of its descendants. A path whose last element has no list keys
+// also covers every entry of that list (deleting /interfaces/interface
+// deletes all interfaces).
+type subtree struct {
+	key      []byte
+	prefixes [][]byte
+}
+
+func subtreeOf(p *gnmi.Path) subtree {
+	key := PathKey(p)
+	s := subtree{key: key, prefixes: [][]byte{append(slices.Clip(key), sepElem)}}
+	elems := p.GetElem()
+	if len(elems) > 0 && len(elems[len(elems)-1].GetKey()) == 0 {
+		s.prefixes = append(s.prefixes, append(slices.Clip(key), sepKey))
+	}
+	return s
+}
+
+// contains reports whether key is the subtree's path or a descendant of it.
+func (s subtree) contains(key []byte) bool {
+	if bytes.Equal(key, s.key) {
+		return true
+	}
+	for _, p := range s.prefixes {
+		if bytes.HasPrefix(key, p) {
+			return true
+		}
+	}
+	return false
+}
+
+// IsUnder reports whether child is parent or a descendant of it (a path
+// whose last element has no list keys covers all entries of that list).
+func IsUnder(child, parent *gnmi.Path) bool {
+	return subtreeOf(parent).contains(PathKey(child))
+}
+
+// PathString renders a path for messages and logs, e.g.
+// "/interfaces/interface[name=eth0]/config/mtu" (prefixed by "origin:" when
+// the path has an origin).
+func PathString(p *gnmi.Path) string {
+	s, err := ygot.PathToString(p)
+	if err != nil {
+		s = p.String()
+	}
+	if p.GetOrigin() != "" {
+		s = p.GetOrigin() + ":" + s
+	}
+	return s
+}
+
+// validPath reports why a path cannot be journaled, or "" if it can.
+func validPath(p *gnmi.Path) string {
+	if p == nil {
+		return "missing path"
+	}
+	//lint:ignore SA1019 the deprecated field is read only to refuse it
+	if len(p.GetElement()) > 0 {
+		return "path uses the deprecated element field"
+	}
+	for _, e := range p.GetElem() {
+		if e.GetName() == "" {
+			return "path has an element without a name"
+		}
+		if strings.ContainsAny(e.GetName(), "*") || strings.Contains(e.GetName(), "...") {
+			return "path has a wildcard"
+		}
+	}
+	return ""
+}

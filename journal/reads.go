@@ -1,0 +1,325 @@
+package journal
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"math"
+	"slices"
+	"time"
+
+	"github.com/dgraph-io/badger/v4"
+	"github.com/openconfig/gnmi/proto/gnmi"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/gnmi-sidecar/gnmi-sidecar/journal/journalpb"
+)
+
+// Reads run in their own read-only Badger transaction, concurrently with
+// the writer, and see every transition that has returned. Streaming reads
+// see one consistent snapshot; their callback must not call back into the
+// Journal.
+
+func (j *Journal) view(ctx context.Context, fn func(txn *badger.Txn) error) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	j.dbMu.RLock()
+	defer j.dbMu.RUnlock()
+	if j.closing.Load() {
+		return ErrClosed
+	}
+	return j.db.View(fn)
+}
+
+// Configuration returns the configuration record.
+func (j *Journal) Configuration(ctx context.Context) (*Configuration, error) {
+	var c *Configuration
+	err := j.view(ctx, func(txn *badger.Txn) (err error) {
+		c, err = loadConfiguration(txn)
+		return err
+	})
+	return c, err
+}
+
+// Mastership returns the mastership term and connection id.
+func (j *Journal) Mastership(ctx context.Context) (*Mastership, error) {
+	m := &Mastership{}
+	err := j.view(ctx, func(txn *badger.Txn) error {
+		_, err := getRecord(txn, keyMastership, m)
+		return err
+	})
+	return m, err
+}
+
+// CommitConfirm returns the outstanding commit-confirmed, or an error
+// wrapping ErrNotFound.
+func (j *Journal) CommitConfirm(ctx context.Context) (*CommitConfirm, error) {
+	rec := &CommitConfirm{}
+	var found bool
+	err := j.view(ctx, func(txn *badger.Txn) (err error) {
+		found, err = getRecord(txn, keyCommitConfirm, rec)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	if !found {
+		return nil, fmt.Errorf("journal: no commit-confirmed is outstanding: %w", ErrNotFound)
+	}
+	return rec, nil
+}
+
+// Proposal returns proposal i: ErrNotFound if it never existed, ErrCompacted
+// if retention dropped it.
+func (j *Journal) Proposal(ctx context.Context, i uint64) (*Proposal, error) {
+	var p *Proposal
+	err := j.view(ctx, func(txn *badger.Txn) error {
+		c, err := loadConfiguration(txn)
+		if err != nil {
+			return err
+		}
+		p, err = loadProposal(txn, c, i)
+		return err
+	})
+	return p, err
+}
+
+// Proposals streams the kept proposals with from <= index <= to (to = 0: up
+// to the newest) in index order.
+func (j *Journal) Proposals(ctx context.Context, from, to uint64, fn func(*Proposal) error) error {
+	if to == 0 {
+		to = math.MaxUint64
+	}
+	return j.view(ctx, func(txn *badger.Txn) error {
+		opts := badger.DefaultIteratorOptions
+		opts.Prefix = nsProposal
+		it := txn.NewIterator(opts)
+		defer it.Close()
+		end := proposalKey(to)
+		for it.Seek(proposalKey(from)); it.ValidForPrefix(nsProposal); it.Next() {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			item := it.Item()
+			if bytes.Compare(item.Key(), end) > 0 {
+				return nil
+			}
+			p := &Proposal{}
+			if err := item.Value(func(v []byte) error { return proto.Unmarshal(v, p) }); err != nil {
+				return fmt.Errorf("journal: decode %q: %w", item.Key(), err)
+			}
+			if err := fn(p); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// NewestRollbackable returns the index of the proposal a rollback of "the
+// newest change" (index 0 in a request) means, or the reason none can be
+// rolled back now (ErrNotFound when no change is in effect, ErrGuard or
+// ErrCompacted otherwise).
+func (j *Journal) NewestRollbackable(ctx context.Context) (uint64, error) {
+	var i uint64
+	err := j.view(ctx, func(txn *badger.Txn) error {
+		c, err := loadConfiguration(txn)
+		if err != nil {
+			return err
+		}
+		if c.Committed.Index == 0 {
+			return fmt.Errorf("journal: no change is in effect: %w", ErrNotFound)
+		}
+		if _, err := rollbackGuard(txn, c, c.Committed.Index); err != nil {
+			return err
+		}
+		i = c.Committed.Index
+		return nil
+	})
+	return i, err
+}
+
+// Committed streams the committed values at and under prefix (nil: all) in
+// path-key order, tombstones included (Deleted set).
+func (j *Journal) Committed(ctx context.Context, prefix *gnmi.Path, fn func(*PathValue) error) error {
+	return j.view(ctx, func(txn *badger.Txn) error {
+		return scanValues(ctx, txn, nsCommitted, prefix, decodeTo(fn))
+	})
+}
+
+// Applied streams the applied values at and under prefix (nil: all) in
+// path-key order, tombstones included.
+func (j *Journal) Applied(ctx context.Context, prefix *gnmi.Path, fn func(*PathValue) error) error {
+	return j.view(ctx, func(txn *badger.Txn) error {
+		return scanValues(ctx, txn, nsApplied, prefix, decodeTo(fn))
+	})
+}
+
+// ScanAppliedByIndex streams the applied values ordered by the index of the
+// proposal that wrote them (then by path key), which is the order a re-push
+// must replay them in: without a schema, values overlap (a JSON value at /a,
+// a leaf or a tombstone under it) and only write order reproduces the
+// device's state. Within one index, send the tombstones as deletes and the
+// values as updates of one SetRequest, as the original Set did.
+func (j *Journal) ScanAppliedByIndex(ctx context.Context, fn func(*PathValue) error) error {
+	return j.view(ctx, func(txn *badger.Txn) error {
+		opts := badger.DefaultIteratorOptions
+		opts.Prefix = nsAppliedIndex
+		opts.PrefetchValues = false
+		it := txn.NewIterator(opts)
+		defer it.Close()
+		for it.Rewind(); it.ValidForPrefix(nsAppliedIndex); it.Next() {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			pathKey := it.Item().Key()[len(nsAppliedIndex)+8:]
+			pv := &PathValue{}
+			found, err := getRecord(txn, valueKey(nsApplied, pathKey), pv)
+			if err != nil {
+				return fmt.Errorf("journal: %w", err)
+			}
+			if !found {
+				return fmt.Errorf("journal: applied index entry %q has no value", it.Item().Key())
+			}
+			if err := fn(pv); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// CommittedAt streams the committed values at and under prefix as they were
+// at time t (the History extension): the current values with every change
+// made after t undone. Memory is O(changes since t). A t older than the
+// history retention kept returns ErrCompacted; a t before the journal's
+// first commit yields nothing.
+func (j *Journal) CommittedAt(ctx context.Context, t time.Time, prefix *gnmi.Path, fn func(*PathValue) error) error {
+	return j.view(ctx, func(txn *badger.Txn) error {
+		c, err := loadConfiguration(txn)
+		if err != nil {
+			return err
+		}
+		if floor := c.GetHistoryFloor(); floor != nil && t.Before(floor.AsTime()) {
+			return fmt.Errorf("journal: committed configuration at %s (history starts at %s): %w",
+				t.Format(time.RFC3339Nano), floor.AsTime().Format(time.RFC3339Nano), ErrCompacted)
+		}
+		undo, err := changesAfter(ctx, txn, t)
+		if err != nil {
+			return err
+		}
+		var sub subtree
+		if prefix != nil {
+			sub = subtreeOf(prefix)
+		}
+		keys := make([]string, 0, len(undo))
+		for k := range undo {
+			if prefix == nil || sub.contains([]byte(k)) {
+				keys = append(keys, k)
+			}
+		}
+		slices.Sort(keys)
+		next := 0
+		emitUndoneBefore := func(limit []byte) error {
+			for ; next < len(keys) && (limit == nil || keys[next] < string(limit)); next++ {
+				if pv := undo[keys[next]]; pv != nil {
+					if err := fn(pv); err != nil {
+						return err
+					}
+				}
+			}
+			return nil
+		}
+		err = scanValues(ctx, txn, nsCommitted, prefix, func(pathKey, val []byte) error {
+			if err := emitUndoneBefore(pathKey); err != nil {
+				return err
+			}
+			if next < len(keys) && keys[next] == string(pathKey) {
+				pv := undo[keys[next]]
+				next++
+				if pv == nil {
+					return nil
+				}
+				return fn(pv)
+			}
+			return decodeTo(fn)(pathKey, val)
+		})
+		if err != nil {
+			return err
+		}
+		return emitUndoneBefore(nil)
+	})
+}
+
+// changesAfter returns, for every path changed after t, what it held at t
+// (nil: absent).
+func changesAfter(ctx context.Context, txn *badger.Txn, t time.Time) (map[string]*PathValue, error) {
+	undo := make(map[string]*PathValue)
+	opts := badger.DefaultIteratorOptions
+	opts.Prefix = nsHistory
+	opts.Reverse = true
+	it := txn.NewIterator(opts)
+	defer it.Close()
+	for it.Seek(historyKey(math.MaxUint64)); it.ValidForPrefix(nsHistory); it.Next() {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		delta := &journalpb.HistoryDelta{}
+		if err := it.Item().Value(func(v []byte) error { return proto.Unmarshal(v, delta) }); err != nil {
+			return nil, fmt.Errorf("journal: decode %q: %w", it.Item().Key(), err)
+		}
+		if !delta.GetTime().AsTime().After(t) {
+			break
+		}
+		// Newest first, so the oldest change after t has the last word.
+		for _, e := range delta.GetEntries() {
+			path := e.GetAfter().GetPath()
+			if path == nil {
+				path = e.GetBefore().GetPath()
+			}
+			undo[string(PathKey(path))] = e.GetBefore()
+		}
+	}
+	return undo, nil
+}
+
+// scanValues calls fn with the path key and encoded value of every value in
+// namespace ns at and under prefix (nil: all), in path-key order.
+func scanValues(ctx context.Context, txn *badger.Txn, ns []byte, prefix *gnmi.Path, fn func(pathKey, val []byte) error) error {
+	strip := func(key, val []byte) error {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		return fn(key[len(ns):], val)
+	}
+	if prefix == nil {
+		return iteratePrefix(txn, ns, strip)
+	}
+	sub := subtreeOf(prefix)
+	item, err := txn.Get(valueKey(ns, sub.key))
+	switch {
+	case err == nil:
+		if err := item.Value(func(val []byte) error { return fn(sub.key, val) }); err != nil {
+			return err
+		}
+	case err != badger.ErrKeyNotFound:
+		return fmt.Errorf("journal: read %q: %w", sub.key, err)
+	}
+	for _, p := range sub.prefixes {
+		if err := iteratePrefix(txn, valueKey(ns, p), strip); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func decodeTo(fn func(*PathValue) error) func(pathKey, val []byte) error {
+	return func(pathKey, val []byte) error {
+		pv := &PathValue{}
+		if err := proto.Unmarshal(val, pv); err != nil {
+			return fmt.Errorf("journal: decode value of %q: %w", pathKey, err)
+		}
+		return fn(pv)
+	}
+}

@@ -1,0 +1,99 @@
+package journal
+
+import (
+	"encoding/binary"
+	"fmt"
+
+	"github.com/gnmi-sidecar/gnmi-sidecar/journal/journalpb"
+)
+
+// The journal's records. They are the protobuf messages of journalpb, so the
+// agent and the proxy can trace and marshal them as they are.
+type (
+	Proposal      = journalpb.Proposal
+	Change        = journalpb.Change
+	Rollback      = journalpb.Rollback
+	Configuration = journalpb.Configuration
+	PathValue     = journalpb.PathValue
+	Op            = journalpb.Op
+	Leaf          = journalpb.Leaf
+	Mastership    = journalpb.Mastership
+	CommitConfirm = journalpb.CommitConfirm
+	Status        = journalpb.Status
+	Phase         = journalpb.Phase
+	OpKind        = journalpb.OpKind
+)
+
+const (
+	StatusUnset      = journalpb.Status_STATUS_UNSET
+	StatusPending    = journalpb.Status_STATUS_PENDING
+	StatusInProgress = journalpb.Status_STATUS_IN_PROGRESS
+	StatusComplete   = journalpb.Status_STATUS_COMPLETE
+	StatusAborted    = journalpb.Status_STATUS_ABORTED
+	StatusFailed     = journalpb.Status_STATUS_FAILED
+
+	PhaseChange   = journalpb.Phase_PHASE_CHANGE
+	PhaseRollback = journalpb.Phase_PHASE_ROLLBACK
+
+	OpDelete  = journalpb.OpKind_OP_KIND_DELETE
+	OpReplace = journalpb.OpKind_OP_KIND_REPLACE
+	OpUpdate  = journalpb.OpKind_OP_KIND_UPDATE
+)
+
+// Finished reports whether s is Complete, Aborted or Failed (the spec's
+// Finished set).
+func Finished(s Status) bool {
+	return s == StatusComplete || s == StatusAborted || s == StatusFailed
+}
+
+// Working reports whether s is Pending or InProgress.
+func Working(s Status) bool {
+	return s == StatusPending || s == StatusInProgress
+}
+
+// Key layout (see doc.go).
+var (
+	keyMeta          = []byte("m")
+	keyConfiguration = []byte("c")
+	keyMastership    = []byte("s")
+	keyCommitConfirm = []byte("x")
+	nsProposal       = []byte("p/")
+	nsCommitted      = []byte("cv/")
+	nsApplied        = []byte("av/")
+	nsAppliedIndex   = []byte("ai/")
+	nsHistory        = []byte("h/")
+)
+
+func uint64Key(ns []byte, n uint64) []byte {
+	k := make([]byte, len(ns), len(ns)+8)
+	copy(k, ns)
+	return binary.BigEndian.AppendUint64(k, n)
+}
+
+func proposalKey(i uint64) []byte  { return uint64Key(nsProposal, i) }
+func historyKey(seq uint64) []byte { return uint64Key(nsHistory, seq) }
+
+func valueKey(ns, pathKey []byte) []byte {
+	k := make([]byte, 0, len(ns)+len(pathKey))
+	return append(append(k, ns...), pathKey...)
+}
+
+func appliedIndexKey(index uint64, pathKey []byte) []byte {
+	return append(uint64Key(nsAppliedIndex, index), pathKey...)
+}
+
+// proposalDone reports whether every step of p is finished, so retention may
+// drop it.
+func proposalDone(p *Proposal) bool {
+	if !Finished(p.GetChange().GetCommit()) || !Finished(p.GetChange().GetApply()) {
+		return false
+	}
+	if p.GetPhase() == PhaseRollback {
+		return Finished(p.GetRollback().GetCommit()) && Finished(p.GetRollback().GetApply())
+	}
+	return true
+}
+
+func guardf(format string, args ...any) error {
+	return fmt.Errorf("journal: "+format+": %w", append(args, ErrGuard)...)
+}

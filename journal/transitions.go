@@ -1,0 +1,981 @@
+package journal
+
+import (
+	"context"
+	"fmt"
+	"slices"
+
+	"github.com/dgraph-io/badger/v4"
+	"github.com/openconfig/gnmi/proto/gnmi"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	"github.com/gnmi-sidecar/gnmi-sidecar/journal/journalpb"
+)
+
+// codeAborted is google.golang.org/grpc/codes.Aborted (the journal does not
+// depend on gRPC).
+const codeAborted = 10
+
+// Every method below is one transition: it checks its guards and, only if
+// they hold, writes its effect in one Badger transaction. A refused
+// transition returns an error wrapping ErrGuard, ErrNotFound or ErrCompacted
+// and writes nothing. Methods return the proposal and configuration as the
+// transition left them.
+
+// ProposeChange journals a Set as a new proposal with commit and apply
+// Pending (spec ProposeChange). Its index is the returned proposal's Index.
+func (j *Journal) ProposeChange(ctx context.Context, ops []*Op) (*Proposal, error) {
+	clean, err := cleanOps(ops)
+	if err != nil {
+		return nil, err
+	}
+	var out *Proposal
+	err = j.submit(ctx, func(w *writeTxn) error {
+		c, err := w.configuration()
+		if err != nil {
+			return err
+		}
+		c.LastIndex++
+		p := &Proposal{
+			Index: c.LastIndex,
+			Phase: PhaseChange,
+			Change: &Change{
+				Ops:      clean,
+				Commit:   StatusPending,
+				Apply:    StatusPending,
+				Proposed: timestamppb.New(w.now),
+			},
+		}
+		if err := w.put(proposalKey(p.Index), p); err != nil {
+			return err
+		}
+		if err := w.put(keyConfiguration, c); err != nil {
+			return err
+		}
+		out = p
+		return nil
+	})
+	return out, err
+}
+
+// cleanOps validates ops and returns a copy with targets dropped.
+func cleanOps(ops []*Op) ([]*Op, error) {
+	if len(ops) == 0 {
+		return nil, fmt.Errorf("journal: propose: no operations: %w", ErrInvalid)
+	}
+	out := make([]*Op, len(ops))
+	for n, op := range ops {
+		op = proto.CloneOf(op)
+		if why := validPath(op.GetPath()); why != "" {
+			return nil, fmt.Errorf("journal: propose: operation %d: %s: %w", n, why, ErrInvalid)
+		}
+		op.Path.Target = ""
+		switch op.GetKind() {
+		case OpDelete:
+			if len(op.GetValues()) > 0 {
+				return nil, fmt.Errorf("journal: propose: delete of %s carries values: %w", PathString(op.Path), ErrInvalid)
+			}
+		case OpReplace, OpUpdate:
+			if len(op.GetValues()) == 0 {
+				return nil, fmt.Errorf("journal: propose: %s of %s has no value: %w", op.GetKind(), PathString(op.Path), ErrInvalid)
+			}
+		default:
+			return nil, fmt.Errorf("journal: propose: operation %d has kind %v: %w", n, op.GetKind(), ErrInvalid)
+		}
+		under := subtreeOf(op.Path)
+		for _, leaf := range op.GetValues() {
+			if why := validPath(leaf.GetPath()); why != "" {
+				return nil, fmt.Errorf("journal: propose: value under %s: %s: %w", PathString(op.Path), why, ErrInvalid)
+			}
+			leaf.Path.Target = ""
+			if leaf.GetValue() == nil {
+				return nil, fmt.Errorf("journal: propose: %s has no value: %w", PathString(leaf.Path), ErrInvalid)
+			}
+			if !under.contains(PathKey(leaf.Path)) {
+				return nil, fmt.Errorf("journal: propose: value at %s is not under %s: %w",
+					PathString(leaf.Path), PathString(op.Path), ErrInvalid)
+			}
+		}
+		out[n] = op
+	}
+	return out, nil
+}
+
+// CommitChange commits proposal i (spec CommitChange, its steps merged into
+// one transaction): it expands the operations against the committed values
+// (all deletes, then replaces, then updates; a delete or replace tombstones
+// the whole stored subtree), records what every touched path held before as
+// the rollback values, writes the effective values with index i and marks
+// the commit Complete.
+func (j *Journal) CommitChange(ctx context.Context, i uint64) (*Proposal, *Configuration, error) {
+	var outP *Proposal
+	var outC *Configuration
+	err := j.submit(ctx, func(w *writeTxn) error {
+		c, p, err := w.commitChangeGuard(i)
+		if err != nil {
+			return err
+		}
+		eff, err := w.expand(i, p.GetChange().GetOps())
+		if err != nil {
+			return err
+		}
+		var before []*PathValue
+		for _, k := range eff.keys {
+			prev, err := w.value(nsCommitted, []byte(k))
+			if err != nil {
+				return err
+			}
+			before = append(before, prev)
+		}
+		// Guards hold and everything is read: write.
+		history := make([]*journalpb.HistoryEntry, 0, len(eff.keys))
+		rollback := &Rollback{Index: c.Committed.Index}
+		values := make([]*PathValue, 0, len(eff.keys))
+		for n, k := range eff.keys {
+			pv := eff.values[k]
+			values = append(values, pv)
+			prev := before[n]
+			if prev == nil {
+				rollback.Values = append(rollback.Values, &PathValue{Path: pv.Path, Deleted: true})
+			} else {
+				rollback.Values = append(rollback.Values, prev)
+			}
+			history = append(history, &journalpb.HistoryEntry{Before: prev, After: pv})
+			if err := w.put(valueKey(nsCommitted, []byte(k)), pv); err != nil {
+				return err
+			}
+		}
+		if err := w.appendHistory(c, i, journalpb.HistoryKind_HISTORY_KIND_COMMIT_CHANGE, history); err != nil {
+			return err
+		}
+		p.Change.Values = values
+		p.Change.Commit = StatusComplete
+		p.Change.Committed = timestamppb.New(w.now)
+		p.Rollback = rollback
+		c.Committed.Proposal = i
+		c.Committed.Index = i
+		if err := w.putProposalAndConfiguration(p, c); err != nil {
+			return err
+		}
+		outP, outC = p, c
+		return nil
+	})
+	return outP, outC, err
+}
+
+// FailCommit marks proposal i's commit Failed (spec CommitChange, invalid
+// branch): nothing is written to the committed values and committed.index
+// keeps naming the newest proposal whose effect they hold.
+func (j *Journal) FailCommit(ctx context.Context, i uint64, code uint32, message string) (*Proposal, *Configuration, error) {
+	var outP *Proposal
+	var outC *Configuration
+	err := j.submit(ctx, func(w *writeTxn) error {
+		c, p, err := w.commitChangeGuard(i)
+		if err != nil {
+			return err
+		}
+		p.Change.Commit = StatusFailed
+		p.Change.Committed = timestamppb.New(w.now)
+		p.Change.Error = &journalpb.Error{Code: code, Message: message}
+		c.Committed.Proposal = i
+		if err := w.putProposalAndConfiguration(p, c); err != nil {
+			return err
+		}
+		outP, outC = p, c
+		return nil
+	})
+	return outP, outC, err
+}
+
+func (w *writeTxn) commitChangeGuard(i uint64) (*Configuration, *Proposal, error) {
+	c, p, err := w.load(i)
+	if err != nil {
+		return nil, nil, err
+	}
+	switch {
+	case p.GetPhase() != PhaseChange:
+		return nil, nil, guardf("commit proposal %d: it is being rolled back", i)
+	case p.GetChange().GetCommit() != StatusPending:
+		return nil, nil, guardf("commit proposal %d: commit is %v, not pending", i, p.GetChange().GetCommit())
+	case c.GetRollingBack() != 0:
+		return nil, nil, guardf("commit proposal %d: rollback of proposal %d is in progress", i, c.GetRollingBack())
+	}
+	if err := w.previousFinished(c, i, "commit", func(p *Proposal) Status { return p.GetChange().GetCommit() }); err != nil {
+		return nil, nil, err
+	}
+	return c, p, nil
+}
+
+// StartApply marks proposal i's apply InProgress and makes it
+// applied.proposal (spec ApplyChange, first and third branches): the agent
+// is about to send it to the device. It requires the commit Complete, the
+// previous proposal's apply Finished and the configuration re-pushed for
+// the current mastership term. Calling it again for the proposal already in
+// progress (after a transient failure and a re-push) is allowed and writes
+// nothing.
+func (j *Journal) StartApply(ctx context.Context, i uint64) (*Proposal, *Configuration, error) {
+	var outP *Proposal
+	var outC *Configuration
+	err := j.submit(ctx, func(w *writeTxn) error {
+		c, p, err := w.load(i)
+		if err != nil {
+			return err
+		}
+		if err := w.requireSynced(c, "apply proposal", i); err != nil {
+			return err
+		}
+		switch ch := p.GetChange(); {
+		case p.GetPhase() != PhaseChange:
+			return guardf("apply proposal %d: it is being rolled back", i)
+		case ch.GetCommit() != StatusComplete:
+			return guardf("apply proposal %d: commit is %v, not complete", i, ch.GetCommit())
+		case ch.GetApply() == StatusInProgress && c.Applied.Proposal == i:
+			outP, outC = p, c
+			return nil // re-entry after a transient failure
+		case ch.GetApply() != StatusPending:
+			return guardf("apply proposal %d: apply is %v, not pending", i, ch.GetApply())
+		case c.GetRollingBack() != 0:
+			return guardf("apply proposal %d: rollback of proposal %d is in progress", i, c.GetRollingBack())
+		}
+		if err := w.previousFinished(c, i, "apply", func(p *Proposal) Status { return p.GetChange().GetApply() }); err != nil {
+			return err
+		}
+		p.Change.Apply = StatusInProgress
+		p.Change.ApplyStarted = timestamppb.New(w.now)
+		c.Applied.Proposal = i
+		if err := w.putProposalAndConfiguration(p, c); err != nil {
+			return err
+		}
+		outP, outC = p, c
+		return nil
+	})
+	return outP, outC, err
+}
+
+// CompleteApply records that the device accepted proposal i, sent over the
+// connection of mastership term `term` (spec ApplyChange, success and
+// Complete branches merged): the effective values go into the applied
+// values, applied.index = i, apply Complete. It is refused if the term has
+// moved on since: the device may have restarted, so the agent must re-push
+// and apply again.
+func (j *Journal) CompleteApply(ctx context.Context, i, term uint64) (*Proposal, *Configuration, error) {
+	var outP *Proposal
+	var outC *Configuration
+	err := j.submit(ctx, func(w *writeTxn) error {
+		c, p, err := w.load(i)
+		if err != nil {
+			return err
+		}
+		if err := w.applyInProgressGuard(c, p, i, term); err != nil {
+			return err
+		}
+		if err := w.writeApplied(p.GetChange().GetValues()); err != nil {
+			return err
+		}
+		p.Change.Apply = StatusComplete
+		p.Change.Applied = timestamppb.New(w.now)
+		c.Applied.Index = i
+		if err := w.putProposalAndConfiguration(p, c); err != nil {
+			return err
+		}
+		outP, outC = p, c
+		return nil
+	})
+	return outP, outC, err
+}
+
+func (w *writeTxn) applyInProgressGuard(c *Configuration, p *Proposal, i, term uint64) error {
+	if p.GetPhase() != PhaseChange || p.GetChange().GetApply() != StatusInProgress || c.Applied.Proposal != i {
+		return guardf("complete apply of proposal %d: apply is %v, not in progress", i, p.GetChange().GetApply())
+	}
+	if err := w.requireSynced(c, "complete apply of proposal", i); err != nil {
+		return err
+	}
+	if term != c.Applied.Term {
+		return guardf("complete apply of proposal %d: applied under term %d, current term is %d", i, term, c.Applied.Term)
+	}
+	return nil
+}
+
+// FailApply records the device's definitive rejection of proposal i
+// (spec ApplyChange, failure branch; DESIGN §4): apply Failed with the
+// device's error; the committed values go back to the applied values for
+// every path proposals i..committed.index touched, committed.index =
+// applied.index, and later proposals committed on top of i get apply
+// Aborted with an error naming i.
+func (j *Journal) FailApply(ctx context.Context, i uint64, code uint32, message string) (*Proposal, *Configuration, error) {
+	var outP *Proposal
+	var outC *Configuration
+	err := j.submit(ctx, func(w *writeTxn) error {
+		c, p, err := w.load(i)
+		if err != nil {
+			return err
+		}
+		if p.GetPhase() != PhaseChange || p.GetChange().GetApply() != StatusInProgress || c.Applied.Proposal != i {
+			return guardf("fail apply of proposal %d: apply is %v, not in progress", i, p.GetChange().GetApply())
+		}
+		p.Change.Apply = StatusFailed
+		p.Change.Applied = timestamppb.New(w.now)
+		p.Change.Error = &journalpb.Error{Code: code, Message: message}
+		if err := w.put(proposalKey(i), p); err != nil {
+			return err
+		}
+		var history []*journalpb.HistoryEntry
+		restored := make(map[string]bool)
+		for k := i; k <= c.LastIndex; k++ {
+			pk := p
+			if k != i {
+				if pk, err = w.proposal(c, k); err != nil {
+					return err
+				}
+			}
+			ch := pk.GetChange()
+			if pk.GetPhase() != PhaseChange || ch.GetCommit() != StatusComplete || k > c.Committed.Index {
+				continue
+			}
+			for _, pv := range ch.GetValues() {
+				key := PathKey(pv.GetPath())
+				if restored[string(key)] {
+					continue
+				}
+				restored[string(key)] = true
+				entry, err := w.restoreCommitted(key)
+				if err != nil {
+					return err
+				}
+				if entry != nil {
+					history = append(history, entry)
+				}
+			}
+			if k != i && ch.GetApply() == StatusPending {
+				ch.Apply = StatusAborted
+				ch.Applied = timestamppb.New(w.now)
+				ch.Error = &journalpb.Error{Code: codeAborted,
+					Message: fmt.Sprintf("proposal %d failed to apply: %s", i, message)}
+				if err := w.put(proposalKey(k), pk); err != nil {
+					return err
+				}
+			}
+		}
+		if err := w.appendHistory(c, i, journalpb.HistoryKind_HISTORY_KIND_FAIL_APPLY, history); err != nil {
+			return err
+		}
+		c.Committed.Index = c.Applied.Index
+		if err := w.put(keyConfiguration, c); err != nil {
+			return err
+		}
+		outP, outC = p, c
+		return nil
+	})
+	return outP, outC, err
+}
+
+// restoreCommitted sets the committed value of key to its applied value (or
+// removes it) and returns the history entry, nil if nothing changed.
+func (w *writeTxn) restoreCommitted(key []byte) (*journalpb.HistoryEntry, error) {
+	cur, err := w.value(nsCommitted, key)
+	if err != nil {
+		return nil, err
+	}
+	app, err := w.value(nsApplied, key)
+	if err != nil {
+		return nil, err
+	}
+	if proto.Equal(cur, app) {
+		return nil, nil
+	}
+	if app == nil {
+		err = w.delete(valueKey(nsCommitted, key))
+	} else {
+		err = w.put(valueKey(nsCommitted, key), app)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return &journalpb.HistoryEntry{Before: cur, After: app}, nil
+}
+
+// AbortApply marks the apply of proposal i Aborted without device I/O,
+// because its commit failed or was aborted (spec ApplyChange, second
+// branch). It keeps apply order: proposal i-1's apply must be Finished.
+func (j *Journal) AbortApply(ctx context.Context, i uint64) (*Proposal, *Configuration, error) {
+	var outP *Proposal
+	var outC *Configuration
+	err := j.submit(ctx, func(w *writeTxn) error {
+		c, p, err := w.load(i)
+		if err != nil {
+			return err
+		}
+		ch := p.GetChange()
+		if ch.GetApply() != StatusPending {
+			return guardf("abort apply of proposal %d: apply is %v, not pending", i, ch.GetApply())
+		}
+		if ch.GetCommit() != StatusFailed && ch.GetCommit() != StatusAborted {
+			return guardf("abort apply of proposal %d: commit is %v, not failed or aborted", i, ch.GetCommit())
+		}
+		if err := w.previousFinished(c, i, "apply", func(p *Proposal) Status { return p.GetChange().GetApply() }); err != nil {
+			return err
+		}
+		ch.Apply = StatusAborted
+		ch.Applied = timestamppb.New(w.now)
+		if err := w.put(proposalKey(i), p); err != nil {
+			return err
+		}
+		outP, outC = p, c
+		return nil
+	})
+	return outP, outC, err
+}
+
+// ProposeRollback starts the rollback of proposal i (spec ProposeRollback,
+// with the product's stricter rules so a request can be refused up front):
+// i must be the newest change in effect (committed.index = applied.index =
+// i), applied, not itself a rollback, with every later proposal Finished and
+// no other rollback under way.
+func (j *Journal) ProposeRollback(ctx context.Context, i uint64) (*Proposal, *Configuration, error) {
+	var outP *Proposal
+	var outC *Configuration
+	err := j.submit(ctx, func(w *writeTxn) error {
+		c, err := w.configuration()
+		if err != nil {
+			return err
+		}
+		p, err := rollbackGuard(w.txn, c, i)
+		if err != nil {
+			return err
+		}
+		p.Phase = PhaseRollback
+		p.Rollback.Commit = StatusPending
+		p.Rollback.Apply = StatusPending
+		p.Rollback.Proposed = timestamppb.New(w.now)
+		c.RollingBack = i
+		if err := w.putProposalAndConfiguration(p, c); err != nil {
+			return err
+		}
+		outP, outC = p, c
+		return nil
+	})
+	return outP, outC, err
+}
+
+func rollbackGuard(txn *badger.Txn, c *Configuration, i uint64) (*Proposal, error) {
+	p, err := loadProposal(txn, c, i)
+	if err != nil {
+		return nil, err
+	}
+	switch {
+	case p.GetPhase() == PhaseRollback:
+		return nil, guardf("roll back proposal %d: it is a rollback already", i)
+	case c.GetRollingBack() != 0:
+		return nil, guardf("roll back proposal %d: rollback of proposal %d is in progress", i, c.GetRollingBack())
+	case p.GetChange().GetApply() != StatusComplete:
+		return nil, guardf("roll back proposal %d: it is not applied (commit %v, apply %v)",
+			i, p.GetChange().GetCommit(), p.GetChange().GetApply())
+	case c.Committed.Index != c.Applied.Index:
+		return nil, guardf("roll back proposal %d: proposal %d is committed but not yet applied", i, c.Committed.Index)
+	case c.Committed.Index != i:
+		return nil, guardf("roll back proposal %d: roll back proposal %d first", i, c.Committed.Index)
+	}
+	for k := i + 1; k <= c.LastIndex; k++ {
+		later, err := loadProposal(txn, c, k)
+		if err != nil {
+			return nil, err
+		}
+		if !proposalDone(later) {
+			return nil, guardf("roll back proposal %d: proposal %d is still in progress", i, k)
+		}
+	}
+	return p, nil
+}
+
+// CommitRollback writes proposal i's rollback values into the committed
+// values and moves committed.index back to rollback.index (spec
+// CommitRollback, its steps merged).
+func (j *Journal) CommitRollback(ctx context.Context, i uint64) (*Proposal, *Configuration, error) {
+	var outP *Proposal
+	var outC *Configuration
+	err := j.submit(ctx, func(w *writeTxn) error {
+		c, p, err := w.load(i)
+		if err != nil {
+			return err
+		}
+		rb := p.GetRollback()
+		switch {
+		case p.GetPhase() != PhaseRollback || rb.GetCommit() != StatusPending:
+			return guardf("commit rollback of proposal %d: rollback commit is %v, not pending", i, rb.GetCommit())
+		case c.Committed.Index != i || c.RollingBack != i:
+			return guardf("commit rollback of proposal %d: committed index is %d", i, c.Committed.Index)
+		}
+		var before []*PathValue
+		for _, pv := range rb.GetValues() {
+			prev, err := w.value(nsCommitted, PathKey(pv.GetPath()))
+			if err != nil {
+				return err
+			}
+			before = append(before, prev)
+		}
+		history := make([]*journalpb.HistoryEntry, 0, len(rb.GetValues()))
+		for n, pv := range rb.GetValues() {
+			if err := w.put(valueKey(nsCommitted, PathKey(pv.GetPath())), pv); err != nil {
+				return err
+			}
+			history = append(history, &journalpb.HistoryEntry{Before: before[n], After: pv})
+		}
+		if err := w.appendHistory(c, i, journalpb.HistoryKind_HISTORY_KIND_COMMIT_ROLLBACK, history); err != nil {
+			return err
+		}
+		rb.Commit = StatusComplete
+		rb.Committed = timestamppb.New(w.now)
+		c.Committed.Index = rb.GetIndex()
+		c.Committed.Proposal = rb.GetIndex()
+		if err := w.putProposalAndConfiguration(p, c); err != nil {
+			return err
+		}
+		outP, outC = p, c
+		return nil
+	})
+	return outP, outC, err
+}
+
+// StartApplyRollback marks proposal i's rollback apply InProgress (spec
+// ApplyRollback, first branches): the agent is about to send the rollback
+// values to the device. Re-entry for a rollback already in progress writes
+// nothing.
+func (j *Journal) StartApplyRollback(ctx context.Context, i uint64) (*Proposal, *Configuration, error) {
+	var outP *Proposal
+	var outC *Configuration
+	err := j.submit(ctx, func(w *writeTxn) error {
+		c, p, err := w.load(i)
+		if err != nil {
+			return err
+		}
+		if err := w.requireSynced(c, "apply rollback of proposal", i); err != nil {
+			return err
+		}
+		rb := p.GetRollback()
+		switch {
+		case p.GetPhase() != PhaseRollback || rb.GetCommit() != StatusComplete:
+			return guardf("apply rollback of proposal %d: rollback commit is %v, not complete", i, rb.GetCommit())
+		case c.Applied.Index != i:
+			return guardf("apply rollback of proposal %d: applied index is %d", i, c.Applied.Index)
+		case rb.GetApply() == StatusInProgress:
+			outP, outC = p, c
+			return nil // re-entry after a transient failure
+		case rb.GetApply() != StatusPending:
+			return guardf("apply rollback of proposal %d: rollback apply is %v, not pending", i, rb.GetApply())
+		}
+		rb.Apply = StatusInProgress
+		rb.ApplyStarted = timestamppb.New(w.now)
+		c.Applied.Proposal = rb.GetIndex()
+		if err := w.putProposalAndConfiguration(p, c); err != nil {
+			return err
+		}
+		outP, outC = p, c
+		return nil
+	})
+	return outP, outC, err
+}
+
+// CompleteApplyRollback records that the device accepted proposal i's
+// rollback values, sent under mastership term `term` (spec ApplyRollback,
+// last branches merged): they go into the applied values, applied.index =
+// rollback.index, rollback apply Complete. A rollback the device refuses
+// stays InProgress for the agent to retry; there is no failed rollback.
+func (j *Journal) CompleteApplyRollback(ctx context.Context, i, term uint64) (*Proposal, *Configuration, error) {
+	var outP *Proposal
+	var outC *Configuration
+	err := j.submit(ctx, func(w *writeTxn) error {
+		c, p, err := w.load(i)
+		if err != nil {
+			return err
+		}
+		rb := p.GetRollback()
+		if p.GetPhase() != PhaseRollback || rb.GetApply() != StatusInProgress || c.Applied.Index != i {
+			return guardf("complete rollback apply of proposal %d: rollback apply is %v, not in progress", i, rb.GetApply())
+		}
+		if err := w.requireSynced(c, "complete rollback apply of proposal", i); err != nil {
+			return err
+		}
+		if term != c.Applied.Term {
+			return guardf("complete rollback apply of proposal %d: applied under term %d, current term is %d", i, term, c.Applied.Term)
+		}
+		if err := w.writeApplied(rb.GetValues()); err != nil {
+			return err
+		}
+		rb.Apply = StatusComplete
+		rb.Applied = timestamppb.New(w.now)
+		c.Applied.Index = rb.GetIndex()
+		c.Applied.Proposal = rb.GetIndex()
+		c.RollingBack = 0
+		if err := w.putProposalAndConfiguration(p, c); err != nil {
+			return err
+		}
+		outP, outC = p, c
+		return nil
+	})
+	return outP, outC, err
+}
+
+// Connect records a new southbound connection: it increments the
+// mastership term and the connection id and returns them (spec
+// ReconcileMastership). They are never reused, even across crashes.
+func (j *Journal) Connect(ctx context.Context) (*Mastership, error) {
+	var out *Mastership
+	err := j.submit(ctx, func(w *writeTxn) error {
+		m := &Mastership{}
+		if _, err := w.get(keyMastership, m); err != nil {
+			return err
+		}
+		m.Term++
+		m.Conn++
+		if err := w.put(keyMastership, m); err != nil {
+			return err
+		}
+		out = m
+		return nil
+	})
+	return out, err
+}
+
+// StartReconcile marks the configuration's re-push for mastership term
+// `term` InProgress (spec ReconcileConfiguration, first branch). term must be
+// the current term and newer than the applied term. Starting again (after a
+// crash or another reconnect during a re-push) is allowed.
+func (j *Journal) StartReconcile(ctx context.Context, term uint64) (*Configuration, error) {
+	var out *Configuration
+	err := j.submit(ctx, func(w *writeTxn) error {
+		c, err := w.reconcileGuard(term)
+		if err != nil {
+			return err
+		}
+		c.Status = StatusInProgress
+		if err := w.put(keyConfiguration, c); err != nil {
+			return err
+		}
+		out = c
+		return nil
+	})
+	return out, err
+}
+
+// CompleteReconcile records that the applied values were re-pushed to the
+// device under term `term` (spec ReconcileConfiguration, second branch):
+// applied.term = term, applied.target = target (the device incarnation the
+// agent saw; 0 means "the previous one + 1"), status Complete.
+func (j *Journal) CompleteReconcile(ctx context.Context, term, target uint64) (*Configuration, error) {
+	var out *Configuration
+	err := j.submit(ctx, func(w *writeTxn) error {
+		c, err := w.reconcileGuard(term)
+		if err != nil {
+			return err
+		}
+		if c.Status != StatusInProgress {
+			return guardf("complete re-push for term %d: re-push is %v, not in progress", term, c.Status)
+		}
+		if target == 0 {
+			target = c.Applied.Target + 1
+		}
+		c.Applied.Term = term
+		c.Applied.Target = target
+		c.Status = StatusComplete
+		if err := w.put(keyConfiguration, c); err != nil {
+			return err
+		}
+		out = c
+		return nil
+	})
+	return out, err
+}
+
+func (w *writeTxn) reconcileGuard(term uint64) (*Configuration, error) {
+	c, err := w.configuration()
+	if err != nil {
+		return nil, err
+	}
+	m := &Mastership{}
+	if _, err := w.get(keyMastership, m); err != nil {
+		return nil, err
+	}
+	if term != m.Term || term <= c.Applied.Term {
+		return nil, guardf("re-push for term %d: mastership term is %d, applied term %d", term, m.Term, c.Applied.Term)
+	}
+	return c, nil
+}
+
+// SetCommitConfirm records the outstanding commit-confirmed. With one
+// already outstanding it may only be replaced under the same id (a new
+// rollback duration); another id is refused with ErrGuard.
+func (j *Journal) SetCommitConfirm(ctx context.Context, rec *CommitConfirm) error {
+	if rec.GetId() == "" || rec.GetDeadline() == nil {
+		return fmt.Errorf("journal: commit-confirmed record needs an id and a deadline: %w", ErrInvalid)
+	}
+	rec = proto.CloneOf(rec)
+	return j.submit(ctx, func(w *writeTxn) error {
+		cur := &CommitConfirm{}
+		found, err := w.get(keyCommitConfirm, cur)
+		if err != nil {
+			return err
+		}
+		if found && cur.GetId() != rec.GetId() {
+			return guardf("commit-confirmed %q is outstanding", cur.GetId())
+		}
+		return w.put(keyCommitConfirm, rec)
+	})
+}
+
+// ClearCommitConfirm removes the outstanding commit-confirmed with the given
+// id (on confirm, cancel or timeout). ErrNotFound if none is outstanding,
+// ErrGuard if another id is.
+func (j *Journal) ClearCommitConfirm(ctx context.Context, id string) error {
+	return j.submit(ctx, func(w *writeTxn) error {
+		cur := &CommitConfirm{}
+		found, err := w.get(keyCommitConfirm, cur)
+		if err != nil {
+			return err
+		}
+		if !found {
+			return fmt.Errorf("journal: no commit-confirmed is outstanding: %w", ErrNotFound)
+		}
+		if cur.GetId() != id {
+			return guardf("commit-confirmed %q is outstanding, not %q", cur.GetId(), id)
+		}
+		return w.delete(keyCommitConfirm)
+	})
+}
+
+// --- helpers shared by the transitions ---
+
+func (w *writeTxn) configuration() (*Configuration, error) {
+	return loadConfiguration(w.txn)
+}
+
+func loadConfiguration(txn *badger.Txn) (*Configuration, error) {
+	c := &Configuration{}
+	found, err := getRecord(txn, keyConfiguration, c)
+	if err != nil {
+		return nil, err
+	}
+	if !found {
+		return nil, fmt.Errorf("journal: configuration record missing")
+	}
+	if c.Committed == nil {
+		c.Committed = &journalpb.Committed{}
+	}
+	if c.Applied == nil {
+		c.Applied = &journalpb.Applied{}
+	}
+	return c, nil
+}
+
+func (w *writeTxn) proposal(c *Configuration, i uint64) (*Proposal, error) {
+	return loadProposal(w.txn, c, i)
+}
+
+func loadProposal(txn *badger.Txn, c *Configuration, i uint64) (*Proposal, error) {
+	if i == 0 || i > c.GetLastIndex() {
+		return nil, fmt.Errorf("journal: proposal %d: %w", i, ErrNotFound)
+	}
+	if i < c.GetFirstIndex() {
+		return nil, fmt.Errorf("journal: proposal %d (oldest kept is %d): %w", i, c.GetFirstIndex(), ErrCompacted)
+	}
+	p := &Proposal{}
+	found, err := getRecord(txn, proposalKey(i), p)
+	if err != nil {
+		return nil, err
+	}
+	if !found {
+		return nil, fmt.Errorf("journal: proposal %d record missing", i)
+	}
+	if p.Change == nil {
+		p.Change = &Change{}
+	}
+	if p.Rollback == nil {
+		p.Rollback = &Rollback{}
+	}
+	return p, nil
+}
+
+// load reads the configuration and proposal i.
+func (w *writeTxn) load(i uint64) (*Configuration, *Proposal, error) {
+	c, err := w.configuration()
+	if err != nil {
+		return nil, nil, err
+	}
+	p, err := w.proposal(c, i)
+	if err != nil {
+		return nil, nil, err
+	}
+	return c, p, nil
+}
+
+// previousFinished enforces index order: proposal i-1's step (if it is
+// still kept; retention keeps only finished ones) must be Finished.
+func (w *writeTxn) previousFinished(c *Configuration, i uint64, step string, status func(*Proposal) Status) error {
+	if i <= 1 || i-1 < c.GetFirstIndex() {
+		return nil
+	}
+	prev, err := w.proposal(c, i-1)
+	if err != nil {
+		return err
+	}
+	if s := status(prev); !Finished(s) {
+		return guardf("%s proposal %d: %s of proposal %d is %v", step, i, step, i-1, s)
+	}
+	return nil
+}
+
+// requireSynced enforces that the device holds the applied configuration of
+// the current term: applied.term = mastership.term, re-push Complete.
+func (w *writeTxn) requireSynced(c *Configuration, what string, i uint64) error {
+	m := &Mastership{}
+	if _, err := w.get(keyMastership, m); err != nil {
+		return err
+	}
+	if m.Term == 0 || c.Applied.Term != m.Term || c.Status != StatusComplete {
+		return guardf("%s %d: configuration not re-pushed for term %d (applied term %d, re-push %v)",
+			what, i, m.Term, c.Applied.Term, c.Status)
+	}
+	return nil
+}
+
+func (w *writeTxn) putProposalAndConfiguration(p *Proposal, c *Configuration) error {
+	if err := w.put(proposalKey(p.GetIndex()), p); err != nil {
+		return err
+	}
+	return w.put(keyConfiguration, c)
+}
+
+// value reads the committed or applied value of a path key (nil if absent).
+func (w *writeTxn) value(ns, pathKey []byte) (*PathValue, error) {
+	pv := &PathValue{}
+	found, err := w.get(valueKey(ns, pathKey), pv)
+	if err != nil || !found {
+		return nil, err
+	}
+	return pv, nil
+}
+
+// writeApplied writes values into the applied values, keeping the
+// writer-index order (ai/) in step.
+func (w *writeTxn) writeApplied(values []*PathValue) error {
+	for _, pv := range values {
+		key := PathKey(pv.GetPath())
+		old, err := w.value(nsApplied, key)
+		if err != nil {
+			return err
+		}
+		if old != nil && old.GetIndex() != pv.GetIndex() {
+			if err := w.delete(appliedIndexKey(old.GetIndex(), key)); err != nil {
+				return err
+			}
+		}
+		if err := w.put(valueKey(nsApplied, key), pv); err != nil {
+			return err
+		}
+		if err := w.putEmpty(appliedIndexKey(pv.GetIndex(), key)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (w *writeTxn) appendHistory(c *Configuration, proposal uint64, kind journalpb.HistoryKind, entries []*journalpb.HistoryEntry) error {
+	if len(entries) == 0 {
+		return nil
+	}
+	at := w.now
+	if last := c.GetHistoryTime(); last != nil && at.Before(last.AsTime()) {
+		at = last.AsTime()
+	}
+	c.HistorySeq++
+	c.HistoryTime = timestamppb.New(at)
+	return w.put(historyKey(c.HistorySeq), &journalpb.HistoryDelta{
+		Time:     c.HistoryTime,
+		Proposal: proposal,
+		Kind:     kind,
+		Entries:  entries,
+	})
+}
+
+// effective is the set of per-path writes of one proposal, by path key.
+type effective struct {
+	keys   []string // sorted once expansion is done
+	values map[string]*PathValue
+}
+
+func (e *effective) put(key []byte, pv *PathValue) {
+	if _, ok := e.values[string(key)]; !ok {
+		e.keys = append(e.keys, string(key))
+	}
+	e.values[string(key)] = pv
+}
+
+// expand computes the effective writes of ops for proposal i against the
+// committed values, in gNMI order: deletes, then replaces, then updates.
+func (w *writeTxn) expand(i uint64, ops []*Op) (*effective, error) {
+	eff := &effective{values: make(map[string]*PathValue)}
+	for _, kind := range []OpKind{OpDelete, OpReplace, OpUpdate} {
+		for _, op := range ops {
+			if op.GetKind() != kind {
+				continue
+			}
+			if kind != OpUpdate {
+				if err := w.tombstoneSubtree(eff, i, op.GetPath()); err != nil {
+					return nil, err
+				}
+			}
+			for _, leaf := range op.GetValues() {
+				eff.put(PathKey(leaf.GetPath()), &PathValue{Path: leaf.GetPath(), Index: i, Value: leaf.GetValue()})
+			}
+		}
+	}
+	slices.Sort(eff.keys)
+	return eff, nil
+}
+
+// tombstoneSubtree deletes p and every value stored under it, both committed
+// ones and ones written earlier by the same proposal. It costs O(subtree).
+func (w *writeTxn) tombstoneSubtree(eff *effective, i uint64, p *gnmi.Path) error {
+	sub := subtreeOf(p)
+	eff.put(sub.key, &PathValue{Path: p, Index: i, Deleted: true})
+	for _, prefix := range sub.prefixes {
+		err := iteratePrefix(w.txn, valueKey(nsCommitted, prefix), func(key, val []byte) error {
+			pv := &PathValue{}
+			if err := proto.Unmarshal(val, pv); err != nil {
+				return fmt.Errorf("decode %q: %w", key, err)
+			}
+			if !pv.GetDeleted() {
+				eff.put(key[len(nsCommitted):], &PathValue{Path: pv.GetPath(), Index: i, Deleted: true})
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+	}
+	for k, pv := range eff.values {
+		if !pv.GetDeleted() && sub.contains([]byte(k)) {
+			eff.values[k] = &PathValue{Path: pv.GetPath(), Index: i, Deleted: true}
+		}
+	}
+	return nil
+}
+
+// iteratePrefix calls fn for every key with the prefix, in key order. key is
+// a copy; val is valid only during the call.
+func iteratePrefix(txn *badger.Txn, prefix []byte, fn func(key, val []byte) error) error {
+	opts := badger.DefaultIteratorOptions
+	opts.Prefix = prefix
+	opts.PrefetchValues = false
+	it := txn.NewIterator(opts)
+	defer it.Close()
+	for it.Seek(prefix); it.ValidForPrefix(prefix); it.Next() {
+		item := it.Item()
+		key := item.KeyCopy(nil)
+		if err := item.Value(func(val []byte) error { return fn(key, val) }); err != nil {
+			return err
+		}
+	}
+	return nil
+}

@@ -1,0 +1,115 @@
+package testbed
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"google.golang.org/grpc/codes"
+)
+
+// ParseCode turns a gRPC code name ("UNAVAILABLE", "Unavailable",
+// "unavailable") or number into a codes.Code.
+func ParseCode(s string) (codes.Code, error) {
+	if n, err := strconv.ParseUint(s, 10, 32); err == nil && n <= uint64(codes.Unauthenticated) {
+		return codes.Code(n), nil
+	}
+	want := strings.ReplaceAll(strings.ToUpper(s), "_", "")
+	for c := codes.OK; c <= codes.Unauthenticated; c++ {
+		if strings.ToUpper(c.String()) == want {
+			return c, nil
+		}
+	}
+	return codes.Unknown, fmt.Errorf("unknown gRPC code %q", s)
+}
+
+// AdminHandler serves fault injection and introspection over HTTP, for a
+// device running in another process. Endpoints (faults are POST):
+//
+//	POST /faults/reject?n=3&code=UNAVAILABLE   reject the next n Sets
+//	POST /faults/delay?d=20ms                  delay every Set (0 = off)
+//	POST /faults/hang                          hang the next Set
+//	POST /faults/drop                          drop all client connections
+//	POST /faults/clear                         disarm all faults
+//	POST /restart                              Stop, then Start on the same address
+//	GET  /config                               config leaves, path → value (JSON)
+//	GET  /status                               running, address, boot time, set count
+//
+// Serve it on a loopback address only: it has no authentication.
+func (d *Device) AdminHandler() http.Handler {
+	mux := http.NewServeMux()
+	ok := func(w http.ResponseWriter, format string, args ...any) {
+		fmt.Fprintf(w, format+"\n", args...)
+	}
+	mux.HandleFunc("POST /faults/reject", func(w http.ResponseWriter, r *http.Request) {
+		n, err := strconv.Atoi(r.URL.Query().Get("n"))
+		if err != nil || n < 0 {
+			http.Error(w, "n must be a non-negative integer", http.StatusBadRequest)
+			return
+		}
+		code, err := ParseCode(r.URL.Query().Get("code"))
+		if err != nil || code == codes.OK {
+			http.Error(w, "code must name a gRPC error code, e.g. UNAVAILABLE", http.StatusBadRequest)
+			return
+		}
+		d.RejectNextSets(n, code)
+		ok(w, "rejecting the next %d sets with %v", n, code)
+	})
+	mux.HandleFunc("POST /faults/delay", func(w http.ResponseWriter, r *http.Request) {
+		delay, err := time.ParseDuration(r.URL.Query().Get("d"))
+		if err != nil || delay < 0 {
+			http.Error(w, "d must be a non-negative duration, e.g. 20ms", http.StatusBadRequest)
+			return
+		}
+		d.SetDelay(delay)
+		ok(w, "delaying every set by %v", delay)
+	})
+	mux.HandleFunc("POST /faults/hang", func(w http.ResponseWriter, r *http.Request) {
+		d.HangNextSet()
+		ok(w, "the next set hangs until its connection drops")
+	})
+	mux.HandleFunc("POST /faults/drop", func(w http.ResponseWriter, r *http.Request) {
+		d.DropConnections()
+		ok(w, "dropped all client connections")
+	})
+	mux.HandleFunc("POST /faults/clear", func(w http.ResponseWriter, r *http.Request) {
+		d.ClearFaults()
+		ok(w, "faults cleared")
+	})
+	mux.HandleFunc("POST /restart", func(w http.ResponseWriter, r *http.Request) {
+		d.Stop()
+		if err := d.Start(r.Context(), ""); err != nil {
+			http.Error(w, err.Error(), http.StatusInternalServerError)
+			return
+		}
+		ok(w, "restarted on %s", d.Addr())
+	})
+	mux.HandleFunc("GET /config", func(w http.ResponseWriter, r *http.Request) {
+		leaves, err := d.ConfigLeaves()
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusInternalServerError)
+			return
+		}
+		out := make(map[string]string, len(leaves))
+		for p, v := range leaves {
+			out[p] = v.String()
+		}
+		w.Header().Set("Content-Type", "application/json")
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		_ = enc.Encode(out)
+	})
+	mux.HandleFunc("GET /status", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(map[string]any{
+			"running":   d.Running(),
+			"addr":      d.Addr(),
+			"boot_time": d.BootTime().UnixNano(),
+			"set_count": d.SetCount(),
+		})
+	})
+	return mux
+}

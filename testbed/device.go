@@ -1,0 +1,397 @@
+package testbed
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"sort"
+	"sync"
+	"time"
+
+	gpb "github.com/openconfig/gnmi/proto/gnmi"
+	"github.com/openconfig/ygot/ygot"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+)
+
+// ErrRunning is returned by Start when the device is already serving.
+var ErrRunning = errors.New("testbed: device is already running")
+
+// ErrStateFile wraps every failure to read the persistent state file, so a
+// caller can tell a corrupt startup configuration from a network error.
+var ErrStateFile = errors.New("testbed: cannot load state file")
+
+// Options configures a Device.
+type Options struct {
+	// Persistent keeps the configuration across Stop/Start, like a device
+	// with a startup configuration. With StateFile set, it is also saved to
+	// that file after every successful Set and loaded by Start, so it
+	// survives the process. Without Persistent, Start begins empty.
+	Persistent bool
+	// StateFile is where a persistent device keeps its configuration
+	// (RFC 7951 JSON). Empty means in memory only.
+	StateFile string
+	// Logger receives structured logs; nil discards them.
+	Logger *slog.Logger
+	// Target is the name reported in Subscribe notification prefixes when
+	// the client sent none.
+	Target string
+}
+
+// ElectionID is a gNMI MasterArbitration election id (a uint128).
+type ElectionID struct{ High, Low uint64 }
+
+func (e ElectionID) less(o ElectionID) bool {
+	return e.High < o.High || (e.High == o.High && e.Low < o.Low)
+}
+
+func (e ElectionID) String() string {
+	if e.High == 0 {
+		return fmt.Sprintf("%d", e.Low)
+	}
+	return fmt.Sprintf("{high:%d low:%d}", e.High, e.Low)
+}
+
+// Device is a simulated gNMI target: an OpenConfig configuration tree served
+// over gRPC with Capabilities, Get, Set and Subscribe, MasterArbitration,
+// restart and fault injection. All methods are safe for concurrent use.
+type Device struct {
+	opts  Options
+	log   *slog.Logger
+	model model
+
+	// lifeMu serializes Start and Stop.
+	lifeMu sync.Mutex
+	// setSem (capacity 1) serializes Sets, so they apply one at a time in
+	// arrival order; a Set waits for it with its context.
+	setSem chan struct{}
+
+	mu       sync.Mutex
+	running  bool
+	addr     string
+	srv      *grpc.Server
+	lis      *trackingListener
+	served   chan struct{} // closed when Serve returns
+	root     ygot.ValidatedGoStruct
+	bootTime time.Time
+	election *ElectionID
+	setCount int64
+	watchers map[*watcher]struct{}
+	faults   faults
+}
+
+type faults struct {
+	rejectN    int
+	rejectCode codes.Code
+	delay      time.Duration
+	hangNext   bool
+}
+
+// New returns a stopped device; call Start to serve it.
+func New(opts Options) (*Device, error) {
+	m, err := newExampleOCModel()
+	if err != nil {
+		return nil, fmt.Errorf("testbed: loading schema: %w", err)
+	}
+	log := opts.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	if opts.Target == "" {
+		opts.Target = "testbed"
+	}
+	return &Device{opts: opts, log: log, model: m, setSem: make(chan struct{}, 1), watchers: map[*watcher]struct{}{}}, nil
+}
+
+// Start serves the device on addr ("127.0.0.1:0" picks a free port). An
+// empty addr reuses the address of the previous run, so Stop+Start is a
+// restart on the same address. A persistent device with a StateFile loads
+// it; a corrupt file fails Start with an error wrapping ErrStateFile that
+// names the file.
+func (d *Device) Start(ctx context.Context, addr string) error {
+	d.lifeMu.Lock()
+	defer d.lifeMu.Unlock()
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.running {
+		return ErrRunning
+	}
+	if addr == "" {
+		addr = d.addr
+	}
+	if addr == "" {
+		return errors.New("testbed: Start needs an address the first time")
+	}
+
+	root, err := d.startupConfig()
+	if err != nil {
+		return err
+	}
+	boot := time.Now()
+	if !boot.After(d.bootTime) {
+		boot = d.bootTime.Add(time.Nanosecond)
+	}
+	d.model.SetBootTime(root, uint64(boot.UnixNano()))
+
+	var lc net.ListenConfig
+	l, err := lc.Listen(ctx, "tcp", addr)
+	if err != nil {
+		return fmt.Errorf("testbed: listen on %s: %w", addr, err)
+	}
+	d.lis = newTrackingListener(l)
+	d.addr = l.Addr().String()
+	d.root = root
+	d.bootTime = boot
+	d.election = nil
+	d.srv = grpc.NewServer(grpc.WaitForHandlers(true))
+	gpb.RegisterGNMIServer(d.srv, &gnmiServer{d: d})
+	d.running = true
+	served := make(chan struct{})
+	d.served = served
+	srv, lis := d.srv, d.lis
+	go func() {
+		defer close(served)
+		if err := srv.Serve(lis); err != nil {
+			d.log.Error("gNMI server stopped", "addr", lis.Addr().String(), "err", err)
+		}
+	}()
+	d.log.Info("device started", "addr", d.addr, "persistent", d.opts.Persistent, "boot_time", boot.UnixNano())
+	return nil
+}
+
+// startupConfig is the configuration a starting device comes up with.
+func (d *Device) startupConfig() (ygot.ValidatedGoStruct, error) {
+	if !d.opts.Persistent {
+		return d.model.NewRoot(), nil
+	}
+	if d.opts.StateFile == "" {
+		if d.root == nil {
+			return d.model.NewRoot(), nil
+		}
+		return d.root, nil // the tree is never mutated in place
+	}
+	data, err := os.ReadFile(d.opts.StateFile)
+	if errors.Is(err, os.ErrNotExist) {
+		return d.model.NewRoot(), nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("%w %s: %w", ErrStateFile, d.opts.StateFile, err)
+	}
+	root, err := d.model.UnmarshalRoot(data)
+	if err != nil {
+		return nil, fmt.Errorf("%w %s: not a valid configuration: %w", ErrStateFile, d.opts.StateFile, err)
+	}
+	if err := validateTree(d.model.RootSchema(), root); err != nil {
+		return nil, fmt.Errorf("%w %s: configuration fails schema validation: %w", ErrStateFile, d.opts.StateFile, err)
+	}
+	return root, nil
+}
+
+// Stop closes the listener and every client connection, ends all RPCs and
+// waits for their handlers. A non-persistent device forgets its
+// configuration. Stop on a stopped device does nothing.
+func (d *Device) Stop() {
+	d.lifeMu.Lock()
+	defer d.lifeMu.Unlock()
+	d.mu.Lock()
+	if !d.running {
+		d.mu.Unlock()
+		return
+	}
+	srv, served := d.srv, d.served
+	d.running = false
+	d.mu.Unlock()
+
+	// Stop closes every connection, which ends hanging Sets and streams,
+	// and waits for all handlers (WaitForHandlers), so no Set commits after
+	// this.
+	srv.Stop()
+	<-served
+
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if !d.opts.Persistent {
+		d.root = nil
+	}
+	d.srv, d.lis = nil, nil
+	d.log.Info("device stopped", "addr", d.addr)
+}
+
+// Running reports whether the device is serving.
+func (d *Device) Running() bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.running
+}
+
+// Addr is the address the device serves on (or last served on).
+func (d *Device) Addr() string {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.addr
+}
+
+// BootTime is when the device last started; /system/state/boot-time holds
+// it in nanoseconds.
+func (d *Device) BootTime() time.Time {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.bootTime
+}
+
+// SetCount is the number of Set RPCs received since New, including rejected
+// ones.
+func (d *Device) SetCount() int64 {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.setCount
+}
+
+// ElectionID returns the highest MasterArbitration election id seen since
+// the device last started, and false if no Set carried one.
+func (d *Device) ElectionID() (ElectionID, bool) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.election == nil {
+		return ElectionID{}, false
+	}
+	return *d.election, true
+}
+
+// RejectNextSets makes the next n Sets fail with code (and change nothing).
+func (d *Device) RejectNextSets(n int, code codes.Code) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.faults.rejectN, d.faults.rejectCode = n, code
+	d.log.Info("fault armed: reject sets", "n", n, "code", code.String())
+}
+
+// SetDelay delays every Set by delay before it is applied (0 turns it off),
+// like a device that takes time to commit.
+func (d *Device) SetDelay(delay time.Duration) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.faults.delay = delay
+	d.log.Info("fault armed: set delay", "delay", delay)
+}
+
+// HangNextSet makes the next Set block, unapplied, until its RPC ends (the
+// client gives up or the connection drops).
+func (d *Device) HangNextSet() {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.faults.hangNext = true
+	d.log.Info("fault armed: hang next set")
+}
+
+// ClearFaults disarms every fault.
+func (d *Device) ClearFaults() {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.faults = faults{}
+}
+
+// DropConnections closes every client connection now; the device keeps
+// listening and accepts new connections.
+func (d *Device) DropConnections() {
+	d.mu.Lock()
+	lis := d.lis
+	d.mu.Unlock()
+	if lis != nil {
+		n := lis.closeAll()
+		d.log.Info("dropped client connections", "count", n)
+	}
+}
+
+// snapshot returns the current tree. Trees are immutable once served.
+func (d *Device) snapshot() ygot.ValidatedGoStruct {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.root == nil {
+		return d.model.NewRoot()
+	}
+	return d.root
+}
+
+// ConfigJSON returns the running configuration (config and state leaves)
+// as RFC 7951 JSON.
+func (d *Device) ConfigJSON() ([]byte, error) {
+	s, err := ygot.EmitJSON(d.snapshot(), &ygot.EmitJSONConfig{Format: ygot.RFC7951, Indent: "  ", RFC7951Config: &ygot.RFC7951JSONConfig{AppendModuleName: true}})
+	return []byte(s), err
+}
+
+// ConfigLeaves returns every configuration leaf as gNMI path string →
+// value, e.g. "/interfaces/interface[name=eth0]/config/description". State
+// leaves (any path through a "state" container, such as boot-time) are left
+// out. A list key appears both as the key leaf ("…/name") and in config
+// ("…/config/name"), as the schema has both.
+func (d *Device) ConfigLeaves() (map[string]*gpb.TypedValue, error) {
+	leaves, err := leavesOf(d.snapshot(), nil, 0)
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string]*gpb.TypedValue, len(leaves))
+	for _, l := range leaves {
+		if hasElem(l.path, "state") {
+			continue
+		}
+		out[pathString(l.path)] = l.val
+	}
+	return out, nil
+}
+
+// ConfigPaths is ConfigLeaves' keys, sorted.
+func (d *Device) ConfigPaths() ([]string, error) {
+	m, err := d.ConfigLeaves()
+	if err != nil {
+		return nil, err
+	}
+	out := make([]string, 0, len(m))
+	for p := range m {
+		out = append(out, p)
+	}
+	sort.Strings(out)
+	return out, nil
+}
+
+// saveState writes root to the state file atomically: a temporary file in
+// the same directory, fsynced, renamed over the old one, directory fsynced.
+func (d *Device) saveState(root ygot.ValidatedGoStruct) error {
+	s, err := ygot.EmitJSON(root, &ygot.EmitJSONConfig{Format: ygot.RFC7951, Indent: "  ", RFC7951Config: &ygot.RFC7951JSONConfig{AppendModuleName: true}})
+	if err != nil {
+		return fmt.Errorf("encoding configuration: %w", err)
+	}
+	dir := filepath.Dir(d.opts.StateFile)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	tmp, err := os.CreateTemp(dir, filepath.Base(d.opts.StateFile)+".tmp-*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp.Name()) // after a successful rename this is a no-op
+	if _, err := tmp.WriteString(s); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Sync(); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		return err
+	}
+	if err := os.Rename(tmp.Name(), d.opts.StateFile); err != nil {
+		return err
+	}
+	df, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer df.Close()
+	return df.Sync()
+}

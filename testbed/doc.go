@@ -1,0 +1,50 @@
+// Package testbed is a simulated gNMI device for tests, demos and
+// benchmarks of the sidecar: a strict gNMI target serving an OpenConfig
+// configuration tree (ygot's generated exampleoc schema, behind the small
+// model interface in model_exampleoc.go) on a real gRPC server.
+//
+// A Device answers
+//
+//   - Capabilities: the schema's YANG modules (names only: exampleoc carries
+//     no revisions), encodings JSON, JSON_IETF and PROTO, gNMI version.
+//   - Get of any path (root, container, list entry, leaf, "*" keys) in JSON,
+//     JSON_IETF or PROTO (scalar leaves), data type CONFIG, STATE,
+//     OPERATIONAL or ALL. Missing data is NotFound.
+//   - Set with gNMI semantics: deletes, then replaces, then updates; one
+//     UpdateResult per operation; atomic (the operations run on a copy that
+//     replaces the running tree only if all of them and schema validation
+//     pass). An unknown path is NotFound, a wrongly typed or invalid value
+//     or a malformed path InvalidArgument, union_replace Unimplemented;
+//     messages name the path. Deleting a missing path succeeds.
+//     MasterArbitration is enforced as in the OpenConfig reference.
+//   - Subscribe ONCE, POLL and STREAM (ON_CHANGE, TARGET_DEFINED as
+//     ON_CHANGE, SAMPLE) with sync_response; Sets show up on ON_CHANGE
+//     streams as updates and leaf deletes. Values are scalar TypedValues.
+//
+// Stop and Start restart it on the same address: a non-persistent device
+// comes back empty, a persistent one with its configuration (in memory, or
+// in Options.StateFile so it survives the process). /system/state/boot-time
+// changes on every start. Faults are injected from Go (RejectNextSets,
+// SetDelay, HangNextSet, DropConnections) or over HTTP (AdminHandler).
+// ConfigLeaves, SetCount, ElectionID and BootTime let tests look inside.
+//
+// Paths are the full, uncompressed OpenConfig paths clients send, e.g.
+// /interfaces/interface[name=eth0]/config/description. The schema is
+// compressed with config preferred: containers such as /interfaces and
+// …/config have no struct of their own and config-mirrored state leaves
+// (…/state/description) do not exist in it. The device still serves them:
+// Get of a compressed container is cut from its nearest ancestor, Set of a
+// JSON value there is wrapped into that ancestor, Get of a state leaf
+// returns the config value, STATE data mirrors config into state, and Set
+// of any path through a "state" container is refused as read-only.
+//
+// Not modelled: leafref integrity (ygot checks leafrefs only by walking the
+// whole schema, over 100 ms per Set), heartbeat_interval and
+// suppress_redundant, and schema checks of Subscribe paths (an unknown
+// path just never matches).
+//
+// Tests usually start a device with StartT:
+//
+//	dev := testbed.StartT(t, testbed.Options{})
+//	conn, err := grpc.NewClient(dev.Addr(), grpc.WithTransportCredentials(insecure.NewCredentials()))
+package testbed

@@ -1,0 +1,222 @@
+package testbed
+
+import (
+	"context"
+	"time"
+
+	gpb "github.com/openconfig/gnmi/proto/gnmi"
+	"github.com/openconfig/gnmi/proto/gnmi_ext"
+	"github.com/openconfig/ygot/ygot"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
+)
+
+// gnmiServer is the gNMI service of a Device for one run (Start to Stop).
+type gnmiServer struct {
+	gpb.UnimplementedGNMIServer
+	d *Device
+}
+
+// gnmiVersion is the gNMI specification version of the compiled proto.
+func gnmiVersion() string {
+	if v, ok := proto.GetExtension(gpb.File_github_com_openconfig_gnmi_proto_gnmi_gnmi_proto.Options(), gpb.E_GnmiService).(string); ok && v != "" {
+		return v
+	}
+	return "0.10.0"
+}
+
+func (s *gnmiServer) Capabilities(ctx context.Context, _ *gpb.CapabilityRequest) (*gpb.CapabilityResponse, error) {
+	return &gpb.CapabilityResponse{
+		SupportedModels:    s.d.model.Models(),
+		SupportedEncodings: []gpb.Encoding{gpb.Encoding_JSON, gpb.Encoding_JSON_IETF, gpb.Encoding_PROTO},
+		GNMIVersion:        gnmiVersion(),
+	}, nil
+}
+
+func (s *gnmiServer) Get(ctx context.Context, req *gpb.GetRequest) (*gpb.GetResponse, error) {
+	enc := req.GetEncoding()
+	switch enc {
+	case gpb.Encoding_JSON, gpb.Encoding_JSON_IETF, gpb.Encoding_PROTO:
+	default:
+		return nil, status.Errorf(codes.Unimplemented, "encoding %v is not supported; use JSON, JSON_IETF or PROTO", enc)
+	}
+	dt := req.GetType()
+	root := s.d.snapshot()
+	schema := s.d.model.RootSchema()
+	paths := req.GetPath()
+	if len(paths) == 0 {
+		paths = []*gpb.Path{{}}
+	}
+	ts := time.Now().UnixNano()
+	resp := &gpb.GetResponse{}
+	for _, p := range paths {
+		full, err := joinPath(req.GetPrefix(), p)
+		if err != nil {
+			return nil, status.Errorf(codes.InvalidArgument, "%s: %v", pathString(p), err)
+		}
+		updates, err := resolveGet(schema, root, full, len(req.GetPrefix().GetElem()), enc, dt)
+		if err != nil {
+			return nil, err
+		}
+		if len(updates) == 0 {
+			return nil, pathError(codes.NotFound, full, "no %v data at this path", dt)
+		}
+		resp.Notification = append(resp.Notification, &gpb.Notification{Timestamp: ts, Prefix: req.GetPrefix(), Update: updates})
+	}
+	return resp, nil
+}
+
+func (s *gnmiServer) Set(ctx context.Context, req *gpb.SetRequest) (*gpb.SetResponse, error) {
+	d := s.d
+	d.mu.Lock()
+	d.setCount++
+	d.mu.Unlock()
+
+	select {
+	case d.setSem <- struct{}{}:
+	case <-ctx.Done():
+		return nil, status.FromContextError(ctx.Err()).Err()
+	}
+	defer func() { <-d.setSem }()
+
+	if err := d.injectSetFaults(ctx); err != nil {
+		return nil, err
+	}
+	if err := d.arbitrate(req.GetExtension()); err != nil {
+		return nil, err
+	}
+	if len(req.GetUnionReplace()) > 0 {
+		return nil, status.Error(codes.Unimplemented, "union_replace is not supported by this device")
+	}
+
+	var ops []setOp
+	add := func(op gpb.UpdateResult_Operation, p *gpb.Path, v *gpb.TypedValue) error {
+		full, err := joinPath(req.GetPrefix(), p)
+		if err != nil {
+			return status.Errorf(codes.InvalidArgument, "%s %s: %v", opName(op), pathString(p), err)
+		}
+		ops = append(ops, setOp{op: op, path: p, full: full, val: v})
+		return nil
+	}
+	for _, p := range req.GetDelete() {
+		if err := add(gpb.UpdateResult_DELETE, p, nil); err != nil {
+			return nil, err
+		}
+	}
+	for _, u := range req.GetReplace() {
+		if err := add(gpb.UpdateResult_REPLACE, u.GetPath(), u.GetVal()); err != nil {
+			return nil, err
+		}
+	}
+	for _, u := range req.GetUpdate() {
+		if err := add(gpb.UpdateResult_UPDATE, u.GetPath(), u.GetVal()); err != nil {
+			return nil, err
+		}
+	}
+
+	old := d.snapshot()
+	next, touched, err := applyOps(d.model.RootSchema(), d.model.NewRoot, old, ops)
+	if err != nil {
+		d.log.Info("set rejected", "err", err)
+		return nil, err
+	}
+	// A Set cannot change state: restore boot-time if a replace or delete
+	// of the root or of /system dropped it. Only a /system the Set rebuilt
+	// can differ, and that one is not shared with the served tree.
+	if boot := uint64(d.BootTime().UnixNano()); d.model.BootTime(next) != boot {
+		d.model.SetBootTime(next, boot)
+	}
+
+	if d.opts.Persistent && d.opts.StateFile != "" {
+		if err := d.saveState(next); err != nil {
+			return nil, status.Errorf(codes.Internal, "saving configuration to %s: %v", d.opts.StateFile, err)
+		}
+	}
+	ts := time.Now().UnixNano()
+	d.commit(old, next, touched, ts)
+
+	results := make([]*gpb.UpdateResult, len(ops))
+	for i, o := range ops {
+		results[i] = &gpb.UpdateResult{Path: o.path, Op: o.op}
+	}
+	d.log.Debug("set applied", "ops", len(ops))
+	return &gpb.SetResponse{Prefix: req.GetPrefix(), Response: results, Timestamp: ts}, nil
+}
+
+// commit installs next as the running configuration and tells subscribers
+// what changed.
+func (d *Device) commit(old, next ygot.ValidatedGoStruct, t *touched, ts int64) {
+	d.mu.Lock()
+	d.root = next
+	watching := len(d.watchers) > 0
+	d.mu.Unlock()
+	if !watching {
+		return
+	}
+	diff, err := ygot.Diff(t.restrict(old), t.restrict(next))
+	if err != nil {
+		d.log.Error("computing change notification", "err", err)
+		return
+	}
+	diff.Timestamp = ts
+	d.broadcast(diff)
+}
+
+// injectSetFaults applies the armed Set faults: delay, hang, reject.
+func (d *Device) injectSetFaults(ctx context.Context) error {
+	d.mu.Lock()
+	delay, hang := d.faults.delay, d.faults.hangNext
+	d.faults.hangNext = false
+	var reject codes.Code
+	if d.faults.rejectN > 0 {
+		d.faults.rejectN--
+		reject = d.faults.rejectCode
+	}
+	d.mu.Unlock()
+
+	if delay > 0 {
+		t := time.NewTimer(delay)
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return status.FromContextError(ctx.Err()).Err()
+		}
+	}
+	if hang {
+		d.log.Info("set hanging until its RPC ends")
+		<-ctx.Done()
+		return status.FromContextError(ctx.Err()).Err()
+	}
+	if reject != codes.OK {
+		return status.Errorf(reject, "set rejected by injected fault (%v)", reject)
+	}
+	return nil
+}
+
+// arbitrate implements MasterArbitration as in the OpenConfig reference:
+// a lower election id than the highest seen is refused; an equal or higher
+// one proceeds, and a higher one becomes the new highest.
+func (d *Device) arbitrate(exts []*gnmi_ext.Extension) error {
+	for _, e := range exts {
+		ma := e.GetMasterArbitration()
+		if ma == nil {
+			continue
+		}
+		if ma.GetElectionId() == nil {
+			return status.Error(codes.InvalidArgument, "MasterArbitration extension without election_id")
+		}
+		id := ElectionID{High: ma.GetElectionId().GetHigh(), Low: ma.GetElectionId().GetLow()}
+		d.mu.Lock()
+		defer d.mu.Unlock()
+		if d.election != nil && id.less(*d.election) {
+			return status.Errorf(codes.PermissionDenied, "election_id %s is lower than the current master's election_id %s", id, *d.election)
+		}
+		if d.election == nil || d.election.less(id) {
+			d.election = &id
+		}
+		return nil
+	}
+	return nil
+}

@@ -1,0 +1,316 @@
+package testbed
+
+import (
+	"context"
+	"errors"
+	"io"
+	"sync"
+	"time"
+
+	gpb "github.com/openconfig/gnmi/proto/gnmi"
+	"github.com/openconfig/ygot/ygot"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+)
+
+// Subscribe is implemented here rather than with the gnmi module's
+// subscribe+cache packages: that server requires a target name in every
+// request, treats SAMPLE as ON_CHANGE (no periodic samples) and logs through
+// glog. The device's tree is already in memory and every Set yields a diff,
+// so ONCE/POLL walk the tree and STREAM forwards diffs (ON_CHANGE) or
+// re-walks on a ticker (SAMPLE).
+
+// defaultSampleInterval is used for SAMPLE subscriptions with
+// sample_interval 0.
+const defaultSampleInterval = time.Second
+
+// minSampleInterval bounds how often a SAMPLE subscription fires.
+const minSampleInterval = time.Millisecond
+
+// maxUpdatesPerNotification keeps each response well under gRPC's default
+// 4 MB message limit on large trees.
+const maxUpdatesPerNotification = 1000
+
+// watcher receives the change notifications of every committed Set.
+type watcher struct {
+	mu      sync.Mutex
+	pending []*gpb.Notification
+	signal  chan struct{}
+}
+
+func (w *watcher) push(n *gpb.Notification) {
+	w.mu.Lock()
+	w.pending = append(w.pending, n)
+	w.mu.Unlock()
+	select {
+	case w.signal <- struct{}{}:
+	default:
+	}
+}
+
+func (w *watcher) take() []*gpb.Notification {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	p := w.pending
+	w.pending = nil
+	return p
+}
+
+// watch registers a watcher and returns it with the tree it starts from, so
+// no change between the two is lost.
+func (d *Device) watch() (*watcher, ygot.ValidatedGoStruct, func()) {
+	w := &watcher{signal: make(chan struct{}, 1)}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.watchers[w] = struct{}{}
+	root := d.root
+	if root == nil {
+		root = d.model.NewRoot()
+	}
+	return w, root, func() {
+		d.mu.Lock()
+		delete(d.watchers, w)
+		d.mu.Unlock()
+	}
+}
+
+func (d *Device) broadcast(n *gpb.Notification) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for w := range d.watchers {
+		w.push(n)
+	}
+}
+
+type subscription struct {
+	path     *gpb.Path // full
+	mode     gpb.SubscriptionMode
+	interval time.Duration
+}
+
+// pathMatches reports whether leaf lies at or below sub, honouring "*"
+// element names and key values and a trailing "...".
+func pathMatches(sub, leaf *gpb.Path) bool {
+	le := leaf.GetElem()
+	for i, e := range sub.GetElem() {
+		if e.GetName() == "..." {
+			return true
+		}
+		if i >= len(le) {
+			return false
+		}
+		if e.GetName() != "*" && e.GetName() != le[i].GetName() {
+			return false
+		}
+		for k, v := range e.GetKey() {
+			if v != "*" && le[i].GetKey()[k] != v {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+func matchesAny(subs []subscription, p *gpb.Path) bool {
+	for _, s := range subs {
+		if pathMatches(s.path, p) {
+			return true
+		}
+	}
+	return false
+}
+
+func (s *gnmiServer) Subscribe(stream gpb.GNMI_SubscribeServer) error {
+	req, err := stream.Recv()
+	if errors.Is(err, io.EOF) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	sl := req.GetSubscribe()
+	if sl == nil {
+		return status.Error(codes.InvalidArgument, "the first SubscribeRequest must carry a subscription list")
+	}
+	if len(sl.GetSubscription()) == 0 {
+		return status.Error(codes.InvalidArgument, "subscription list has no subscriptions")
+	}
+	switch sl.GetEncoding() {
+	case gpb.Encoding_JSON, gpb.Encoding_JSON_IETF, gpb.Encoding_PROTO:
+	default:
+		return status.Errorf(codes.Unimplemented, "encoding %v is not supported; use JSON, JSON_IETF or PROTO", sl.GetEncoding())
+	}
+	var subs []subscription
+	for _, sub := range sl.GetSubscription() {
+		full, err := joinPath(sl.GetPrefix(), sub.GetPath())
+		if err != nil {
+			return status.Errorf(codes.InvalidArgument, "%s: %v", pathString(sub.GetPath()), err)
+		}
+		mode := sub.GetMode()
+		if mode == gpb.SubscriptionMode_TARGET_DEFINED {
+			mode = gpb.SubscriptionMode_ON_CHANGE
+		}
+		interval := time.Duration(sub.GetSampleInterval())
+		switch {
+		case interval == 0:
+			interval = defaultSampleInterval
+		case interval < minSampleInterval:
+			return status.Errorf(codes.InvalidArgument, "%s: sample_interval %v is below the supported minimum %v", pathString(full), interval, minSampleInterval)
+		}
+		subs = append(subs, subscription{path: full, mode: mode, interval: interval})
+	}
+	target := sl.GetPrefix().GetTarget()
+	if target == "" {
+		target = s.d.opts.Target
+	}
+	respPrefix := &gpb.Path{Target: target, Origin: sl.GetPrefix().GetOrigin()}
+	ss := &subscribeStream{stream: stream, prefix: respPrefix}
+
+	switch sl.GetMode() {
+	case gpb.SubscriptionList_ONCE:
+		if err := ss.sendTree(s.d.snapshot(), subs); err != nil {
+			return err
+		}
+		return ss.sendSync()
+	case gpb.SubscriptionList_POLL:
+		for {
+			if err := ss.sendTree(s.d.snapshot(), subs); err != nil {
+				return err
+			}
+			if err := ss.sendSync(); err != nil {
+				return err
+			}
+			next, err := stream.Recv()
+			if errors.Is(err, io.EOF) {
+				return nil
+			}
+			if err != nil {
+				return err
+			}
+			if next.GetPoll() == nil {
+				return status.Error(codes.InvalidArgument, "a POLL subscription accepts only Poll requests after the subscription list")
+			}
+		}
+	case gpb.SubscriptionList_STREAM:
+		return s.stream(ss, subs, sl.GetUpdatesOnly())
+	}
+	return status.Errorf(codes.InvalidArgument, "subscription list mode %v is not supported", sl.GetMode())
+}
+
+func (s *gnmiServer) stream(ss *subscribeStream, subs []subscription, updatesOnly bool) error {
+	ctx := ss.stream.Context()
+	w, root, unwatch := s.d.watch()
+	defer unwatch()
+
+	if !updatesOnly {
+		if err := ss.sendTree(root, subs); err != nil {
+			return err
+		}
+	}
+	if err := ss.sendSync(); err != nil {
+		return err
+	}
+
+	var onChange []subscription
+	ticks := make(chan int)
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	for i, sub := range subs {
+		if sub.mode != gpb.SubscriptionMode_SAMPLE {
+			onChange = append(onChange, sub)
+			continue
+		}
+		go func() {
+			t := time.NewTicker(sub.interval)
+			defer t.Stop()
+			for {
+				select {
+				case <-ctx.Done():
+					return
+				case <-t.C:
+					select {
+					case ticks <- i:
+					case <-ctx.Done():
+						return
+					}
+				}
+			}
+		}()
+	}
+
+	for {
+		select {
+		case <-ctx.Done():
+			return status.FromContextError(ctx.Err()).Err()
+		case i := <-ticks:
+			if err := ss.sendTree(s.d.snapshot(), subs[i:i+1]); err != nil {
+				return err
+			}
+		case <-w.signal:
+			for _, n := range w.take() {
+				if err := ss.sendChange(n, onChange); err != nil {
+					return err
+				}
+			}
+		}
+	}
+}
+
+type subscribeStream struct {
+	stream gpb.GNMI_SubscribeServer
+	prefix *gpb.Path
+}
+
+func (ss *subscribeStream) sendSync() error {
+	return ss.stream.Send(&gpb.SubscribeResponse{Response: &gpb.SubscribeResponse_SyncResponse{SyncResponse: true}})
+}
+
+// sendTree sends every leaf of root that matches subs.
+func (ss *subscribeStream) sendTree(root ygot.GoStruct, subs []subscription) error {
+	ts := time.Now().UnixNano()
+	leaves, err := leavesOf(root, nil, ts)
+	if err != nil {
+		return status.Errorf(codes.Internal, "walking the configuration: %v", err)
+	}
+	var batch []*gpb.Update
+	flush := func() error {
+		if len(batch) == 0 {
+			return nil
+		}
+		n := &gpb.Notification{Timestamp: ts, Prefix: ss.prefix, Update: batch}
+		batch = nil
+		return ss.stream.Send(&gpb.SubscribeResponse{Response: &gpb.SubscribeResponse_Update{Update: n}})
+	}
+	for _, l := range leaves {
+		if !matchesAny(subs, l.path) {
+			continue
+		}
+		batch = append(batch, &gpb.Update{Path: l.path, Val: l.val})
+		if len(batch) == maxUpdatesPerNotification {
+			if err := flush(); err != nil {
+				return err
+			}
+		}
+	}
+	return flush()
+}
+
+// sendChange forwards the part of a Set's change notification that matches
+// the ON_CHANGE subscriptions.
+func (ss *subscribeStream) sendChange(n *gpb.Notification, subs []subscription) error {
+	out := &gpb.Notification{Timestamp: n.GetTimestamp(), Prefix: ss.prefix}
+	for _, u := range n.GetUpdate() {
+		if matchesAny(subs, u.GetPath()) {
+			out.Update = append(out.Update, u)
+		}
+	}
+	for _, p := range n.GetDelete() {
+		if matchesAny(subs, p) {
+			out.Delete = append(out.Delete, p)
+		}
+	}
+	if len(out.Update) == 0 && len(out.Delete) == 0 {
+		return nil
+	}
+	return ss.stream.Send(&gpb.SubscribeResponse{Response: &gpb.SubscribeResponse_Update{Update: out}})
+}

@@ -1,0 +1,22 @@
+package testbed
+
+import (
+	"context"
+	"testing"
+)
+
+// StartT starts a device on 127.0.0.1:0 for a test and stops it when the
+// test ends. A persistent device without a StateFile keeps its
+// configuration in memory across Stop/Start.
+func StartT(t testing.TB, opts Options) *Device {
+	t.Helper()
+	d, err := New(opts)
+	if err != nil {
+		t.Fatalf("testbed.New: %v", err)
+	}
+	if err := d.Start(context.Background(), "127.0.0.1:0"); err != nil {
+		t.Fatalf("testbed.Start: %v", err)
+	}
+	t.Cleanup(d.Stop)
+	return d
+}
