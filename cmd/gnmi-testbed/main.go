@@ -38,6 +38,7 @@ type config struct {
 	rejectSets int
 	rejectCode string
 	logLevel   string
+	gnmiCLI    string
 }
 
 func newRootCommand(stdout, stderr io.Writer) *cobra.Command {
@@ -74,6 +75,7 @@ runtime through the loopback admin endpoint (--admin):
 	f.IntVar(&cfg.rejectSets, "reject-sets", 0, "reject the first N Sets with --reject-code")
 	f.StringVar(&cfg.rejectCode, "reject-code", "UNAVAILABLE", "gRPC code for --reject-sets (name or number)")
 	f.StringVar(&cfg.logLevel, "log-level", "info", "log level: debug, info, warn, error")
+	f.StringVar(&cfg.gnmiCLI, "gnmi-cli", "gnmi_cli", "how to invoke gnmi_cli in the printed example commands")
 	return cmd
 }
 
@@ -176,11 +178,12 @@ func printBanner(w io.Writer, addr string, cfg config) {
 		fmt.Fprintf(w, "admin endpoint: http://%s (e.g. curl -X POST 'http://%s/faults/reject?n=1&code=UNAVAILABLE')\n", cfg.admin, cfg.admin)
 	}
 	fmt.Fprintln(w)
-	fmt.Fprintf(w, "Try it with gnmi_cli (go install github.com/openconfig/gnmi/cmd/gnmi_cli@latest):\n\n")
-	fmt.Fprintf(w, "  gnmi_cli -address %s -insecure -capabilities\n\n", addr)
-	fmt.Fprintf(w, "  gnmi_cli -address %s -insecure -set -proto '%s'\n\n", addr,
+	cli := cfg.gnmiCLI
+	fmt.Fprintf(w, "Try it with gnmi_cli (make run installs it into ./bin; or go install github.com/openconfig/gnmi/cmd/gnmi_cli@v0.14.1):\n\n")
+	fmt.Fprintf(w, "  %s -address %s -insecure -capabilities\n\n", cli, addr)
+	fmt.Fprintf(w, "  %s -address %s -insecure -set -proto '%s'\n\n", cli, addr,
 		`update: <path: <`+descriptionPath+`> val: <string_val: "uplink to spine1">>`)
-	fmt.Fprintf(w, "  gnmi_cli -address %s -insecure -get -proto '%s'\n\n", addr,
+	fmt.Fprintf(w, "  %s -address %s -insecure -get -proto '%s'\n\n", cli, addr,
 		`path: <`+descriptionPath+`> encoding: JSON_IETF`)
-	fmt.Fprintf(w, "  gnmi_cli -address %s -insecure -target testbed -query_type streaming -query '/interfaces/interface[name=eth0]/config/description'\n\n", addr)
+	fmt.Fprintf(w, "  %s -address %s -insecure -target testbed -query_type streaming -query '/interfaces/interface[name=eth0]/config/description'\n\n", cli, addr)
 }
