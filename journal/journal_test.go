@@ -150,8 +150,13 @@ func TestChangeLifecycle(t *testing.T) {
 	if p.Change.Apply != StatusInProgress || c.Applied.Proposal != 1 || c.Applied.Index != 0 {
 		t.Fatalf("after start apply: %v / %v", p, c)
 	}
-	if _, _, err := j.StartApply(ctx, 1); err != nil {
+	before := dump(t, j)
+	p, _, err = j.StartApply(ctx, 1)
+	if err != nil {
 		t.Fatalf("re-entering an apply in progress: %v", err)
+	}
+	if p.Change.Apply != StatusInProgress || !maps.Equal(before, dump(t, j)) {
+		t.Fatalf("re-entering an apply in progress must write nothing and report it in progress: %v", p)
 	}
 	p, c, err = j.CompleteApply(ctx, 1, term)
 	if err != nil {

@@ -131,7 +131,11 @@ func (j *Journal) NewestRollbackable(ctx context.Context) (uint64, error) {
 		if c.Committed.Index == 0 {
 			return fmt.Errorf("journal: no change is in effect: %w", ErrNotFound)
 		}
-		if _, err := rollbackGuard(txn, c, c.Committed.Index); err != nil {
+		p, err := loadProposal(txn, c, c.Committed.Index)
+		if err != nil {
+			return err
+		}
+		if err := rollbackGuard(txn, c, p); err != nil {
 			return err
 		}
 		i = c.Committed.Index

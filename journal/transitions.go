@@ -2,6 +2,7 @@ package journal
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 
@@ -102,6 +103,39 @@ func cleanOps(ops []*Op) ([]*Op, error) {
 	return out, nil
 }
 
+// proposalTransition runs one transition of proposal i in the writer: fn
+// checks its guards against the configuration c and proposal p and, only if
+// they hold, changes them (and may write other keys); then both are written
+// back in the same transaction. fn returning errUnchanged succeeds without
+// writing anything (a re-entry). The results are c and p as the transition
+// left them.
+func (j *Journal) proposalTransition(ctx context.Context, i uint64, fn func(w *writeTxn, c *Configuration, p *Proposal) error) (*Proposal, *Configuration, error) {
+	var outP *Proposal
+	var outC *Configuration
+	err := j.submit(ctx, func(w *writeTxn) error {
+		c, p, err := w.load(i)
+		if err != nil {
+			return err
+		}
+		switch err := fn(w, c, p); {
+		case errors.Is(err, errUnchanged):
+		case err != nil:
+			return err
+		default:
+			if err := w.putProposalAndConfiguration(p, c); err != nil {
+				return err
+			}
+		}
+		outP, outC = p, c
+		return nil
+	})
+	return outP, outC, err
+}
+
+// errUnchanged tells proposalTransition that a transition holds but has
+// nothing to write.
+var errUnchanged = errors.New("unchanged")
+
 // CommitChange commits proposal i (spec CommitChange, its steps merged into
 // one transaction): it expands the operations against the committed values
 // (all deletes, then replaces, then updates; a delete or replace tombstones
@@ -109,11 +143,8 @@ func cleanOps(ops []*Op) ([]*Op, error) {
 // the rollback values, writes the effective values with index i and marks
 // the commit Complete.
 func (j *Journal) CommitChange(ctx context.Context, i uint64) (*Proposal, *Configuration, error) {
-	var outP *Proposal
-	var outC *Configuration
-	err := j.submit(ctx, func(w *writeTxn) error {
-		c, p, err := w.commitChangeGuard(i)
-		if err != nil {
+	return j.proposalTransition(ctx, i, func(w *writeTxn, c *Configuration, p *Proposal) error {
+		if err := w.commitChangeGuard(c, p, i); err != nil {
 			return err
 		}
 		eff, err := w.expand(i, p.GetChange().GetOps())
@@ -155,56 +186,36 @@ func (j *Journal) CommitChange(ctx context.Context, i uint64) (*Proposal, *Confi
 		p.Rollback = rollback
 		c.Committed.Proposal = i
 		c.Committed.Index = i
-		if err := w.putProposalAndConfiguration(p, c); err != nil {
-			return err
-		}
-		outP, outC = p, c
 		return nil
 	})
-	return outP, outC, err
 }
 
 // FailCommit marks proposal i's commit Failed (spec CommitChange, invalid
 // branch): nothing is written to the committed values and committed.index
 // keeps naming the newest proposal whose effect they hold.
 func (j *Journal) FailCommit(ctx context.Context, i uint64, code uint32, message string) (*Proposal, *Configuration, error) {
-	var outP *Proposal
-	var outC *Configuration
-	err := j.submit(ctx, func(w *writeTxn) error {
-		c, p, err := w.commitChangeGuard(i)
-		if err != nil {
+	return j.proposalTransition(ctx, i, func(w *writeTxn, c *Configuration, p *Proposal) error {
+		if err := w.commitChangeGuard(c, p, i); err != nil {
 			return err
 		}
 		p.Change.Commit = StatusFailed
 		p.Change.Committed = timestamppb.New(w.now)
 		p.Change.Error = &journalpb.Error{Code: code, Message: message}
 		c.Committed.Proposal = i
-		if err := w.putProposalAndConfiguration(p, c); err != nil {
-			return err
-		}
-		outP, outC = p, c
 		return nil
 	})
-	return outP, outC, err
 }
 
-func (w *writeTxn) commitChangeGuard(i uint64) (*Configuration, *Proposal, error) {
-	c, p, err := w.load(i)
-	if err != nil {
-		return nil, nil, err
-	}
+func (w *writeTxn) commitChangeGuard(c *Configuration, p *Proposal, i uint64) error {
 	switch {
 	case p.GetPhase() != PhaseChange:
-		return nil, nil, guardf("commit proposal %d: it is being rolled back", i)
+		return guardf("commit proposal %d: it is being rolled back", i)
 	case p.GetChange().GetCommit() != StatusPending:
-		return nil, nil, guardf("commit proposal %d: commit is %v, not pending", i, p.GetChange().GetCommit())
+		return guardf("commit proposal %d: commit is %v, not pending", i, p.GetChange().GetCommit())
 	case c.GetRollingBack() != 0:
-		return nil, nil, guardf("commit proposal %d: rollback of proposal %d is in progress", i, c.GetRollingBack())
+		return guardf("commit proposal %d: rollback of proposal %d is in progress", i, c.GetRollingBack())
 	}
-	if err := w.previousFinished(c, i, "commit", func(p *Proposal) Status { return p.GetChange().GetCommit() }); err != nil {
-		return nil, nil, err
-	}
-	return c, p, nil
+	return w.previousFinished(c, i, "commit", func(p *Proposal) Status { return p.GetChange().GetCommit() })
 }
 
 // StartApply marks proposal i's apply InProgress and makes it
@@ -215,13 +226,7 @@ func (w *writeTxn) commitChangeGuard(i uint64) (*Configuration, *Proposal, error
 // progress (after a transient failure and a re-push) is allowed and writes
 // nothing.
 func (j *Journal) StartApply(ctx context.Context, i uint64) (*Proposal, *Configuration, error) {
-	var outP *Proposal
-	var outC *Configuration
-	err := j.submit(ctx, func(w *writeTxn) error {
-		c, p, err := w.load(i)
-		if err != nil {
-			return err
-		}
+	return j.proposalTransition(ctx, i, func(w *writeTxn, c *Configuration, p *Proposal) error {
 		if err := w.requireSynced(c, "apply proposal", i); err != nil {
 			return err
 		}
@@ -231,8 +236,7 @@ func (j *Journal) StartApply(ctx context.Context, i uint64) (*Proposal, *Configu
 		case ch.GetCommit() != StatusComplete:
 			return guardf("apply proposal %d: commit is %v, not complete", i, ch.GetCommit())
 		case ch.GetApply() == StatusInProgress && c.Applied.Proposal == i:
-			outP, outC = p, c
-			return nil // re-entry after a transient failure
+			return errUnchanged // re-entry after a transient failure
 		case ch.GetApply() != StatusPending:
 			return guardf("apply proposal %d: apply is %v, not pending", i, ch.GetApply())
 		case c.GetRollingBack() != 0:
@@ -244,13 +248,8 @@ func (j *Journal) StartApply(ctx context.Context, i uint64) (*Proposal, *Configu
 		p.Change.Apply = StatusInProgress
 		p.Change.ApplyStarted = timestamppb.New(w.now)
 		c.Applied.Proposal = i
-		if err := w.putProposalAndConfiguration(p, c); err != nil {
-			return err
-		}
-		outP, outC = p, c
 		return nil
 	})
-	return outP, outC, err
 }
 
 // CompleteApply records that the device accepted proposal i, sent over the
@@ -260,13 +259,7 @@ func (j *Journal) StartApply(ctx context.Context, i uint64) (*Proposal, *Configu
 // moved on since: the device may have restarted, so the agent must re-push
 // and apply again.
 func (j *Journal) CompleteApply(ctx context.Context, i, term uint64) (*Proposal, *Configuration, error) {
-	var outP *Proposal
-	var outC *Configuration
-	err := j.submit(ctx, func(w *writeTxn) error {
-		c, p, err := w.load(i)
-		if err != nil {
-			return err
-		}
+	return j.proposalTransition(ctx, i, func(w *writeTxn, c *Configuration, p *Proposal) error {
 		if err := w.applyInProgressGuard(c, p, i, term); err != nil {
 			return err
 		}
@@ -276,13 +269,8 @@ func (j *Journal) CompleteApply(ctx context.Context, i, term uint64) (*Proposal,
 		p.Change.Apply = StatusComplete
 		p.Change.Applied = timestamppb.New(w.now)
 		c.Applied.Index = i
-		if err := w.putProposalAndConfiguration(p, c); err != nil {
-			return err
-		}
-		outP, outC = p, c
 		return nil
 	})
-	return outP, outC, err
 }
 
 func (w *writeTxn) applyInProgressGuard(c *Configuration, p *Proposal, i, term uint64) error {
@@ -305,27 +293,19 @@ func (w *writeTxn) applyInProgressGuard(c *Configuration, p *Proposal, i, term u
 // applied.index, and later proposals committed on top of i get apply
 // Aborted with an error naming i.
 func (j *Journal) FailApply(ctx context.Context, i uint64, code uint32, message string) (*Proposal, *Configuration, error) {
-	var outP *Proposal
-	var outC *Configuration
-	err := j.submit(ctx, func(w *writeTxn) error {
-		c, p, err := w.load(i)
-		if err != nil {
-			return err
-		}
+	return j.proposalTransition(ctx, i, func(w *writeTxn, c *Configuration, p *Proposal) error {
 		if p.GetPhase() != PhaseChange || p.GetChange().GetApply() != StatusInProgress || c.Applied.Proposal != i {
 			return guardf("fail apply of proposal %d: apply is %v, not in progress", i, p.GetChange().GetApply())
 		}
 		p.Change.Apply = StatusFailed
 		p.Change.Applied = timestamppb.New(w.now)
 		p.Change.Error = &journalpb.Error{Code: code, Message: message}
-		if err := w.put(proposalKey(i), p); err != nil {
-			return err
-		}
 		var history []*journalpb.HistoryEntry
 		restored := make(map[string]bool)
 		for k := i; k <= c.LastIndex; k++ {
 			pk := p
 			if k != i {
+				var err error
 				if pk, err = w.proposal(c, k); err != nil {
 					return err
 				}
@@ -362,13 +342,8 @@ func (j *Journal) FailApply(ctx context.Context, i uint64, code uint32, message 
 			return err
 		}
 		c.Committed.Index = c.Applied.Index
-		if err := w.put(keyConfiguration, c); err != nil {
-			return err
-		}
-		outP, outC = p, c
 		return nil
 	})
-	return outP, outC, err
 }
 
 // restoreCommitted sets the committed value of key to its applied value (or
@@ -400,13 +375,7 @@ func (w *writeTxn) restoreCommitted(key []byte) (*journalpb.HistoryEntry, error)
 // because its commit failed or was aborted (spec ApplyChange, second
 // branch). It keeps apply order: proposal i-1's apply must be Finished.
 func (j *Journal) AbortApply(ctx context.Context, i uint64) (*Proposal, *Configuration, error) {
-	var outP *Proposal
-	var outC *Configuration
-	err := j.submit(ctx, func(w *writeTxn) error {
-		c, p, err := w.load(i)
-		if err != nil {
-			return err
-		}
+	return j.proposalTransition(ctx, i, func(w *writeTxn, c *Configuration, p *Proposal) error {
 		ch := p.GetChange()
 		if ch.GetApply() != StatusPending {
 			return guardf("abort apply of proposal %d: apply is %v, not pending", i, ch.GetApply())
@@ -419,13 +388,8 @@ func (j *Journal) AbortApply(ctx context.Context, i uint64) (*Proposal, *Configu
 		}
 		ch.Apply = StatusAborted
 		ch.Applied = timestamppb.New(w.now)
-		if err := w.put(proposalKey(i), p); err != nil {
-			return err
-		}
-		outP, outC = p, c
 		return nil
 	})
-	return outP, outC, err
 }
 
 // ProposeRollback starts the rollback of proposal i (spec ProposeRollback,
@@ -434,15 +398,8 @@ func (j *Journal) AbortApply(ctx context.Context, i uint64) (*Proposal, *Configu
 // i), applied, not itself a rollback, with every later proposal Finished and
 // no other rollback under way.
 func (j *Journal) ProposeRollback(ctx context.Context, i uint64) (*Proposal, *Configuration, error) {
-	var outP *Proposal
-	var outC *Configuration
-	err := j.submit(ctx, func(w *writeTxn) error {
-		c, err := w.configuration()
-		if err != nil {
-			return err
-		}
-		p, err := rollbackGuard(w.txn, c, i)
-		if err != nil {
+	return j.proposalTransition(ctx, i, func(w *writeTxn, c *Configuration, p *Proposal) error {
+		if err := rollbackGuard(w.txn, c, p); err != nil {
 			return err
 		}
 		p.Phase = PhaseRollback
@@ -450,56 +407,43 @@ func (j *Journal) ProposeRollback(ctx context.Context, i uint64) (*Proposal, *Co
 		p.Rollback.Apply = StatusPending
 		p.Rollback.Proposed = timestamppb.New(w.now)
 		c.RollingBack = i
-		if err := w.putProposalAndConfiguration(p, c); err != nil {
-			return err
-		}
-		outP, outC = p, c
 		return nil
 	})
-	return outP, outC, err
 }
 
-func rollbackGuard(txn *badger.Txn, c *Configuration, i uint64) (*Proposal, error) {
-	p, err := loadProposal(txn, c, i)
-	if err != nil {
-		return nil, err
-	}
+// rollbackGuard checks that proposal p may be rolled back now.
+func rollbackGuard(txn *badger.Txn, c *Configuration, p *Proposal) error {
+	i := p.GetIndex()
 	switch {
 	case p.GetPhase() == PhaseRollback:
-		return nil, guardf("roll back proposal %d: it is a rollback already", i)
+		return guardf("roll back proposal %d: it is a rollback already", i)
 	case c.GetRollingBack() != 0:
-		return nil, guardf("roll back proposal %d: rollback of proposal %d is in progress", i, c.GetRollingBack())
+		return guardf("roll back proposal %d: rollback of proposal %d is in progress", i, c.GetRollingBack())
 	case p.GetChange().GetApply() != StatusComplete:
-		return nil, guardf("roll back proposal %d: it is not applied (commit %v, apply %v)",
+		return guardf("roll back proposal %d: it is not applied (commit %v, apply %v)",
 			i, p.GetChange().GetCommit(), p.GetChange().GetApply())
 	case c.Committed.Index != c.Applied.Index:
-		return nil, guardf("roll back proposal %d: proposal %d is committed but not yet applied", i, c.Committed.Index)
+		return guardf("roll back proposal %d: proposal %d is committed but not yet applied", i, c.Committed.Index)
 	case c.Committed.Index != i:
-		return nil, guardf("roll back proposal %d: roll back proposal %d first", i, c.Committed.Index)
+		return guardf("roll back proposal %d: roll back proposal %d first", i, c.Committed.Index)
 	}
 	for k := i + 1; k <= c.LastIndex; k++ {
 		later, err := loadProposal(txn, c, k)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		if !proposalDone(later) {
-			return nil, guardf("roll back proposal %d: proposal %d is still in progress", i, k)
+			return guardf("roll back proposal %d: proposal %d is still in progress", i, k)
 		}
 	}
-	return p, nil
+	return nil
 }
 
 // CommitRollback writes proposal i's rollback values into the committed
 // values and moves committed.index back to rollback.index (spec
 // CommitRollback, its steps merged).
 func (j *Journal) CommitRollback(ctx context.Context, i uint64) (*Proposal, *Configuration, error) {
-	var outP *Proposal
-	var outC *Configuration
-	err := j.submit(ctx, func(w *writeTxn) error {
-		c, p, err := w.load(i)
-		if err != nil {
-			return err
-		}
+	return j.proposalTransition(ctx, i, func(w *writeTxn, c *Configuration, p *Proposal) error {
 		rb := p.GetRollback()
 		switch {
 		case p.GetPhase() != PhaseRollback || rb.GetCommit() != StatusPending:
@@ -529,13 +473,8 @@ func (j *Journal) CommitRollback(ctx context.Context, i uint64) (*Proposal, *Con
 		rb.Committed = timestamppb.New(w.now)
 		c.Committed.Index = rb.GetIndex()
 		c.Committed.Proposal = rb.GetIndex()
-		if err := w.putProposalAndConfiguration(p, c); err != nil {
-			return err
-		}
-		outP, outC = p, c
 		return nil
 	})
-	return outP, outC, err
 }
 
 // StartApplyRollback marks proposal i's rollback apply InProgress (spec
@@ -543,13 +482,7 @@ func (j *Journal) CommitRollback(ctx context.Context, i uint64) (*Proposal, *Con
 // values to the device. Re-entry for a rollback already in progress writes
 // nothing.
 func (j *Journal) StartApplyRollback(ctx context.Context, i uint64) (*Proposal, *Configuration, error) {
-	var outP *Proposal
-	var outC *Configuration
-	err := j.submit(ctx, func(w *writeTxn) error {
-		c, p, err := w.load(i)
-		if err != nil {
-			return err
-		}
+	return j.proposalTransition(ctx, i, func(w *writeTxn, c *Configuration, p *Proposal) error {
 		if err := w.requireSynced(c, "apply rollback of proposal", i); err != nil {
 			return err
 		}
@@ -560,21 +493,15 @@ func (j *Journal) StartApplyRollback(ctx context.Context, i uint64) (*Proposal, 
 		case c.Applied.Index != i:
 			return guardf("apply rollback of proposal %d: applied index is %d", i, c.Applied.Index)
 		case rb.GetApply() == StatusInProgress:
-			outP, outC = p, c
-			return nil // re-entry after a transient failure
+			return errUnchanged // re-entry after a transient failure
 		case rb.GetApply() != StatusPending:
 			return guardf("apply rollback of proposal %d: rollback apply is %v, not pending", i, rb.GetApply())
 		}
 		rb.Apply = StatusInProgress
 		rb.ApplyStarted = timestamppb.New(w.now)
 		c.Applied.Proposal = rb.GetIndex()
-		if err := w.putProposalAndConfiguration(p, c); err != nil {
-			return err
-		}
-		outP, outC = p, c
 		return nil
 	})
-	return outP, outC, err
 }
 
 // CompleteApplyRollback records that the device accepted proposal i's
@@ -583,13 +510,7 @@ func (j *Journal) StartApplyRollback(ctx context.Context, i uint64) (*Proposal, 
 // rollback.index, rollback apply Complete. A rollback the device refuses
 // stays InProgress for the agent to retry; there is no failed rollback.
 func (j *Journal) CompleteApplyRollback(ctx context.Context, i, term uint64) (*Proposal, *Configuration, error) {
-	var outP *Proposal
-	var outC *Configuration
-	err := j.submit(ctx, func(w *writeTxn) error {
-		c, p, err := w.load(i)
-		if err != nil {
-			return err
-		}
+	return j.proposalTransition(ctx, i, func(w *writeTxn, c *Configuration, p *Proposal) error {
 		rb := p.GetRollback()
 		if p.GetPhase() != PhaseRollback || rb.GetApply() != StatusInProgress || c.Applied.Index != i {
 			return guardf("complete rollback apply of proposal %d: rollback apply is %v, not in progress", i, rb.GetApply())
@@ -608,13 +529,8 @@ func (j *Journal) CompleteApplyRollback(ctx context.Context, i, term uint64) (*P
 		c.Applied.Index = rb.GetIndex()
 		c.Applied.Proposal = rb.GetIndex()
 		c.RollingBack = 0
-		if err := w.putProposalAndConfiguration(p, c); err != nil {
-			return err
-		}
-		outP, outC = p, c
 		return nil
 	})
-	return outP, outC, err
 }
 
 // Connect records a new southbound connection: it increments the
