@@ -31,6 +31,7 @@
 //	cv/<pathkey>             committed PathValue
 //	av/<pathkey>             applied PathValue
 //	ai/<index u64be><pathkey> (empty) applied values by writer index, for re-push
+//	at/<index u64be><pathkey> (empty) applied tombstones by writer index, for retention
 //	h/<seq u64be>            HistoryDelta: one change of the committed values
 //
 // Records are protobuf messages (journalpb/journal.proto). Path keys are
@@ -64,6 +65,8 @@
 // A second process opening the same directory fails with ErrLocked.
 // Retention (Compact, also run in the background) keeps the newest
 // Options.Retain finished proposals and the history deltas of kept
-// proposals; the configuration, tombstones included, is never compacted.
+// proposals. It also drops the tombstones that dropped proposals left in
+// the configuration, unless a value stored earlier at an ancestor path (a
+// JSON value holding the deleted path) still needs them on a re-push.
 // Badger's value-log GC runs in the background.
 package journal

@@ -402,6 +402,30 @@ func invariants(j *Journal) error {
 	if len(index) != len(applied) {
 		return fmt.Errorf("%d applied index entries for %d applied values", len(index), len(applied))
 	}
+	// at/ indexes exactly the applied tombstones.
+	tombstones := map[string]bool{}
+	err = j.db.View(func(txn *badger.Txn) error {
+		return iteratePrefix(txn, nsAppliedDeleted, func(key, _ []byte) error {
+			tombstones[string(key)] = true
+			return nil
+		})
+	})
+	if err != nil {
+		return err
+	}
+	deleted := 0
+	for k, pv := range applied {
+		if !pv.Deleted {
+			continue
+		}
+		deleted++
+		if !tombstones[string(appliedTombstoneKey(pv.Index, []byte(k)))] {
+			return fmt.Errorf("applied tombstone %s has no tombstone index entry", render(pv))
+		}
+	}
+	if len(tombstones) != deleted {
+		return fmt.Errorf("%d tombstone index entries for %d applied tombstones", len(tombstones), deleted)
+	}
 	// The history replays to the committed values.
 	if c.HistoryFloor == nil {
 		state := map[string]*PathValue{}

@@ -558,10 +558,20 @@ func TestReopenAfterCompactionKeepsConfiguration(t *testing.T) {
 			rollback(t, j, term, uint64(n+1))
 		}
 	}
-	committed, applied := committedList(t, j, nil), appliedList(t, j)
+	liveCommitted, liveApplied := live(committedList(t, j, nil)), live(appliedList(t, j))
 	dropped, err := j.Compact(ctx)
 	if err != nil || dropped != 35 {
 		t.Fatalf("Compact = %d, %v; want 35 dropped", dropped, err)
+	}
+	// Compaction keeps every value in effect; the tombstones of the deletes
+	// (proposals 5, 14, 23, 32, all dropped) go, as no value is stored at
+	// an ancestor of what they deleted.
+	committed, applied := committedList(t, j, nil), appliedList(t, j)
+	if got := live(committed); !slices.Equal(got, liveCommitted) || !slices.Equal(committed, got) {
+		t.Fatalf("committed after compaction:\n got %v\nwant %v", committed, liveCommitted)
+	}
+	if got := live(applied); !slices.Equal(got, liveApplied) || !slices.Equal(applied, got) {
+		t.Fatalf("applied after compaction:\n got %v\nwant %v", applied, liveApplied)
 	}
 	c1, _ := j.Configuration(ctx)
 	if err := j.Close(); err != nil {
@@ -587,6 +597,85 @@ func TestReopenAfterCompactionKeepsConfiguration(t *testing.T) {
 	}
 	checkInvariants(t, j)
 	applyChange(t, j, synced(t, j), update(t, "/after", "1"))
+	checkInvariants(t, j)
+}
+
+// live drops the tombstones from a rendered value list.
+func live(values []string) []string {
+	var out []string
+	for _, v := range values {
+		if !strings.Contains(v, "=deleted@") {
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
+func TestRetentionDropsTombstonesNoLongerNeeded(t *testing.T) {
+	j := openTest(t, "", Options{NoSync: true, Retain: 2})
+	ctx := context.Background()
+	term := synced(t, j)
+	applyChange(t, j, term, update(t, "/a", `{"b":1,"c":2}`))   // 1
+	applyChange(t, j, term, del(t, "/a/b"))                     // 2: under /a@1, needed
+	applyChange(t, j, term, del(t, "/x"))                       // 3: nothing above, dropped
+	applyChange(t, j, term, update(t, "/l", `[{"k":1,"v":1}]`)) // 4: a whole list as JSON
+	applyChange(t, j, term, del(t, "/l[k=1]/v"))                // 5: under the list /l@4, needed
+	applyChange(t, j, term, del(t, "/q/r"))                     // 6: /q is written later, dropped
+	applyChange(t, j, term, update(t, "/q", `{"s":1}`))         // 7
+	applyChange(t, j, term, update(t, "/n", "1"))               // 8
+	rollback(t, j, term, 8)                                     // /n=deleted@0, dropped
+	// 9: a delete under a value the same Set writes: the delete runs first
+	// and the value is replayed after it anyway, so the tombstone goes.
+	applyChange(t, j, term, update(t, "/z", "1"), update(t, "/m", `{"b":1}`), del(t, "/m/b"))
+	applyChange(t, j, term, update(t, "/z", "2"), del(t, "/y")) // 10: kept proposal
+	applyChange(t, j, term, update(t, "/w", "1"))               // 11: kept proposal
+	before := committedList(t, j, nil)
+	if n, err := j.Compact(ctx); err != nil || n != 9 {
+		t.Fatalf("Compact = %d, %v; want 9 proposals dropped", n, err)
+	}
+	want := []string{
+		`/a={"b":1,"c":2}@1`, "/a/b=deleted@2",
+		`/l=[{"k":1,"v":1}]@4`, "/l[k=1]/v=deleted@5",
+		`/m={"b":1}@9`, `/q={"s":1}@7`,
+		"/w=1@11", "/y=deleted@10", "/z=2@10",
+	}
+	if got := committedList(t, j, nil); !slices.Equal(got, want) {
+		t.Fatalf("committed after compaction:\n got %v\nwant %v\n(before %v)", got, want, before)
+	}
+	if got := appliedList(t, j); !slices.Equal(got, want) {
+		t.Fatalf("applied after compaction:\n got %v\nwant %v", got, want)
+	}
+	var order []string
+	if err := j.ScanAppliedByIndex(ctx, func(pv *PathValue) error {
+		order = append(order, render(pv))
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	wantOrder := []string{
+		`/a={"b":1,"c":2}@1`, "/a/b=deleted@2", `/l=[{"k":1,"v":1}]@4`, "/l[k=1]/v=deleted@5",
+		`/q={"s":1}@7`, `/m={"b":1}@9`, "/y=deleted@10", "/z=2@10", "/w=1@11",
+	}
+	if !slices.Equal(order, wantOrder) {
+		t.Fatalf("re-push order %v, want %v", order, wantOrder)
+	}
+	// The committed configuration now and in the history agree.
+	var now []string
+	if err := j.CommittedAt(ctx, time.Now().Add(time.Hour), nil, func(pv *PathValue) error {
+		now = append(now, render(pv))
+		return nil
+	}); err != nil || !slices.Equal(now, want) {
+		t.Fatalf("CommittedAt(now) = %v, %v; want %v", now, err, want)
+	}
+	checkInvariants(t, j)
+	// A second pass finds nothing more to drop, and the journal goes on.
+	if _, err := j.Compact(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := committedList(t, j, nil); !slices.Equal(got, want) {
+		t.Fatalf("second compaction changed committed: %v", got)
+	}
+	applyChange(t, j, term, update(t, "/a/b", "3"))
 	checkInvariants(t, j)
 }
 

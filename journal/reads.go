@@ -177,7 +177,7 @@ func (j *Journal) ScanAppliedByIndex(ctx context.Context, fn func(*PathValue) er
 			if err := ctx.Err(); err != nil {
 				return err
 			}
-			pathKey := it.Item().Key()[len(nsAppliedIndex)+8:]
+			_, pathKey := splitIndexKey(nsAppliedIndex, it.Item().Key())
 			pv := &PathValue{}
 			found, err := getRecord(txn, valueKey(nsApplied, pathKey), pv)
 			if err != nil {

@@ -61,6 +61,7 @@ var (
 	nsCommitted      = []byte("cv/")
 	nsApplied        = []byte("av/")
 	nsAppliedIndex   = []byte("ai/")
+	nsAppliedDeleted = []byte("at/")
 	nsHistory        = []byte("h/")
 )
 
@@ -80,6 +81,16 @@ func valueKey(ns, pathKey []byte) []byte {
 
 func appliedIndexKey(index uint64, pathKey []byte) []byte {
 	return append(uint64Key(nsAppliedIndex, index), pathKey...)
+}
+
+func appliedTombstoneKey(index uint64, pathKey []byte) []byte {
+	return append(uint64Key(nsAppliedDeleted, index), pathKey...)
+}
+
+// splitIndexKey splits an ai/ or at/ key into its index and path key.
+func splitIndexKey(ns, key []byte) (uint64, []byte) {
+	rest := key[len(ns):]
+	return binary.BigEndian.Uint64(rest[:8]), rest[8:]
 }
 
 // proposalDone reports whether every step of p is finished, so retention may

@@ -773,7 +773,7 @@ func (w *writeTxn) value(ns, pathKey []byte) (*PathValue, error) {
 }
 
 // writeApplied writes values into the applied values, keeping the
-// writer-index order (ai/) in step.
+// writer-index order (ai/) and the tombstone index (at/) in step.
 func (w *writeTxn) writeApplied(values []*PathValue) error {
 	for _, pv := range values {
 		key := PathKey(pv.GetPath())
@@ -781,8 +781,8 @@ func (w *writeTxn) writeApplied(values []*PathValue) error {
 		if err != nil {
 			return err
 		}
-		if old != nil && old.GetIndex() != pv.GetIndex() {
-			if err := w.delete(appliedIndexKey(old.GetIndex(), key)); err != nil {
+		if old != nil {
+			if err := w.deleteAppliedIndexes(old, key); err != nil {
 				return err
 			}
 		}
@@ -792,6 +792,23 @@ func (w *writeTxn) writeApplied(values []*PathValue) error {
 		if err := w.putEmpty(appliedIndexKey(pv.GetIndex(), key)); err != nil {
 			return err
 		}
+		if pv.GetDeleted() {
+			if err := w.putEmpty(appliedTombstoneKey(pv.GetIndex(), key)); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// deleteAppliedIndexes removes the ai/ (and at/) entries of the applied
+// value pv stored at key.
+func (w *writeTxn) deleteAppliedIndexes(pv *PathValue, key []byte) error {
+	if err := w.delete(appliedIndexKey(pv.GetIndex(), key)); err != nil {
+		return err
+	}
+	if pv.GetDeleted() {
+		return w.delete(appliedTombstoneKey(pv.GetIndex(), key))
 	}
 	return nil
 }

@@ -200,6 +200,8 @@ const (
 	HistoryKind_HISTORY_KIND_COMMIT_CHANGE   HistoryKind = 1
 	HistoryKind_HISTORY_KIND_COMMIT_ROLLBACK HistoryKind = 2
 	HistoryKind_HISTORY_KIND_FAIL_APPLY      HistoryKind = 3
+	// Retention dropped tombstones that no longer mean anything (After unset).
+	HistoryKind_HISTORY_KIND_DROP_TOMBSTONES HistoryKind = 4
 )
 
 // Enum value maps for HistoryKind.
@@ -209,12 +211,14 @@ var (
 		1: "HISTORY_KIND_COMMIT_CHANGE",
 		2: "HISTORY_KIND_COMMIT_ROLLBACK",
 		3: "HISTORY_KIND_FAIL_APPLY",
+		4: "HISTORY_KIND_DROP_TOMBSTONES",
 	}
 	HistoryKind_value = map[string]int32{
 		"HISTORY_KIND_UNSET":           0,
 		"HISTORY_KIND_COMMIT_CHANGE":   1,
 		"HISTORY_KIND_COMMIT_ROLLBACK": 2,
 		"HISTORY_KIND_FAIL_APPLY":      3,
+		"HISTORY_KIND_DROP_TOMBSTONES": 4,
 	}
 )
 
@@ -1390,12 +1394,13 @@ const file_journal_journalpb_journal_proto_rawDesc = "" +
 	"\rOP_KIND_UNSET\x10\x00\x12\x12\n" +
 	"\x0eOP_KIND_DELETE\x10\x01\x12\x13\n" +
 	"\x0fOP_KIND_REPLACE\x10\x02\x12\x12\n" +
-	"\x0eOP_KIND_UPDATE\x10\x03*\x84\x01\n" +
+	"\x0eOP_KIND_UPDATE\x10\x03*\xa6\x01\n" +
 	"\vHistoryKind\x12\x16\n" +
 	"\x12HISTORY_KIND_UNSET\x10\x00\x12\x1e\n" +
 	"\x1aHISTORY_KIND_COMMIT_CHANGE\x10\x01\x12 \n" +
 	"\x1cHISTORY_KIND_COMMIT_ROLLBACK\x10\x02\x12\x1b\n" +
-	"\x17HISTORY_KIND_FAIL_APPLY\x10\x03B8Z6github.com/gnmi-sidecar/gnmi-sidecar/journal/journalpbb\x06proto3"
+	"\x17HISTORY_KIND_FAIL_APPLY\x10\x03\x12 \n" +
+	"\x1cHISTORY_KIND_DROP_TOMBSTONES\x10\x04B8Z6github.com/gnmi-sidecar/gnmi-sidecar/journal/journalpbb\x06proto3"
 
 var (
 	file_journal_journalpb_journal_proto_rawDescOnce sync.Once
