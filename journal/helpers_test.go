@@ -384,13 +384,7 @@ func invariants(j *Journal) error {
 		}
 	}
 	// ai/ mirrors av/.
-	index := map[string]bool{}
-	err = j.db.View(func(txn *badger.Txn) error {
-		return iteratePrefix(txn, nsAppliedIndex, func(key, _ []byte) error {
-			index[string(key)] = true
-			return nil
-		})
-	})
+	index, err := keySet(j, nsAppliedIndex)
 	if err != nil {
 		return err
 	}
@@ -403,13 +397,7 @@ func invariants(j *Journal) error {
 		return fmt.Errorf("%d applied index entries for %d applied values", len(index), len(applied))
 	}
 	// at/ indexes exactly the applied tombstones.
-	tombstones := map[string]bool{}
-	err = j.db.View(func(txn *badger.Txn) error {
-		return iteratePrefix(txn, nsAppliedDeleted, func(key, _ []byte) error {
-			tombstones[string(key)] = true
-			return nil
-		})
-	})
+	tombstones, err := keySet(j, nsAppliedDeleted)
 	if err != nil {
 		return err
 	}
@@ -471,6 +459,18 @@ func invariants(j *Journal) error {
 		}
 	}
 	return nil
+}
+
+// keySet returns every key with the prefix ns.
+func keySet(j *Journal, ns []byte) (map[string]bool, error) {
+	keys := map[string]bool{}
+	err := j.db.View(func(txn *badger.Txn) error {
+		return iteratePrefix(txn, ns, func(key, _ []byte) error {
+			keys[string(key)] = true
+			return nil
+		})
+	})
+	return keys, err
 }
 
 func sameValues(a, b map[string]*PathValue) error {
