@@ -65,6 +65,12 @@ type Options struct {
 	// Clock returns the time recorded in timestamps and history (default
 	// time.Now).
 	Clock func() time.Time
+	// Observer, if set, is called with every transition once it is durable,
+	// in the order the transitions took effect, before the caller of the
+	// transition gets its result. It runs on the writer goroutine: it must
+	// be quick, must not modify the event's records, and must not call the
+	// Journal. The agent's trace is an Observer.
+	Observer func(Event)
 }
 
 func (o Options) withDefaults() Options {
@@ -405,7 +411,11 @@ func (j *Journal) runBatch(batch []*request) int {
 	results := make([]error, len(batch))
 	for k, r := range batch {
 		w.wrote = false
+		emitted := len(w.events)
 		err := r.fn(w)
+		if err != nil {
+			w.events = w.events[:emitted]
+		}
 		if err != nil && (w.wrote || errors.Is(err, badger.ErrTxnTooBig)) {
 			txn.Discard()
 			if k == 0 {
@@ -427,6 +437,11 @@ func (j *Journal) runBatch(batch []*request) int {
 		return len(batch)
 	}
 	j.commits.Add(1)
+	if j.opts.Observer != nil {
+		for _, e := range w.events {
+			j.opts.Observer(e)
+		}
+	}
 	for k, r := range batch {
 		r.finish(results[k])
 	}
@@ -441,9 +456,18 @@ func (r *request) finish(err error) {
 // writeTxn is the write transaction a request runs in. It records whether
 // the request has written, which tells a refusal from a failure half-way.
 type writeTxn struct {
-	txn   *badger.Txn
-	now   time.Time
-	wrote bool
+	txn    *badger.Txn
+	now    time.Time
+	wrote  bool
+	events []Event // for Options.Observer, once the transaction is durable
+	// aborted collects FailApply's aborted proposals for its event.
+	aborted []uint64
+}
+
+// emit records a transition for Options.Observer.
+func (w *writeTxn) emit(e Event) {
+	e.Time = w.now
+	w.events = append(w.events, e)
 }
 
 func (w *writeTxn) put(key []byte, m proto.Message) error {

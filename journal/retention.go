@@ -75,7 +75,11 @@ func (j *Journal) Compact(ctx context.Context) (int, error) {
 			proposals = int(next - c.FirstIndex)
 			dropped = proposals + len(deltas)
 			c.FirstIndex = next
-			return w.put(keyConfiguration, c)
+			if err := w.put(keyConfiguration, c); err != nil {
+				return err
+			}
+			w.emit(Event{Action: ActionCompact, Configuration: c})
+			return nil
 		})
 		total += proposals
 		if err != nil {

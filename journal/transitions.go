@@ -54,6 +54,7 @@ func (j *Journal) ProposeChange(ctx context.Context, ops []*Op) (*Proposal, erro
 		if err := w.put(keyConfiguration, c); err != nil {
 			return err
 		}
+		w.emit(Event{Action: ActionProposeChange, Index: p.Index, Proposal: p, Configuration: c})
 		out = p
 		return nil
 	})
@@ -109,7 +110,7 @@ func cleanOps(ops []*Op) ([]*Op, error) {
 // back in the same transaction. fn returning errUnchanged succeeds without
 // writing anything (a re-entry). The results are c and p as the transition
 // left them.
-func (j *Journal) proposalTransition(ctx context.Context, i uint64, fn func(w *writeTxn, c *Configuration, p *Proposal) error) (*Proposal, *Configuration, error) {
+func (j *Journal) proposalTransition(ctx context.Context, action Action, i uint64, fn func(w *writeTxn, c *Configuration, p *Proposal) error) (*Proposal, *Configuration, error) {
 	var outP *Proposal
 	var outC *Configuration
 	err := j.submit(ctx, func(w *writeTxn) error {
@@ -117,6 +118,7 @@ func (j *Journal) proposalTransition(ctx context.Context, i uint64, fn func(w *w
 		if err != nil {
 			return err
 		}
+		w.aborted = nil
 		switch err := fn(w, c, p); {
 		case errors.Is(err, errUnchanged):
 		case err != nil:
@@ -125,6 +127,7 @@ func (j *Journal) proposalTransition(ctx context.Context, i uint64, fn func(w *w
 			if err := w.putProposalAndConfiguration(p, c); err != nil {
 				return err
 			}
+			w.emit(Event{Action: action, Index: i, Proposal: p, Configuration: c, Aborted: w.aborted})
 		}
 		outP, outC = p, c
 		return nil
@@ -143,7 +146,7 @@ var errUnchanged = errors.New("unchanged")
 // the rollback values, writes the effective values with index i and marks
 // the commit Complete.
 func (j *Journal) CommitChange(ctx context.Context, i uint64) (*Proposal, *Configuration, error) {
-	return j.proposalTransition(ctx, i, func(w *writeTxn, c *Configuration, p *Proposal) error {
+	return j.proposalTransition(ctx, ActionCommitChange, i, func(w *writeTxn, c *Configuration, p *Proposal) error {
 		if err := w.commitChangeGuard(c, p, i); err != nil {
 			return err
 		}
@@ -194,7 +197,7 @@ func (j *Journal) CommitChange(ctx context.Context, i uint64) (*Proposal, *Confi
 // branch): nothing is written to the committed values and committed.index
 // keeps naming the newest proposal whose effect they hold.
 func (j *Journal) FailCommit(ctx context.Context, i uint64, code uint32, message string) (*Proposal, *Configuration, error) {
-	return j.proposalTransition(ctx, i, func(w *writeTxn, c *Configuration, p *Proposal) error {
+	return j.proposalTransition(ctx, ActionFailCommit, i, func(w *writeTxn, c *Configuration, p *Proposal) error {
 		if err := w.commitChangeGuard(c, p, i); err != nil {
 			return err
 		}
@@ -226,7 +229,7 @@ func (w *writeTxn) commitChangeGuard(c *Configuration, p *Proposal, i uint64) er
 // progress (after a transient failure and a re-push) is allowed and writes
 // nothing.
 func (j *Journal) StartApply(ctx context.Context, i uint64) (*Proposal, *Configuration, error) {
-	return j.proposalTransition(ctx, i, func(w *writeTxn, c *Configuration, p *Proposal) error {
+	return j.proposalTransition(ctx, ActionStartApply, i, func(w *writeTxn, c *Configuration, p *Proposal) error {
 		if err := w.requireSynced(c, "apply proposal", i); err != nil {
 			return err
 		}
@@ -259,7 +262,7 @@ func (j *Journal) StartApply(ctx context.Context, i uint64) (*Proposal, *Configu
 // moved on since: the device may have restarted, so the agent must re-push
 // and apply again.
 func (j *Journal) CompleteApply(ctx context.Context, i, term uint64) (*Proposal, *Configuration, error) {
-	return j.proposalTransition(ctx, i, func(w *writeTxn, c *Configuration, p *Proposal) error {
+	return j.proposalTransition(ctx, ActionCompleteApply, i, func(w *writeTxn, c *Configuration, p *Proposal) error {
 		if err := w.applyInProgressGuard(c, p, i, term); err != nil {
 			return err
 		}
@@ -293,7 +296,7 @@ func (w *writeTxn) applyInProgressGuard(c *Configuration, p *Proposal, i, term u
 // applied.index, and later proposals committed on top of i get apply
 // Aborted with an error naming i.
 func (j *Journal) FailApply(ctx context.Context, i uint64, code uint32, message string) (*Proposal, *Configuration, error) {
-	return j.proposalTransition(ctx, i, func(w *writeTxn, c *Configuration, p *Proposal) error {
+	return j.proposalTransition(ctx, ActionFailApply, i, func(w *writeTxn, c *Configuration, p *Proposal) error {
 		if p.GetPhase() != PhaseChange || p.GetChange().GetApply() != StatusInProgress || c.Applied.Proposal != i {
 			return guardf("fail apply of proposal %d: apply is %v, not in progress", i, p.GetChange().GetApply())
 		}
@@ -336,6 +339,7 @@ func (j *Journal) FailApply(ctx context.Context, i uint64, code uint32, message 
 				if err := w.put(proposalKey(k), pk); err != nil {
 					return err
 				}
+				w.aborted = append(w.aborted, k)
 			}
 		}
 		if err := w.appendHistory(c, i, journalpb.HistoryKind_HISTORY_KIND_FAIL_APPLY, history); err != nil {
@@ -375,7 +379,7 @@ func (w *writeTxn) restoreCommitted(key []byte) (*journalpb.HistoryEntry, error)
 // because its commit failed or was aborted (spec ApplyChange, second
 // branch). It keeps apply order: proposal i-1's apply must be Finished.
 func (j *Journal) AbortApply(ctx context.Context, i uint64) (*Proposal, *Configuration, error) {
-	return j.proposalTransition(ctx, i, func(w *writeTxn, c *Configuration, p *Proposal) error {
+	return j.proposalTransition(ctx, ActionAbortApply, i, func(w *writeTxn, c *Configuration, p *Proposal) error {
 		ch := p.GetChange()
 		if ch.GetApply() != StatusPending {
 			return guardf("abort apply of proposal %d: apply is %v, not pending", i, ch.GetApply())
@@ -398,7 +402,7 @@ func (j *Journal) AbortApply(ctx context.Context, i uint64) (*Proposal, *Configu
 // i), applied, not itself a rollback, with every later proposal Finished and
 // no other rollback under way.
 func (j *Journal) ProposeRollback(ctx context.Context, i uint64) (*Proposal, *Configuration, error) {
-	return j.proposalTransition(ctx, i, func(w *writeTxn, c *Configuration, p *Proposal) error {
+	return j.proposalTransition(ctx, ActionProposeRollback, i, func(w *writeTxn, c *Configuration, p *Proposal) error {
 		if err := rollbackGuard(w.txn, c, p); err != nil {
 			return err
 		}
@@ -443,7 +447,7 @@ func rollbackGuard(txn *badger.Txn, c *Configuration, p *Proposal) error {
 // values and moves committed.index back to rollback.index (spec
 // CommitRollback, its steps merged).
 func (j *Journal) CommitRollback(ctx context.Context, i uint64) (*Proposal, *Configuration, error) {
-	return j.proposalTransition(ctx, i, func(w *writeTxn, c *Configuration, p *Proposal) error {
+	return j.proposalTransition(ctx, ActionCommitRollback, i, func(w *writeTxn, c *Configuration, p *Proposal) error {
 		rb := p.GetRollback()
 		switch {
 		case p.GetPhase() != PhaseRollback || rb.GetCommit() != StatusPending:
@@ -482,7 +486,7 @@ func (j *Journal) CommitRollback(ctx context.Context, i uint64) (*Proposal, *Con
 // values to the device. Re-entry for a rollback already in progress writes
 // nothing.
 func (j *Journal) StartApplyRollback(ctx context.Context, i uint64) (*Proposal, *Configuration, error) {
-	return j.proposalTransition(ctx, i, func(w *writeTxn, c *Configuration, p *Proposal) error {
+	return j.proposalTransition(ctx, ActionStartApplyRollback, i, func(w *writeTxn, c *Configuration, p *Proposal) error {
 		if err := w.requireSynced(c, "apply rollback of proposal", i); err != nil {
 			return err
 		}
@@ -510,7 +514,7 @@ func (j *Journal) StartApplyRollback(ctx context.Context, i uint64) (*Proposal, 
 // rollback.index, rollback apply Complete. A rollback the device refuses
 // stays InProgress for the agent to retry; there is no failed rollback.
 func (j *Journal) CompleteApplyRollback(ctx context.Context, i, term uint64) (*Proposal, *Configuration, error) {
-	return j.proposalTransition(ctx, i, func(w *writeTxn, c *Configuration, p *Proposal) error {
+	return j.proposalTransition(ctx, ActionCompleteApplyRollback, i, func(w *writeTxn, c *Configuration, p *Proposal) error {
 		rb := p.GetRollback()
 		if p.GetPhase() != PhaseRollback || rb.GetApply() != StatusInProgress || c.Applied.Index != i {
 			return guardf("complete rollback apply of proposal %d: rollback apply is %v, not in progress", i, rb.GetApply())
@@ -548,6 +552,7 @@ func (j *Journal) Connect(ctx context.Context) (*Mastership, error) {
 		if err := w.put(keyMastership, m); err != nil {
 			return err
 		}
+		w.emit(Event{Action: ActionConnect, Mastership: m})
 		out = m
 		return nil
 	})
@@ -569,6 +574,7 @@ func (j *Journal) StartReconcile(ctx context.Context, term uint64) (*Configurati
 		if err := w.put(keyConfiguration, c); err != nil {
 			return err
 		}
+		w.emit(Event{Action: ActionStartReconcile, Configuration: c})
 		out = c
 		return nil
 	})
@@ -598,6 +604,7 @@ func (j *Journal) CompleteReconcile(ctx context.Context, term, target uint64) (*
 		if err := w.put(keyConfiguration, c); err != nil {
 			return err
 		}
+		w.emit(Event{Action: ActionCompleteReconcile, Configuration: c})
 		out = c
 		return nil
 	})
@@ -636,7 +643,11 @@ func (j *Journal) SetCommitConfirm(ctx context.Context, rec *CommitConfirm) erro
 		if found && cur.GetId() != rec.GetId() {
 			return guardf("commit-confirmed %q is outstanding", cur.GetId())
 		}
-		return w.put(keyCommitConfirm, rec)
+		if err := w.put(keyCommitConfirm, rec); err != nil {
+			return err
+		}
+		w.emit(Event{Action: ActionSetCommitConfirm, Index: rec.GetProposal(), CommitConfirm: rec})
+		return nil
 	})
 }
 
@@ -656,7 +667,11 @@ func (j *Journal) ClearCommitConfirm(ctx context.Context, id string) error {
 		if cur.GetId() != id {
 			return guardf("commit-confirmed %q is outstanding, not %q", cur.GetId(), id)
 		}
-		return w.delete(keyCommitConfirm)
+		if err := w.delete(keyCommitConfirm); err != nil {
+			return err
+		}
+		w.emit(Event{Action: ActionClearCommitConfirm, Index: cur.GetProposal(), CommitConfirm: cur})
+		return nil
 	})
 }
 

@@ -1,0 +1,54 @@
+package journal
+
+import "time"
+
+// Action names a journal transition in an Event: the name of the method
+// that made it.
+type Action string
+
+// The transitions an Observer sees.
+const (
+	ActionProposeChange         Action = "ProposeChange"
+	ActionCommitChange          Action = "CommitChange"
+	ActionFailCommit            Action = "FailCommit"
+	ActionStartApply            Action = "StartApply"
+	ActionCompleteApply         Action = "CompleteApply"
+	ActionFailApply             Action = "FailApply"
+	ActionAbortApply            Action = "AbortApply"
+	ActionProposeRollback       Action = "ProposeRollback"
+	ActionCommitRollback        Action = "CommitRollback"
+	ActionStartApplyRollback    Action = "StartApplyRollback"
+	ActionCompleteApplyRollback Action = "CompleteApplyRollback"
+	ActionConnect               Action = "Connect"
+	ActionStartReconcile        Action = "StartReconcile"
+	ActionCompleteReconcile     Action = "CompleteReconcile"
+	ActionSetCommitConfirm      Action = "SetCommitConfirm"
+	ActionClearCommitConfirm    Action = "ClearCommitConfirm"
+	ActionCompact               Action = "Compact"
+)
+
+// Event is one durable transition, as Options.Observer receives it: the
+// counterpart of a line of the spec's Log module. Records are the ones the
+// transition wrote; they must not be modified.
+type Event struct {
+	Action Action
+	// Time is the transition's timestamp (the journal's clock).
+	Time time.Time
+	// Index is the proposal the transition is about (0 for Connect and the
+	// re-push transitions).
+	Index uint64
+	// Proposal is proposal Index as the transition left it (nil when
+	// Index is 0).
+	Proposal *Proposal
+	// Configuration is the configuration record as the transition left it
+	// (nil for Connect and the commit-confirmed transitions).
+	Configuration *Configuration
+	// Mastership is set by Connect: the new term and connection id.
+	Mastership *Mastership
+	// Aborted lists, for FailApply, the later proposals whose apply it
+	// marked Aborted.
+	Aborted []uint64
+	// CommitConfirm is set by SetCommitConfirm (the record written) and
+	// ClearCommitConfirm (the record removed).
+	CommitConfirm *CommitConfirm
+}

@@ -1,0 +1,128 @@
+package journal
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+	"testing"
+)
+
+// recorder is an Options.Observer that keeps "Action(index)" lines.
+type recorder struct {
+	mu     sync.Mutex
+	lines  []string
+	events []Event
+}
+
+func (r *recorder) observe(e Event) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.lines = append(r.lines, fmt.Sprintf("%s(%d)", e.Action, e.Index))
+	r.events = append(r.events, e)
+}
+
+func (r *recorder) take() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := r.lines
+	r.lines = nil
+	return out
+}
+
+func TestObserverSeesEveryDurableTransitionInOrder(t *testing.T) {
+	ctx := context.Background()
+	rec := &recorder{}
+	j := openTest(t, "", Options{NoSync: true, Observer: rec.observe})
+
+	term := synced(t, j)
+	first := applyChange(t, j, term, update(t, "/a", "1"))
+	rollback(t, j, term, first)
+	want := []string{
+		"Connect(0)", "StartReconcile(0)", "CompleteReconcile(0)",
+		"ProposeChange(1)", "CommitChange(1)", "StartApply(1)", "CompleteApply(1)",
+		"ProposeRollback(1)", "CommitRollback(1)", "StartApplyRollback(1)", "CompleteApplyRollback(1)",
+	}
+	if got := rec.take(); !slices.Equal(got, want) {
+		t.Fatalf("events:\n got %v\nwant %v", got, want)
+	}
+
+	// Refused transitions and re-entries that write nothing are not events.
+	if _, _, err := j.CommitChange(ctx, first); err == nil {
+		t.Fatal("CommitChange of a finished proposal was allowed")
+	}
+	if got := rec.take(); len(got) != 0 {
+		t.Fatalf("refused transition was observed: %v", got)
+	}
+
+	// FailApply names the proposals it aborted.
+	var idx []uint64
+	for _, v := range []string{"2", "3", "4"} {
+		p, err := j.ProposeChange(ctx, []*Op{update(t, "/b", v)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, _, err := j.CommitChange(ctx, p.Index); err != nil {
+			t.Fatal(err)
+		}
+		idx = append(idx, p.Index)
+	}
+	if _, _, err := j.StartApply(ctx, idx[0]); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := j.StartApply(ctx, idx[0]); err != nil { // re-entry: no event
+		t.Fatal(err)
+	}
+	if _, _, err := j.FailApply(ctx, idx[0], 3, "bad value"); err != nil {
+		t.Fatal(err)
+	}
+	rec.mu.Lock()
+	last := rec.events[len(rec.events)-1]
+	starts := 0
+	for _, l := range rec.lines {
+		if l == fmt.Sprintf("StartApply(%d)", idx[0]) {
+			starts++
+		}
+	}
+	rec.mu.Unlock()
+	if starts != 1 {
+		t.Errorf("StartApply(%d) observed %d times, want 1 (re-entry writes nothing)", idx[0], starts)
+	}
+	if last.Action != ActionFailApply || !slices.Equal(last.Aborted, idx[1:]) {
+		t.Errorf("last event %s aborted %v, want FailApply aborting %v", last.Action, last.Aborted, idx[1:])
+	}
+	c := last.Configuration
+	if last.Proposal.GetChange().GetApply() != StatusFailed || c.GetCommitted().GetIndex() != c.GetApplied().GetIndex() {
+		t.Errorf("FailApply event records apply %v, committed index %d, applied index %d; want Failed and the committed index back at the applied one",
+			last.Proposal.GetChange().GetApply(), c.GetCommitted().GetIndex(), c.GetApplied().GetIndex())
+	}
+}
+
+func TestObserverOrderUnderConcurrentWriters(t *testing.T) {
+	ctx := context.Background()
+	rec := &recorder{}
+	j := openTest(t, "", Options{NoSync: true, Observer: rec.observe})
+	var wg sync.WaitGroup
+	for w := 0; w < 8; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for n := 0; n < 50; n++ {
+				if _, err := j.ProposeChange(ctx, []*Op{update(t, "/x", "1")}); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	got := rec.take()
+	if len(got) != 400 {
+		t.Fatalf("observed %d proposals, want 400", len(got))
+	}
+	for n, l := range got {
+		if want := fmt.Sprintf("ProposeChange(%d)", n+1); l != want {
+			t.Fatalf("event %d is %s, want %s (events must come in commit order)", n, l, want)
+		}
+	}
+}
