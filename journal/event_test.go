@@ -126,3 +126,55 @@ func TestObserverOrderUnderConcurrentWriters(t *testing.T) {
 		}
 	}
 }
+
+// A failed apply aborts every later proposal whose commit is decided, in
+// index order, including one whose commit failed in between: otherwise its
+// abort would come after the later ones' and break apply order.
+func TestFailApplyAbortsFailedCommitsInBetweenInOrder(t *testing.T) {
+	ctx := context.Background()
+	rec := &recorder{}
+	j := openTest(t, "", Options{NoSync: true, Observer: rec.observe})
+	synced(t, j)
+	var idx []uint64
+	for _, v := range []string{"1", "2", "3"} {
+		p, err := j.ProposeChange(ctx, []*Op{update(t, "/a", v)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		idx = append(idx, p.Index)
+	}
+	if _, _, err := j.CommitChange(ctx, idx[0]); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := j.StartApply(ctx, idx[0]); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := j.FailCommit(ctx, idx[1], 3, "invalid"); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := j.CommitChange(ctx, idx[2]); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := j.FailApply(ctx, idx[0], 3, "device said no"); err != nil {
+		t.Fatal(err)
+	}
+	rec.mu.Lock()
+	last := rec.events[len(rec.events)-1]
+	rec.mu.Unlock()
+	if !slices.Equal(last.Aborted, idx[1:]) {
+		t.Errorf("FailApply aborted %v, want %v in order", last.Aborted, idx[1:])
+	}
+	for _, i := range idx[1:] {
+		p, err := j.Proposal(ctx, i)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if p.GetChange().GetApply() != StatusAborted {
+			t.Errorf("proposal %d apply = %v, want ABORTED", i, p.GetChange().GetApply())
+		}
+	}
+	if p, _ := j.Proposal(ctx, idx[1]); p.GetChange().GetError().GetMessage() != "invalid" {
+		t.Errorf("the failed commit's own error was replaced: %v", p.GetChange().GetError())
+	}
+	checkInvariants(t, j)
+}

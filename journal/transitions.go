@@ -293,8 +293,9 @@ func (w *writeTxn) applyInProgressGuard(c *Configuration, p *Proposal, i, term u
 // (spec ApplyChange, failure branch; DESIGN §4): apply Failed with the
 // device's error; the committed values go back to the applied values for
 // every path proposals i..committed.index touched, committed.index =
-// applied.index, and later proposals committed on top of i get apply
-// Aborted with an error naming i.
+// applied.index, and every later proposal whose commit is decided (committed
+// on top of i, or failed) gets apply Aborted, those committed with an error
+// naming i.
 func (j *Journal) FailApply(ctx context.Context, i uint64, code uint32, message string) (*Proposal, *Configuration, error) {
 	return j.proposalTransition(ctx, ActionFailApply, i, func(w *writeTxn, c *Configuration, p *Proposal) error {
 		if p.GetPhase() != PhaseChange || p.GetChange().GetApply() != StatusInProgress || c.Applied.Proposal != i {
@@ -314,6 +315,23 @@ func (j *Journal) FailApply(ctx context.Context, i uint64, code uint32, message 
 				}
 			}
 			ch := pk.GetChange()
+			if k != i && k <= c.Committed.Proposal && ch.GetApply() == StatusPending && Finished(ch.GetCommit()) {
+				// Every later proposal whose commit is decided has its apply
+				// aborted now, in index order: those committed on top of i,
+				// and those whose commit failed in between (their apply
+				// could only be aborted anyway, and later than the ones
+				// after them otherwise).
+				ch.Apply = StatusAborted
+				ch.Applied = timestamppb.New(w.now)
+				if ch.GetError() == nil {
+					ch.Error = &journalpb.Error{Code: codeAborted,
+						Message: fmt.Sprintf("proposal %d failed to apply: %s", i, message)}
+				}
+				if err := w.put(proposalKey(k), pk); err != nil {
+					return err
+				}
+				w.aborted = append(w.aborted, k)
+			}
 			if pk.GetPhase() != PhaseChange || ch.GetCommit() != StatusComplete || k > c.Committed.Index {
 				continue
 			}
@@ -330,16 +348,6 @@ func (j *Journal) FailApply(ctx context.Context, i uint64, code uint32, message 
 				if entry != nil {
 					history = append(history, entry)
 				}
-			}
-			if k != i && ch.GetApply() == StatusPending {
-				ch.Apply = StatusAborted
-				ch.Applied = timestamppb.New(w.now)
-				ch.Error = &journalpb.Error{Code: codeAborted,
-					Message: fmt.Sprintf("proposal %d failed to apply: %s", i, message)}
-				if err := w.put(proposalKey(k), pk); err != nil {
-					return err
-				}
-				w.aborted = append(w.aborted, k)
 			}
 		}
 		if err := w.appendHistory(c, i, journalpb.HistoryKind_HISTORY_KIND_FAIL_APPLY, history); err != nil {

@@ -1,0 +1,815 @@
+package agent
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/cenkalti/backoff/v5"
+	gpb "github.com/openconfig/gnmi/proto/gnmi"
+	"golang.org/x/sync/errgroup"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/gnmi-sidecar/gnmi-sidecar/journal"
+)
+
+// DefaultLivenessPath is the path the liveness stream subscribes to: it
+// changes only when the device restarts, so the stream is idle, and its
+// value tells one device incarnation from the next.
+const DefaultLivenessPath = "/system/state/boot-time"
+
+// Options configures an Agent. Target is required; the rest has defaults.
+type Options struct {
+	// Target is the device's gNMI address, host:port.
+	Target string
+	// TLS secures the device connection; nil means plaintext.
+	TLS *tls.Config
+	// Username and Password are sent as request metadata on every RPC.
+	Username, Password string
+	// Persistent: the device keeps its configuration across restarts, so
+	// a new term needs no re-push.
+	Persistent bool
+	// Fencing sends MasterArbitration{election_id: term} with every Set.
+	Fencing bool
+	// LivenessPath is subscribed to (STREAM, ON_CHANGE) to detect a broken
+	// connection at once (default DefaultLivenessPath). A device that
+	// refuses the subscription is watched through the connection state.
+	LivenessPath string
+	// WatchConnectionState skips the liveness stream and watches the gRPC
+	// connection state only.
+	WatchConnectionState bool
+	// DialTimeout bounds establishing a session (default 10 s).
+	DialTimeout time.Duration
+	// ApplyTimeout bounds one device Set; past it the Set counts as a
+	// transient failure (default 30 s).
+	ApplyTimeout time.Duration
+	// BackoffInitial and BackoffMax bound the reconnect delay (defaults
+	// 100 ms and 10 s); it doubles per failed attempt, ±50 % jitter.
+	BackoffInitial, BackoffMax time.Duration
+	// RollbackRetry is how long to wait before re-sending a rollback the
+	// device refused (default 5 s): a rollback cannot fail, it is retried.
+	RollbackRetry time.Duration
+	// MaxSetBytes caps one re-push or rollback SetRequest (default 3 MiB,
+	// under gRPC's default 4 MiB message limit).
+	MaxSetBytes int
+	// MaxRecvBytes caps a device response (default 64 MiB).
+	MaxRecvBytes int
+	// Resync is how often the loops re-read the journal even without a
+	// notification (default 1 s).
+	Resync time.Duration
+	// Logger receives structured logs (default slog.Default()).
+	Logger *slog.Logger
+}
+
+func (o Options) withDefaults() Options {
+	if o.LivenessPath == "" {
+		o.LivenessPath = DefaultLivenessPath
+	}
+	if o.WatchConnectionState {
+		o.LivenessPath = ""
+	}
+	defaults := []struct {
+		v *time.Duration
+		d time.Duration
+	}{
+		{&o.DialTimeout, 10 * time.Second},
+		{&o.ApplyTimeout, 30 * time.Second},
+		{&o.BackoffInitial, 100 * time.Millisecond},
+		{&o.BackoffMax, 10 * time.Second},
+		{&o.RollbackRetry, 5 * time.Second},
+		{&o.Resync, time.Second},
+	}
+	for _, d := range defaults {
+		if *d.v <= 0 {
+			*d.v = d.d
+		}
+	}
+	if o.MaxSetBytes <= 0 {
+		o.MaxSetBytes = 3 << 20
+	}
+	if o.MaxRecvBytes <= 0 {
+		o.MaxRecvBytes = 64 << 20
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	return o
+}
+
+// Status is the agent's view of the device, for health checks and
+// introspection.
+type Status struct {
+	// Connected: a session is up.
+	Connected bool
+	// Term is the session's term (0 while it has none).
+	Term uint64
+	// Repushing: a re-push is running.
+	Repushing bool
+	// LastRepush is when the last re-push completed, with how many values
+	// it sent and how long it took.
+	LastRepush         time.Time
+	LastRepushValues   int
+	LastRepushDuration time.Duration
+	// LastError is the newest device error the agent met ("" if none).
+	LastError string
+}
+
+// Agent drives the journal's proposals onto one device. Create it with
+// New, run it with Run; Notify after journaling a proposal or rollback.
+type Agent struct {
+	j    *journal.Journal
+	opts Options
+	log  *slog.Logger
+
+	commitWake chan struct{}
+	applyWake  chan struct{}
+
+	mu         sync.Mutex
+	sess       *session
+	sessions   uint64
+	changed    chan struct{} // closed and replaced after every transition
+	status     Status
+	noLiveness bool // the device refused the liveness subscription
+
+	// attempt counts the Sends of the apply in progress, to know whether a
+	// definitive rejection may follow an earlier attempt that reached the
+	// device. Only the applier goroutine uses it.
+	attempt struct {
+		index           uint64
+		sends           int
+		restoresRefused int
+	}
+}
+
+// New returns an agent for journal j. It does not connect until Run.
+func New(j *journal.Journal, opts Options) (*Agent, error) {
+	if opts.Target == "" {
+		return nil, errors.New("agent: no device address (Options.Target)")
+	}
+	opts = opts.withDefaults()
+	a := &Agent{
+		j:          j,
+		opts:       opts,
+		log:        opts.Logger.With("component", "agent", "device", opts.Target),
+		commitWake: make(chan struct{}, 1),
+		applyWake:  make(chan struct{}, 1),
+		changed:    make(chan struct{}),
+	}
+	if opts.TLS == nil && (opts.Username != "" || opts.Password != "") {
+		a.log.Warn("device credentials are sent over a plaintext connection")
+	}
+	return a, nil
+}
+
+// Run drives the state machine until ctx ends or the journal closes. It
+// returns nil when ctx ended; an apply in flight then stays in progress in
+// the journal and is sent again by the next run.
+func (a *Agent) Run(ctx context.Context) error {
+	g, ctx := errgroup.WithContext(ctx)
+	g.Go(func() error { return a.connectLoop(ctx) })
+	g.Go(func() error { return a.loop(ctx, "committer", a.commitWake, a.nextCommit) })
+	g.Go(func() error { return a.loop(ctx, "applier", a.applyWake, a.nextApply) })
+	err := g.Wait()
+	if s := a.session(); s != nil {
+		s.end(errors.New("agent stopped"))
+	}
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return nil
+	}
+	return err
+}
+
+// Notify tells the agent the journal has new work (a proposal or a
+// rollback was journaled).
+func (a *Agent) Notify() {
+	poke(a.commitWake)
+	poke(a.applyWake)
+	a.broadcast()
+}
+
+// Wait blocks until done(proposal i) holds, ctx ends or the journal closes,
+// and returns the proposal as it then was.
+func (a *Agent) Wait(ctx context.Context, i uint64, done func(*journal.Proposal) bool) (*journal.Proposal, error) {
+	for {
+		changed := a.changes()
+		p, err := a.j.Proposal(ctx, i)
+		if err != nil {
+			return nil, err
+		}
+		if done(p) {
+			return p, nil
+		}
+		t := time.NewTimer(a.opts.Resync)
+		select {
+		case <-changed:
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return nil, ctx.Err()
+		}
+		t.Stop()
+	}
+}
+
+// Applied reports whether proposal p is finished as far as the device is
+// concerned: its change's apply is Finished and, if it is being rolled
+// back, so is the rollback's.
+func Applied(p *journal.Proposal) bool {
+	if !journal.Finished(p.GetChange().GetApply()) {
+		return false
+	}
+	return p.GetPhase() != journal.PhaseRollback || p.GetRollback().GetApply() == journal.StatusComplete
+}
+
+// Status returns the agent's view of the device.
+func (a *Agent) Status() Status {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	st := a.status
+	st.Connected = a.sess.up()
+	if a.sess != nil {
+		st.Term = a.sess.getTerm()
+	}
+	return st
+}
+
+func (a *Agent) changes() <-chan struct{} {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.changed
+}
+
+func (a *Agent) broadcast() {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	close(a.changed)
+	a.changed = make(chan struct{})
+}
+
+func poke(c chan struct{}) {
+	select {
+	case c <- struct{}{}:
+	default:
+	}
+}
+
+func (a *Agent) session() *session {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.sess
+}
+
+func (a *Agent) noteError(err error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.status.LastError = err.Error()
+}
+
+// --- the loops ---
+
+// loop runs one reconciler: decide, perform, repeat; with nothing to do it
+// sleeps until woken or the resync period passes.
+func (a *Agent) loop(ctx context.Context, name string, wake chan struct{}, next func(context.Context) (Step, error)) error {
+	log := a.log.With("loop", name)
+	for {
+		step, err := next(ctx)
+		if err == nil && step.Kind != StepWait {
+			err = a.perform(ctx, step)
+			if err == nil {
+				poke(a.commitWake)
+				poke(a.applyWake)
+				a.broadcast()
+				continue
+			}
+		}
+		switch {
+		case err == nil:
+		case ctx.Err() != nil:
+			return ctx.Err()
+		case errors.Is(err, journal.ErrClosed):
+			return fmt.Errorf("agent %s: %w", name, err)
+		case errors.Is(err, journal.ErrGuard):
+			// Decided on a view the journal has since moved past (a term
+			// that moved, a proposal another path finished): re-decide on
+			// the next wake-up.
+			log.Info("transition refused", "step", step.Kind, "proposal", step.Index, "err", err)
+		default:
+			log.Error("step failed", "step", step.Kind, "proposal", step.Index, "err", err)
+		}
+		t := time.NewTimer(a.opts.Resync)
+		select {
+		case <-wake:
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return ctx.Err()
+		}
+		t.Stop()
+	}
+}
+
+// view loads the state the decisions read.
+func (a *Agent) view(ctx context.Context) (View, error) {
+	c, err := a.j.Configuration(ctx)
+	if err != nil {
+		return View{}, err
+	}
+	m, err := a.j.Mastership(ctx)
+	if err != nil {
+		return View{}, err
+	}
+	v := View{Config: c, Mastership: m, Persistent: a.opts.Persistent}
+	if s := a.session(); s.up() {
+		v.Link = Link{Up: true, Term: s.getTerm()}
+	}
+	return v, nil
+}
+
+// proposal loads proposal i, or nil if it does not exist or retention
+// dropped it.
+func (a *Agent) proposal(ctx context.Context, i uint64) (*journal.Proposal, error) {
+	if i == 0 {
+		return nil, nil
+	}
+	p, err := a.j.Proposal(ctx, i)
+	if errors.Is(err, journal.ErrNotFound) || errors.Is(err, journal.ErrCompacted) {
+		return nil, nil
+	}
+	return p, err
+}
+
+// oldest returns the oldest kept proposal with index >= from for which
+// pending holds, and its predecessor; nil if there is none.
+func (a *Agent) oldest(ctx context.Context, c *journal.Configuration, from uint64, pending func(*journal.Proposal) bool) (next, prev *journal.Proposal, err error) {
+	for i := max(from, c.GetFirstIndex(), 1); i <= c.GetLastIndex(); i++ {
+		p, err := a.proposal(ctx, i)
+		if err != nil {
+			return nil, nil, err
+		}
+		if p != nil && pending(p) {
+			prev, err := a.proposal(ctx, i-1)
+			return p, prev, err
+		}
+	}
+	return nil, nil, nil
+}
+
+// nextCommit decides the committer's next step. Commits happen in index
+// order, so the oldest pending commit is at or after committed.proposal+1
+// (after a rollback, committed.proposal moves back, but every proposal
+// up to the rolled-back one is already finished).
+func (a *Agent) nextCommit(ctx context.Context) (Step, error) {
+	v, err := a.view(ctx)
+	if err != nil {
+		return wait, err
+	}
+	var rolling, next, prev *journal.Proposal
+	if i := v.Config.GetRollingBack(); i != 0 {
+		if rolling, err = a.proposal(ctx, i); err != nil {
+			return wait, err
+		}
+	} else {
+		from := v.Config.GetCommitted().GetProposal() + 1
+		next, prev, err = a.oldest(ctx, v.Config, from, func(p *journal.Proposal) bool {
+			return p.GetChange().GetCommit() == journal.StatusPending
+		})
+		if err != nil {
+			return wait, err
+		}
+	}
+	return NextCommit(v, rolling, next, prev), nil
+}
+
+// nextApply decides the applier's next step. The oldest unfinished apply
+// is applied.proposal (in progress) or after it.
+func (a *Agent) nextApply(ctx context.Context) (Step, error) {
+	v, err := a.view(ctx)
+	if err != nil {
+		return wait, err
+	}
+	var rolling, next, prev *journal.Proposal
+	if i := v.Config.GetRollingBack(); i != 0 {
+		if rolling, err = a.proposal(ctx, i); err != nil {
+			return wait, err
+		}
+	} else {
+		from := v.Config.GetApplied().GetProposal()
+		next, prev, err = a.oldest(ctx, v.Config, from, func(p *journal.Proposal) bool {
+			return !journal.Finished(p.GetChange().GetApply())
+		})
+		if err != nil {
+			return wait, err
+		}
+	}
+	return NextApply(v, rolling, next, prev), nil
+}
+
+// perform carries out one step: its device I/O, then its transition.
+func (a *Agent) perform(ctx context.Context, step Step) error {
+	log := a.log.With("step", step.Kind)
+	if step.Index != 0 {
+		log = log.With("proposal", step.Index)
+	}
+	if step.Term != 0 {
+		log = log.With("term", step.Term)
+	}
+	j := a.j
+	var err error
+	switch step.Kind {
+	case StepConnect:
+		return a.recordTerm(ctx, log)
+	case StepDisconnect:
+		if s := a.session(); s != nil && s.getTerm() == step.Term {
+			log.Warn("term superseded; reconnecting")
+			s.end(fmt.Errorf("term %d superseded", step.Term))
+		}
+		return nil
+	case StepAdoptTerm:
+		return a.adoptTerm(ctx, step.Term, log)
+	case StepStartRepush:
+		_, err = j.StartReconcile(ctx, step.Term)
+	case StepRepush:
+		return a.repush(ctx, step.Term, log)
+	case StepCommitChange:
+		_, _, err = j.CommitChange(ctx, step.Index)
+		if errors.Is(err, journal.ErrInvalid) {
+			log.Warn("commit refused", "err", err)
+			_, _, err = j.FailCommit(ctx, step.Index, uint32(codes.InvalidArgument), err.Error())
+		}
+	case StepAbortApply:
+		_, _, err = j.AbortApply(ctx, step.Index)
+	case StepStartApply:
+		_, _, err = j.StartApply(ctx, step.Index)
+		if err == nil {
+			a.attempt.index, a.attempt.sends, a.attempt.restoresRefused = step.Index, 0, 0
+		}
+	case StepSendChange:
+		return a.sendChange(ctx, step, log)
+	case StepCommitRollback:
+		_, _, err = j.CommitRollback(ctx, step.Index)
+	case StepStartApplyRollback:
+		_, _, err = j.StartApplyRollback(ctx, step.Index)
+	case StepSendRollback:
+		return a.sendRollback(ctx, step, log)
+	default:
+		return fmt.Errorf("agent: unknown step %v", step)
+	}
+	if err == nil {
+		log.Debug("done")
+	}
+	return err
+}
+
+// termSession returns the session holding term, or nil if it is gone (the
+// step was decided for a connection that has since broken).
+func (a *Agent) termSession(term uint64) *session {
+	s := a.session()
+	if !s.up() || s.getTerm() != term {
+		return nil
+	}
+	return s
+}
+
+// recordTerm gives the current session a new term (spec
+// ReconcileMastership): persisted before anything is sent under it.
+func (a *Agent) recordTerm(ctx context.Context, log *slog.Logger) error {
+	s := a.session()
+	if !s.up() || s.getTerm() != 0 {
+		return nil
+	}
+	m, err := a.j.Connect(ctx)
+	if err != nil {
+		return err
+	}
+	s.setTerm(m.GetTerm())
+	log.Info("connected to device", "term", m.GetTerm(), "conn", m.GetConn(), "session", s.id)
+	return nil
+}
+
+func (a *Agent) adoptTerm(ctx context.Context, term uint64, log *slog.Logger) error {
+	s := a.termSession(term)
+	if s == nil {
+		return nil
+	}
+	if _, err := a.j.StartReconcile(ctx, term); err != nil {
+		return err
+	}
+	if _, err := a.j.CompleteReconcile(ctx, term, s.boot); err != nil {
+		return err
+	}
+	s.synced.Store(true)
+	log.Info("persistent device: no re-push needed")
+	return nil
+}
+
+// repush sends the whole applied configuration to the device in the order
+// it was written (spec ReconcileConfiguration, second branch) and records
+// the term only once the device acknowledged all of it. Any failure ends
+// the session: the next one re-pushes under a new term.
+func (a *Agent) repush(ctx context.Context, term uint64, log *slog.Logger) error {
+	s := a.termSession(term)
+	if s == nil {
+		return nil
+	}
+	a.setRepushing(true)
+	defer a.setRepushing(false)
+	start := time.Now()
+	b := newSetBatcher(a.opts.MaxSetBytes)
+	values, sets := 0, 0
+	send := func(req *gpb.SetRequest) error {
+		sets++
+		_, err := a.send(s, term, req)
+		return err
+	}
+	order := &tombstonesFirst{emit: func(pv *journal.PathValue) error {
+		values++
+		if req := b.add(pv); req != nil {
+			return send(req)
+		}
+		return nil
+	}}
+	err := a.j.ScanAppliedByIndex(ctx, order.add)
+	if err == nil {
+		err = order.flush()
+	}
+	if err == nil {
+		if req := b.flush(); req != nil {
+			err = send(req)
+		}
+	}
+	if err != nil {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		a.noteError(err)
+		log.Warn("re-push failed; reconnecting", "values", values, "sets", sets, "err", err)
+		s.end(fmt.Errorf("re-push failed: %w", err))
+		return nil
+	}
+	if _, err := a.j.CompleteReconcile(ctx, term, s.boot); err != nil {
+		return err
+	}
+	s.synced.Store(true)
+	took := time.Since(start)
+	a.mu.Lock()
+	a.status.LastRepush, a.status.LastRepushValues, a.status.LastRepushDuration = time.Now(), values, took
+	a.mu.Unlock()
+	log.Info("re-pushed applied configuration", "values", values, "sets", sets, "took", took)
+	return nil
+}
+
+func (a *Agent) setRepushing(on bool) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.status.Repushing = on
+}
+
+// sendChange sends proposal step.Index to the device and records the
+// outcome (spec ApplyChange, second branch).
+func (a *Agent) sendChange(ctx context.Context, step Step, log *slog.Logger) error {
+	s := a.termSession(step.Term)
+	if s == nil {
+		return nil
+	}
+	p, err := a.j.Proposal(ctx, step.Index)
+	if err != nil {
+		return err
+	}
+	req, err := changeRequest(p.GetChange().GetOps())
+	if err != nil {
+		log.Error("proposal cannot be sent", "err", err)
+		_, _, err = a.j.FailApply(ctx, step.Index, uint32(codes.Internal), err.Error())
+		return err
+	}
+	// Started by an earlier run, or sent before without an answer: an
+	// earlier attempt may have reached the device.
+	retried := a.attempt.index != step.Index || a.attempt.sends > 0
+	if a.attempt.index != step.Index {
+		a.attempt.index, a.attempt.restoresRefused = step.Index, 0
+	}
+	a.attempt.sends++
+	_, err = a.send(s, step.Term, req)
+	switch classify(err, a.opts.Fencing) {
+	case accepted:
+		_, _, err = a.j.CompleteApply(ctx, step.Index, step.Term)
+		if err == nil {
+			log.Debug("applied")
+		}
+		return err
+	case rejected:
+		st := status.Convert(err)
+		log.Warn("device rejected proposal", "code", st.Code(), "err", st.Message(), "retried", retried)
+		a.noteError(err)
+		if retried {
+			if done, err := a.restore(ctx, s, step, p, log); !done || err != nil {
+				return err
+			}
+		}
+		_, _, err = a.j.FailApply(ctx, step.Index, uint32(st.Code()), st.Message())
+		return err
+	default:
+		return a.endSession(ctx, s, err, log)
+	}
+}
+
+// maxRestoresRefused is how many times the device may refuse to restore
+// the paths of a rejected proposal (each time on a new session) before the
+// failure is recorded anyway, with the paths possibly out of step.
+const maxRestoresRefused = 3
+
+// restore undoes on the device whatever an earlier attempt of the rejected
+// proposal p may have written, before the failure is recorded: every path p
+// wrote gets its applied value back. done is false if the session ended
+// first (p stays in progress and is tried again on the next term, re-push
+// included).
+func (a *Agent) restore(ctx context.Context, s *session, step Step, p *journal.Proposal, log *slog.Logger) (done bool, err error) {
+	var applied []*journal.PathValue
+	for _, pv := range restoreValues(p.GetChange().GetValues(), nil) {
+		err := a.j.Applied(ctx, pv.GetPath(), func(v *journal.PathValue) error {
+			applied = append(applied, v)
+			return nil
+		})
+		if err != nil {
+			return false, err
+		}
+	}
+	values := restoreValues(p.GetChange().GetValues(), applied)
+	for _, req := range batchValues(values, a.opts.MaxSetBytes) {
+		_, err = a.send(s, step.Term, req)
+		if err != nil {
+			break
+		}
+	}
+	switch classify(err, a.opts.Fencing) {
+	case accepted:
+		log.Info("restored the paths of a rejected proposal an earlier attempt may have written", "values", len(values))
+		return true, nil
+	case rejected:
+		a.attempt.restoresRefused++
+		if a.attempt.restoresRefused >= maxRestoresRefused {
+			log.Error("device keeps refusing to restore the paths of a rejected proposal; recording the failure, the paths may differ from the journal",
+				"refusals", a.attempt.restoresRefused, "err", err)
+			return true, nil
+		}
+		log.Warn("device refused to restore the paths of a rejected proposal; retrying on a new connection", "err", err)
+		return false, a.endSession(ctx, s, err, log)
+	default:
+		return false, a.endSession(ctx, s, err, log)
+	}
+}
+
+// sendRollback sends the rollback values of proposal step.Index and
+// records the outcome (spec ApplyRollback). A refused rollback stays in
+// progress and is retried after Options.RollbackRetry.
+func (a *Agent) sendRollback(ctx context.Context, step Step, log *slog.Logger) error {
+	s := a.termSession(step.Term)
+	if s == nil {
+		return nil
+	}
+	p, err := a.j.Proposal(ctx, step.Index)
+	if err != nil {
+		return err
+	}
+	for _, req := range rollbackRequests(p.GetRollback().GetValues(), a.opts.MaxSetBytes) {
+		_, err = a.send(s, step.Term, req)
+		if err != nil {
+			break
+		}
+	}
+	switch classify(err, a.opts.Fencing) {
+	case accepted:
+		_, _, err = a.j.CompleteApplyRollback(ctx, step.Index, step.Term)
+		return err
+	case rejected:
+		a.noteError(err)
+		log.Error("device refused a rollback; retrying", "err", err, "retry_in", a.opts.RollbackRetry)
+		return sleep(ctx, a.opts.RollbackRetry)
+	default:
+		return a.endSession(ctx, s, err, log)
+	}
+}
+
+// endSession handles a transient or superseded Set: the session goes, the
+// apply stays in progress, and the next session re-pushes and re-sends it.
+func (a *Agent) endSession(ctx context.Context, s *session, err error, log *slog.Logger) error {
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	a.noteError(err)
+	log.Warn("set not acknowledged; reconnecting", "outcome", classify(err, a.opts.Fencing), "err", err)
+	s.end(fmt.Errorf("set not acknowledged: %w", err))
+	return nil
+}
+
+// send sends one Set on session s under term.
+func (a *Agent) send(s *session, term uint64, req *gpb.SetRequest) (*gpb.SetResponse, error) {
+	if a.opts.Fencing {
+		req.Extension = append(req.Extension, fencing(term))
+	}
+	ctx, cancel := context.WithTimeout(s.ctx, a.opts.ApplyTimeout)
+	defer cancel()
+	return s.client.Set(ctx, req)
+}
+
+// --- the connector ---
+
+// connectLoop keeps one session up, reconnecting with backoff.
+func (a *Agent) connectLoop(ctx context.Context) error {
+	bo := &backoff.ExponentialBackOff{
+		InitialInterval:     a.opts.BackoffInitial,
+		MaxInterval:         a.opts.BackoffMax,
+		Multiplier:          2,
+		RandomizationFactor: 0.5,
+	}
+	bo.Reset()
+	for {
+		s, err := a.connect(ctx)
+		if err != nil {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			d := bo.NextBackOff()
+			a.noteError(err)
+			a.log.Warn("device unreachable", "err", err, "retry_in", d)
+			if err := sleep(ctx, d); err != nil {
+				return err
+			}
+			continue
+		}
+		a.mu.Lock()
+		a.sess = s
+		a.mu.Unlock()
+		poke(a.applyWake)
+		a.broadcast()
+
+		<-s.ctx.Done()
+		s.end(nil)
+		a.mu.Lock()
+		a.sess = nil
+		a.mu.Unlock()
+		a.broadcast()
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		a.log.Warn("disconnected from device", "session", s.id, "term", s.getTerm(), "cause", context.Cause(s.ctx))
+		if s.synced.Load() {
+			bo.Reset()
+		}
+		if err := sleep(ctx, bo.NextBackOff()); err != nil {
+			return err
+		}
+	}
+}
+
+// connect establishes a new session: a fresh connection whose liveness
+// stream the device has answered.
+func (a *Agent) connect(ctx context.Context) (*session, error) {
+	conn, err := dial(&a.opts)
+	if err != nil {
+		return nil, err
+	}
+	sctx, cancel := context.WithCancelCause(ctx)
+	a.mu.Lock()
+	a.sessions++
+	s := &session{id: a.sessions, conn: conn, client: gpb.NewGNMIClient(conn), ctx: sctx, cancel: cancel}
+	noLiveness := a.noLiveness || a.opts.LivenessPath == ""
+	a.mu.Unlock()
+
+	dctx, dcancel := context.WithTimeout(ctx, a.opts.DialTimeout)
+	defer dcancel()
+	if noLiveness {
+		err = a.watchState(dctx, s)
+	} else {
+		err = a.watchLiveness(dctx, s)
+		if code := status.Code(err); code == codes.Unimplemented || code == codes.NotFound || code == codes.InvalidArgument {
+			a.log.Warn("device refused the liveness subscription; watching the connection state instead",
+				"path", a.opts.LivenessPath, "err", err)
+			a.mu.Lock()
+			a.noLiveness = true
+			a.mu.Unlock()
+			s.end(err)
+			return a.connect(ctx)
+		}
+	}
+	if err != nil {
+		s.end(err)
+		return nil, fmt.Errorf("device %s: %w", a.opts.Target, err)
+	}
+	return s, nil
+}
+
+func sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}

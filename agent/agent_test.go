@@ -1,0 +1,478 @@
+package agent_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	gpb "github.com/openconfig/gnmi/proto/gnmi"
+	"github.com/openconfig/gnmi/proto/gnmi_ext"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/gnmi-sidecar/gnmi-sidecar/agent"
+	"github.com/gnmi-sidecar/gnmi-sidecar/journal"
+	"github.com/gnmi-sidecar/gnmi-sidecar/testbed"
+)
+
+func wantLeaf(t *testing.T, r *rig, p string, want *gpb.TypedValue) {
+	t.Helper()
+	got, ok := r.deviceLeaf(p)
+	if !ok || !proto.Equal(got, want) {
+		t.Errorf("device %s = %v (present %v), want %v", p, got, ok, want)
+	}
+}
+
+func TestAppliesInIndexOrder(t *testing.T) {
+	r := newRig(t, testbed.Options{}, agent.Options{})
+	for n := range 5 {
+		r.propose(updateOp(t, descPath("eth0"), str(strings.Repeat("x", n+1))))
+	}
+	i2 := r.propose(updateOp(t, mtuPath("eth0"), uintv(9000)))
+	r.waitApplied(i2)
+	for i := uint64(1); i <= i2; i++ {
+		if p := r.waitApplied(i); p.GetChange().GetApply() != journal.StatusComplete {
+			t.Errorf("proposal %d apply %v, want COMPLETE", i, p.GetChange().GetApply())
+		}
+	}
+	wantLeaf(t, r, descPath("eth0"), str("xxxxx")) // the last of the five writes wins: applied in order
+	wantLeaf(t, r, mtuPath("eth0"), uintv(9000))
+	if c := r.config(); c.GetApplied().GetIndex() != i2 || c.GetCommitted().GetIndex() != i2 {
+		t.Errorf("committed/applied index = %d/%d, want %d", c.GetCommitted().GetIndex(), c.GetApplied().GetIndex(), i2)
+	}
+	r.waitQuiescent()
+	r.verify()
+}
+
+func TestRejectFailsProposalAndAbortsLaterOnes(t *testing.T) {
+	r := newRig(t, testbed.Options{}, agent.Options{})
+	base := r.propose(updateOp(t, descPath("eth0"), str("base")))
+	r.waitApplied(base)
+
+	// The device takes a while, then rejects the next Set: by then the two
+	// proposals after it are committed on top of it.
+	r.dev.SetDelay(300 * time.Millisecond)
+	r.dev.RejectNextSets(1, codes.InvalidArgument)
+	bad := r.propose(updateOp(t, descPath("eth0"), str("rejected")))
+	later1 := r.propose(updateOp(t, mtuPath("eth0"), uintv(1500)))
+	later2 := r.propose(updateOp(t, descPath("eth1"), str("later")))
+	r.wait(later2, func(p *journal.Proposal) bool { return p.GetChange().GetCommit() == journal.StatusComplete })
+
+	p := r.waitApplied(bad)
+	if got := p.GetChange().GetApply(); got != journal.StatusFailed {
+		t.Fatalf("rejected proposal apply = %v, want FAILED", got)
+	}
+	if e := p.GetChange().GetError(); codes.Code(e.GetCode()) != codes.InvalidArgument || !strings.Contains(e.GetMessage(), "rejected") {
+		t.Errorf("recorded error = %v, want the device's InvalidArgument and message", e)
+	}
+	for _, i := range []uint64{later1, later2} {
+		p := r.waitApplied(i)
+		if got := p.GetChange().GetApply(); got != journal.StatusAborted {
+			t.Errorf("proposal %d after the failed one: apply %v, want ABORTED", i, got)
+		}
+		if msg := p.GetChange().GetError().GetMessage(); !strings.Contains(msg, "failed") {
+			t.Errorf("proposal %d abort reason %q does not say why", i, msg)
+		}
+	}
+	r.dev.ClearFaults()
+	wantLeaf(t, r, descPath("eth0"), str("base"))
+	if _, ok := r.deviceLeaf(mtuPath("eth0")); ok {
+		t.Error("an aborted proposal reached the device")
+	}
+	// The committed configuration is back to what was applied.
+	var committed []string
+	if err := r.j.Committed(context.Background(), nil, func(pv *journal.PathValue) error {
+		committed = append(committed, journal.PathString(pv.GetPath()))
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if len(committed) != 1 || committed[0] != descPath("eth0") {
+		t.Errorf("committed paths after the failure = %v, want only %s", committed, descPath("eth0"))
+	}
+	// Work continues after the failure.
+	next := r.propose(updateOp(t, descPath("eth0"), str("after")))
+	if p := r.waitApplied(next); p.GetChange().GetApply() != journal.StatusComplete {
+		t.Fatalf("proposal after the failure: apply %v", p.GetChange().GetApply())
+	}
+	wantLeaf(t, r, descPath("eth0"), str("after"))
+	r.waitQuiescent()
+	r.verify()
+}
+
+func TestTransientFailureIsNotAFailure(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		fault func(r *rig)
+	}{
+		{"unavailable", func(r *rig) { r.dev.RejectNextSets(1, codes.Unavailable) }},
+		{"resource exhausted", func(r *rig) { r.dev.RejectNextSets(1, codes.ResourceExhausted) }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := newRig(t, testbed.Options{}, agent.Options{})
+			r.waitQuiescent()
+			term := r.a.Status().Term
+			tc.fault(r)
+			i := r.propose(updateOp(t, descPath("eth0"), str("retried")))
+			p := r.waitApplied(i)
+			if got := p.GetChange().GetApply(); got != journal.StatusComplete {
+				t.Fatalf("apply = %v, want COMPLETE after a retry on a new term", got)
+			}
+			if now := r.config().GetApplied().GetTerm(); now <= term {
+				t.Errorf("applied term %d, want a new term after %d (reconnect and re-push)", now, term)
+			}
+			wantLeaf(t, r, descPath("eth0"), str("retried"))
+			r.waitQuiescent()
+			r.verify()
+		})
+	}
+}
+
+func TestHangThenDisconnectReappliesAfterReconnect(t *testing.T) {
+	r := newRig(t, testbed.Options{}, agent.Options{})
+	first := r.propose(updateOp(t, descPath("eth0"), str("first")))
+	r.waitApplied(first)
+	term := r.a.Status().Term
+
+	r.dev.HangNextSet()
+	sets := r.dev.SetCount()
+	hung := r.propose(updateOp(t, descPath("eth0"), str("hung")))
+	r.wait(hung, func(p *journal.Proposal) bool { return p.GetChange().GetApply() == journal.StatusInProgress })
+	r.eventually("the Set to reach the device", func() bool { return r.dev.SetCount() > sets })
+	r.dev.DropConnections()
+
+	p := r.waitApplied(hung)
+	if got := p.GetChange().GetApply(); got != journal.StatusComplete {
+		t.Fatalf("hung proposal apply = %v, want COMPLETE after reconnect", got)
+	}
+	if now := r.config().GetApplied().GetTerm(); now <= term {
+		t.Errorf("applied term = %d, want a term after %d", now, term)
+	}
+	wantLeaf(t, r, descPath("eth0"), str("hung"))
+	r.waitQuiescent()
+	r.verify()
+}
+
+func TestDeviceRestartIsRepushedBeforeNextApply(t *testing.T) {
+	r := newRig(t, testbed.Options{}, agent.Options{})
+	a := r.propose(updateOp(t, descPath("eth0"), str("kept")), updateOp(t, mtuPath("eth0"), uintv(1400)))
+	b := r.propose(updateOp(t, descPath("eth1"), str("also kept")))
+	c := r.propose(deleteOp(t, mtuPath("eth0")))
+	r.waitApplied(c)
+	_, _ = a, b
+	term := r.a.Status().Term
+
+	r.restartDevice()
+	if leaves, _ := r.dev.ConfigLeaves(); len(leaves) != 0 {
+		t.Fatalf("restarted device is not empty: %v", leaves)
+	}
+	// Healed without any new proposal.
+	r.eventually("re-push after the device restart", func() bool {
+		v, ok := r.deviceLeaf(descPath("eth1"))
+		return ok && proto.Equal(v, str("also kept"))
+	})
+	wantLeaf(t, r, descPath("eth0"), str("kept"))
+	if _, ok := r.deviceLeaf(mtuPath("eth0")); ok {
+		t.Error("re-push brought back a deleted leaf")
+	}
+	if st := r.a.Status(); st.Term <= term || st.LastRepushValues == 0 {
+		t.Errorf("status after restart: %+v, want a new term past %d and a re-push", st, term)
+	}
+	d := r.propose(updateOp(t, descPath("eth2"), str("new")))
+	r.waitApplied(d)
+	wantLeaf(t, r, descPath("eth2"), str("new"))
+	r.waitQuiescent()
+	r.verify() // Term property: every apply ran after the re-push of its term
+}
+
+func TestDeviceRestartDetectedQuickly(t *testing.T) {
+	for _, watchState := range []bool{false, true} {
+		name := map[bool]string{false: "liveness stream", true: "connection state"}[watchState]
+		t.Run(name, func(t *testing.T) {
+			r := newRig(t, testbed.Options{}, agent.Options{WatchConnectionState: watchState})
+			r.waitQuiescent()
+			r.dev.Stop()
+			start := time.Now()
+			for r.a.Status().Connected {
+				if time.Since(start) > time.Second {
+					t.Fatal("device stop not detected within 1 s")
+				}
+				time.Sleep(time.Millisecond)
+			}
+			t.Logf("break detected after %v", time.Since(start))
+			if err := r.dev.Start(context.Background(), ""); err != nil {
+				t.Fatal(err)
+			}
+			i := r.propose(updateOp(t, descPath("eth0"), str("back")))
+			r.waitApplied(i)
+			r.waitQuiescent()
+			r.verify()
+		})
+	}
+}
+
+func TestPersistentDeviceIsNotRepushed(t *testing.T) {
+	r := newRig(t, testbed.Options{Persistent: true}, agent.Options{Persistent: true})
+	i := r.propose(updateOp(t, descPath("eth0"), str("persisted")))
+	r.waitApplied(i)
+	r.waitQuiescent()
+	term := r.config().GetApplied().GetTerm()
+	sets := r.dev.SetCount()
+
+	r.restartDevice()
+	r.eventually("the new term to be adopted", func() bool { return r.config().GetApplied().GetTerm() > term })
+	if got := r.dev.SetCount(); got != sets {
+		t.Errorf("device received %d Sets on reconnect, want none (persistent device)", got-sets)
+	}
+	wantLeaf(t, r, descPath("eth0"), str("persisted"))
+	j := r.propose(updateOp(t, descPath("eth0"), str("next")))
+	r.waitApplied(j)
+	if got := r.dev.SetCount(); got != sets+1 {
+		t.Errorf("device received %d Sets, want exactly the one new proposal", got-sets)
+	}
+	r.waitQuiescent()
+	r.verify()
+}
+
+func TestStaleTermNeverApplies(t *testing.T) {
+	r := newRig(t, testbed.Options{}, agent.Options{})
+	r.waitQuiescent()
+	old := r.a.Status().Term
+	// Another incarnation takes a newer term behind this agent's back.
+	m, err := r.j.Connect(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	i := r.propose(updateOp(t, descPath("eth0"), str("fenced")))
+	p := r.waitApplied(i)
+	if p.GetChange().GetApply() != journal.StatusComplete {
+		t.Fatalf("apply = %v", p.GetChange().GetApply())
+	}
+	if got := r.config().GetApplied().GetTerm(); got <= m.GetTerm() {
+		t.Errorf("applied under term %d; the connection of term %d was superseded by %d and must not apply", got, old, m.GetTerm())
+	}
+	r.waitQuiescent()
+	r.verify() // Term property: no apply line under a term other than the current one
+}
+
+func TestSidecarRestartRepushesAndResumes(t *testing.T) {
+	r := newRig(t, testbed.Options{}, agent.Options{})
+	a := r.propose(updateOp(t, descPath("eth0"), str("before restart")))
+	r.waitApplied(a)
+	r.dev.HangNextSet()
+	sets := r.dev.SetCount()
+	b := r.propose(updateOp(t, descPath("eth1"), str("in flight")))
+	r.wait(b, func(p *journal.Proposal) bool { return p.GetChange().GetApply() == journal.StatusInProgress })
+	r.eventually("the Set to reach the device", func() bool { return r.dev.SetCount() > sets })
+	r.restartSidecar() // the hung Set is abandoned; the journal keeps it in progress
+	p := r.waitApplied(b)
+	if p.GetChange().GetApply() != journal.StatusComplete {
+		t.Fatalf("in-flight proposal after restart: %v", p.GetChange().GetApply())
+	}
+	wantLeaf(t, r, descPath("eth1"), str("in flight"))
+	wantLeaf(t, r, descPath("eth0"), str("before restart"))
+	r.waitQuiescent()
+	r.verify()
+}
+
+func TestRollbacksNewestFirst(t *testing.T) {
+	r := newRig(t, testbed.Options{}, agent.Options{})
+	a := r.propose(updateOp(t, descPath("eth0"), str("one")))
+	b := r.propose(updateOp(t, descPath("eth0"), str("two")), updateOp(t, mtuPath("eth0"), uintv(1300)))
+	r.waitApplied(b)
+
+	if err := r.rollback(a); err == nil || !strings.Contains(err.Error(), "roll back proposal 2 first") {
+		t.Fatalf("rollback of an older change: %v, want a refusal naming proposal %d", err, b)
+	}
+	if err := r.rollback(b); err != nil {
+		t.Fatal(err)
+	}
+	r.waitApplied(b)
+	wantLeaf(t, r, descPath("eth0"), str("one"))
+	if _, ok := r.deviceLeaf(mtuPath("eth0")); ok {
+		t.Error("rollback left a leaf the change created")
+	}
+	if err := r.rollback(b); err == nil || !strings.Contains(err.Error(), "rollback already") {
+		t.Errorf("rollback of a rollback: %v, want a refusal", err)
+	}
+	if err := r.rollback(a); err != nil {
+		t.Fatal(err)
+	}
+	r.waitApplied(a)
+	if _, ok := r.deviceLeaf(descPath("eth0")); ok {
+		t.Error("rolling back the first change left its leaf")
+	}
+	r.waitQuiescent()
+	r.verify()
+}
+
+func TestRolledBackChangeSurvivesDeviceRestart(t *testing.T) {
+	r := newRig(t, testbed.Options{}, agent.Options{})
+	a := r.propose(updateOp(t, descPath("eth0"), str("one")))
+	b := r.propose(updateOp(t, descPath("eth0"), str("two")))
+	r.waitApplied(b)
+	if err := r.rollback(b); err != nil {
+		t.Fatal(err)
+	}
+	r.waitApplied(b)
+	r.restartDevice()
+	r.eventually("re-push", func() bool {
+		v, ok := r.deviceLeaf(descPath("eth0"))
+		return ok && proto.Equal(v, str("one"))
+	})
+	_ = a
+	r.waitQuiescent()
+	r.verify()
+}
+
+func TestFencingSendsTermAndYieldsToANewerMaster(t *testing.T) {
+	r := newRig(t, testbed.Options{}, agent.Options{Fencing: true})
+	i := r.propose(updateOp(t, descPath("eth0"), str("fenced")))
+	r.waitApplied(i)
+	term := r.config().GetApplied().GetTerm()
+	if id, ok := r.dev.ElectionID(); !ok || id.Low != term {
+		t.Fatalf("device election id = %v (%v), want the term %d", id, ok, term)
+	}
+
+	// Another client becomes master with an election id a few terms ahead:
+	// the agent's Sets are refused as superseded, it reconnects (each time
+	// with a new term) and applies once its term passes the other's. The
+	// proposal never fails for it.
+	conn, err := grpc.NewClient(r.dev.Addr(), grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	other := term + 3
+	_, err = gpb.NewGNMIClient(conn).Set(context.Background(), &gpb.SetRequest{
+		Update: []*gpb.Update{{Path: path(t, descPath("eth9")), Val: str("other master")}},
+		Extension: []*gnmi_ext.Extension{{Ext: &gnmi_ext.Extension_MasterArbitration{
+			MasterArbitration: &gnmi_ext.MasterArbitration{ElectionId: &gnmi_ext.Uint128{Low: other}}}}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	j := r.propose(updateOp(t, descPath("eth0"), str("after takeover")))
+	p := r.waitApplied(j)
+	if p.GetChange().GetApply() != journal.StatusComplete {
+		t.Fatalf("apply = %v (%v), want COMPLETE: arbitration refusals must not fail a proposal",
+			p.GetChange().GetApply(), p.GetChange().GetError())
+	}
+	if got := r.config().GetApplied().GetTerm(); got < other {
+		t.Errorf("applied under term %d, below the other master's election id %d", got, other)
+	}
+	if st := r.a.Status(); !strings.Contains(st.LastError, "election") {
+		t.Errorf("last error %q does not show the arbitration refusal", st.LastError)
+	}
+	wantLeaf(t, r, descPath("eth0"), str("after takeover"))
+}
+
+func TestUnreachableDeviceThenUp(t *testing.T) {
+	r := newRig(t, testbed.Options{}, agent.Options{})
+	r.waitQuiescent()
+	r.dev.Stop()
+	r.eventually("disconnect", func() bool { return !r.a.Status().Connected })
+	i := r.propose(updateOp(t, descPath("eth0"), str("queued")))
+	time.Sleep(50 * time.Millisecond)
+	if p, _ := r.j.Proposal(context.Background(), i); p.GetChange().GetApply() != journal.StatusPending {
+		t.Errorf("applied while the device was down: %v", p.GetChange().GetApply())
+	}
+	if st := r.a.Status(); st.LastError == "" {
+		t.Error("status shows no error while the device is unreachable")
+	}
+	if err := r.dev.Start(context.Background(), ""); err != nil {
+		t.Fatal(err)
+	}
+	r.waitApplied(i)
+	wantLeaf(t, r, descPath("eth0"), str("queued"))
+	r.waitQuiescent()
+	r.verify()
+}
+
+// A JSON value and a later delete under it overlap: the re-push must replay
+// them in write order, or the deleted leaf comes back.
+func TestRepushKeepsWriteOrderOfOverlappingValues(t *testing.T) {
+	r := newRig(t, testbed.Options{}, agent.Options{})
+	cfgPath := "/interfaces/interface[name=eth0]/config"
+	blob := &gpb.TypedValue{Value: &gpb.TypedValue_JsonIetfVal{JsonIetfVal: []byte(`{"name":"eth0","description":"from json","mtu":1500}`)}}
+	a := r.propose(&journal.Op{Kind: journal.OpUpdate, Path: path(t, cfgPath), Values: []*journal.Leaf{{Path: path(t, cfgPath), Value: blob}}})
+	b := r.propose(deleteOp(t, descPath("eth0")))
+	c := r.propose(updateOp(t, descPath("eth1"), str("other")))
+	for _, i := range []uint64{a, b, c} {
+		if p := r.waitApplied(i); p.GetChange().GetApply() != journal.StatusComplete {
+			t.Fatalf("proposal %d: apply %v: %v", i, p.GetChange().GetApply(), p.GetChange().GetError())
+		}
+	}
+	wantLeaf(t, r, mtuPath("eth0"), uintv(1500))
+	if _, ok := r.deviceLeaf(descPath("eth0")); ok {
+		t.Fatal("delete did not remove the description")
+	}
+	sets := r.dev.SetCount()
+	r.restartDevice()
+	r.eventually("re-push", func() bool {
+		v, ok := r.deviceLeaf(descPath("eth1"))
+		return ok && proto.Equal(v, str("other"))
+	})
+	wantLeaf(t, r, mtuPath("eth0"), uintv(1500))
+	if v, ok := r.deviceLeaf(descPath("eth0")); ok {
+		t.Errorf("re-push brought back the deleted description %v: the delete must be replayed after the JSON value", v)
+	}
+	if got := r.dev.SetCount() - sets; got != 2 {
+		t.Errorf("re-push took %d Sets, want 2 (the delete cannot share a Set with the JSON value before it)", got)
+	}
+	r.waitQuiescent()
+	r.verify()
+}
+
+// An earlier run sent a proposal and crashed before the device's answer was
+// journaled; the device applied it. Re-sent on restart, the device now
+// rejects it: the proposal fails, and what the first attempt wrote must not
+// stay on the device.
+func TestRejectedRetryRestoresWhatAnEarlierAttemptWrote(t *testing.T) {
+	// A persistent device: no re-push, so the re-sent proposal is the first
+	// Set after the restart.
+	r := newRig(t, testbed.Options{Persistent: true}, agent.Options{Persistent: true})
+	base := r.propose(updateOp(t, descPath("eth0"), str("base")))
+	r.waitApplied(base)
+	ctx := context.Background()
+	var i uint64
+	r.offline(func(j *journal.Journal) {
+		p, err := j.ProposeChange(ctx, []*journal.Op{updateOp(t, descPath("eth0"), str("uncertain")), updateOp(t, mtuPath("eth1"), uintv(1500))})
+		if err != nil {
+			t.Fatal(err)
+		}
+		i = p.GetIndex()
+		if _, _, err := j.CommitChange(ctx, i); err != nil {
+			t.Fatal(err)
+		}
+		if _, _, err := j.StartApply(ctx, i); err != nil {
+			t.Fatal(err)
+		}
+		// The crashed run's Set reached the device.
+		conn, err := grpc.NewClient(r.dev.Addr(), grpc.WithTransportCredentials(insecure.NewCredentials()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close()
+		if _, err := gpb.NewGNMIClient(conn).Set(ctx, &gpb.SetRequest{Update: []*gpb.Update{
+			{Path: path(t, descPath("eth0")), Val: str("uncertain")},
+			{Path: path(t, mtuPath("eth1")), Val: uintv(1500)},
+		}}); err != nil {
+			t.Fatal(err)
+		}
+		r.dev.RejectNextSets(1, codes.FailedPrecondition)
+	})
+	p := r.waitApplied(i)
+	if p.GetChange().GetApply() != journal.StatusFailed {
+		t.Fatalf("apply = %v, want FAILED", p.GetChange().GetApply())
+	}
+	wantLeaf(t, r, descPath("eth0"), str("base"))
+	if v, ok := r.deviceLeaf(mtuPath("eth1")); ok {
+		t.Errorf("the first attempt's %s = %v is still on the device", mtuPath("eth1"), v)
+	}
+	r.waitQuiescent()
+	r.verify()
+}

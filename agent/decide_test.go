@@ -1,0 +1,245 @@
+package agent
+
+import (
+	"testing"
+
+	"github.com/gnmi-sidecar/gnmi-sidecar/journal"
+	"github.com/gnmi-sidecar/gnmi-sidecar/journal/journalpb"
+)
+
+// Builders for the states the decision tables use.
+
+func cfg(mod ...func(*journal.Configuration)) *journal.Configuration {
+	c := &journal.Configuration{
+		Committed: &journalpb.Committed{},
+		Applied:   &journalpb.Applied{Term: 3},
+		Status:    journal.StatusComplete,
+	}
+	for _, m := range mod {
+		m(c)
+	}
+	return c
+}
+
+func change(i uint64, commit, apply journal.Status) *journal.Proposal {
+	return &journal.Proposal{Index: i, Phase: journal.PhaseChange,
+		Change: &journal.Change{Commit: commit, Apply: apply}, Rollback: &journal.Rollback{}}
+}
+
+func rollingBack(i uint64, commit, apply journal.Status) *journal.Proposal {
+	return &journal.Proposal{Index: i, Phase: journal.PhaseRollback,
+		Change:   &journal.Change{Commit: journal.StatusComplete, Apply: journal.StatusComplete},
+		Rollback: &journal.Rollback{Index: i - 1, Commit: commit, Apply: apply}}
+}
+
+// synced is a view whose connection holds term 3, re-pushed.
+func synced(c *journal.Configuration) View {
+	return View{Config: c, Mastership: &journal.Mastership{Term: 3, Conn: 3}, Link: Link{Up: true, Term: 3}}
+}
+
+const (
+	pending    = journal.StatusPending
+	inProgress = journal.StatusInProgress
+	complete   = journal.StatusComplete
+	aborted    = journal.StatusAborted
+	failed     = journal.StatusFailed
+)
+
+func TestReconcileMastership(t *testing.T) {
+	tests := []struct {
+		name string
+		link Link
+		term uint64
+		want StepKind
+	}{
+		{"no connection: no master", Link{}, 3, StepWait},
+		{"new connection gets a term", Link{Up: true}, 3, StepConnect},
+		{"connection holds the current term", Link{Up: true, Term: 3}, 3, StepWait},
+		{"connection's term superseded", Link{Up: true, Term: 2}, 3, StepDisconnect},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			v := View{Config: cfg(), Mastership: &journal.Mastership{Term: tt.term}, Link: tt.link}
+			if got := ReconcileMastership(v); got.Kind != tt.want {
+				t.Errorf("ReconcileMastership = %v, want %v", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestReconcileConfiguration(t *testing.T) {
+	behind := func(c *journal.Configuration) { c.Applied.Term = 2; c.Status = journal.StatusComplete }
+	repushing := func(c *journal.Configuration) { c.Applied.Term = 2; c.Status = journal.StatusInProgress }
+	tests := []struct {
+		name       string
+		c          *journal.Configuration
+		link       Link
+		persistent bool
+		want       StepKind
+	}{
+		{"term moved: start re-push", cfg(behind), Link{Up: true, Term: 3}, false, StepStartRepush},
+		{"re-push in progress: push", cfg(repushing), Link{Up: true, Term: 3}, false, StepRepush},
+		{"persistent device: adopt term, no push", cfg(behind), Link{Up: true, Term: 3}, true, StepAdoptTerm},
+		{"already re-pushed for the term", cfg(), Link{Up: true, Term: 3}, false, StepWait},
+		{"disconnected: nothing", cfg(behind), Link{}, false, StepWait},
+		{"connection without a term yet", cfg(behind), Link{Up: true}, false, StepWait},
+		{"stale connection term", cfg(behind), Link{Up: true, Term: 2}, false, StepWait},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			v := View{Config: tt.c, Mastership: &journal.Mastership{Term: 3}, Link: tt.link, Persistent: tt.persistent}
+			got := ReconcileConfiguration(v)
+			if got.Kind != tt.want {
+				t.Fatalf("ReconcileConfiguration = %v, want %v", got, tt.want)
+			}
+			if got.Kind != StepWait && got.Term != 3 {
+				t.Errorf("step term = %d, want the mastership term 3", got.Term)
+			}
+		})
+	}
+}
+
+func TestCommitChange(t *testing.T) {
+	tests := []struct {
+		name    string
+		c       *journal.Configuration
+		p, prev *journal.Proposal
+		want    StepKind
+	}{
+		{"first proposal", cfg(), change(1, pending, pending), nil, StepCommitChange},
+		{"previous commit complete", cfg(), change(2, pending, pending), change(1, complete, pending), StepCommitChange},
+		{"previous commit failed counts as finished", cfg(), change(2, pending, pending), change(1, failed, pending), StepCommitChange},
+		{"Order: previous commit not finished", cfg(), change(2, pending, pending), change(1, pending, pending), StepWait},
+		{"already committed", cfg(), change(2, complete, pending), change(1, complete, complete), StepWait},
+		{"rollback under way blocks commits", cfg(func(c *journal.Configuration) { c.RollingBack = 1 }),
+			change(2, pending, pending), rollingBack(1, pending, pending), StepWait},
+		{"no proposal", cfg(), nil, nil, StepWait},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := CommitChange(synced(tt.c), tt.p, tt.prev); got.Kind != tt.want {
+				t.Errorf("CommitChange = %v, want %v", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestCommitChangeNeedsNoConnection(t *testing.T) {
+	v := View{Config: cfg(), Mastership: &journal.Mastership{Term: 3}}
+	if got := CommitChange(v, change(1, pending, pending), nil); got.Kind != StepCommitChange {
+		t.Errorf("CommitChange while disconnected = %v, want a commit (commits touch only the journal)", got)
+	}
+}
+
+func TestApplyChange(t *testing.T) {
+	appliedProposal := func(i uint64) func(*journal.Configuration) {
+		return func(c *journal.Configuration) { c.Applied.Proposal = i }
+	}
+	disconnected := func(c *journal.Configuration) View {
+		return View{Config: c, Mastership: &journal.Mastership{Term: 3}}
+	}
+	staleLink := func(c *journal.Configuration) View {
+		return View{Config: c, Mastership: &journal.Mastership{Term: 4}, Link: Link{Up: true, Term: 3}}
+	}
+	notRepushed := func(c *journal.Configuration) View {
+		c.Applied.Term = 2
+		return synced(c)
+	}
+	tests := []struct {
+		name    string
+		view    func(*journal.Configuration) View
+		c       *journal.Configuration
+		p, prev *journal.Proposal
+		want    StepKind
+	}{
+		{"committed, previous applied: start", synced, cfg(), change(2, complete, pending), change(1, complete, complete), StepStartApply},
+		{"Order: not committed yet", synced, cfg(), change(2, pending, pending), change(1, complete, complete), StepWait},
+		{"Sequential: previous apply in progress", synced, cfg(appliedProposal(1)), change(2, complete, pending), change(1, complete, inProgress), StepWait},
+		{"previous apply failed counts as finished", synced, cfg(), change(2, complete, pending), change(1, complete, failed), StepStartApply},
+		{"commit failed: abort without I/O", synced, cfg(), change(2, failed, pending), change(1, complete, complete), StepAbortApply},
+		{"commit aborted: abort without I/O", disconnected, cfg(), change(2, aborted, pending), nil, StepAbortApply},
+		{"in progress: send", synced, cfg(appliedProposal(2)), change(2, complete, inProgress), change(1, complete, complete), StepSendChange},
+		{"disconnected: no apply", disconnected, cfg(), change(1, complete, pending), nil, StepWait},
+		{"disconnected: no send", disconnected, cfg(appliedProposal(1)), change(1, complete, inProgress), nil, StepWait},
+		{"stale term: no apply", staleLink, cfg(), change(1, complete, pending), nil, StepWait},
+		{"stale term: no send", staleLink, cfg(appliedProposal(1)), change(1, complete, inProgress), nil, StepWait},
+		{"not re-pushed for the term: no send", notRepushed, cfg(appliedProposal(1)), change(1, complete, inProgress), nil, StepWait},
+		{"rollback under way: no apply", synced, cfg(func(c *journal.Configuration) { c.RollingBack = 1 }), change(2, complete, pending), rollingBack(1, pending, pending), StepWait},
+		{"finished: nothing", synced, cfg(), change(1, complete, complete), nil, StepWait},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := ApplyChange(tt.view(tt.c), tt.p, tt.prev)
+			if got.Kind != tt.want {
+				t.Fatalf("ApplyChange = %v, want %v", got, tt.want)
+			}
+			if (got.Kind == StepSendChange || got.Kind == StepStartApply) && got.Term != 3 {
+				t.Errorf("step term = %d, want 3", got.Term)
+			}
+		})
+	}
+}
+
+func TestRollbackDecisions(t *testing.T) {
+	rb := func(i uint64, committed, applied uint64) *journal.Configuration {
+		return cfg(func(c *journal.Configuration) {
+			c.RollingBack = i
+			c.Committed.Index, c.Committed.Proposal = committed, committed
+			c.Applied.Index, c.Applied.Proposal = applied, applied
+		})
+	}
+	tests := []struct {
+		name   string
+		decide func(View, *journal.Proposal) Step
+		c      *journal.Configuration
+		view   func(*journal.Configuration) View
+		p      *journal.Proposal
+		want   StepKind
+	}{
+		{"commit the rollback of the newest change", CommitRollback, rb(5, 5, 5), synced, rollingBack(5, pending, pending), StepCommitRollback},
+		{"commit: rollback is not the one under way", CommitRollback, rb(4, 5, 5), synced, rollingBack(5, pending, pending), StepWait},
+		{"commit: already committed", CommitRollback, rb(5, 4, 5), synced, rollingBack(5, complete, pending), StepWait},
+		{"commit: a change is not a rollback", CommitRollback, rb(5, 5, 5), synced, change(5, complete, complete), StepWait},
+		{"apply: start once committed", ApplyRollback, rb(5, 4, 5), synced, rollingBack(5, complete, pending), StepStartApplyRollback},
+		{"apply: not before its commit", ApplyRollback, rb(5, 5, 5), synced, rollingBack(5, pending, pending), StepWait},
+		{"apply: send when in progress", ApplyRollback, rb(5, 4, 4), synced, rollingBack(5, complete, inProgress), StepSendRollback},
+		{"apply: not while disconnected", ApplyRollback, rb(5, 4, 5), func(c *journal.Configuration) View {
+			return View{Config: c, Mastership: &journal.Mastership{Term: 3}}
+		}, rollingBack(5, complete, pending), StepWait},
+		{"apply: finished", ApplyRollback, rb(5, 4, 4), synced, rollingBack(5, complete, complete), StepWait},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := tt.decide(tt.view(tt.c), tt.p); got.Kind != tt.want {
+				t.Errorf("got %v, want %v", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestNextApplyOrder(t *testing.T) {
+	// A fresh connection: the term is recorded first, then the re-push,
+	// and only then is anything applied.
+	next := change(1, complete, pending)
+	c := cfg(func(c *journal.Configuration) { c.Applied.Term = 2 })
+	v := View{Config: c, Mastership: &journal.Mastership{Term: 2}, Link: Link{Up: true}}
+	if got := NextApply(v, nil, next, nil); got.Kind != StepConnect {
+		t.Fatalf("fresh connection: %v, want Connect", got)
+	}
+	v.Mastership.Term, v.Link.Term = 3, 3
+	if got := NextApply(v, nil, next, nil); got.Kind != StepStartRepush {
+		t.Fatalf("new term: %v, want StartRepush before any apply", got)
+	}
+	c.Status = journal.StatusInProgress
+	if got := NextApply(v, nil, next, nil); got.Kind != StepRepush {
+		t.Fatalf("re-push in progress: %v, want Repush", got)
+	}
+	c.Applied.Term, c.Status = 3, journal.StatusComplete
+	if got := NextApply(v, nil, next, nil); got.Kind != StepStartApply {
+		t.Fatalf("synced: %v, want StartApply", got)
+	}
+	c.RollingBack = 7
+	if got := NextApply(v, rollingBack(7, complete, pending), next, nil); got.Kind != StepWait {
+		t.Fatalf("rollback under way, applied index not at it: %v, want Wait", got)
+	}
+}

@@ -1,0 +1,329 @@
+package agent_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	gpb "github.com/openconfig/gnmi/proto/gnmi"
+	"github.com/openconfig/ygot/ygot"
+
+	"github.com/gnmi-sidecar/gnmi-sidecar/agent"
+	"github.com/gnmi-sidecar/gnmi-sidecar/agent/trace"
+	"github.com/gnmi-sidecar/gnmi-sidecar/journal"
+	"github.com/gnmi-sidecar/gnmi-sidecar/testbed"
+)
+
+// rig is a sidecar without its northbound side: a journal on disk, an
+// agent, a trace file, and a simulated device on loopback. It can restart
+// the sidecar (close and reopen the journal) and the device.
+type rig struct {
+	t         testing.TB
+	dev       *testbed.Device
+	dir       string
+	tracePath string
+	opts      agent.Options
+
+	traceFile *os.File
+	j         *journal.Journal
+	a         *agent.Agent
+	cancel    context.CancelFunc
+	done      chan error
+}
+
+func newRig(t testing.TB, devOpts testbed.Options, opts agent.Options) *rig {
+	t.Helper()
+	dir := t.TempDir()
+	dev := testbed.StartT(t, devOpts)
+	opts.Target = dev.Addr()
+	if opts.BackoffInitial == 0 {
+		opts.BackoffInitial, opts.BackoffMax = 5*time.Millisecond, 50*time.Millisecond
+	}
+	if opts.ApplyTimeout == 0 {
+		opts.ApplyTimeout = 5 * time.Second
+	}
+	if opts.RollbackRetry == 0 {
+		opts.RollbackRetry = 20 * time.Millisecond
+	}
+	if opts.Logger == nil {
+		opts.Logger = testLogger(t)
+	}
+	if devOpts.Logger == nil {
+		devOpts.Logger = testLogger(t).With("component", "device")
+	}
+	if opts.Resync == 0 {
+		opts.Resync = 200 * time.Millisecond
+	}
+	r := &rig{t: t, dev: dev, dir: filepath.Join(dir, "journal"), tracePath: filepath.Join(dir, "trace.jsonl"), opts: opts}
+	r.start()
+	t.Cleanup(r.stop)
+	return r
+}
+
+// openJournal opens the journal with the trace on, as a sidecar start does.
+func (r *rig) openJournal() (*journal.Journal, *os.File) {
+	r.t.Helper()
+	f, err := os.OpenFile(r.tracePath, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	tracer := trace.NewTracer(f)
+	j, err := journal.Open(r.dir, journal.Options{NoSync: true, Observer: tracer.Observe, Retain: -1, MemTableSize: 1 << 20})
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	m, err := j.Mastership(context.Background())
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	tracer.Begin(m)
+	return j, f
+}
+
+// offline runs fn on the journal while the sidecar is stopped, as if an
+// earlier sidecar run had made those transitions.
+func (r *rig) offline(fn func(j *journal.Journal)) {
+	r.t.Helper()
+	r.stop()
+	j, f := r.openJournal()
+	fn(j)
+	if err := j.Close(); err != nil {
+		r.t.Fatal(err)
+	}
+	_ = f.Close()
+	r.start()
+}
+
+// start opens the journal and runs the agent (a sidecar start).
+func (r *rig) start() {
+	r.t.Helper()
+	j, f := r.openJournal()
+	a, err := agent.New(j, r.opts)
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	r.traceFile, r.j, r.a, r.cancel, r.done = f, j, a, cancel, make(chan error, 1)
+	go func() { r.done <- a.Run(ctx) }()
+}
+
+// stop stops the agent and closes the journal (a clean sidecar stop).
+func (r *rig) stop() {
+	if r.j == nil {
+		return
+	}
+	r.cancel()
+	if err := <-r.done; err != nil {
+		r.t.Errorf("agent.Run: %v", err)
+	}
+	if err := r.j.Close(); err != nil {
+		r.t.Errorf("journal Close: %v", err)
+	}
+	_ = r.traceFile.Close()
+	r.j = nil
+}
+
+func (r *rig) restartSidecar() {
+	r.t.Helper()
+	r.stop()
+	r.start()
+}
+
+func (r *rig) restartDevice() {
+	r.t.Helper()
+	r.dev.Stop()
+	if err := r.dev.Start(context.Background(), ""); err != nil {
+		r.t.Fatalf("device restart: %v", err)
+	}
+}
+
+// propose journals a Set and tells the agent, like the proxy does.
+func (r *rig) propose(ops ...*journal.Op) uint64 {
+	r.t.Helper()
+	p, err := r.j.ProposeChange(context.Background(), ops)
+	if err != nil {
+		r.t.Fatalf("ProposeChange: %v", err)
+	}
+	r.a.Notify()
+	return p.GetIndex()
+}
+
+// rollback proposes the rollback of i.
+func (r *rig) rollback(i uint64) error {
+	_, _, err := r.j.ProposeRollback(context.Background(), i)
+	if err == nil {
+		r.a.Notify()
+	}
+	return err
+}
+
+// wait waits until done(proposal i) holds.
+func (r *rig) wait(i uint64, done func(*journal.Proposal) bool) *journal.Proposal {
+	r.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	p, err := r.a.Wait(ctx, i, done)
+	if err != nil {
+		last, _ := r.j.Proposal(context.Background(), i)
+		r.t.Fatalf("proposal %d: %v (last seen: %v)", i, err, last)
+	}
+	return p
+}
+
+func (r *rig) waitApplied(i uint64) *journal.Proposal {
+	r.t.Helper()
+	return r.wait(i, agent.Applied)
+}
+
+// eventually polls cond until it holds or 20 s pass.
+func (r *rig) eventually(what string, cond func() bool) {
+	r.t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			r.t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// quiescent reports whether every proposal is finished and the device is
+// synced for the current term over a live connection.
+func (r *rig) quiescent() (bool, error) {
+	ctx := context.Background()
+	c, err := r.j.Configuration(ctx)
+	if err != nil {
+		return false, err
+	}
+	m, err := r.j.Mastership(ctx)
+	if err != nil {
+		return false, err
+	}
+	st := r.a.Status()
+	if !st.Connected || st.Term != m.GetTerm() || c.GetApplied().GetTerm() != m.GetTerm() || c.GetStatus() != journal.StatusComplete {
+		return false, nil
+	}
+	done := true
+	err = r.j.Proposals(ctx, 0, 0, func(p *journal.Proposal) error {
+		ch := p.GetChange()
+		if !journal.Finished(ch.GetCommit()) || !agent.Applied(p) {
+			done = false
+			return errStop
+		}
+		return nil
+	})
+	if errors.Is(err, errStop) {
+		err = nil
+	}
+	return done, err
+}
+
+var errStop = errors.New("stop")
+
+func (r *rig) waitQuiescent() {
+	r.t.Helper()
+	r.eventually("quiescence", func() bool {
+		ok, err := r.quiescent()
+		if err != nil {
+			r.t.Fatal(err)
+		}
+		return ok
+	})
+}
+
+// applied returns the journal's applied values.
+func (r *rig) applied() []*journal.PathValue {
+	r.t.Helper()
+	var out []*journal.PathValue
+	if err := r.j.Applied(context.Background(), nil, func(pv *journal.PathValue) error {
+		out = append(out, pv)
+		return nil
+	}); err != nil {
+		r.t.Fatal(err)
+	}
+	return out
+}
+
+// verify checks the trace (Order, Sequential, rollback order, terms,
+// Liveness at quiescence) and Consistency of the journal and the device.
+func (r *rig) verify() *trace.Report {
+	r.t.Helper()
+	leaves, err := r.dev.ConfigLeaves()
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	return trace.Verify(r.t, r.tracePath, trace.VerifyOptions{Quiescent: true, Applied: r.applied(), Device: leaves})
+}
+
+func (r *rig) deviceLeaf(path string) (*gpb.TypedValue, bool) {
+	r.t.Helper()
+	leaves, err := r.dev.ConfigLeaves()
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	v, ok := leaves[path]
+	return v, ok
+}
+
+func (r *rig) config() *journal.Configuration {
+	r.t.Helper()
+	c, err := r.j.Configuration(context.Background())
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	return c
+}
+
+// testLogger sends logs to t.Log, so they show only for failing tests.
+func testLogger(t testing.TB) *slog.Logger {
+	return slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelInfo}))
+}
+
+type testWriter struct{ t testing.TB }
+
+func (w testWriter) Write(p []byte) (int, error) {
+	w.t.Log(strings.TrimSuffix(string(p), "\n"))
+	return len(p), nil
+}
+
+// --- operations ---
+
+func path(t testing.TB, s string) *gpb.Path {
+	t.Helper()
+	p, err := ygot.StringToStructuredPath(s)
+	if err != nil {
+		t.Fatalf("path %q: %v", s, err)
+	}
+	return p
+}
+
+func str(s string) *gpb.TypedValue {
+	return &gpb.TypedValue{Value: &gpb.TypedValue_StringVal{StringVal: s}}
+}
+
+func uintv(n uint64) *gpb.TypedValue {
+	return &gpb.TypedValue{Value: &gpb.TypedValue_UintVal{UintVal: n}}
+}
+
+func updateOp(t testing.TB, p string, v *gpb.TypedValue) *journal.Op {
+	pp := path(t, p)
+	return &journal.Op{Kind: journal.OpUpdate, Path: pp, Values: []*journal.Leaf{{Path: pp, Value: v}}}
+}
+
+func deleteOp(t testing.TB, p string) *journal.Op {
+	return &journal.Op{Kind: journal.OpDelete, Path: path(t, p)}
+}
+
+func descPath(intf string) string {
+	return fmt.Sprintf("/interfaces/interface[name=%s]/config/description", intf)
+}
+
+func mtuPath(intf string) string {
+	return fmt.Sprintf("/interfaces/interface[name=%s]/config/mtu", intf)
+}

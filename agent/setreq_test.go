@@ -1,0 +1,660 @@
+package agent
+
+import (
+	"bytes"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/gnmi-sidecar/gnmi-sidecar/journal"
+	"github.com/google/go-cmp/cmp"
+	gpb "github.com/openconfig/gnmi/proto/gnmi"
+	"github.com/openconfig/ygot/ygot"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/testing/protocmp"
+)
+
+func mustPath(tb testing.TB, s string) *gpb.Path {
+	tb.Helper()
+	p, err := ygot.StringToStructuredPath(s)
+	if err != nil {
+		tb.Fatalf("StringToStructuredPath(%q): %v", s, err)
+	}
+	return p
+}
+
+func jsonVal(s string) *gpb.TypedValue {
+	return &gpb.TypedValue{Value: &gpb.TypedValue_JsonIetfVal{JsonIetfVal: []byte(s)}}
+}
+
+func stringVal(s string) *gpb.TypedValue {
+	return &gpb.TypedValue{Value: &gpb.TypedValue_StringVal{StringVal: s}}
+}
+
+func value(tb testing.TB, path string, index uint64, v *gpb.TypedValue) *journal.PathValue {
+	tb.Helper()
+	return &journal.PathValue{Path: mustPath(tb, path), Index: index, Value: v}
+}
+
+func tombstone(tb testing.TB, path string, index uint64) *journal.PathValue {
+	tb.Helper()
+	return &journal.PathValue{Path: mustPath(tb, path), Index: index, Deleted: true}
+}
+
+func update(pv *journal.PathValue) *gpb.Update {
+	return &gpb.Update{Path: pv.Path, Val: pv.Value}
+}
+
+// batch runs values through a setBatcher and returns the requests in the
+// order they must be sent.
+func batch(values []*journal.PathValue, maxBytes int) []*gpb.SetRequest {
+	var reqs []*gpb.SetRequest
+	b := newSetBatcher(maxBytes)
+	for _, pv := range values {
+		if req := b.add(pv); req != nil {
+			reqs = append(reqs, req)
+		}
+	}
+	if req := b.flush(); req != nil {
+		reqs = append(reqs, req)
+	}
+	return reqs
+}
+
+func TestChangeRequest(t *testing.T) {
+	leaf := func(path, v string) *journal.Leaf {
+		return &journal.Leaf{Path: mustPath(t, path), Value: stringVal(v)}
+	}
+	upd := func(path, v string) *gpb.Update {
+		return &gpb.Update{Path: mustPath(t, path), Val: stringVal(v)}
+	}
+	tests := []struct {
+		name string
+		ops  []*journal.Op
+		want *gpb.SetRequest
+	}{
+		{
+			name: "no ops",
+			want: &gpb.SetRequest{},
+		},
+		{
+			name: "mixed kinds keep their kind and order",
+			ops: []*journal.Op{
+				{Kind: journal.OpUpdate, Path: mustPath(t, "/u"), Values: []*journal.Leaf{leaf("/u/x", "1"), leaf("/u/y", "2")}},
+				{Kind: journal.OpDelete, Path: mustPath(t, "/d[name=1]")},
+				{Kind: journal.OpReplace, Path: mustPath(t, "/r"), Values: []*journal.Leaf{leaf("/r/z", "3"), leaf("/r/a", "4")}},
+				{Kind: journal.OpDelete, Path: mustPath(t, "/c")},
+				{Kind: journal.OpUpdate, Path: mustPath(t, "/a"), Values: []*journal.Leaf{leaf("/a", "5")}},
+				{Kind: journal.OpReplace, Path: mustPath(t, "/b"), Values: []*journal.Leaf{leaf("/b/c", "6")}},
+			},
+			want: &gpb.SetRequest{
+				Delete:  []*gpb.Path{mustPath(t, "/d[name=1]"), mustPath(t, "/c")},
+				Replace: []*gpb.Update{upd("/r/z", "3"), upd("/r/a", "4"), upd("/b/c", "6")},
+				Update:  []*gpb.Update{upd("/u/x", "1"), upd("/u/y", "2"), upd("/a", "5")},
+			},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var before []*journal.Op
+			for _, op := range tt.ops {
+				before = append(before, proto.CloneOf(op))
+			}
+			got, err := changeRequest(tt.ops)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tt.want, got, protocmp.Transform()); diff != "" {
+				t.Errorf("changeRequest() mismatch (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(before, tt.ops, protocmp.Transform()); diff != "" {
+				t.Errorf("changeRequest() modified the ops (-before +after):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestChangeRequestRefusesUnknownKind(t *testing.T) {
+	_, err := changeRequest([]*journal.Op{{Path: mustPath(t, "/a")}})
+	if err == nil || !strings.Contains(err.Error(), "/a") {
+		t.Errorf("changeRequest() of an op without a kind: %v, want an error naming the path", err)
+	}
+}
+
+func TestTombstonesFirstWithinEachIndex(t *testing.T) {
+	pv := func(p string, i uint64, deleted bool) *journal.PathValue {
+		return &journal.PathValue{Path: mustPath(t, p), Index: i, Deleted: deleted}
+	}
+	in := []*journal.PathValue{
+		pv("/a", 1, false), pv("/a/b", 1, true), pv("/c", 1, false),
+		pv("/a", 2, false), pv("/a/b", 2, true),
+		pv("/z", 3, true),
+	}
+	var got []string
+	order := &tombstonesFirst{emit: func(pv *journal.PathValue) error {
+		got = append(got, fmt.Sprintf("%s@%d/%v", journal.PathString(pv.GetPath()), pv.GetIndex(), pv.GetDeleted()))
+		return nil
+	}}
+	for _, v := range in {
+		if err := order.add(v); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := order.flush(); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"/a/b@1/true", "/a@1/false", "/c@1/false", "/a/b@2/true", "/a@2/false", "/z@3/true"}
+	if !slices.Equal(got, want) {
+		t.Errorf("order = %v, want %v", got, want)
+	}
+}
+
+func TestCoveringKeysMatchesIsUnder(t *testing.T) {
+	var paths []*gpb.Path
+	for _, s := range []string{
+		"/", "/a", "/a/b", "/a/bc", "/a/b[name=x]", "/a/b[name=y]",
+		"/a/b[name=x]/c", "/a/b[name=x]/c/d", "/a/b[name=x][id=1]", "/a/b[name=x][id=1]/c",
+		"/e[k=v]/f", "/e",
+	} {
+		paths = append(paths, mustPath(t, s))
+		withOrigin := mustPath(t, s)
+		withOrigin.Origin = "other"
+		paths = append(paths, withOrigin)
+	}
+	for _, child := range paths {
+		var covering [][]byte
+		for key := range coveringKeys(child) {
+			covering = append(covering, key)
+		}
+		for _, parent := range paths {
+			want := journal.IsUnder(child, parent)
+			got := slices.ContainsFunc(covering, func(k []byte) bool { return bytes.Equal(k, journal.PathKey(parent)) })
+			if got != want {
+				t.Errorf("coveringKeys(%s) has %s: %v, IsUnder: %v",
+					journal.PathString(child), journal.PathString(parent), got, want)
+			}
+		}
+	}
+}
+
+func TestSetBatcher(t *testing.T) {
+	// Values are built once so that want and the batcher's output can share
+	// them.
+	var (
+		leafX  = value(t, "/a/b[name=x]/c", 1, stringVal("x"))
+		leafY  = value(t, "/a/b[name=y]/c", 1, stringVal("y"))
+		leafD  = value(t, "/a/d", 2, stringVal("d"))
+		jsonA1 = value(t, "/a", 1, jsonVal(`{"d":"1"}`))
+		jsonA3 = value(t, "/a", 3, jsonVal(`{"d":"3"}`))
+		valAB1 = value(t, "/a/b", 1, jsonVal(`{"b":[]}`))
+		valAB2 = value(t, "/a/b", 2, jsonVal(`{"b":[]}`))
+		valAB3 = value(t, "/a/b", 3, jsonVal(`{"b":[]}`))
+		valAB5 = value(t, "/a/b", 5, jsonVal(`{"b":[]}`))
+		valBC1 = value(t, "/a/bc", 1, stringVal("bc"))
+		orig1  = &journal.PathValue{Path: &gpb.Path{Origin: "one", Elem: []*gpb.PathElem{{Name: "a"}}}, Index: 1, Value: stringVal("1")}
+		orig2  = &journal.PathValue{Path: &gpb.Path{Origin: "two", Elem: []*gpb.PathElem{{Name: "a"}}}, Index: 2, Deleted: true}
+
+		delA1  = tombstone(t, "/a", 1)
+		delA2  = tombstone(t, "/a", 2)
+		delA3  = tombstone(t, "/a", 3)
+		delAB2 = tombstone(t, "/a/b", 2)
+		delAB3 = tombstone(t, "/a/b", 3)
+		delX2  = tombstone(t, "/a/b[name=x]", 2)
+		delY2  = tombstone(t, "/a/b[name=y]", 2)
+		delE2  = tombstone(t, "/e", 2)
+		delRt2 = tombstone(t, "/", 2)
+	)
+	req := func(deletes []*journal.PathValue, updates ...*journal.PathValue) *gpb.SetRequest {
+		r := &gpb.SetRequest{}
+		for _, pv := range deletes {
+			r.Delete = append(r.Delete, pv.Path)
+		}
+		for _, pv := range updates {
+			r.Update = append(r.Update, update(pv))
+		}
+		return r
+	}
+	dels := func(pvs ...*journal.PathValue) []*journal.PathValue { return pvs }
+
+	tests := []struct {
+		name   string
+		values []*journal.PathValue
+		want   []*gpb.SetRequest
+	}{
+		{
+			name: "nothing",
+		},
+		{
+			name:   "values and unrelated tombstones merge",
+			values: []*journal.PathValue{leafX, leafY, delE2, leafD},
+			want:   []*gpb.SetRequest{req(dels(delE2), leafX, leafY, leafD)},
+		},
+		{
+			name:   "tombstone below an earlier value",
+			values: []*journal.PathValue{jsonA1, delAB2},
+			want:   []*gpb.SetRequest{req(nil, jsonA1), req(dels(delAB2))},
+		},
+		{
+			name:   "tombstone above an earlier value",
+			values: []*journal.PathValue{valAB1, delA2},
+			want:   []*gpb.SetRequest{req(nil, valAB1), req(dels(delA2))},
+		},
+		{
+			name:   "tombstone at an earlier value",
+			values: []*journal.PathValue{valAB1, delAB2},
+			want:   []*gpb.SetRequest{req(nil, valAB1), req(dels(delAB2))},
+		},
+		{
+			name:   "root tombstone above an earlier value",
+			values: []*journal.PathValue{leafX, delRt2},
+			want:   []*gpb.SetRequest{req(nil, leafX), req(dels(delRt2))},
+		},
+		{
+			name:   "keyless list tombstone above an earlier list entry",
+			values: []*journal.PathValue{leafX, delAB2},
+			want:   []*gpb.SetRequest{req(nil, leafX), req(dels(delAB2))},
+		},
+		{
+			name:   "list entry tombstone below an earlier keyless list value",
+			values: []*journal.PathValue{valAB1, delX2},
+			want:   []*gpb.SetRequest{req(nil, valAB1), req(dels(delX2))},
+		},
+		{
+			name:   "tombstone beside an earlier list entry",
+			values: []*journal.PathValue{leafX, delY2},
+			want:   []*gpb.SetRequest{req(dels(delY2), leafX)},
+		},
+		{
+			name:   "tombstone beside an earlier value with a longer name",
+			values: []*journal.PathValue{valBC1, delAB2},
+			want:   []*gpb.SetRequest{req(dels(delAB2), valBC1)},
+		},
+		{
+			name:   "same path in another origin",
+			values: []*journal.PathValue{orig1, orig2},
+			want:   []*gpb.SetRequest{req(dels(orig2), orig1)},
+		},
+		{
+			name:   "tombstone overlapping a value of the same index",
+			values: []*journal.PathValue{jsonA3, delAB3},
+			want:   []*gpb.SetRequest{req(dels(delAB3), jsonA3)},
+		},
+		{
+			name:   "tombstone above a value of the same index",
+			values: []*journal.PathValue{valAB3, delA3},
+			want:   []*gpb.SetRequest{req(dels(delA3), valAB3)},
+		},
+		{
+			name:   "tombstone overlapping a value of the same index and an earlier one",
+			values: []*journal.PathValue{valAB1, jsonA3, delAB3},
+			want:   []*gpb.SetRequest{req(nil, valAB1, jsonA3), req(dels(delAB3))},
+		},
+		{
+			name:   "tombstone overlapping a value of a later index",
+			values: []*journal.PathValue{valAB5, delA3},
+			want:   []*gpb.SetRequest{req(nil, valAB5), req(dels(delA3))},
+		},
+		{
+			name:   "tombstone overlapping values of its own and an earlier index fed later",
+			values: []*journal.PathValue{jsonA3, valAB1, delA3},
+			want:   []*gpb.SetRequest{req(nil, jsonA3, valAB1), req(dels(delA3))},
+		},
+		{
+			name:   "values after an overlapping tombstone",
+			values: []*journal.PathValue{delA1, valAB2, jsonA3},
+			want:   []*gpb.SetRequest{req(dels(delA1), valAB2, jsonA3)},
+		},
+		{
+			name:   "a split forgets the values sent",
+			values: []*journal.PathValue{valAB1, delA2, delAB2, valAB2, delA3},
+			want:   []*gpb.SetRequest{req(nil, valAB1), req(dels(delA2, delAB2), valAB2), req(dels(delA3))},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := batch(tt.values, 1<<20)
+			if diff := cmp.Diff(tt.want, got, protocmp.Transform()); diff != "" {
+				t.Errorf("requests mismatch (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestSetBatcherSizeLimit(t *testing.T) {
+	const maxBytes = 4096
+	var values []*journal.PathValue
+	for n := range 1000 {
+		path := fmt.Sprintf("/interfaces/interface[name=eth%d]/config/description", n)
+		if n%7 == 3 {
+			values = append(values, tombstone(t, path, uint64(n)))
+		} else {
+			values = append(values, value(t, path, uint64(n), stringVal(strings.Repeat("d", n%50))))
+		}
+	}
+	reqs := batch(values, maxBytes)
+	if len(reqs) < 2 {
+		t.Fatalf("got %d requests, want several", len(reqs))
+	}
+	var gotDeletes, wantDeletes []*gpb.Path
+	var gotUpdates, wantUpdates []*gpb.Update
+	for _, pv := range values {
+		if pv.Deleted {
+			wantDeletes = append(wantDeletes, pv.Path)
+		} else {
+			wantUpdates = append(wantUpdates, update(pv))
+		}
+	}
+	next := 0 // index in values of the first value after reqs[n]
+	for n, req := range reqs {
+		if size := proto.Size(req); size > maxBytes {
+			t.Errorf("request %d has %d bytes, more than %d", n, size, maxBytes)
+		}
+		next += len(req.Delete) + len(req.Update)
+		if n < len(reqs)-1 {
+			// Requests are full: the next value did not fit.
+			withNext := proto.CloneOf(req)
+			if pv := values[next]; pv.Deleted {
+				withNext.Delete = append(withNext.Delete, pv.Path)
+			} else {
+				withNext.Update = append(withNext.Update, update(pv))
+			}
+			if size := proto.Size(withNext); size <= maxBytes {
+				t.Errorf("request %d has %d bytes, but the next value, which would make %d, went into another", n, proto.Size(req), size)
+			}
+		}
+		gotDeletes = append(gotDeletes, req.Delete...)
+		gotUpdates = append(gotUpdates, req.Update...)
+	}
+	if diff := cmp.Diff(wantDeletes, gotDeletes, protocmp.Transform()); diff != "" {
+		t.Errorf("deletes mismatch (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff(wantUpdates, gotUpdates, protocmp.Transform()); diff != "" {
+		t.Errorf("updates mismatch (-want +got):\n%s", diff)
+	}
+}
+
+func TestSetBatcherSizeIsExact(t *testing.T) {
+	values := []*journal.PathValue{
+		value(t, "/a/b[name=x]/c", 1, stringVal("1")),
+		tombstone(t, "/d", 2),
+		value(t, "/e", 3, jsonVal(strings.Repeat("x", 300))), // a length of two varint bytes
+		value(t, "/f", 4, stringVal("4")),
+	}
+	exact := proto.Size(batch(values[:3], 1<<20)[0])
+	for _, tt := range []struct {
+		maxBytes int
+		want     []int // entries per request
+	}{
+		{maxBytes: exact, want: []int{3, 1}},
+		{maxBytes: exact - 1, want: []int{2, 2}},
+	} {
+		var got []int
+		for _, req := range batch(values, tt.maxBytes) {
+			got = append(got, len(req.Delete)+len(req.Update))
+		}
+		if !slices.Equal(got, tt.want) {
+			t.Errorf("maxBytes %d: entries per request %v, want %v", tt.maxBytes, got, tt.want)
+		}
+	}
+}
+
+func TestSetBatcherOversizeValueGoesAlone(t *testing.T) {
+	small1 := value(t, "/a", 1, stringVal("a"))
+	big := value(t, "/b", 2, jsonVal(strings.Repeat("x", 1000)))
+	small2 := value(t, "/c", 3, stringVal("c"))
+	small3 := value(t, "/d", 4, stringVal("d"))
+	tests := []struct {
+		name   string
+		values []*journal.PathValue
+		want   [][]*journal.PathValue
+	}{
+		{
+			name:   "in the middle",
+			values: []*journal.PathValue{small1, big, small2, small3},
+			want:   [][]*journal.PathValue{{small1}, {big}, {small2, small3}},
+		},
+		{
+			name:   "first",
+			values: []*journal.PathValue{big, small1},
+			want:   [][]*journal.PathValue{{big}, {small1}},
+		},
+		{
+			name:   "only",
+			values: []*journal.PathValue{big},
+			want:   [][]*journal.PathValue{{big}},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var want []*gpb.SetRequest
+			for _, group := range tt.want {
+				req := &gpb.SetRequest{}
+				for _, pv := range group {
+					req.Update = append(req.Update, update(pv))
+				}
+				want = append(want, req)
+			}
+			got := batch(tt.values, 100)
+			if diff := cmp.Diff(want, got, protocmp.Transform()); diff != "" {
+				t.Errorf("requests mismatch (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestRollbackRequests(t *testing.T) {
+	var (
+		absentX = tombstone(t, "/a/b[name=x]", 0)
+		absentE = tombstone(t, "/e", 0)
+		valA2   = value(t, "/a", 2, jsonVal(`{"b":[]}`))
+		delAB2  = tombstone(t, "/a/b", 2)
+		valZ2   = value(t, "/z", 2, stringVal("z"))
+		delA5   = tombstone(t, "/a", 5)
+		valC3   = value(t, "/c", 3, stringVal("c"))
+		valB3   = value(t, "/b", 3, stringVal("b"))
+	)
+	values := []*journal.PathValue{delA5, valC3, valZ2, absentE, valB3, valA2, delAB2, absentX}
+	before := slices.Clone(values)
+
+	got := rollbackRequests(values, 1<<20)
+	want := []*gpb.SetRequest{
+		{
+			// Index 0, then index 2 with its tombstone first, then index 3,
+			// each by path.
+			Delete: []*gpb.Path{absentX.Path, absentE.Path, delAB2.Path},
+			Update: []*gpb.Update{update(valA2), update(valZ2), update(valB3), update(valC3)},
+		},
+		// The tombstone of index 5 is at the path of the value of index 2.
+		{Delete: []*gpb.Path{delA5.Path}},
+	}
+	if diff := cmp.Diff(want, got, protocmp.Transform()); diff != "" {
+		t.Errorf("rollbackRequests() mismatch (-want +got):\n%s", diff)
+	}
+	if !slices.Equal(before, values) {
+		t.Error("rollbackRequests() reordered its argument")
+	}
+	if got := rollbackRequests(nil, 1<<20); got != nil {
+		t.Errorf("rollbackRequests(nil) = %v, want nil", got)
+	}
+}
+
+// targetModel is a tiny model of a gNMI target over a fixed tree of paths
+// (ygot path strings). A value is JSON holding its whole subtree, so an
+// update sets every node at or under its path and a delete removes every
+// node at or under its path.
+type targetModel struct {
+	nodes []string
+	state map[string]string
+}
+
+func newTargetModel(nodes []string) *targetModel {
+	return &targetModel{nodes: nodes, state: make(map[string]string)}
+}
+
+// modelCovers reports whether a delete of parent deletes child: child is
+// parent or below it, and a list path without keys covers all entries. It is
+// written on path strings, independently of journal.IsUnder.
+func modelCovers(parent, child string) bool {
+	return parent == "/" || child == parent ||
+		strings.HasPrefix(child, parent+"/") || strings.HasPrefix(child, parent+"[")
+}
+
+func (m *targetModel) delete(path string) {
+	for _, n := range m.nodes {
+		if modelCovers(path, n) {
+			delete(m.state, n)
+		}
+	}
+}
+
+func (m *targetModel) update(path, value string) {
+	for _, n := range m.nodes {
+		if modelCovers(path, n) {
+			m.state[n] = value
+		}
+	}
+}
+
+func pathString(tb testing.TB, p *gpb.Path) string {
+	tb.Helper()
+	s, err := ygot.PathToString(p)
+	if err != nil {
+		tb.Fatalf("PathToString(%v): %v", p, err)
+	}
+	return s
+}
+
+// applySet applies req the way a gNMI target does: deletes first, then
+// updates in list order.
+func (m *targetModel) applySet(tb testing.TB, req *gpb.SetRequest) {
+	tb.Helper()
+	if len(req.Replace) > 0 || req.Prefix != nil {
+		tb.Fatalf("request has a prefix or replaces: %v", req)
+	}
+	for _, p := range req.Delete {
+		m.delete(pathString(tb, p))
+	}
+	for _, u := range req.Update {
+		m.update(pathString(tb, u.Path), string(u.Val.GetJsonIetfVal()))
+	}
+}
+
+// applyOneByOne applies values one at a time, in order.
+func (m *targetModel) applyOneByOne(tb testing.TB, values []*journal.PathValue) {
+	tb.Helper()
+	for _, pv := range values {
+		if pv.Deleted {
+			m.delete(pathString(tb, pv.Path))
+		} else {
+			m.update(pathString(tb, pv.Path), string(pv.Value.GetJsonIetfVal()))
+		}
+	}
+}
+
+// modelNodes returns the path tree of the semantic tests, with a keyless
+// list path and its entries.
+func modelNodes() []string {
+	return []string{
+		"/", "/a", "/a/b", "/a/b[name=x]", "/a/b[name=y]", "/a/b[name=x]/c",
+		"/a/b[name=y]/c", "/a/b[name=y]/c/d", "/a/bc", "/e", "/e/f",
+	}
+}
+
+// randomWrites returns the per-path values of up to 8 random proposals over
+// modelNodes() (each path at most once per proposal, a tombstone or a value
+// unique to the proposal and path), in index order and, within an index,
+// tombstones first, each group by path key: the order in which the original
+// Sets took effect.
+func randomWrites(tb testing.TB, r *rand.Rand) []*journal.PathValue {
+	tb.Helper()
+	var values []*journal.PathValue
+	proposals := 1 + r.Uint64N(8)
+	for index := uint64(1); index <= proposals; index++ {
+		var writes []*journal.PathValue
+		for _, n := range modelNodes() {
+			if r.IntN(4) != 0 {
+				continue
+			}
+			if r.IntN(3) == 0 {
+				writes = append(writes, tombstone(tb, n, index))
+			} else {
+				writes = append(writes, value(tb, n, index, jsonVal(fmt.Sprintf("%d%s", index, n))))
+			}
+		}
+		slices.SortFunc(writes, func(a, b *journal.PathValue) int {
+			if a.Deleted != b.Deleted {
+				if a.Deleted {
+					return -1
+				}
+				return 1
+			}
+			return bytes.Compare(journal.PathKey(a.Path), journal.PathKey(b.Path))
+		})
+		values = append(values, writes...)
+	}
+	return values
+}
+
+// checkSizes checks that every request holding more than one entry is within
+// maxBytes.
+func checkSizes(t *testing.T, reqs []*gpb.SetRequest, maxBytes int) {
+	t.Helper()
+	for n, req := range reqs {
+		if size := proto.Size(req); size > maxBytes && len(req.Delete)+len(req.Update) > 1 {
+			t.Errorf("request %d of %d entries has %d bytes, more than %d", n, len(req.Delete)+len(req.Update), size, maxBytes)
+		}
+	}
+}
+
+// TestSetBatcherMatchesOneByOne checks the batcher's ordering guarantee: fed
+// values in the order the original Sets took effect, its requests leave the
+// target as the values applied one by one do, whatever the size limit.
+func TestSetBatcherMatchesOneByOne(t *testing.T) {
+	for seed := range uint64(500) {
+		r := rand.New(rand.NewPCG(seed, 1))
+		values := randomWrites(t, r)
+		for _, maxBytes := range []int{1, 80, 200, 1 << 20} {
+			want := newTargetModel(modelNodes())
+			want.applyOneByOne(t, values)
+
+			reqs := batch(values, maxBytes)
+			got := newTargetModel(modelNodes())
+			for _, req := range reqs {
+				got.applySet(t, req)
+			}
+			if diff := cmp.Diff(want.state, got.state); diff != "" {
+				t.Fatalf("seed %d, maxBytes %d: target state mismatch (-one by one +batched):\n%s\nvalues: %v\nrequests: %v",
+					seed, maxBytes, diff, values, reqs)
+			}
+			checkSizes(t, reqs, maxBytes)
+		}
+	}
+}
+
+// TestRollbackRequestsMatchesOneByOne checks that rollbackRequests restores,
+// from values in any order, what applying them in the order they were
+// written does.
+func TestRollbackRequestsMatchesOneByOne(t *testing.T) {
+	for seed := range uint64(500) {
+		r := rand.New(rand.NewPCG(seed, 3))
+		values := randomWrites(t, r)
+		want := newTargetModel(modelNodes())
+		want.applyOneByOne(t, values)
+
+		shuffled := slices.Clone(values)
+		r.Shuffle(len(shuffled), func(i, j int) { shuffled[i], shuffled[j] = shuffled[j], shuffled[i] })
+		for _, maxBytes := range []int{80, 1 << 20} {
+			reqs := rollbackRequests(shuffled, maxBytes)
+			got := newTargetModel(modelNodes())
+			for _, req := range reqs {
+				got.applySet(t, req)
+			}
+			if diff := cmp.Diff(want.state, got.state); diff != "" {
+				t.Fatalf("seed %d, maxBytes %d: target state mismatch (-one by one +rollback):\n%s", seed, maxBytes, diff)
+			}
+			checkSizes(t, reqs, maxBytes)
+		}
+	}
+}

@@ -1,0 +1,381 @@
+package trace
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/openconfig/gnmi/proto/gnmi"
+	"github.com/openconfig/ygot/ygot"
+	"google.golang.org/protobuf/encoding/protojson"
+	"google.golang.org/protobuf/encoding/prototext"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/gnmi-sidecar/gnmi-sidecar/journal"
+)
+
+// CheckApplied compares the applied values a trace implies (Report.Applied)
+// with the journal's (Journal.Applied) and returns a Consistency violation
+// for every path where they differ, in path order. A tombstone and no value
+// at all count as the same: retention drops old tombstones without a trace
+// line.
+func CheckApplied(model map[string]Value, journalApplied []*journal.PathValue) []Violation {
+	actual := make(map[string]*journal.PathValue, len(journalApplied))
+	for _, pv := range journalApplied {
+		actual[journal.PathString(pv.GetPath())] = pv
+	}
+	paths := slices.AppendSeq(slices.Collect(maps.Keys(model)), maps.Keys(actual))
+	slices.Sort(paths)
+	var out []Violation
+	for _, path := range slices.Compact(paths) {
+		want, ok := model[path]
+		if msg := diffApplied(want, ok, actual[path]); msg != "" {
+			out = append(out, consistency("applied value at %s: %s", path, msg))
+		}
+	}
+	return out
+}
+
+// diffApplied describes how the journal's applied value got differs from
+// the trace's want (absent if !ok), or returns "" if they agree.
+func diffApplied(want Value, ok bool, got *journal.PathValue) string {
+	switch wantNone, gotNone := !ok || want.Deleted, got == nil || got.GetDeleted(); {
+	case wantNone && gotNone:
+		if ok && got != nil && want.Index != got.GetIndex() {
+			return fmt.Sprintf("the trace deleted it in proposal %d, the journal in proposal %d", want.Index, got.GetIndex())
+		}
+		return ""
+	case wantNone:
+		return fmt.Sprintf("the trace implies none, the journal holds %s from proposal %d", show(got.GetValue()), got.GetIndex())
+	}
+	v, err := decodeValue(want)
+	if err != nil {
+		return err.Error()
+	}
+	switch {
+	case got == nil || got.GetDeleted():
+		return fmt.Sprintf("the trace implies %s from proposal %d, the journal holds none", show(v), want.Index)
+	case !proto.Equal(v, got.GetValue()):
+		return fmt.Sprintf("the trace implies %s, the journal holds %s", show(v), show(got.GetValue()))
+	case want.Index != got.GetIndex():
+		return fmt.Sprintf("the trace implies the value from proposal %d, the journal holds it from proposal %d",
+			want.Index, got.GetIndex())
+	}
+	return ""
+}
+
+// AppliedValues returns Applied as journal values in path order, for
+// CheckDevice when the journal cannot be read (a sidecar in another process
+// holds its lock).
+func (r *Report) AppliedValues() ([]*journal.PathValue, error) {
+	out := make([]*journal.PathValue, 0, len(r.Applied))
+	for _, path := range slices.Sorted(maps.Keys(r.Applied)) {
+		v := r.Applied[path]
+		p, err := parsePath(path)
+		if err != nil {
+			return nil, fmt.Errorf("trace: applied value at %q: %w", path, err)
+		}
+		pv := &journal.PathValue{Path: p, Index: v.Index, Deleted: v.Deleted}
+		if !v.Deleted {
+			if pv.Value, err = decodeValue(v); err != nil {
+				return nil, fmt.Errorf("trace: %w", err)
+			}
+		}
+		out = append(out, pv)
+	}
+	return out, nil
+}
+
+// CheckDevice checks that a device holds the applied values, and only them.
+// device maps a path string (as ygot.PathToString renders it) to a scalar
+// leaf, as testbed.Device.ConfigLeaves returns them. It returns a
+// Consistency violation for
+//
+//   - every applied scalar value missing from the device or different
+//     there (JSON values are not compared: they hold subtrees);
+//   - every device leaf at or under an applied tombstone, unless a value
+//     written with the tombstone or after it accounts for the leaf;
+//   - every other device leaf that neither an applied value at its path nor
+//     a JSON value above it accounts for.
+//
+// List key leaves ("…/interface[name=eth0]/name" and
+// "…/interface[name=eth0]/config/name" = "eth0") are always allowed: the
+// device creates them with the list entry. Origin "openconfig" is the
+// device's default origin. Violations about applied values come first, in
+// their order, then those about device leaves, in path order. The cost is
+// linear in the number of values and leaves (about 1 s for 100,000 leaves).
+func CheckDevice(applied []*journal.PathValue, device map[string]*gnmi.TypedValue) []Violation {
+	out, _ := checkDevice(applied, device)
+	return out
+}
+
+// deviceStats counts the applied values CheckDevice compared with the
+// device leaf by leaf, and the JSON ones it could not.
+type deviceStats struct {
+	compared, json int
+}
+
+func checkDevice(applied []*journal.PathValue, device map[string]*gnmi.TypedValue) ([]Violation, deviceStats) {
+	leaves, out := parseLeaves(device)
+	onDevice := make(map[string]deviceLeaf, len(leaves))
+	for _, l := range leaves {
+		onDevice[l.key] = l
+	}
+	var stats deviceStats
+	for _, pv := range applied {
+		switch {
+		case pv.GetDeleted():
+		case isJSON(pv.GetValue()):
+			stats.json++
+		default:
+			stats.compared++
+			if msg := diffDevice(pv, onDevice[deviceKey(pv.GetPath())]); msg != "" {
+				out = append(out, consistency("%s", msg))
+			}
+		}
+	}
+	index := indexApplied(applied)
+	for _, l := range leaves {
+		if msg := index.unaccounted(l); msg != "" {
+			out = append(out, consistency("%s", msg))
+		}
+	}
+	return out, stats
+}
+
+// deviceLeaf is one leaf of the device's configuration.
+type deviceLeaf struct {
+	name  string // the path string the device gave
+	path  *gnmi.Path
+	key   string // deviceKey(path)
+	value *gnmi.TypedValue
+}
+
+// parseLeaves returns the device's leaves in path order, and a violation
+// for each path that does not parse.
+func parseLeaves(device map[string]*gnmi.TypedValue) ([]deviceLeaf, []Violation) {
+	var leaves []deviceLeaf
+	var bad []Violation
+	for _, name := range slices.Sorted(maps.Keys(device)) {
+		p, err := parsePath(name)
+		if err != nil {
+			bad = append(bad, consistency("device leaf %q: %v", name, err))
+			continue
+		}
+		leaves = append(leaves, deviceLeaf{name: name, path: p, key: deviceKey(p), value: device[name]})
+	}
+	return leaves, bad
+}
+
+// diffDevice describes how the device differs from the applied scalar pv
+// (l is the device leaf at its path, zero if none), or returns "".
+func diffDevice(pv *journal.PathValue, l deviceLeaf) string {
+	path := journal.PathString(pv.GetPath())
+	switch {
+	case l.path == nil:
+		return fmt.Sprintf("%s: the device has no value, the applied value is %s from proposal %d",
+			path, show(pv.GetValue()), pv.GetIndex())
+	case !proto.Equal(l.value, pv.GetValue()):
+		return fmt.Sprintf("%s: the device has %s, the applied value is %s from proposal %d",
+			path, show(l.value), show(pv.GetValue()), pv.GetIndex())
+	}
+	return ""
+}
+
+// appliedIndex holds applied values by device path key.
+type appliedIndex struct {
+	at map[string]*journal.PathValue
+	// covers holds those that speak for a whole subtree: tombstones and
+	// JSON values.
+	covers map[string]*journal.PathValue
+}
+
+func indexApplied(applied []*journal.PathValue) appliedIndex {
+	ix := appliedIndex{at: make(map[string]*journal.PathValue, len(applied)), covers: make(map[string]*journal.PathValue)}
+	for _, pv := range applied {
+		key := deviceKey(pv.GetPath())
+		ix.at[key] = pv
+		if pv.GetDeleted() || isJSON(pv.GetValue()) {
+			ix.covers[key] = pv
+		}
+	}
+	return ix
+}
+
+// unaccounted explains why the device should not hold leaf l, or returns ""
+// if the applied values account for it. Of the value at l's path, the JSON
+// values above it and the tombstones at or above it, the newest decides; a
+// value wins a tie because a Set applies its deletes first.
+func (ix appliedIndex) unaccounted(l deviceLeaf) string {
+	if isListKey(l.path, l.value) {
+		return ""
+	}
+	var put, tombstone *journal.PathValue
+	consider := func(pv *journal.PathValue) {
+		switch {
+		case pv == nil:
+		case pv.GetDeleted():
+			tombstone = newer(tombstone, pv)
+		default:
+			put = newer(put, pv)
+		}
+	}
+	consider(ix.at[l.key])
+	if len(ix.covers) > 0 {
+		for _, p := range coveringPaths(l.path) {
+			consider(ix.covers[deviceKey(p)])
+		}
+	}
+	switch {
+	case tombstone != nil && (put == nil || put.GetIndex() < tombstone.GetIndex()):
+		return fmt.Sprintf("%s: the device has %s, but the applied values delete %s (proposal %d)",
+			l.name, show(l.value), journal.PathString(tombstone.GetPath()), tombstone.GetIndex())
+	case put == nil:
+		return fmt.Sprintf("%s: the device has %s, which no applied value accounts for", l.name, show(l.value))
+	}
+	return ""
+}
+
+// newer returns whichever of a (possibly nil) and b was written last.
+func newer(a, b *journal.PathValue) *journal.PathValue {
+	if a == nil || b.GetIndex() > a.GetIndex() {
+		return b
+	}
+	return a
+}
+
+// coveringPaths returns the paths P other than p itself for which
+// journal.IsUnder(p, P): every proper prefix of p, the root included, and
+// for each list entry on the way (p's last element included) the whole list,
+// the element without its keys.
+func coveringPaths(p *gnmi.Path) []*gnmi.Path {
+	elems := p.GetElem()
+	out := make([]*gnmi.Path, 0, 2*len(elems))
+	for n := 0; n <= len(elems); n++ {
+		if n < len(elems) {
+			out = append(out, &gnmi.Path{Origin: p.GetOrigin(), Elem: elems[:n]})
+		}
+		if n > 0 && len(elems[n-1].GetKey()) > 0 {
+			list := append(slices.Clone(elems[:n-1]), &gnmi.PathElem{Name: elems[n-1].GetName()})
+			out = append(out, &gnmi.Path{Origin: p.GetOrigin(), Elem: list})
+		}
+	}
+	return out
+}
+
+// isListKey reports whether p is a list key leaf holding its key's value:
+// its name is a key of its parent element, or of its grandparent through a
+// "config" container, and v renders as that key's value.
+func isListKey(p *gnmi.Path, v *gnmi.TypedValue) bool {
+	elems := p.GetElem()
+	n := len(elems)
+	if n < 2 {
+		return false
+	}
+	s, ok := scalarString(v)
+	if !ok {
+		return false
+	}
+	name := elems[n-1].GetName()
+	owners := elems[n-2 : n-1]
+	if n >= 3 && elems[n-2].GetName() == "config" {
+		owners = elems[n-3 : n-1]
+	}
+	for _, e := range owners {
+		if key, ok := e.GetKey()[name]; ok && key == s {
+			return true
+		}
+	}
+	return false
+}
+
+// scalarString renders a scalar value as it appears in a path's list key.
+func scalarString(v *gnmi.TypedValue) (string, bool) {
+	switch x := v.GetValue().(type) {
+	case *gnmi.TypedValue_StringVal:
+		return x.StringVal, true
+	case *gnmi.TypedValue_UintVal:
+		return strconv.FormatUint(x.UintVal, 10), true
+	case *gnmi.TypedValue_IntVal:
+		return strconv.FormatInt(x.IntVal, 10), true
+	case *gnmi.TypedValue_BoolVal:
+		return strconv.FormatBool(x.BoolVal), true
+	case *gnmi.TypedValue_DoubleVal:
+		return strconv.FormatFloat(x.DoubleVal, 'g', -1, 64), true
+	}
+	return "", false
+}
+
+func isJSON(v *gnmi.TypedValue) bool {
+	switch v.GetValue().(type) {
+	case *gnmi.TypedValue_JsonVal, *gnmi.TypedValue_JsonIetfVal:
+		return true
+	}
+	return false
+}
+
+// deviceKey is p's path key on the device, which serves origin
+// "openconfig" as its default origin.
+func deviceKey(p *gnmi.Path) string {
+	if p.GetOrigin() == "openconfig" {
+		p = &gnmi.Path{Elem: p.GetElem()}
+	}
+	return string(journal.PathKey(p))
+}
+
+// parsePath parses a path as journal.PathString renders it:
+// "/a/b[k=v]/c", or "origin:/a/..." with an origin.
+func parsePath(s string) (*gnmi.Path, error) {
+	origin, rest := "", s
+	if !strings.HasPrefix(s, "/") {
+		var ok bool
+		if origin, rest, ok = strings.Cut(s, ":"); !ok {
+			return nil, fmt.Errorf("path %q is not absolute", s)
+		}
+	}
+	p, err := ygot.StringToStructuredPath(rest)
+	if err != nil {
+		return nil, err
+	}
+	p.Origin = origin
+	return p, nil
+}
+
+// decodeValue decodes a trace value's TypedValue.
+func decodeValue(v Value) (*gnmi.TypedValue, error) {
+	tv := &gnmi.TypedValue{}
+	if err := protojson.Unmarshal(v.Value, tv); err != nil {
+		return nil, fmt.Errorf("the trace's value at %s does not decode: %w", v.Path, err)
+	}
+	return tv, nil
+}
+
+// show renders a value for a message: a string quoted, other scalars with
+// their type (uint 1500), JSON with its encoding.
+func show(v *gnmi.TypedValue) string {
+	switch x := v.GetValue().(type) {
+	case nil:
+		return "no value"
+	case *gnmi.TypedValue_StringVal:
+		return strconv.Quote(x.StringVal)
+	case *gnmi.TypedValue_UintVal:
+		return "uint " + strconv.FormatUint(x.UintVal, 10)
+	case *gnmi.TypedValue_IntVal:
+		return "int " + strconv.FormatInt(x.IntVal, 10)
+	case *gnmi.TypedValue_BoolVal:
+		return "bool " + strconv.FormatBool(x.BoolVal)
+	case *gnmi.TypedValue_DoubleVal:
+		return "double " + strconv.FormatFloat(x.DoubleVal, 'g', -1, 64)
+	case *gnmi.TypedValue_JsonVal:
+		return "JSON " + string(x.JsonVal)
+	case *gnmi.TypedValue_JsonIetfVal:
+		return "JSON_IETF " + string(x.JsonIetfVal)
+	}
+	return prototext.MarshalOptions{}.Format(v)
+}
+
+func consistency(format string, args ...any) Violation {
+	return Violation{Property: PropertyConsistency, Message: fmt.Sprintf(format, args...)}
+}

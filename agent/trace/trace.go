@@ -1,0 +1,183 @@
+// Package trace records the sidecar's journal transitions as JSON lines
+// (the project's counterpart of the spec's Log module, enabled with the
+// serve command's --trace flag or the GNMI_SIDECAR_TRACE environment
+// variable) and checks a recorded trace against the properties of
+// DESIGN.md §3: Order, Sequential, rollback order, Consistency and
+// Liveness.
+package trace
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"sync"
+	"time"
+
+	"google.golang.org/protobuf/encoding/protojson"
+
+	"github.com/gnmi-sidecar/gnmi-sidecar/journal"
+)
+
+// Env names the environment variable that, when set to a file path,
+// turns the trace on (the serve command's --trace flag does the same).
+const Env = "GNMI_SIDECAR_TRACE"
+
+// ActionOpen is the trace line a Tracer writes when a journal is opened
+// (the sidecar starts): in-memory state such as the connection is gone.
+const ActionOpen = "Open"
+
+// Line is one line of the trace: one journal transition, the
+// project's counterpart of a record of the spec's Log module. Statuses and
+// phases are the journal's enum names (STATUS_COMPLETE, PHASE_CHANGE, ...).
+type Line struct {
+	Seq    uint64    `json:"seq"`
+	Time   time.Time `json:"time"`
+	Action string    `json:"action"`
+	Index  uint64    `json:"index,omitempty"`
+	// Term and Conn are the mastership as of this transition.
+	Term uint64 `json:"term"`
+	Conn uint64 `json:"conn"`
+
+	Phase          string `json:"phase,omitempty"`
+	Commit         string `json:"commit,omitempty"`
+	Apply          string `json:"apply,omitempty"`
+	RollbackIndex  uint64 `json:"rollback_index,omitempty"`
+	RollbackCommit string `json:"rollback_commit,omitempty"`
+	RollbackApply  string `json:"rollback_apply,omitempty"`
+
+	Committed   *Committed `json:"committed,omitempty"`
+	Applied     *Applied   `json:"applied,omitempty"`
+	Status      string     `json:"status,omitempty"`
+	RollingBack uint64     `json:"rolling_back,omitempty"`
+	LastIndex   uint64     `json:"last_index,omitempty"`
+
+	// Aborted lists the proposals a FailApply aborted.
+	Aborted []uint64 `json:"aborted,omitempty"`
+	// Values are the per-path values the transition wrote: the change's
+	// values for CommitChange and CompleteApply, the rollback values for
+	// CommitRollback and CompleteApplyRollback.
+	Values []Value `json:"values,omitempty"`
+	Error  *Error  `json:"error,omitempty"`
+}
+
+// Committed is configuration.committed.
+type Committed struct {
+	Proposal uint64 `json:"proposal"`
+	Index    uint64 `json:"index"`
+}
+
+// Applied is configuration.applied.
+type Applied struct {
+	Proposal uint64 `json:"proposal"`
+	Index    uint64 `json:"index"`
+	Term     uint64 `json:"term"`
+	Target   uint64 `json:"target"`
+}
+
+// Value is one path's value: Value is the gNMI TypedValue in protojson
+// form, absent for a tombstone (Deleted).
+type Value struct {
+	Path    string          `json:"path"`
+	Index   uint64          `json:"index"`
+	Deleted bool            `json:"deleted,omitempty"`
+	Value   json.RawMessage `json:"value,omitempty"`
+}
+
+// Error is a failure's gRPC code and message.
+type Error struct {
+	Code    uint32 `json:"code"`
+	Message string `json:"message"`
+}
+
+// Tracer writes the trace: one JSON line per journal transition. Its
+// Observe method is a journal.Options.Observer. Write errors are reported
+// once through Err and otherwise ignored: the trace must never stop the
+// sidecar.
+type Tracer struct {
+	mu   sync.Mutex
+	w    io.Writer
+	seq  uint64
+	term uint64
+	conn uint64
+	err  error
+}
+
+// NewTracer returns a Tracer writing to w.
+func NewTracer(w io.Writer) *Tracer { return &Tracer{w: w} }
+
+// Begin writes the Open line with the journal's current mastership. Call it
+// once the journal is open, before the agent runs.
+func (t *Tracer) Begin(m *journal.Mastership) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.term, t.conn = m.GetTerm(), m.GetConn()
+	t.write(&Line{Time: time.Now(), Action: ActionOpen})
+}
+
+// Observe records one transition.
+func (t *Tracer) Observe(e journal.Event) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if m := e.Mastership; m != nil {
+		t.term, t.conn = m.GetTerm(), m.GetConn()
+	}
+	l := &Line{Time: e.Time, Action: string(e.Action), Index: e.Index, Aborted: e.Aborted}
+	if p := e.Proposal; p != nil {
+		ch, rb := p.GetChange(), p.GetRollback()
+		l.Phase = p.GetPhase().String()
+		l.Commit, l.Apply = ch.GetCommit().String(), ch.GetApply().String()
+		l.RollbackIndex = rb.GetIndex()
+		l.RollbackCommit, l.RollbackApply = rb.GetCommit().String(), rb.GetApply().String()
+		if err := ch.GetError(); err != nil {
+			l.Error = &Error{Code: err.GetCode(), Message: err.GetMessage()}
+		}
+		switch e.Action {
+		case journal.ActionCommitChange, journal.ActionCompleteApply:
+			l.Values = traceValues(ch.GetValues())
+		case journal.ActionCommitRollback, journal.ActionCompleteApplyRollback:
+			l.Values = traceValues(rb.GetValues())
+		}
+	}
+	if c := e.Configuration; c != nil {
+		l.Committed = &Committed{Proposal: c.GetCommitted().GetProposal(), Index: c.GetCommitted().GetIndex()}
+		a := c.GetApplied()
+		l.Applied = &Applied{Proposal: a.GetProposal(), Index: a.GetIndex(), Term: a.GetTerm(), Target: a.GetTarget()}
+		l.Status = c.GetStatus().String()
+		l.RollingBack = c.GetRollingBack()
+		l.LastIndex = c.GetLastIndex()
+	}
+	t.write(l)
+}
+
+// Err returns the first write error, if any.
+func (t *Tracer) Err() error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.err
+}
+
+func (t *Tracer) write(l *Line) {
+	t.seq++
+	l.Seq, l.Term, l.Conn = t.seq, t.term, t.conn
+	b, err := json.Marshal(l)
+	if err == nil {
+		_, err = t.w.Write(append(b, '\n'))
+	}
+	if err != nil && t.err == nil {
+		t.err = fmt.Errorf("trace: %w", err)
+	}
+}
+
+func traceValues(pvs []*journal.PathValue) []Value {
+	out := make([]Value, 0, len(pvs))
+	for _, pv := range pvs {
+		v := Value{Path: journal.PathString(pv.GetPath()), Index: pv.GetIndex(), Deleted: pv.GetDeleted()}
+		if !pv.GetDeleted() && pv.GetValue() != nil {
+			if b, err := protojson.Marshal(pv.GetValue()); err == nil {
+				v.Value = b
+			}
+		}
+		out = append(out, v)
+	}
+	return out
+}

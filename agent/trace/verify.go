@@ -1,0 +1,68 @@
+package trace
+
+import (
+	"testing"
+
+	"github.com/openconfig/gnmi/proto/gnmi"
+
+	"github.com/gnmi-sidecar/gnmi-sidecar/journal"
+)
+
+// VerifyOptions selects the checks Verify runs besides Check.
+type VerifyOptions struct {
+	// Quiescent says the trace ends at rest, so Liveness must hold (see
+	// Report.CheckQuiescent).
+	Quiescent bool
+	// Applied are the journal's applied values (Journal.Applied), compared
+	// with the trace's (CheckApplied). nil skips the comparison; pass an
+	// empty slice for a journal with no applied values.
+	Applied []*journal.PathValue
+	// Device is the device's configuration (testbed.Device.ConfigLeaves),
+	// checked against Applied, or against the trace's applied values if
+	// Applied is nil (CheckDevice). nil skips the check.
+	Device map[string]*gnmi.TypedValue
+}
+
+// maxReported bounds the violations Verify reports one by one.
+const maxReported = 20
+
+// Verify checks the trace in the file at path: Check, then the checks opts
+// asks for. It reports each violation (the first maxReported of them) as a
+// test error, logs the trace's counts, and returns the report.
+func Verify(t testing.TB, path string, opts VerifyOptions) *Report {
+	t.Helper()
+	lines, err := ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v", err)
+		return nil
+	}
+	r := Check(lines)
+	if opts.Quiescent {
+		r.CheckQuiescent()
+	}
+	if opts.Applied != nil {
+		r.Violations = append(r.Violations, CheckApplied(r.Applied, opts.Applied)...)
+	}
+	if opts.Device != nil {
+		applied := opts.Applied
+		if applied == nil {
+			if applied, err = r.AppliedValues(); err != nil {
+				t.Fatalf("%v", err)
+				return nil
+			}
+		}
+		violations, stats := checkDevice(applied, opts.Device)
+		r.Violations = append(r.Violations, violations...)
+		t.Logf("trace %s: checked %d device leaves against %d applied values (%d JSON values not compared)",
+			path, len(opts.Device), stats.compared, stats.json)
+	}
+	t.Logf("trace %s: %v", path, r.Counts)
+	for n, v := range r.Violations {
+		if n == maxReported {
+			t.Errorf("trace %s: %d more violations", path, len(r.Violations)-n)
+			break
+		}
+		t.Errorf("trace %s: %v", path, v)
+	}
+	return r
+}
