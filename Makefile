@@ -4,6 +4,7 @@
 #   make test     install test tools into ./bin, vet, and run every test with -race
 #   make bench    Go benchmarks of the hot paths (journal, device), benchstat-comparable output
 #   make lint     go vet + staticcheck
+#   make sim      the agent's randomized simulation with more seeds (SEEDS=2000)
 
 GO          ?= go
 BIN         := $(CURDIR)/bin
@@ -22,7 +23,9 @@ TEST_TIMEOUT ?= 20m
 TEST_FLAGS   ?=
 BENCH_FLAGS  ?= -benchtime=1x -count=1
 
-.PHONY: all build run test tools lint bench proto clean
+SEEDS ?= 2000
+
+.PHONY: all build run test tools lint bench sim proto clean
 
 all: build
 
@@ -57,6 +60,10 @@ lint: $(STATICCHECK)
 bench:
 	$(GO) test -run '^$$' -bench . $(BENCH_FLAGS) ./journal/...
 	$(GO) test -run '^$$' -bench . -benchtime=200x -count=1 ./testbed/...
+
+# The agent's randomized simulation (make test runs 200 seeds).
+sim:
+	$(GO) test -race -timeout 60m ./agent/ -run TestSimulation -sim.seeds=$(SEEDS)
 
 # Regenerates the checked-in Go code of the repo's .proto files (needs protoc).
 proto: $(PROTOC_GEN_GO)

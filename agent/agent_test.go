@@ -164,6 +164,7 @@ func TestDeviceRestartIsRepushedBeforeNextApply(t *testing.T) {
 	r.waitApplied(c)
 	_, _ = a, b
 	term := r.a.Status().Term
+	sets := r.dev.SetCount()
 
 	r.restartDevice()
 	if leaves, _ := r.dev.ConfigLeaves(); len(leaves) != 0 {
@@ -178,8 +179,12 @@ func TestDeviceRestartIsRepushedBeforeNextApply(t *testing.T) {
 	if _, ok := r.deviceLeaf(mtuPath("eth0")); ok {
 		t.Error("re-push brought back a deleted leaf")
 	}
-	if st := r.a.Status(); st.Term <= term || st.LastRepushValues == 0 {
-		t.Errorf("status after restart: %+v, want a new term past %d and a re-push", st, term)
+	r.waitQuiescent()
+	if st := r.a.Status(); st.Term <= term || st.LastRepushValues != 3 {
+		t.Errorf("status after restart: %+v, want a new term past %d and a re-push of 3 values", st, term)
+	}
+	if got := r.dev.SetCount() - sets; got != 1 {
+		t.Errorf("re-push took %d Sets, want 1 (nothing in it overlaps)", got)
 	}
 	d := r.propose(updateOp(t, descPath("eth2"), str("new")))
 	r.waitApplied(d)

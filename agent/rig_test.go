@@ -4,8 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -30,7 +30,7 @@ type rig struct {
 	tracePath string
 	opts      agent.Options
 
-	traceFile *os.File
+	traceFile io.Closer
 	j         *journal.Journal
 	a         *agent.Agent
 	cancel    context.CancelFunc
@@ -67,13 +67,12 @@ func newRig(t testing.TB, devOpts testbed.Options, opts agent.Options) *rig {
 }
 
 // openJournal opens the journal with the trace on, as a sidecar start does.
-func (r *rig) openJournal() (*journal.Journal, *os.File) {
+func (r *rig) openJournal() (*journal.Journal, io.Closer) {
 	r.t.Helper()
-	f, err := os.OpenFile(r.tracePath, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+	tracer, f, err := trace.OpenFile(r.tracePath)
 	if err != nil {
 		r.t.Fatal(err)
 	}
-	tracer := trace.NewTracer(f)
 	j, err := journal.Open(r.dir, journal.Options{NoSync: true, Observer: tracer.Observe, Retain: -1, MemTableSize: 1 << 20})
 	if err != nil {
 		r.t.Fatal(err)

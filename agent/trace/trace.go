@@ -10,6 +10,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"os"
 	"sync"
 	"time"
 
@@ -104,6 +105,27 @@ type Tracer struct {
 
 // NewTracer returns a Tracer writing to w.
 func NewTracer(w io.Writer) *Tracer { return &Tracer{w: w} }
+
+// OpenFile returns a Tracer appending to the file at path (created if
+// missing, so one file can hold several sidecar runs) and the file, for the
+// caller to close after the journal.
+func OpenFile(path string) (*Tracer, io.Closer, error) {
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+	if err != nil {
+		return nil, nil, fmt.Errorf("trace: %w", err)
+	}
+	return NewTracer(f), f, nil
+}
+
+// FromEnv is OpenFile of the path in the Env environment variable, or nil
+// and no error when it is unset or empty.
+func FromEnv() (*Tracer, io.Closer, error) {
+	path := os.Getenv(Env)
+	if path == "" {
+		return nil, nil, nil
+	}
+	return OpenFile(path)
+}
 
 // Begin writes the Open line with the journal's current mastership. Call it
 // once the journal is open, before the agent runs.

@@ -1,0 +1,242 @@
+package agent_test
+
+import (
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"math/big"
+	"net"
+	"sync"
+	"testing"
+	"time"
+
+	gpb "github.com/openconfig/gnmi/proto/gnmi"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/status"
+
+	"github.com/gnmi-sidecar/gnmi-sidecar/agent"
+	"github.com/gnmi-sidecar/gnmi-sidecar/journal"
+)
+
+// recordingTarget is a minimal gNMI target that answers the liveness
+// stream and accepts every Set, recording the credentials it came with.
+type recordingTarget struct {
+	gpb.UnimplementedGNMIServer
+	mu    sync.Mutex
+	creds []string // "username/password" of each Set
+}
+
+func (s *recordingTarget) Subscribe(stream gpb.GNMI_SubscribeServer) error {
+	if _, err := stream.Recv(); err != nil {
+		return err
+	}
+	if err := stream.Send(&gpb.SubscribeResponse{Response: &gpb.SubscribeResponse_SyncResponse{SyncResponse: true}}); err != nil {
+		return err
+	}
+	<-stream.Context().Done()
+	return nil
+}
+
+func (s *recordingTarget) Set(ctx context.Context, req *gpb.SetRequest) (*gpb.SetResponse, error) {
+	md, _ := metadata.FromIncomingContext(ctx)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.creds = append(s.creds, first(md["username"])+"/"+first(md["password"]))
+	return &gpb.SetResponse{Timestamp: time.Now().UnixNano()}, nil
+}
+
+func first(v []string) string {
+	if len(v) == 0 {
+		return ""
+	}
+	return v[0]
+}
+
+// selfSigned returns a server certificate for 127.0.0.1 and a pool that
+// trusts it.
+func selfSigned(t *testing.T) (tls.Certificate, *x509.CertPool) {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(1),
+		Subject:      pkix.Name{CommonName: "device"},
+		IPAddresses:  []net.IP{net.IPv4(127, 0, 0, 1)},
+		NotBefore:    time.Now().Add(-time.Hour),
+		NotAfter:     time.Now().Add(time.Hour),
+		KeyUsage:     x509.KeyUsageDigitalSignature,
+		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cert, err := x509.ParseCertificate(der)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pool := x509.NewCertPool()
+	pool.AddCert(cert)
+	return tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}, pool
+}
+
+func TestSouthboundTLSWithCredentials(t *testing.T) {
+	cert, pool := selfSigned(t)
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	target := &recordingTarget{}
+	srv := grpc.NewServer(grpc.Creds(credentials.NewTLS(&tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12})))
+	gpb.RegisterGNMIServer(srv, target)
+	go func() { _ = srv.Serve(lis) }()
+	t.Cleanup(srv.Stop)
+
+	j, err := journal.Open(t.TempDir(), journal.Options{NoSync: true, MemTableSize: 1 << 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = j.Close() })
+	a, err := agent.New(j, agent.Options{
+		Target:   lis.Addr().String(),
+		TLS:      &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12},
+		Username: "admin",
+		Password: "s3cret",
+		Logger:   testLogger(t),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- a.Run(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("Run: %v", err)
+		}
+	})
+
+	p, err := j.ProposeChange(ctx, []*journal.Op{updateOp(t, descPath("eth0"), str("over tls"))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a.Notify()
+	wctx, wcancel := context.WithTimeout(ctx, 20*time.Second)
+	defer wcancel()
+	got, err := a.Wait(wctx, p.GetIndex(), agent.Applied)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.GetChange().GetApply() != journal.StatusComplete {
+		t.Fatalf("apply over TLS = %v", got.GetChange().GetApply())
+	}
+	target.mu.Lock()
+	defer target.mu.Unlock()
+	if len(target.creds) == 0 || target.creds[len(target.creds)-1] != "admin/s3cret" {
+		t.Errorf("credentials the device saw: %v, want admin/s3cret on every Set", target.creds)
+	}
+}
+
+func TestSouthboundTLSRefusesUntrustedDevice(t *testing.T) {
+	cert, _ := selfSigned(t)
+	_, otherPool := selfSigned(t)
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := grpc.NewServer(grpc.Creds(credentials.NewTLS(&tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12})))
+	gpb.RegisterGNMIServer(srv, &recordingTarget{})
+	go func() { _ = srv.Serve(lis) }()
+	t.Cleanup(srv.Stop)
+
+	j, err := journal.Open(t.TempDir(), journal.Options{NoSync: true, MemTableSize: 1 << 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = j.Close() })
+	a, err := agent.New(j, agent.Options{
+		Target:         lis.Addr().String(),
+		TLS:            &tls.Config{RootCAs: otherPool, MinVersion: tls.VersionTLS12},
+		BackoffInitial: 10 * time.Millisecond,
+		Logger:         testLogger(t),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+	defer cancel()
+	if err := a.Run(ctx); err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	st := a.Status()
+	if st.Connected || st.LastError == "" {
+		t.Errorf("status with an untrusted device certificate: %+v, want not connected and the TLS error", st)
+	}
+	if m, _ := j.Mastership(context.Background()); m.GetTerm() != 0 {
+		t.Errorf("a term was recorded (%d) without a trusted connection", m.GetTerm())
+	}
+}
+
+// noSubscribeTarget cannot stream: the agent must fall back to watching the
+// connection state.
+type noSubscribeTarget struct{ recordingTarget }
+
+func (*noSubscribeTarget) Subscribe(gpb.GNMI_SubscribeServer) error {
+	return status.Error(codes.Unimplemented, "subscribe not supported")
+}
+
+func TestTargetWithoutSubscribeIsWatchedByConnectionState(t *testing.T) {
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	target := &noSubscribeTarget{}
+	srv := grpc.NewServer()
+	gpb.RegisterGNMIServer(srv, target)
+	go func() { _ = srv.Serve(lis) }()
+
+	j, err := journal.Open(t.TempDir(), journal.Options{NoSync: true, MemTableSize: 1 << 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = j.Close() })
+	a, err := agent.New(j, agent.Options{Target: lis.Addr().String(), Logger: testLogger(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- a.Run(ctx) }()
+	defer func() {
+		cancel()
+		<-done
+	}()
+	p, err := j.ProposeChange(ctx, []*journal.Op{updateOp(t, descPath("eth0"), str("no stream"))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a.Notify()
+	wctx, wcancel := context.WithTimeout(ctx, 20*time.Second)
+	defer wcancel()
+	if got, err := a.Wait(wctx, p.GetIndex(), agent.Applied); err != nil || got.GetChange().GetApply() != journal.StatusComplete {
+		t.Fatalf("apply without a liveness stream: %v, %v", got.GetChange().GetApply(), err)
+	}
+	srv.Stop() // the device goes away: the connection state must show it
+	deadline := time.Now().Add(5 * time.Second)
+	for a.Status().Connected {
+		if time.Now().After(deadline) {
+			t.Fatal("lost connection not detected without a liveness stream")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
