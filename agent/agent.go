@@ -437,9 +437,12 @@ func (a *Agent) perform(ctx context.Context, step Step) error {
 		return a.repush(ctx, step.Term, log)
 	case StepCommitChange:
 		_, _, err = j.CommitChange(ctx, step.Index)
-		if errors.Is(err, journal.ErrInvalid) {
-			log.Warn("commit refused", "err", err)
-			_, _, err = j.FailCommit(ctx, step.Index, uint32(codes.InvalidArgument), err.Error())
+		if errors.Is(err, journal.ErrTooLarge) {
+			// Spec CommitChange's invalid branch: this proposal can never
+			// be committed; fail it rather than block every later one.
+			log.Warn("proposal too large to commit", "err", err)
+			_, _, err = j.FailCommit(ctx, step.Index, uint32(codes.ResourceExhausted),
+				fmt.Sprintf("the change touches more paths than one journal transaction holds: %v", err))
 		}
 	case StepAbortApply:
 		_, _, err = j.AbortApply(ctx, step.Index)

@@ -2,6 +2,7 @@ package agent_test
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -478,6 +479,30 @@ func TestRejectedRetryRestoresWhatAnEarlierAttemptWrote(t *testing.T) {
 	if v, ok := r.deviceLeaf(mtuPath("eth1")); ok {
 		t.Errorf("the first attempt's %s = %v is still on the device", mtuPath("eth1"), v)
 	}
+	r.waitQuiescent()
+	r.verify()
+}
+
+func TestTooLargeToCommitFailsAndWorkGoesOn(t *testing.T) {
+	r := newRig(t, testbed.Options{}, agent.Options{}) // 1 MiB memtables: about 150 KB per transaction
+	var leaves []*journal.Leaf
+	root := path(t, "/interfaces")
+	for n := range 5000 {
+		leaves = append(leaves, &journal.Leaf{Path: path(t, descPath(fmt.Sprintf("eth%d", n))), Value: str("x")})
+	}
+	huge := r.propose(&journal.Op{Kind: journal.OpUpdate, Path: root, Values: leaves})
+	next := r.propose(updateOp(t, descPath("eth0"), str("after the huge one")))
+	p := r.waitApplied(huge)
+	if p.GetChange().GetCommit() != journal.StatusFailed || codes.Code(p.GetChange().GetError().GetCode()) != codes.ResourceExhausted {
+		t.Fatalf("huge proposal: commit %v, error %v; want FAILED with ResourceExhausted", p.GetChange().GetCommit(), p.GetChange().GetError())
+	}
+	if p.GetChange().GetApply() != journal.StatusAborted {
+		t.Errorf("huge proposal apply = %v, want ABORTED", p.GetChange().GetApply())
+	}
+	if p := r.waitApplied(next); p.GetChange().GetApply() != journal.StatusComplete {
+		t.Fatalf("proposal after the huge one: apply %v", p.GetChange().GetApply())
+	}
+	wantLeaf(t, r, descPath("eth0"), str("after the huge one"))
 	r.waitQuiescent()
 	r.verify()
 }

@@ -39,6 +39,10 @@ var (
 	ErrClosed = errors.New("journal is closed")
 	// ErrFormat: the directory holds data this version cannot read.
 	ErrFormat = errors.New("unsupported journal format")
+	// ErrTooLarge: the transition writes more than one transaction holds
+	// (see Options.MemTableSize). Nothing was written; retrying cannot
+	// succeed.
+	ErrTooLarge = errors.New("transition too large for one journal transaction")
 )
 
 // Options configures a journal. The zero value is a production set-up.
@@ -419,6 +423,9 @@ func (j *Journal) runBatch(batch []*request) int {
 		if err != nil && (w.wrote || errors.Is(err, badger.ErrTxnTooBig)) {
 			txn.Discard()
 			if k == 0 {
+				if errors.Is(err, badger.ErrTxnTooBig) {
+					err = fmt.Errorf("%w: %w", ErrTooLarge, err)
+				}
 				r.finish(fmt.Errorf("journal: %w", err))
 				return 1
 			}

@@ -914,8 +914,8 @@ func TestOversizedTransitionFailsAlone(t *testing.T) {
 	failed := 0
 	for err := range errs {
 		if err != nil {
-			if !errors.Is(err, badger.ErrTxnTooBig) {
-				t.Fatalf("unexpected error %v", err)
+			if !errors.Is(err, badger.ErrTxnTooBig) || !errors.Is(err, ErrTooLarge) {
+				t.Fatalf("unexpected error %v, want ErrTooLarge", err)
 			}
 			failed++
 		}
