@@ -364,49 +364,38 @@ func (a *Agent) oldest(ctx context.Context, c *journal.Configuration, from uint6
 // (after a rollback, committed.proposal moves back, but every proposal
 // up to the rolled-back one is already finished).
 func (a *Agent) nextCommit(ctx context.Context) (Step, error) {
-	v, err := a.view(ctx)
-	if err != nil {
-		return wait, err
-	}
-	var rolling, next, prev *journal.Proposal
-	if i := v.Config.GetRollingBack(); i != 0 {
-		if rolling, err = a.proposal(ctx, i); err != nil {
-			return wait, err
-		}
-	} else {
-		from := v.Config.GetCommitted().GetProposal() + 1
-		next, prev, err = a.oldest(ctx, v.Config, from, func(p *journal.Proposal) bool {
-			return p.GetChange().GetCommit() == journal.StatusPending
-		})
-		if err != nil {
-			return wait, err
-		}
-	}
-	return NextCommit(v, rolling, next, prev), nil
+	return a.next(ctx, NextCommit,
+		func(c *journal.Configuration) uint64 { return c.GetCommitted().GetProposal() + 1 },
+		func(p *journal.Proposal) bool { return p.GetChange().GetCommit() == journal.StatusPending })
 }
 
 // nextApply decides the applier's next step. The oldest unfinished apply
 // is applied.proposal (in progress) or after it.
 func (a *Agent) nextApply(ctx context.Context) (Step, error) {
+	return a.next(ctx, NextApply,
+		func(c *journal.Configuration) uint64 { return c.GetApplied().GetProposal() },
+		func(p *journal.Proposal) bool { return !journal.Finished(p.GetChange().GetApply()) })
+}
+
+// next loads what decide needs, the rollback under way or else the oldest
+// proposal from from(configuration) on for which pending holds (with its
+// predecessor), and decides.
+func (a *Agent) next(ctx context.Context, decide func(v View, rollingBack, next, prev *journal.Proposal) Step,
+	from func(*journal.Configuration) uint64, pending func(*journal.Proposal) bool) (Step, error) {
 	v, err := a.view(ctx)
 	if err != nil {
 		return wait, err
 	}
 	var rolling, next, prev *journal.Proposal
 	if i := v.Config.GetRollingBack(); i != 0 {
-		if rolling, err = a.proposal(ctx, i); err != nil {
-			return wait, err
-		}
+		rolling, err = a.proposal(ctx, i)
 	} else {
-		from := v.Config.GetApplied().GetProposal()
-		next, prev, err = a.oldest(ctx, v.Config, from, func(p *journal.Proposal) bool {
-			return !journal.Finished(p.GetChange().GetApply())
-		})
-		if err != nil {
-			return wait, err
-		}
+		next, prev, err = a.oldest(ctx, v.Config, from(v.Config), pending)
 	}
-	return NextApply(v, rolling, next, prev), nil
+	if err != nil {
+		return wait, err
+	}
+	return decide(v, rolling, next, prev), nil
 }
 
 // perform carries out one step: its device I/O, then its transition.
@@ -572,15 +561,25 @@ func (a *Agent) setRepushing(on bool) {
 	a.status.Repushing = on
 }
 
-// sendChange sends proposal step.Index to the device and records the
-// outcome (spec ApplyChange, second branch).
-func (a *Agent) sendChange(ctx context.Context, step Step, log *slog.Logger) error {
+// stepProposal returns the session of step's term and the step's
+// proposal; a nil session if the session has gone since the decision.
+func (a *Agent) stepProposal(ctx context.Context, step Step) (*session, *journal.Proposal, error) {
 	s := a.termSession(step.Term)
 	if s == nil {
-		return nil
+		return nil, nil, nil
 	}
 	p, err := a.j.Proposal(ctx, step.Index)
 	if err != nil {
+		return nil, nil, err
+	}
+	return s, p, nil
+}
+
+// sendChange sends proposal step.Index to the device and records the
+// outcome (spec ApplyChange, second branch).
+func (a *Agent) sendChange(ctx context.Context, step Step, log *slog.Logger) error {
+	s, p, err := a.stepProposal(ctx, step)
+	if s == nil || err != nil {
 		return err
 	}
 	req, err := changeRequest(p.GetChange().GetOps())
@@ -670,12 +669,8 @@ func (a *Agent) restore(ctx context.Context, s *session, step Step, p *journal.P
 // records the outcome (spec ApplyRollback). A refused rollback stays in
 // progress and is retried after Options.RollbackRetry.
 func (a *Agent) sendRollback(ctx context.Context, step Step, log *slog.Logger) error {
-	s := a.termSession(step.Term)
-	if s == nil {
-		return nil
-	}
-	p, err := a.j.Proposal(ctx, step.Index)
-	if err != nil {
+	s, p, err := a.stepProposal(ctx, step)
+	if s == nil || err != nil {
 		return err
 	}
 	for _, req := range rollbackRequests(p.GetRollback().GetValues(), a.opts.MaxSetBytes) {

@@ -47,22 +47,6 @@ func update(pv *journal.PathValue) *gpb.Update {
 	return &gpb.Update{Path: pv.Path, Val: pv.Value}
 }
 
-// batch runs values through a setBatcher and returns the requests in the
-// order they must be sent.
-func batch(values []*journal.PathValue, maxBytes int) []*gpb.SetRequest {
-	var reqs []*gpb.SetRequest
-	b := newSetBatcher(maxBytes)
-	for _, pv := range values {
-		if req := b.add(pv); req != nil {
-			reqs = append(reqs, req)
-		}
-	}
-	if req := b.flush(); req != nil {
-		reqs = append(reqs, req)
-	}
-	return reqs
-}
-
 func TestChangeRequest(t *testing.T) {
 	leaf := func(path, v string) *journal.Leaf {
 		return &journal.Leaf{Path: mustPath(t, path), Value: stringVal(v)}
@@ -314,7 +298,7 @@ func TestSetBatcher(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got := batch(tt.values, 1<<20)
+			got := batchValues(tt.values, 1<<20)
 			if diff := cmp.Diff(tt.want, got, protocmp.Transform()); diff != "" {
 				t.Errorf("requests mismatch (-want +got):\n%s", diff)
 			}
@@ -333,7 +317,7 @@ func TestSetBatcherSizeLimit(t *testing.T) {
 			values = append(values, value(t, path, uint64(n), stringVal(strings.Repeat("d", n%50))))
 		}
 	}
-	reqs := batch(values, maxBytes)
+	reqs := batchValues(values, maxBytes)
 	if len(reqs) < 2 {
 		t.Fatalf("got %d requests, want several", len(reqs))
 	}
@@ -382,7 +366,7 @@ func TestSetBatcherSizeIsExact(t *testing.T) {
 		value(t, "/e", 3, jsonVal(strings.Repeat("x", 300))), // a length of two varint bytes
 		value(t, "/f", 4, stringVal("4")),
 	}
-	exact := proto.Size(batch(values[:3], 1<<20)[0])
+	exact := proto.Size(batchValues(values[:3], 1<<20)[0])
 	for _, tt := range []struct {
 		maxBytes int
 		want     []int // entries per request
@@ -391,7 +375,7 @@ func TestSetBatcherSizeIsExact(t *testing.T) {
 		{maxBytes: exact - 1, want: []int{2, 2}},
 	} {
 		var got []int
-		for _, req := range batch(values, tt.maxBytes) {
+		for _, req := range batchValues(values, tt.maxBytes) {
 			got = append(got, len(req.Delete)+len(req.Update))
 		}
 		if !slices.Equal(got, tt.want) {
@@ -436,7 +420,7 @@ func TestSetBatcherOversizeValueGoesAlone(t *testing.T) {
 				}
 				want = append(want, req)
 			}
-			got := batch(tt.values, 100)
+			got := batchValues(tt.values, 100)
 			if diff := cmp.Diff(want, got, protocmp.Transform()); diff != "" {
 				t.Errorf("requests mismatch (-want +got):\n%s", diff)
 			}
@@ -619,7 +603,7 @@ func TestSetBatcherMatchesOneByOne(t *testing.T) {
 			want := newTargetModel(modelNodes())
 			want.applyOneByOne(t, values)
 
-			reqs := batch(values, maxBytes)
+			reqs := batchValues(values, maxBytes)
 			got := newTargetModel(modelNodes())
 			for _, req := range reqs {
 				got.applySet(t, req)

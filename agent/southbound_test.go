@@ -89,33 +89,43 @@ func selfSigned(t *testing.T) (tls.Certificate, *x509.CertPool) {
 	return tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}, pool
 }
 
-func TestSouthboundTLSWithCredentials(t *testing.T) {
-	cert, pool := selfSigned(t)
+// serve runs a gNMI server for target on loopback (TLS with cert if given)
+// and returns its address.
+func serve(t *testing.T, target gpb.GNMIServer, cert *tls.Certificate) string {
+	t.Helper()
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	target := &recordingTarget{}
-	srv := grpc.NewServer(grpc.Creds(credentials.NewTLS(&tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12})))
+	var opts []grpc.ServerOption
+	if cert != nil {
+		opts = append(opts, grpc.Creds(credentials.NewTLS(&tls.Config{Certificates: []tls.Certificate{*cert}, MinVersion: tls.VersionTLS12})))
+	}
+	srv := grpc.NewServer(opts...)
 	gpb.RegisterGNMIServer(srv, target)
 	go func() { _ = srv.Serve(lis) }()
 	t.Cleanup(srv.Stop)
+	return lis.Addr().String()
+}
 
+// newAgent opens a journal and an agent on it (not running).
+func newAgent(t *testing.T, opts agent.Options) (*journal.Journal, *agent.Agent) {
+	t.Helper()
 	j, err := journal.Open(t.TempDir(), journal.Options{NoSync: true, MemTableSize: 1 << 20})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = j.Close() })
-	a, err := agent.New(j, agent.Options{
-		Target:   lis.Addr().String(),
-		TLS:      &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12},
-		Username: "admin",
-		Password: "s3cret",
-		Logger:   testLogger(t),
-	})
+	opts.Logger = testLogger(t)
+	a, err := agent.New(j, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
+	return j, a
+}
+
+// runAgent runs a until the test ends.
+func runAgent(t *testing.T, a *agent.Agent) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- a.Run(ctx) }()
@@ -125,19 +135,37 @@ func TestSouthboundTLSWithCredentials(t *testing.T) {
 			t.Errorf("Run: %v", err)
 		}
 	})
+}
 
-	p, err := j.ProposeChange(ctx, []*journal.Op{updateOp(t, descPath("eth0"), str("over tls"))})
+// applyOne journals one change and waits for the device's answer.
+func applyOne(t *testing.T, j *journal.Journal, a *agent.Agent, value string) *journal.Proposal {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	p, err := j.ProposeChange(ctx, []*journal.Op{updateOp(t, descPath("eth0"), str(value))})
 	if err != nil {
 		t.Fatal(err)
 	}
 	a.Notify()
-	wctx, wcancel := context.WithTimeout(ctx, 20*time.Second)
-	defer wcancel()
-	got, err := a.Wait(wctx, p.GetIndex(), agent.Applied)
+	got, err := a.Wait(ctx, p.GetIndex(), agent.Applied)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got.GetChange().GetApply() != journal.StatusComplete {
+	return got
+}
+
+func TestSouthboundTLSWithCredentials(t *testing.T) {
+	cert, pool := selfSigned(t)
+	target := &recordingTarget{}
+	addr := serve(t, target, &cert)
+	j, a := newAgent(t, agent.Options{
+		Target:   addr,
+		TLS:      &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12},
+		Username: "admin",
+		Password: "s3cret",
+	})
+	runAgent(t, a)
+	if got := applyOne(t, j, a, "over tls"); got.GetChange().GetApply() != journal.StatusComplete {
 		t.Fatalf("apply over TLS = %v", got.GetChange().GetApply())
 	}
 	target.mu.Lock()
@@ -150,29 +178,12 @@ func TestSouthboundTLSWithCredentials(t *testing.T) {
 func TestSouthboundTLSRefusesUntrustedDevice(t *testing.T) {
 	cert, _ := selfSigned(t)
 	_, otherPool := selfSigned(t)
-	lis, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := grpc.NewServer(grpc.Creds(credentials.NewTLS(&tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12})))
-	gpb.RegisterGNMIServer(srv, &recordingTarget{})
-	go func() { _ = srv.Serve(lis) }()
-	t.Cleanup(srv.Stop)
-
-	j, err := journal.Open(t.TempDir(), journal.Options{NoSync: true, MemTableSize: 1 << 20})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = j.Close() })
-	a, err := agent.New(j, agent.Options{
-		Target:         lis.Addr().String(),
+	addr := serve(t, &recordingTarget{}, &cert)
+	j, a := newAgent(t, agent.Options{
+		Target:         addr,
 		TLS:            &tls.Config{RootCAs: otherPool, MinVersion: tls.VersionTLS12},
 		BackoffInitial: 10 * time.Millisecond,
-		Logger:         testLogger(t),
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
 	defer cancel()
 	if err := a.Run(ctx); err != nil {
@@ -200,36 +211,13 @@ func TestTargetWithoutSubscribeIsWatchedByConnectionState(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	target := &noSubscribeTarget{}
 	srv := grpc.NewServer()
-	gpb.RegisterGNMIServer(srv, target)
+	gpb.RegisterGNMIServer(srv, &noSubscribeTarget{})
 	go func() { _ = srv.Serve(lis) }()
-
-	j, err := journal.Open(t.TempDir(), journal.Options{NoSync: true, MemTableSize: 1 << 20})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = j.Close() })
-	a, err := agent.New(j, agent.Options{Target: lis.Addr().String(), Logger: testLogger(t)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- a.Run(ctx) }()
-	defer func() {
-		cancel()
-		<-done
-	}()
-	p, err := j.ProposeChange(ctx, []*journal.Op{updateOp(t, descPath("eth0"), str("no stream"))})
-	if err != nil {
-		t.Fatal(err)
-	}
-	a.Notify()
-	wctx, wcancel := context.WithTimeout(ctx, 20*time.Second)
-	defer wcancel()
-	if got, err := a.Wait(wctx, p.GetIndex(), agent.Applied); err != nil || got.GetChange().GetApply() != journal.StatusComplete {
-		t.Fatalf("apply without a liveness stream: %v, %v", got.GetChange().GetApply(), err)
+	j, a := newAgent(t, agent.Options{Target: lis.Addr().String()})
+	runAgent(t, a)
+	if got := applyOne(t, j, a, "no stream"); got.GetChange().GetApply() != journal.StatusComplete {
+		t.Fatalf("apply without a liveness stream: %v", got.GetChange().GetApply())
 	}
 	srv.Stop() // the device goes away: the connection state must show it
 	deadline := time.Now().Add(5 * time.Second)
