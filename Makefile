@@ -1,6 +1,6 @@
 # gnmi-sidecar — developer entry points. See README.md.
 #
-#   make run      build and start the sidecar's demo set-up (journal in ./data)
+#   make run      build and start the sidecar in front of a simulated device (journal in ./data)
 #   make test     install test tools into ./bin, vet, and run every test with -race
 #   make bench    Go benchmarks of the hot paths (journal, device), benchstat-comparable output
 #   make lint     go vet + staticcheck
@@ -43,10 +43,11 @@ $(PROTOC_GEN_GO):
 
 tools: $(GNMI_CLI) $(STATICCHECK)
 
-# Until the sidecar exists (the proxy issue), the demo is the simulated device alone.
+# The sidecar on 127.0.0.1:9339 in front of an in-process simulated device
+# (127.0.0.1:9340), journal in ./data: state survives stopping and starting.
 run: $(GNMI_CLI)
-	$(GO) build -o $(BIN)/gnmi-testbed ./cmd/gnmi-testbed
-	$(BIN)/gnmi-testbed --listen 127.0.0.1:9340 --gnmi-cli ./bin/gnmi_cli
+	$(GO) build -o $(BIN)/gnmi-sidecar ./cmd/gnmi-sidecar
+	$(BIN)/gnmi-sidecar demo --listen 127.0.0.1:9339 --device-listen 127.0.0.1:9340 --journal-dir ./data --gnmi-cli ./bin/gnmi_cli
 
 test: tools lint
 	$(GO) test -race -timeout $(TEST_TIMEOUT) $(TEST_FLAGS) ./...

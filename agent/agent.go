@@ -136,6 +136,12 @@ type Agent struct {
 	status     Status
 	noLiveness bool // the device refused the liveness subscription
 
+	// responses holds the device's SetResponse of recently applied
+	// proposals, for the proxy's SYNC replies; responseOrder evicts the
+	// oldest beyond maxResponses (replies nobody waited for).
+	responses     map[uint64]*gpb.SetResponse
+	responseOrder []uint64
+
 	// attempt counts the Sends of the apply in progress, to know whether a
 	// definitive rejection may follow an earlier attempt that reached the
 	// device. Only the applier goroutine uses it.
@@ -159,6 +165,7 @@ func New(j *journal.Journal, opts Options) (*Agent, error) {
 		commitWake: make(chan struct{}, 1),
 		applyWake:  make(chan struct{}, 1),
 		changed:    make(chan struct{}),
+		responses:  make(map[uint64]*gpb.SetResponse),
 	}
 	if opts.TLS == nil && (opts.Username != "" || opts.Password != "") {
 		a.log.Warn("device credentials are sent over a plaintext connection")
@@ -224,6 +231,30 @@ func Applied(p *journal.Proposal) bool {
 		return false
 	}
 	return p.GetPhase() != journal.PhaseRollback || p.GetRollback().GetApply() == journal.StatusComplete
+}
+
+// maxResponses bounds the SetResponses kept for TakeResponse.
+const maxResponses = 4096
+
+// TakeResponse returns, once, the device's SetResponse to proposal i if
+// this agent applied it recently.
+func (a *Agent) TakeResponse(i uint64) (*gpb.SetResponse, bool) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	resp, ok := a.responses[i]
+	delete(a.responses, i)
+	return resp, ok
+}
+
+func (a *Agent) keepResponse(i uint64, resp *gpb.SetResponse) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.responses[i] = resp
+	a.responseOrder = append(a.responseOrder, i)
+	if len(a.responseOrder) > maxResponses {
+		delete(a.responses, a.responseOrder[0])
+		a.responseOrder = a.responseOrder[1:]
+	}
 }
 
 // Status returns the agent's view of the device.
@@ -595,9 +626,10 @@ func (a *Agent) sendChange(ctx context.Context, step Step, log *slog.Logger) err
 		a.attempt.index, a.attempt.restoresRefused = step.Index, 0
 	}
 	a.attempt.sends++
-	_, err = a.send(s, step.Term, req)
+	resp, err := a.send(s, step.Term, req)
 	switch classify(err, a.opts.Fencing) {
 	case accepted:
+		a.keepResponse(step.Index, resp)
 		_, _, err = a.j.CompleteApply(ctx, step.Index, step.Term)
 		if err == nil {
 			log.Debug("applied")

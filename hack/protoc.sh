@@ -31,7 +31,7 @@ trap 'rm -rf "$include"' EXIT
 mkdir -p "$include/github.com/openconfig"
 ln -s "$gnmi_dir" "$include/github.com/openconfig/gnmi"
 
-protos=(journal/journalpb/journal.proto)
+protos=(journal/journalpb/journal.proto proxy/sidecarpb/sidecar.proto)
 
 protoc \
 	--plugin="protoc-gen-go=$plugin" \

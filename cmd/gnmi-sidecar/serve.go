@@ -1,0 +1,286 @@
+package main
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+	"google.golang.org/grpc"
+
+	"github.com/gnmi-sidecar/gnmi-sidecar/agent"
+	"github.com/gnmi-sidecar/gnmi-sidecar/agent/trace"
+	"github.com/gnmi-sidecar/gnmi-sidecar/journal"
+	"github.com/gnmi-sidecar/gnmi-sidecar/proxy"
+)
+
+// passwordEnv holds the device password: never a flag, so it does not
+// show in ps.
+const passwordEnv = "GNMI_SIDECAR_DEVICE_PASSWORD"
+
+type serveConfig struct {
+	listen                string
+	target                string
+	journalDir            string
+	persistentDevice      bool
+	queueWhenDisconnected bool
+	masterArbitration     bool
+	deviceTLS             bool
+	deviceCA              string
+	deviceCert            string
+	deviceKey             string
+	deviceServerName      string
+	deviceSkipVerify      bool
+	deviceUsername        string
+	tracePath             string
+	applyTimeout          time.Duration
+	shutdownTimeout       time.Duration
+	logLevel              string
+	logFormat             string
+}
+
+func (c *serveConfig) addFlags(f *pflag.FlagSet) {
+	f.StringVar(&c.listen, "listen", "127.0.0.1:9339", "northbound gNMI listen address (port 0 picks a free port; the bound address is printed)")
+	f.StringVar(&c.journalDir, "journal-dir", "./data", "directory of the journal (created if missing; one sidecar per directory)")
+	f.BoolVar(&c.persistentDevice, "persistent-device", false, "the device keeps its configuration across restarts: no re-push on reconnect")
+	f.BoolVar(&c.queueWhenDisconnected, "queue-when-disconnected", false, "journal SYNC Sets while the device is unreachable instead of refusing them with UNAVAILABLE")
+	f.BoolVar(&c.masterArbitration, "master-arbitration", false, "send MasterArbitration{election_id: term} with every device Set (fencing)")
+	f.BoolVar(&c.deviceTLS, "device-tls", false, "connect to the device with TLS (implied by the other --device-* TLS flags)")
+	f.StringVar(&c.deviceCA, "device-ca", "", "PEM file of the CA that signed the device's certificate (default: the system roots)")
+	f.StringVar(&c.deviceCert, "device-cert", "", "PEM client certificate for the device (mTLS); needs --device-key")
+	f.StringVar(&c.deviceKey, "device-key", "", "PEM private key of --device-cert")
+	f.StringVar(&c.deviceServerName, "device-server-name", "", "name to verify the device's certificate against (default: the host of --target)")
+	f.BoolVar(&c.deviceSkipVerify, "device-skip-verify", false, "do not verify the device's certificate (lab use only)")
+	f.StringVar(&c.deviceUsername, "device-username", "", "username sent to the device; the password is read from $"+passwordEnv)
+	f.StringVar(&c.tracePath, "trace", "", "append every journal transition as a JSON line to this file (also $"+trace.Env+")")
+	f.DurationVar(&c.applyTimeout, "apply-timeout", 30*time.Second, "longest a device Set may take before it counts as a transient failure")
+	f.DurationVar(&c.shutdownTimeout, "shutdown-timeout", 10*time.Second, "on SIGINT/SIGTERM, how long in-flight Sets may take to finish (they stay journaled either way)")
+	f.StringVar(&c.logLevel, "log-level", "info", "log level: debug, info, warn, error")
+	f.StringVar(&c.logFormat, "log-format", "text", "log format: text or json")
+}
+
+func newServeCommand(stdout, stderr io.Writer) *cobra.Command {
+	var cfg serveConfig
+	cmd := &cobra.Command{
+		Use:   "serve --target HOST:PORT",
+		Short: "Serve gNMI in front of one device",
+		Long: `serve listens for gNMI clients and stands in for the device at --target.
+
+Capabilities, Get and Subscribe go straight to the device. Every Set is
+journaled in --journal-dir, committed, and applied to the device in order;
+by default the reply comes after the device answered. While the device is
+unreachable a Set is refused with UNAVAILABLE (nothing journaled) unless
+--queue-when-disconnected. When the device restarts empty, the sidecar
+re-pushes the applied configuration before anything else.
+
+SIGINT/SIGTERM stop accepting requests, let in-flight Sets finish for up to
+--shutdown-timeout, and close the journal; unfinished Sets stay journaled
+and are applied by the next run.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if cfg.target == "" {
+				return errors.New("--target is required: the device's gNMI address, host:port")
+			}
+			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			log, err := newLogger(stderr, cfg.logLevel, cfg.logFormat)
+			if err != nil {
+				return err
+			}
+			return serve(ctx, cfg, stdout, log, nil)
+		},
+	}
+	cfg.addFlags(cmd.Flags())
+	cmd.Flags().StringVar(&cfg.target, "target", "", "the device's gNMI address, host:port (required)")
+	return cmd
+}
+
+func newLogger(w io.Writer, level, format string) (*slog.Logger, error) {
+	var l slog.Level
+	if err := l.UnmarshalText([]byte(level)); err != nil {
+		return nil, fmt.Errorf("--log-level %q: want debug, info, warn or error", level)
+	}
+	opts := &slog.HandlerOptions{Level: l}
+	switch format {
+	case "text":
+		return slog.New(slog.NewTextHandler(w, opts)), nil
+	case "json":
+		return slog.New(slog.NewJSONHandler(w, opts)), nil
+	}
+	return nil, fmt.Errorf("--log-format %q: want text or json", format)
+}
+
+// deviceTLS builds the device-side TLS configuration, nil for plaintext.
+func (c *serveConfig) deviceTLSConfig() (*tls.Config, error) {
+	if !c.deviceTLS && c.deviceCA == "" && c.deviceCert == "" && !c.deviceSkipVerify && c.deviceServerName == "" {
+		return nil, nil
+	}
+	cfg := &tls.Config{MinVersion: tls.VersionTLS12, ServerName: c.deviceServerName, InsecureSkipVerify: c.deviceSkipVerify} //nolint:gosec // explicit operator choice
+	if c.deviceCA != "" {
+		pem, err := os.ReadFile(c.deviceCA)
+		if err != nil {
+			return nil, fmt.Errorf("--device-ca: %w", err)
+		}
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(pem) {
+			return nil, fmt.Errorf("--device-ca %s: no PEM certificate in it", c.deviceCA)
+		}
+		cfg.RootCAs = pool
+	}
+	if (c.deviceCert == "") != (c.deviceKey == "") {
+		return nil, errors.New("--device-cert and --device-key go together")
+	}
+	if c.deviceCert != "" {
+		cert, err := tls.LoadX509KeyPair(c.deviceCert, c.deviceKey)
+		if err != nil {
+			return nil, fmt.Errorf("--device-cert/--device-key: %w", err)
+		}
+		cfg.Certificates = []tls.Certificate{cert}
+	}
+	return cfg, nil
+}
+
+// serve runs the sidecar until ctx ends. banner, if set, is called with the
+// bound address once clients can connect.
+func serve(ctx context.Context, cfg serveConfig, stdout io.Writer, log *slog.Logger, banner func(addr string)) error {
+	devTLS, err := cfg.deviceTLSConfig()
+	if err != nil {
+		return err
+	}
+	tracer, traceFile, err := openTrace(cfg.tracePath)
+	if err != nil {
+		return err
+	}
+	if traceFile != nil {
+		defer traceFile.Close()
+	}
+	jopts := journal.Options{Logger: log}
+	if tracer != nil {
+		jopts.Observer = tracer.Observe
+	}
+	if err := os.MkdirAll(cfg.journalDir, 0o750); err != nil {
+		return fmt.Errorf("--journal-dir: %w", err)
+	}
+	j, err := journal.Open(cfg.journalDir, jopts)
+	if errors.Is(err, journal.ErrLocked) {
+		return fmt.Errorf("journal %s is in use by another gnmi-sidecar process", cfg.journalDir)
+	}
+	if err != nil {
+		return fmt.Errorf("journal %s: %w", cfg.journalDir, err)
+	}
+	defer func() {
+		if err := j.Close(); err != nil {
+			log.Error("closing the journal", "err", err)
+		}
+	}()
+	if tracer != nil {
+		m, err := j.Mastership(ctx)
+		if err != nil {
+			return err
+		}
+		tracer.Begin(m)
+	}
+
+	a, err := agent.New(j, agent.Options{
+		Target:       cfg.target,
+		TLS:          devTLS,
+		Username:     cfg.deviceUsername,
+		Password:     os.Getenv(passwordEnv),
+		Persistent:   cfg.persistentDevice,
+		Fencing:      cfg.masterArbitration,
+		ApplyTimeout: cfg.applyTimeout,
+		Logger:       log,
+	})
+	if err != nil {
+		return err
+	}
+	p, err := proxy.New(proxy.Options{
+		Target:                cfg.target,
+		TLS:                   devTLS,
+		Journal:               j,
+		Agent:                 a,
+		QueueWhenDisconnected: cfg.queueWhenDisconnected,
+		Logger:                log,
+	})
+	if err != nil {
+		return err
+	}
+	defer p.Close()
+
+	lis, err := net.Listen("tcp", cfg.listen)
+	if err != nil {
+		return fmt.Errorf("--listen: %w", err)
+	}
+	g := grpc.NewServer()
+	p.Register(g)
+
+	agentCtx, stopAgent := context.WithCancel(context.Background())
+	defer stopAgent()
+	agentDone := make(chan error, 1)
+	go func() { agentDone <- a.Run(agentCtx) }()
+	serveDone := make(chan error, 1)
+	go func() { serveDone <- g.Serve(lis) }()
+
+	addr := lis.Addr().String()
+	fmt.Fprintf(stdout, "gnmi-sidecar listening on %s\n", addr)
+	log.Info("serving", "listen", addr, "device", cfg.target, "journal", cfg.journalDir)
+	if banner != nil {
+		banner(addr)
+	}
+
+	select {
+	case <-ctx.Done():
+	case err := <-serveDone:
+		stopAgent()
+		<-agentDone
+		return fmt.Errorf("gRPC server: %w", err)
+	case err := <-agentDone:
+		g.Stop()
+		return fmt.Errorf("agent: %w", err)
+	}
+	log.Info("shutting down: finishing in-flight Sets", "timeout", cfg.shutdownTimeout)
+	p.Drain()
+	stopped := make(chan struct{})
+	go func() {
+		g.GracefulStop()
+		close(stopped)
+	}()
+	select {
+	case <-stopped:
+	case <-time.After(cfg.shutdownTimeout):
+		log.Warn("shutdown timeout: cutting in-flight requests; their Sets stay journaled")
+		g.Stop()
+	}
+	stopAgent()
+	if err := <-agentDone; err != nil {
+		log.Error("agent", "err", err)
+	}
+	log.Info("stopped")
+	return nil
+}
+
+// openTrace opens the trace file of --trace, or of $GNMI_SIDECAR_TRACE.
+func openTrace(path string) (*trace.Tracer, io.Closer, error) {
+	if path == "" {
+		t, c, err := trace.FromEnv()
+		if err != nil {
+			return nil, nil, fmt.Errorf("$%s: %w", trace.Env, err)
+		}
+		return t, c, nil
+	}
+	t, c, err := trace.OpenFile(path)
+	if err != nil {
+		return nil, nil, fmt.Errorf("--trace: %w", err)
+	}
+	return t, c, nil
+}

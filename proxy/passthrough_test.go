@@ -1,0 +1,456 @@
+package proxy_test
+
+import (
+	"context"
+	"io"
+	"net"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	gpb "github.com/openconfig/gnmi/proto/gnmi"
+	"github.com/openconfig/ygot/ygot"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/testing/protocmp"
+)
+
+// sameData compares responses taken at different times: timestamps aside,
+// and updates in any order (the device walks its tree in map order).
+var sameData = cmp.Options{
+	protocmp.Transform(),
+	protocmp.IgnoreFields(&gpb.Notification{}, "timestamp"),
+	protocmp.SortRepeated(func(a, b *gpb.Update) bool {
+		return fullPath(nil, a.GetPath()) < fullPath(nil, b.GetPath())
+	}),
+}
+
+func TestCapabilitiesPassThrough(t *testing.T) {
+	r := newRig(t, rigOptions{})
+	ctx := t.Context()
+	want, err := r.direct().Capabilities(ctx, &gpb.CapabilityRequest{})
+	if err != nil {
+		t.Fatalf("direct Capabilities: %v", err)
+	}
+	got, err := r.proxy.Capabilities(ctx, &gpb.CapabilityRequest{})
+	if err != nil {
+		t.Fatalf("Capabilities through the proxy: %v", err)
+	}
+	if len(got.GetSupportedModels()) == 0 || got.GetGNMIVersion() == "" {
+		t.Errorf("Capabilities through the proxy lists no models or no gNMI version: %v", got)
+	}
+	if diff := cmp.Diff(want, got, protocmp.Transform()); diff != "" {
+		t.Errorf("Capabilities through the proxy differ from the device's (-device +proxy):\n%s", diff)
+	}
+}
+
+func TestGetPassThrough(t *testing.T) {
+	r := newRig(t, rigOptions{})
+	r.mustSet(updateReq(t, descPath, strVal("uplink to core")))
+	for _, tc := range []struct {
+		name string
+		req  *gpb.GetRequest
+		code codes.Code
+	}{
+		{"leaf PROTO", &gpb.GetRequest{Path: []*gpb.Path{path(t, descPath)}, Encoding: gpb.Encoding_PROTO}, codes.OK},
+		{"list entry JSON_IETF", &gpb.GetRequest{Path: []*gpb.Path{path(t, "/interfaces/interface[name=eth0]")}, Encoding: gpb.Encoding_JSON_IETF}, codes.OK},
+		{"prefix and relative path", &gpb.GetRequest{
+			Prefix:   path(t, "/interfaces/interface[name=eth0]"),
+			Path:     []*gpb.Path{path(t, "config/description")},
+			Encoding: gpb.Encoding_PROTO,
+		}, codes.OK},
+		{"state leaf", &gpb.GetRequest{Path: []*gpb.Path{path(t, bootPath)}, Encoding: gpb.Encoding_PROTO, Type: gpb.GetRequest_STATE}, codes.OK},
+		{"missing path", &gpb.GetRequest{Path: []*gpb.Path{path(t, "/interfaces/interface[name=eth9]/config/description")}, Encoding: gpb.Encoding_PROTO}, codes.NotFound},
+		{"unsupported encoding", &gpb.GetRequest{Path: []*gpb.Path{path(t, descPath)}, Encoding: gpb.Encoding_ASCII}, codes.Unimplemented},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := r.with(t)
+			want, wantErr := r.direct().Get(t.Context(), tc.req)
+			got, err := r.proxy.Get(t.Context(), tc.req)
+			if status.Code(wantErr) != tc.code {
+				t.Fatalf("the device answers %v, the test expects %v", wantErr, tc.code)
+			}
+			if tc.code != codes.OK {
+				st := wantStatus(t, err, tc.code)
+				if st.Message() != status.Convert(wantErr).Message() {
+					t.Errorf("message through the proxy %q, the device's is %q", st.Message(), status.Convert(wantErr).Message())
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("Get through the proxy: %v", err)
+			}
+			if len(got.GetNotification()) == 0 || len(got.GetNotification()[0].GetUpdate()) == 0 {
+				t.Fatalf("Get through the proxy returned no data: %v", got)
+			}
+			if diff := cmp.Diff(want, got, sameData); diff != "" {
+				t.Errorf("Get through the proxy differs from the device's (-device +proxy):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestMetadataReachesDevice(t *testing.T) {
+	fake := newRecordingDevice(t)
+	r := newRig(t, rigOptions{target: fake.addr})
+	ctx := metadata.AppendToOutgoingContext(t.Context(),
+		"username", "alice", "password", "s3cret", "x-trace-id", "trace-42")
+	desc := path(t, descPath)
+	for _, tc := range []struct {
+		method string
+		call   func(context.Context) error
+	}{
+		{"Capabilities", func(ctx context.Context) error {
+			_, err := r.proxy.Capabilities(ctx, &gpb.CapabilityRequest{})
+			return err
+		}},
+		{"Get", func(ctx context.Context) error {
+			_, err := r.proxy.Get(ctx, &gpb.GetRequest{Path: []*gpb.Path{desc}})
+			return err
+		}},
+	} {
+		t.Run(tc.method, func(t *testing.T) {
+			if err := tc.call(ctx); err != nil {
+				t.Fatalf("%s through the proxy: %v", tc.method, err)
+			}
+			c := fake.nextCall(t)
+			if c.method != tc.method {
+				t.Fatalf("device saw %s, want %s", c.method, tc.method)
+			}
+			for k, want := range map[string]string{"username": "alice", "password": "s3cret", "x-trace-id": "trace-42"} {
+				if got := c.md.Get(k); !cmp.Equal(got, []string{want}) {
+					t.Errorf("device saw %q = %q, want [%q]", k, got, want)
+				}
+			}
+		})
+	}
+}
+
+func TestDeadlineReachesDevice(t *testing.T) {
+	fake := newRecordingDevice(t)
+	r := newRig(t, rigOptions{target: fake.addr})
+
+	t.Run("client deadline", func(t *testing.T) {
+		ctx, cancel := context.WithTimeout(t.Context(), 7*time.Second)
+		defer cancel()
+		clientDeadline, _ := ctx.Deadline()
+		if _, err := r.proxy.Get(ctx, &gpb.GetRequest{Path: []*gpb.Path{path(t, descPath)}}); err != nil {
+			t.Fatalf("Get through the proxy: %v", err)
+		}
+		c := fake.nextCall(t)
+		if !c.hasDeadline {
+			t.Fatal("the device saw no deadline; the client set one")
+		}
+		// gRPC sends the time left, so the device's clock puts it a
+		// little after the client's; it must not be a different deadline.
+		if d := c.deadline.Sub(clientDeadline).Abs(); d > time.Second {
+			t.Errorf("device deadline %v is %v away from the client's %v", c.deadline, d, clientDeadline)
+		}
+	})
+	t.Run("no client deadline", func(t *testing.T) {
+		if _, err := r.proxy.Get(t.Context(), &gpb.GetRequest{Path: []*gpb.Path{path(t, descPath)}}); err != nil {
+			t.Fatalf("Get through the proxy: %v", err)
+		}
+		if c := fake.nextCall(t); c.hasDeadline {
+			t.Errorf("the device saw deadline %v; the client set none", c.deadline)
+		}
+	})
+}
+
+func TestSubscribeOncePassThrough(t *testing.T) {
+	r := newRig(t, rigOptions{})
+	r.mustSet(&gpb.SetRequest{Update: []*gpb.Update{
+		{Path: path(t, descPath), Val: strVal("uplink")},
+		{Path: path(t, mtuPath), Val: uintVal(9000)},
+	}})
+	req := &gpb.SubscribeRequest{Request: &gpb.SubscribeRequest_Subscribe{Subscribe: &gpb.SubscriptionList{
+		Mode:         gpb.SubscriptionList_ONCE,
+		Encoding:     gpb.Encoding_PROTO,
+		Subscription: []*gpb.Subscription{{Path: path(t, "/interfaces/interface[name=eth0]")}},
+	}}}
+	want := subscribeOnce(t, r.direct(), req)
+	got := subscribeOnce(t, r.proxy, req)
+	if n := len(got); n < 2 || !got[n-1].GetSyncResponse() || got[0].GetUpdate() == nil {
+		t.Fatalf("ONCE through the proxy got %v, want updates then sync_response", got)
+	}
+	if diff := cmp.Diff(want, got, sameData); diff != "" {
+		t.Errorf("ONCE through the proxy differs from the device's (-device +proxy):\n%s", diff)
+	}
+}
+
+// subscribeOnce runs a ONCE subscription to its end.
+func subscribeOnce(t *testing.T, c gpb.GNMIClient, req *gpb.SubscribeRequest) []*gpb.SubscribeResponse {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), waitFor)
+	defer cancel()
+	stream, err := c.Subscribe(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := stream.Send(req); err != nil {
+		t.Fatal(err)
+	}
+	var out []*gpb.SubscribeResponse
+	for {
+		resp, err := stream.Recv()
+		if err == io.EOF {
+			return out
+		}
+		if err != nil {
+			t.Fatalf("ONCE subscription ended with %v after %d responses", err, len(out))
+		}
+		out = append(out, resp)
+	}
+}
+
+// untilSync receives responses up to and including sync_response and
+// returns the leaf values they carried, by path.
+func untilSync(t *testing.T, stream gpb.GNMI_SubscribeClient) map[string]*gpb.TypedValue {
+	t.Helper()
+	leaves := map[string]*gpb.TypedValue{}
+	for {
+		resp, err := stream.Recv()
+		if err != nil {
+			t.Fatalf("waiting for sync_response: %v", err)
+		}
+		if resp.GetSyncResponse() {
+			return leaves
+		}
+		n := resp.GetUpdate()
+		for _, u := range n.GetUpdate() {
+			leaves[fullPath(n.GetPrefix(), u.GetPath())] = u.GetVal()
+		}
+	}
+}
+
+func streamReq(t *testing.T, mode gpb.SubscriptionList_Mode, p string) *gpb.SubscribeRequest {
+	t.Helper()
+	return &gpb.SubscribeRequest{Request: &gpb.SubscribeRequest_Subscribe{Subscribe: &gpb.SubscriptionList{
+		Mode:         mode,
+		Encoding:     gpb.Encoding_PROTO,
+		Subscription: []*gpb.Subscription{{Path: path(t, p), Mode: gpb.SubscriptionMode_ON_CHANGE}},
+	}}}
+}
+
+// subscribe opens a subscription through the proxy and sends req.
+func (r *rig) subscribe(ctx context.Context, req *gpb.SubscribeRequest) gpb.GNMI_SubscribeClient {
+	r.t.Helper()
+	stream, err := r.proxy.Subscribe(ctx)
+	if err != nil {
+		r.t.Fatalf("Subscribe through the proxy: %v", err)
+	}
+	// io.EOF: the stream has already ended; Recv returns its status.
+	if err := stream.Send(req); err != nil && err != io.EOF {
+		r.t.Fatalf("sending the subscription: %v", err)
+	}
+	return stream
+}
+
+func TestSubscribeStreamRelaysSet(t *testing.T) {
+	r := newRig(t, rigOptions{})
+	r.mustSet(updateReq(t, descPath, strVal("before")))
+	ctx, cancel := context.WithTimeout(t.Context(), waitFor)
+	defer cancel()
+	stream := r.subscribe(ctx, streamReq(t, gpb.SubscriptionList_STREAM, descPath))
+	if got := untilSync(t, stream); !proto.Equal(got[descPath], strVal("before")) {
+		t.Fatalf("initial updates %v, want %s = before", got, descPath)
+	}
+
+	r.mustSet(updateReq(t, descPath, strVal("after")))
+	for {
+		resp, err := stream.Recv()
+		if err != nil {
+			t.Fatalf("waiting for the Set's update: %v", err)
+		}
+		n := resp.GetUpdate()
+		for _, u := range n.GetUpdate() {
+			if fullPath(n.GetPrefix(), u.GetPath()) == descPath {
+				if !proto.Equal(u.GetVal(), strVal("after")) {
+					t.Fatalf("update of %s = %v, want after", descPath, u.GetVal())
+				}
+				return
+			}
+		}
+	}
+}
+
+func TestSubscribePoll(t *testing.T) {
+	r := newRig(t, rigOptions{})
+	r.mustSet(updateReq(t, descPath, strVal("first")))
+	ctx, cancel := context.WithTimeout(t.Context(), waitFor)
+	defer cancel()
+	stream := r.subscribe(ctx, streamReq(t, gpb.SubscriptionList_POLL, descPath))
+	if got := untilSync(t, stream); !proto.Equal(got[descPath], strVal("first")) {
+		t.Fatalf("initial poll %v, want %s = first", got, descPath)
+	}
+
+	r.mustSet(updateReq(t, descPath, strVal("second")))
+	if err := stream.Send(&gpb.SubscribeRequest{Request: &gpb.SubscribeRequest_Poll{Poll: &gpb.Poll{}}}); err != nil {
+		t.Fatalf("sending Poll: %v", err)
+	}
+	if got := untilSync(t, stream); !proto.Equal(got[descPath], strVal("second")) {
+		t.Fatalf("poll after the Set %v, want %s = second", got, descPath)
+	}
+
+	// Closing the client side ends the poll subscription cleanly.
+	if err := stream.CloseSend(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := stream.Recv(); err != io.EOF {
+		t.Errorf("after CloseSend, Recv = %v, want EOF", err)
+	}
+}
+
+func TestSubscribeClientCancelEndsDeviceStream(t *testing.T) {
+	fake := newRecordingDevice(t)
+	r := newRig(t, rigOptions{target: fake.addr})
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	stream := r.subscribe(ctx, streamReq(t, gpb.SubscriptionList_STREAM, descPath))
+	untilSync(t, stream)
+
+	var deviceCtx context.Context
+	select {
+	case deviceCtx = <-fake.streams:
+	case <-time.After(waitFor):
+		t.Fatal("the subscription never reached the device")
+	}
+	cancel()
+	select {
+	case <-deviceCtx.Done():
+	case <-time.After(waitFor):
+		t.Fatal("the device-side stream is still open after the client canceled")
+	}
+}
+
+func TestSubscribeEndsWhenDeviceStops(t *testing.T) {
+	r := newRig(t, rigOptions{})
+	ctx, cancel := context.WithTimeout(t.Context(), waitFor)
+	defer cancel()
+	stream := r.subscribe(ctx, streamReq(t, gpb.SubscriptionList_STREAM, descPath))
+	untilSync(t, stream)
+
+	r.dev.Stop()
+	for {
+		resp, err := stream.Recv()
+		if err == nil {
+			t.Logf("response after the device stopped: %v", resp)
+			continue
+		}
+		wantStatus(t, err, codes.Unavailable, "device "+r.target)
+		return
+	}
+}
+
+func TestDeviceUnreachable(t *testing.T) {
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := lis.Addr().String()
+	if err := lis.Close(); err != nil {
+		t.Fatal(err)
+	}
+	r := newRig(t, rigOptions{target: addr})
+	ctx, cancel := context.WithTimeout(t.Context(), waitFor)
+	defer cancel()
+
+	for _, tc := range []struct {
+		name string
+		call func(r *rig) error
+	}{
+		{"Capabilities", func(r *rig) error {
+			_, err := r.proxy.Capabilities(ctx, &gpb.CapabilityRequest{})
+			return err
+		}},
+		{"Get", func(r *rig) error {
+			_, err := r.proxy.Get(ctx, &gpb.GetRequest{Path: []*gpb.Path{path(r.t, descPath)}})
+			return err
+		}},
+		{"Subscribe", func(r *rig) error {
+			stream := r.subscribe(ctx, streamReq(r.t, gpb.SubscriptionList_ONCE, descPath))
+			_, err := stream.Recv()
+			return err
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			wantStatus(t, tc.call(r.with(t)), codes.Unavailable, "device "+addr)
+		})
+	}
+}
+
+// --- a device that records what reaches it ---
+
+// recordingDevice is a minimal gNMI target recording the metadata and
+// deadline of every Capabilities and Get, and holding every subscription
+// open until its context ends. It refuses the agent's liveness
+// subscription, so the agent watches the connection state instead.
+type recordingDevice struct {
+	gpb.UnimplementedGNMIServer
+	addr    string
+	calls   chan recordedCall
+	streams chan context.Context
+}
+
+type recordedCall struct {
+	method      string
+	md          metadata.MD
+	deadline    time.Time
+	hasDeadline bool
+}
+
+func newRecordingDevice(t *testing.T) *recordingDevice {
+	d := &recordingDevice{calls: make(chan recordedCall, 16), streams: make(chan context.Context, 16)}
+	d.addr = serve(t, func(g *grpc.Server) { gpb.RegisterGNMIServer(g, d) })
+	return d
+}
+
+func (d *recordingDevice) record(method string, ctx context.Context) {
+	md, _ := metadata.FromIncomingContext(ctx)
+	deadline, ok := ctx.Deadline()
+	d.calls <- recordedCall{method: method, md: md, deadline: deadline, hasDeadline: ok}
+}
+
+// nextCall returns the oldest call not yet looked at.
+func (d *recordingDevice) nextCall(t *testing.T) recordedCall {
+	t.Helper()
+	select {
+	case c := <-d.calls:
+		return c
+	case <-time.After(waitFor):
+		t.Fatal("no call reached the device")
+		return recordedCall{}
+	}
+}
+
+func (d *recordingDevice) Capabilities(ctx context.Context, _ *gpb.CapabilityRequest) (*gpb.CapabilityResponse, error) {
+	d.record("Capabilities", ctx)
+	return &gpb.CapabilityResponse{GNMIVersion: "0.10.0"}, nil
+}
+
+func (d *recordingDevice) Get(ctx context.Context, _ *gpb.GetRequest) (*gpb.GetResponse, error) {
+	d.record("Get", ctx)
+	return &gpb.GetResponse{}, nil
+}
+
+func (d *recordingDevice) Subscribe(stream gpb.GNMI_SubscribeServer) error {
+	req, err := stream.Recv()
+	if err != nil {
+		return err
+	}
+	for _, s := range req.GetSubscribe().GetSubscription() {
+		if p, err := ygot.PathToString(s.GetPath()); err == nil && p == bootPath {
+			return status.Error(codes.Unimplemented, "recording device: no liveness stream")
+		}
+	}
+	if err := stream.Send(&gpb.SubscribeResponse{Response: &gpb.SubscribeResponse_SyncResponse{SyncResponse: true}}); err != nil {
+		return err
+	}
+	ctx := stream.Context()
+	d.streams <- ctx
+	<-ctx.Done()
+	return status.FromContextError(ctx.Err()).Err()
+}

@@ -1,0 +1,187 @@
+package proxy
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"strings"
+
+	gpb "github.com/openconfig/gnmi/proto/gnmi"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/status"
+
+	"github.com/gnmi-sidecar/gnmi-sidecar/agent"
+	"github.com/gnmi-sidecar/gnmi-sidecar/journal"
+)
+
+// Options configures a Server.
+type Options struct {
+	// Target is the device's gNMI address, host:port.
+	Target string
+	// TLS secures the passthrough connection to the device; nil means
+	// plaintext.
+	TLS *tls.Config
+	// Journal and Agent are the sidecar's journal and the agent driving it.
+	Journal *journal.Journal
+	Agent   *agent.Agent
+	// QueueWhenDisconnected journals SYNC Sets while the device is
+	// disconnected instead of refusing them with Unavailable.
+	QueueWhenDisconnected bool
+	// MaxRecvBytes caps a device response (default 64 MiB).
+	MaxRecvBytes int
+	// Logger receives structured logs (default slog.Default()).
+	Logger *slog.Logger
+}
+
+// Server is the northbound gNMI service. Register it on a grpc.Server.
+type Server struct {
+	gpb.UnimplementedGNMIServer
+	opts   Options
+	log    *slog.Logger
+	device gpb.GNMIClient
+	conn   *grpc.ClientConn
+
+	// streams ends every Subscribe relay when cancelled (Drain).
+	streams context.Context
+	drain   context.CancelFunc
+}
+
+// New returns a Server passing reads through to opts.Target. The device
+// connection is made lazily and re-made by gRPC as needed.
+func New(opts Options) (*Server, error) {
+	if opts.Target == "" || opts.Journal == nil || opts.Agent == nil {
+		return nil, errors.New("proxy: Target, Journal and Agent are required")
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	if opts.MaxRecvBytes <= 0 {
+		opts.MaxRecvBytes = 64 << 20
+	}
+	creds := insecure.NewCredentials()
+	if opts.TLS != nil {
+		creds = credentials.NewTLS(opts.TLS)
+	}
+	conn, err := grpc.NewClient("passthrough:///"+opts.Target,
+		grpc.WithTransportCredentials(creds),
+		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(opts.MaxRecvBytes)))
+	if err != nil {
+		return nil, fmt.Errorf("proxy: device %s: %w", opts.Target, err)
+	}
+	streams, drain := context.WithCancel(context.Background())
+	return &Server{
+		opts:    opts,
+		log:     opts.Logger.With("component", "proxy"),
+		device:  gpb.NewGNMIClient(conn),
+		conn:    conn,
+		streams: streams,
+		drain:   drain,
+	}, nil
+}
+
+// Drain ends every Subscribe relay (with Unavailable), so that a graceful
+// stop of the gRPC server does not wait for streams that never end. Sets
+// in flight are not affected.
+func (s *Server) Drain() { s.drain() }
+
+// Register registers the gNMI service on g.
+func (s *Server) Register(g *grpc.Server) { gpb.RegisterGNMIServer(g, s) }
+
+// Close closes the passthrough connection to the device.
+func (s *Server) Close() error { return s.conn.Close() }
+
+// Capabilities is passed through.
+func (s *Server) Capabilities(ctx context.Context, req *gpb.CapabilityRequest) (*gpb.CapabilityResponse, error) {
+	resp, err := s.device.Capabilities(s.outgoing(ctx), req)
+	return resp, s.deviceError(err)
+}
+
+// Get is passed through.
+func (s *Server) Get(ctx context.Context, req *gpb.GetRequest) (*gpb.GetResponse, error) {
+	resp, err := s.device.Get(s.outgoing(ctx), req)
+	return resp, s.deviceError(err)
+}
+
+// Subscribe relays one client stream to one device stream, both ways; when
+// either side ends, so does the other.
+func (s *Server) Subscribe(stream gpb.GNMI_SubscribeServer) error {
+	ctx, cancel := context.WithCancel(s.outgoing(stream.Context()))
+	defer cancel()
+	stopRelay := context.AfterFunc(s.streams, cancel)
+	defer stopRelay()
+	up, err := s.device.Subscribe(ctx)
+	if err != nil {
+		return s.deviceError(err)
+	}
+	go func() {
+		for {
+			req, err := stream.Recv()
+			if err == io.EOF {
+				_ = up.CloseSend() // the client is done asking; answers keep coming
+				return
+			}
+			if err != nil {
+				cancel() // the client went away: end the device stream
+				return
+			}
+			if err := up.Send(req); err != nil {
+				return // the device ended the stream; up.Recv reports why
+			}
+		}
+	}()
+	for {
+		resp, err := up.Recv()
+		if err == io.EOF {
+			return nil
+		}
+		if err != nil {
+			switch {
+			case stream.Context().Err() != nil:
+				return status.FromContextError(stream.Context().Err()).Err()
+			case s.streams.Err() != nil:
+				return status.Error(codes.Unavailable, "the sidecar is shutting down")
+			}
+			return s.deviceError(err)
+		}
+		if err := stream.Send(resp); err != nil {
+			return err
+		}
+	}
+}
+
+// outgoing forwards the client's request metadata (credentials and any
+// other) to the device; the deadline travels with ctx.
+func (s *Server) outgoing(ctx context.Context) context.Context {
+	in, ok := metadata.FromIncomingContext(ctx)
+	if !ok {
+		return ctx
+	}
+	out := metadata.MD{}
+	for k, v := range in {
+		if strings.HasPrefix(k, ":") || strings.HasPrefix(k, "grpc-") || k == "content-type" || k == "user-agent" {
+			continue // transport headers: the outgoing call sets its own
+		}
+		out[k] = append([]string(nil), v...)
+	}
+	return metadata.NewOutgoingContext(ctx, out)
+}
+
+// deviceError returns the device's error unchanged, except that an
+// unreachable device gets a message naming it.
+func (s *Server) deviceError(err error) error {
+	if err == nil {
+		return nil
+	}
+	st := status.Convert(err)
+	if st.Code() == codes.Unavailable {
+		return status.Errorf(codes.Unavailable, "device %s: %s", s.opts.Target, st.Message())
+	}
+	return st.Err()
+}

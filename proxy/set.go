@@ -1,0 +1,372 @@
+package proxy
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	gpb "github.com/openconfig/gnmi/proto/gnmi"
+	"github.com/openconfig/gnmi/proto/gnmi_ext"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/gnmi-sidecar/gnmi-sidecar/journal"
+	"github.com/gnmi-sidecar/gnmi-sidecar/proxy/sidecarpb"
+)
+
+// ExtensionID is the RegisteredExtension id of the sidecar's extension.
+const ExtensionID = gnmi_ext.ExtensionID_EID_EXPERIMENTAL
+
+// Set journals the request as a proposal (or, with the rollback extension,
+// proposes a rollback) and answers when the agent is done with it: after
+// the device answered (SYNC) or once committed (ASYNC).
+func (s *Server) Set(ctx context.Context, req *gpb.SetRequest) (*gpb.SetResponse, error) {
+	ext, err := requestExtension(req.GetExtension())
+	if err != nil {
+		return nil, err
+	}
+	sync := ext.GetMode() == sidecarpb.SetMode_SET_MODE_SYNC
+	if ext.GetRollback() != nil {
+		if len(req.GetDelete())+len(req.GetReplace())+len(req.GetUpdate())+len(req.GetUnionReplace()) > 0 {
+			return nil, status.Error(codes.InvalidArgument, "a rollback Set (sidecar extension with rollback) must carry no operations")
+		}
+		return s.rollback(ctx, ext.GetRollback().GetIndex(), sync)
+	}
+	ops, err := requestOps(req)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.refuseIfDisconnected(sync); err != nil {
+		return nil, err
+	}
+	p, err := s.opts.Journal.ProposeChange(ctx, ops)
+	if err != nil {
+		return nil, journalError(err)
+	}
+	s.opts.Agent.Notify()
+	log := s.log.With("proposal", p.GetIndex())
+	log.Debug("set journaled", "ops", len(ops), "sync", sync)
+	done := func(p *journal.Proposal) bool {
+		if sync {
+			return journal.Finished(p.GetChange().GetApply())
+		}
+		return journal.Finished(p.GetChange().GetCommit())
+	}
+	wctx, cancel := beforeDeadline(ctx)
+	defer cancel()
+	i := p.GetIndex()
+	p, err = s.opts.Agent.Wait(wctx, i, done)
+	if err != nil {
+		return nil, s.waitError(wctx, i, err)
+	}
+	ch := p.GetChange()
+	if e := changeError(p); e != nil {
+		return nil, e
+	}
+	var resp *gpb.SetResponse
+	if dev, ok := s.opts.Agent.TakeResponse(p.GetIndex()); ok && sync {
+		resp = proto.CloneOf(dev)
+		resp.Extension = withoutSidecarExtension(resp.Extension)
+	} else {
+		// ASYNC, or applied by an earlier sidecar run: describe the Set
+		// ourselves.
+		resp = &gpb.SetResponse{Prefix: req.GetPrefix(), Timestamp: time.Now().UnixNano(), Response: updateResults(req)}
+		if t := ch.GetApplied(); sync && t != nil {
+			resp.Timestamp = t.AsTime().UnixNano()
+		}
+	}
+	resp.Extension = append(resp.Extension, responseExtension(changeResponse(p)))
+	return resp, nil
+}
+
+// rollback proposes the rollback of proposal i (0: the newest change in
+// effect) and waits for it.
+func (s *Server) rollback(ctx context.Context, i uint64, sync bool) (*gpb.SetResponse, error) {
+	if err := s.refuseIfDisconnected(sync); err != nil {
+		return nil, err
+	}
+	j := s.opts.Journal
+	if i == 0 {
+		newest, err := j.NewestRollbackable(ctx)
+		if errors.Is(err, journal.ErrNotFound) {
+			return nil, status.Error(codes.NotFound, "nothing to roll back: no change is in effect")
+		}
+		if err != nil {
+			return nil, journalError(err)
+		}
+		i = newest
+	}
+	if _, _, err := j.ProposeRollback(ctx, i); err != nil {
+		if errors.Is(err, journal.ErrNotFound) {
+			return nil, status.Errorf(codes.NotFound, "cannot roll back proposal %d: it does not exist", i)
+		}
+		return nil, journalError(err)
+	}
+	s.opts.Agent.Notify()
+	s.log.Info("rollback journaled", "proposal", i, "sync", sync)
+	wctx, cancel := beforeDeadline(ctx)
+	defer cancel()
+	p, err := s.opts.Agent.Wait(wctx, i, func(p *journal.Proposal) bool {
+		if sync {
+			return p.GetRollback().GetApply() == journal.StatusComplete
+		}
+		return p.GetRollback().GetCommit() == journal.StatusComplete
+	})
+	if err != nil {
+		return nil, s.waitError(wctx, i, err)
+	}
+	resp := &gpb.SetResponse{Timestamp: time.Now().UnixNano()}
+	if t := p.GetRollback().GetApplied(); sync && t != nil {
+		resp.Timestamp = t.AsTime().UnixNano()
+	}
+	resp.Extension = append(resp.Extension, responseExtension(rollbackResponse(p)))
+	return resp, nil
+}
+
+// withoutSidecarExtension drops extensions with the sidecar's id from a
+// device response, so the sidecar's own is the only one.
+func withoutSidecarExtension(exts []*gnmi_ext.Extension) []*gnmi_ext.Extension {
+	out := exts[:0:0]
+	for _, e := range exts {
+		if e.GetRegisteredExt().GetId() != ExtensionID {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// refuseIfDisconnected refuses a SYNC Set while the device is not
+// connected, before anything is journaled.
+func (s *Server) refuseIfDisconnected(sync bool) error {
+	if !sync || s.opts.QueueWhenDisconnected || s.opts.Agent.Status().Connected {
+		return nil
+	}
+	return status.Errorf(codes.Unavailable,
+		"device %s is not connected; nothing was journaled (retry later, use the sidecar extension's ASYNC mode, or run the sidecar with --queue-when-disconnected)",
+		s.opts.Target)
+}
+
+// maxDeadlineMargin bounds how much earlier than the client's deadline a
+// Set stops waiting (see beforeDeadline).
+const maxDeadlineMargin = 200 * time.Millisecond
+
+// beforeDeadline returns the context a Set waits with: once the client's
+// deadline has passed, gRPC resets the stream and drops whatever the
+// handler answers, so the wait ends a little earlier (a tenth of the time
+// left, at most maxDeadlineMargin) for the client to learn that its Set
+// stays journaled.
+func beforeDeadline(ctx context.Context) (context.Context, context.CancelFunc) {
+	d, ok := ctx.Deadline()
+	if !ok {
+		return context.WithCancel(ctx)
+	}
+	return context.WithDeadline(ctx, d.Add(-min(time.Until(d)/10, maxDeadlineMargin)))
+}
+
+// waitError explains a wait for proposal i that ended before the proposal
+// did: it stays journaled and the agent still applies it.
+func (s *Server) waitError(ctx context.Context, i uint64, err error) error {
+	if ctx.Err() != nil {
+		st := status.FromContextError(ctx.Err())
+		return status.Errorf(st.Code(), "%s; the Set is journaled as proposal %d and will still be applied", st.Message(), i)
+	}
+	return journalError(err)
+}
+
+// changeError is the error a finished change answers with: the device's
+// own code and message when it rejected the change, with the sidecar's
+// Response extension as a status detail.
+func changeError(p *journal.Proposal) error {
+	ch := p.GetChange()
+	failed := ch.GetCommit() == journal.StatusFailed || ch.GetCommit() == journal.StatusAborted ||
+		ch.GetApply() == journal.StatusFailed || ch.GetApply() == journal.StatusAborted
+	if !failed {
+		return nil
+	}
+	code, msg := codes.Code(ch.GetError().GetCode()), ch.GetError().GetMessage()
+	if code == codes.OK {
+		code, msg = codes.Aborted, fmt.Sprintf("proposal %d was not applied", p.GetIndex())
+	}
+	st := status.New(code, msg)
+	if withDetail, err := st.WithDetails(changeResponse(p)); err == nil {
+		st = withDetail
+	}
+	return st.Err()
+}
+
+// requestExtension returns the sidecar extension of a SetRequest (the zero
+// Request if absent) and refuses extensions the sidecar cannot honour.
+func requestExtension(exts []*gnmi_ext.Extension) (*sidecarpb.Request, error) {
+	out := &sidecarpb.Request{}
+	seen := false
+	for _, e := range exts {
+		switch ext := e.GetExt().(type) {
+		case *gnmi_ext.Extension_RegisteredExt:
+			reg := ext.RegisteredExt
+			if reg.GetId() != ExtensionID {
+				return nil, status.Errorf(codes.InvalidArgument,
+					"unknown registered extension id %d: the sidecar understands only id %d (EID_EXPERIMENTAL, see docs/extension.md)",
+					reg.GetId(), ExtensionID)
+			}
+			if seen {
+				return nil, status.Errorf(codes.InvalidArgument, "more than one sidecar extension (id %d) in one SetRequest", ExtensionID)
+			}
+			seen = true
+			if err := proto.Unmarshal(reg.GetMsg(), out); err != nil {
+				return nil, status.Errorf(codes.InvalidArgument,
+					"sidecar extension (id %d): msg is not a gnmisidecar.extension.v1.Request: %v", ExtensionID, err)
+			}
+			if _, ok := sidecarpb.SetMode_name[int32(out.GetMode())]; !ok {
+				return nil, status.Errorf(codes.InvalidArgument, "sidecar extension (id %d): unknown set mode %d (0 = SYNC, 1 = ASYNC)", ExtensionID, out.GetMode())
+			}
+		case *gnmi_ext.Extension_MasterArbitration:
+			// Accepted and not forwarded: the sidecar is the device's only
+			// writer and fences its own Sets (--master-arbitration).
+		case *gnmi_ext.Extension_Commit:
+			return nil, status.Error(codes.Unimplemented, "the commit-confirmed extension is not supported yet by this sidecar")
+		default:
+			return nil, status.Errorf(codes.InvalidArgument, "extension %T is not valid on Set", ext)
+		}
+	}
+	return out, nil
+}
+
+// requestOps turns a SetRequest into journal operations: full paths
+// (prefix joined, target dropped), values exactly as sent, in gNMI order.
+func requestOps(req *gpb.SetRequest) ([]*journal.Op, error) {
+	if len(req.GetUnionReplace()) > 0 {
+		return nil, status.Error(codes.Unimplemented, "union_replace is not supported by the sidecar")
+	}
+	prefix := req.GetPrefix()
+	var ops []*journal.Op
+	for _, p := range req.GetDelete() {
+		full, err := joinPath(prefix, p)
+		if err != nil {
+			return nil, err
+		}
+		ops = append(ops, &journal.Op{Kind: journal.OpDelete, Path: full})
+	}
+	for _, group := range []struct {
+		kind journal.OpKind
+		name string
+		ups  []*gpb.Update
+	}{{journal.OpReplace, "replace", req.GetReplace()}, {journal.OpUpdate, "update", req.GetUpdate()}} {
+		for _, u := range group.ups {
+			full, err := joinPath(prefix, u.GetPath())
+			if err != nil {
+				return nil, err
+			}
+			//lint:ignore SA1019 the deprecated field is read only to refuse it
+			if u.GetValue() != nil {
+				return nil, status.Errorf(codes.InvalidArgument, "%s of %s uses the deprecated value field; send val (a TypedValue)", group.name, journal.PathString(full))
+			}
+			if u.GetVal().GetValue() == nil {
+				return nil, status.Errorf(codes.InvalidArgument, "%s of %s has no value", group.name, journal.PathString(full))
+			}
+			ops = append(ops, &journal.Op{Kind: group.kind, Path: full,
+				Values: []*journal.Leaf{{Path: full, Value: u.GetVal()}}})
+		}
+	}
+	if len(ops) == 0 {
+		return nil, status.Error(codes.InvalidArgument, "SetRequest has no operations (a rollback needs the sidecar extension, see docs/extension.md)")
+	}
+	return ops, nil
+}
+
+// joinPath joins a prefix and a path into one full path, refusing what
+// the journal cannot key.
+func joinPath(prefix, p *gpb.Path) (*gpb.Path, error) {
+	if p == nil {
+		return nil, status.Error(codes.InvalidArgument, "operation without a path")
+	}
+	//lint:ignore SA1019 the deprecated field is read only to refuse it
+	if len(p.GetElement()) > 0 || len(prefix.GetElement()) > 0 {
+		return nil, status.Error(codes.InvalidArgument, "path uses the deprecated element field; send elem")
+	}
+	origin := p.GetOrigin()
+	if po := prefix.GetOrigin(); po != "" {
+		if origin != "" && origin != po {
+			return nil, status.Errorf(codes.InvalidArgument, "path origin %q contradicts prefix origin %q", origin, po)
+		}
+		origin = po
+	}
+	full := &gpb.Path{Origin: origin}
+	full.Elem = append(full.Elem, prefix.GetElem()...)
+	full.Elem = append(full.Elem, p.GetElem()...)
+	for _, e := range full.GetElem() {
+		if e.GetName() == "" {
+			return nil, status.Errorf(codes.InvalidArgument, "path %s has an element without a name", journal.PathString(full))
+		}
+		if e.GetName() == "*" || e.GetName() == "..." {
+			return nil, status.Errorf(codes.InvalidArgument, "path %s has a wildcard; Set paths must be concrete", journal.PathString(full))
+		}
+		for k, v := range e.GetKey() {
+			if k == "" || v == "*" {
+				return nil, status.Errorf(codes.InvalidArgument, "path %s has an empty key name or a wildcard key", journal.PathString(full))
+			}
+		}
+	}
+	return full, nil
+}
+
+// updateResults describes a Set's operations as UpdateResults, for when
+// the device's own response is not at hand.
+func updateResults(req *gpb.SetRequest) []*gpb.UpdateResult {
+	var out []*gpb.UpdateResult
+	for _, p := range req.GetDelete() {
+		out = append(out, &gpb.UpdateResult{Path: p, Op: gpb.UpdateResult_DELETE})
+	}
+	for _, u := range req.GetReplace() {
+		out = append(out, &gpb.UpdateResult{Path: u.GetPath(), Op: gpb.UpdateResult_REPLACE})
+	}
+	for _, u := range req.GetUpdate() {
+		out = append(out, &gpb.UpdateResult{Path: u.GetPath(), Op: gpb.UpdateResult_UPDATE})
+	}
+	return out
+}
+
+// changeResponse is the sidecar's Response about proposal p's change.
+func changeResponse(p *journal.Proposal) *sidecarpb.Response {
+	return &sidecarpb.Response{Index: p.GetIndex(), Phase: sidecarpb.Phase_PHASE_CHANGE,
+		Commit: statusOf(p.GetChange().GetCommit()), Apply: statusOf(p.GetChange().GetApply())}
+}
+
+// rollbackResponse is the sidecar's Response about proposal p's rollback.
+func rollbackResponse(p *journal.Proposal) *sidecarpb.Response {
+	return &sidecarpb.Response{Index: p.GetIndex(), Phase: sidecarpb.Phase_PHASE_ROLLBACK,
+		Commit: statusOf(p.GetRollback().GetCommit()), Apply: statusOf(p.GetRollback().GetApply())}
+}
+
+func responseExtension(r *sidecarpb.Response) *gnmi_ext.Extension {
+	msg, err := proto.Marshal(r)
+	if err != nil {
+		panic(fmt.Sprintf("proxy: encode response extension: %v", err)) // a plain message always encodes
+	}
+	return &gnmi_ext.Extension{Ext: &gnmi_ext.Extension_RegisteredExt{RegisteredExt: &gnmi_ext.RegisteredExtension{Id: ExtensionID, Msg: msg}}}
+}
+
+// statusOf maps a journal status to the extension's (same numbering).
+func statusOf(s journal.Status) sidecarpb.Status {
+	return sidecarpb.Status(s)
+}
+
+// journalError maps a journal error to a gRPC status.
+func journalError(err error) error {
+	switch {
+	case errors.Is(err, journal.ErrGuard), errors.Is(err, journal.ErrCompacted):
+		return status.Error(codes.FailedPrecondition, err.Error())
+	case errors.Is(err, journal.ErrNotFound):
+		return status.Error(codes.NotFound, err.Error())
+	case errors.Is(err, journal.ErrInvalid):
+		return status.Error(codes.InvalidArgument, err.Error())
+	case errors.Is(err, journal.ErrTooLarge):
+		return status.Error(codes.ResourceExhausted, err.Error())
+	case errors.Is(err, journal.ErrClosed):
+		return status.Error(codes.Unavailable, "the sidecar is shutting down")
+	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+		return status.FromContextError(err).Err()
+	}
+	return status.Errorf(codes.Internal, "journal: %v", err)
+}

@@ -1,0 +1,459 @@
+package proxy_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	gpb "github.com/openconfig/gnmi/proto/gnmi"
+	"github.com/openconfig/gnmi/proto/gnmi_ext"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/testing/protocmp"
+
+	"github.com/gnmi-sidecar/gnmi-sidecar/agent"
+	"github.com/gnmi-sidecar/gnmi-sidecar/journal"
+	"github.com/gnmi-sidecar/gnmi-sidecar/proxy/sidecarpb"
+)
+
+// result is one UpdateResult (or journaled operation), with its full path.
+type result struct {
+	Path string
+	Op   gpb.UpdateResult_Operation
+}
+
+func results(resp *gpb.SetResponse) []result {
+	var out []result
+	for _, r := range resp.GetResponse() {
+		out = append(out, result{fullPath(resp.GetPrefix(), r.GetPath()), r.GetOp()})
+	}
+	return out
+}
+
+// journaledOps describes proposal p's operations like UpdateResults.
+func journaledOps(p *journal.Proposal) []result {
+	ops := map[journal.OpKind]gpb.UpdateResult_Operation{
+		journal.OpDelete: gpb.UpdateResult_DELETE, journal.OpReplace: gpb.UpdateResult_REPLACE, journal.OpUpdate: gpb.UpdateResult_UPDATE,
+	}
+	var out []result
+	for _, op := range p.GetChange().GetOps() {
+		out = append(out, result{fullPath(nil, op.GetPath()), ops[op.GetKind()]})
+	}
+	return out
+}
+
+func TestSetSync(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		setup  func(t *testing.T) []*gpb.SetRequest
+		req    func(t *testing.T) *gpb.SetRequest
+		want   []result
+		device map[string]*gpb.TypedValue // leaves after the Set; nil value: absent
+	}{{
+		name: "update",
+		req:  func(t *testing.T) *gpb.SetRequest { return updateReq(t, descPath, strVal("uplink")) },
+		want: []result{{descPath, gpb.UpdateResult_UPDATE}},
+		device: map[string]*gpb.TypedValue{
+			descPath: strVal("uplink"),
+		},
+	}, {
+		name: "prefix joined with a relative path",
+		req: func(t *testing.T) *gpb.SetRequest {
+			return &gpb.SetRequest{
+				Prefix: path(t, "/interfaces/interface[name=eth0]"),
+				Update: []*gpb.Update{{Path: path(t, "config/description"), Val: strVal("from a prefix")}},
+			}
+		},
+		want:   []result{{descPath, gpb.UpdateResult_UPDATE}},
+		device: map[string]*gpb.TypedValue{descPath: strVal("from a prefix")},
+	}, {
+		name:  "replace",
+		setup: func(t *testing.T) []*gpb.SetRequest { return []*gpb.SetRequest{updateReq(t, mtuPath, uintVal(1500))} },
+		req: func(t *testing.T) *gpb.SetRequest {
+			return &gpb.SetRequest{Replace: []*gpb.Update{{Path: path(t, mtuPath), Val: uintVal(9000)}}}
+		},
+		want:   []result{{mtuPath, gpb.UpdateResult_REPLACE}},
+		device: map[string]*gpb.TypedValue{mtuPath: uintVal(9000)},
+	}, {
+		name: "delete",
+		setup: func(t *testing.T) []*gpb.SetRequest {
+			return []*gpb.SetRequest{updateReq(t, descPath, strVal("doomed"))}
+		},
+		req: func(t *testing.T) *gpb.SetRequest {
+			return &gpb.SetRequest{Delete: []*gpb.Path{path(t, descPath)}}
+		},
+		want:   []result{{descPath, gpb.UpdateResult_DELETE}},
+		device: map[string]*gpb.TypedValue{descPath: nil},
+	}, {
+		name: "delete, replace and update in one Set",
+		setup: func(t *testing.T) []*gpb.SetRequest {
+			return []*gpb.SetRequest{updateReq(t, descPath, strVal("doomed"))}
+		},
+		req: func(t *testing.T) *gpb.SetRequest {
+			return &gpb.SetRequest{
+				Delete:  []*gpb.Path{path(t, descPath)},
+				Replace: []*gpb.Update{{Path: path(t, mtuPath), Val: uintVal(1400)}},
+				Update:  []*gpb.Update{{Path: path(t, "/interfaces/interface[name=eth1]/config/description"), Val: strVal("second port")}},
+			}
+		},
+		want: []result{
+			{descPath, gpb.UpdateResult_DELETE},
+			{mtuPath, gpb.UpdateResult_REPLACE},
+			{"/interfaces/interface[name=eth1]/config/description", gpb.UpdateResult_UPDATE},
+		},
+		device: map[string]*gpb.TypedValue{
+			descPath: nil,
+			mtuPath:  uintVal(1400),
+			"/interfaces/interface[name=eth1]/config/description": strVal("second port"),
+		},
+	}} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := newRig(t, rigOptions{})
+			if tc.setup != nil {
+				for _, req := range tc.setup(t) {
+					r.mustSet(req)
+				}
+			}
+			before := r.lastIndex()
+			resp := r.mustSet(tc.req(t))
+
+			// SYNC: the reply comes after the device has the change.
+			for p, v := range tc.device {
+				r.wantDeviceLeaf(p, v)
+			}
+			if diff := cmp.Diff(tc.want, results(resp)); diff != "" {
+				t.Errorf("UpdateResults (-want +got):\n%s", diff)
+			}
+			if resp.GetTimestamp() == 0 {
+				t.Error("SetResponse has no timestamp")
+			}
+			ext := responseExt(t, resp)
+			wantResponse(t, ext, &sidecarpb.Response{Index: before + 1, Phase: sidecarpb.Phase_PHASE_CHANGE,
+				Commit: sidecarpb.Status_STATUS_COMPLETE, Apply: sidecarpb.Status_STATUS_COMPLETE})
+
+			if got := r.lastIndex(); got != ext.GetIndex() {
+				t.Errorf("journal's last index is %d, the reply names proposal %d", got, ext.GetIndex())
+			}
+			p := r.proposal(ext.GetIndex())
+			if diff := cmp.Diff(tc.want, journaledOps(p)); diff != "" {
+				t.Errorf("journaled operations (full paths) (-want +got):\n%s", diff)
+			}
+			if ch := p.GetChange(); ch.GetCommit() != journal.StatusComplete || ch.GetApply() != journal.StatusComplete {
+				t.Errorf("journaled proposal: commit %v apply %v, want both complete", ch.GetCommit(), ch.GetApply())
+			}
+		})
+	}
+}
+
+func TestSetSyncRepliesWithDeviceTimestamp(t *testing.T) {
+	r := newRig(t, rigOptions{})
+	// The device stamps its change notification with its Set's timestamp.
+	ctx, cancel := context.WithTimeout(t.Context(), waitFor)
+	defer cancel()
+	watch, err := r.direct().Subscribe(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := watch.Send(streamReq(t, gpb.SubscriptionList_STREAM, descPath)); err != nil {
+		t.Fatal(err)
+	}
+	untilSync(t, watch)
+
+	resp := r.mustSet(updateReq(t, descPath, strVal("stamped")))
+	n, err := watch.Recv()
+	if err != nil {
+		t.Fatalf("device change notification: %v", err)
+	}
+	if got, want := resp.GetTimestamp(), n.GetUpdate().GetTimestamp(); got != want {
+		t.Errorf("SetResponse timestamp %d, the device's Set took effect at %d", got, want)
+	}
+}
+
+func TestSetDeviceRejection(t *testing.T) {
+	r := newRig(t, rigOptions{})
+	r.mustSet(updateReq(t, descPath, strVal("kept")))
+	before := r.values()
+	if len(before.Committed) == 0 || len(before.Applied) == 0 {
+		t.Fatalf("journal has no values after a Set: %+v", before)
+	}
+
+	bad := updateReq(t, mtuPath, strVal("jumbo")) // mtu is a uint16
+	_, deviceErr := r.direct().Set(t.Context(), bad)
+	deviceSt := wantStatus(t, deviceErr, codes.InvalidArgument)
+
+	_, err := r.set(bad)
+	st := wantStatus(t, err, codes.InvalidArgument)
+	if st.Message() != deviceSt.Message() {
+		t.Errorf("message %q, the device's is %q", st.Message(), deviceSt.Message())
+	}
+	wantResponse(t, detailResponse(t, st), &sidecarpb.Response{Index: 2, Phase: sidecarpb.Phase_PHASE_CHANGE,
+		Commit: sidecarpb.Status_STATUS_COMPLETE, Apply: sidecarpb.Status_STATUS_FAILED})
+
+	if diff := cmp.Diff(before, r.values(), protocmp.Transform()); diff != "" {
+		t.Errorf("journal values changed by a rejected Set (-before +after):\n%s", diff)
+	}
+	r.wantDeviceLeaf(mtuPath, nil)
+	r.wantDeviceLeaf(descPath, strVal("kept"))
+
+	// The sidecar goes on: the next Set is applied.
+	resp := r.mustSet(updateReq(t, mtuPath, uintVal(9000)))
+	if ext := responseExt(t, resp); ext.GetIndex() != 3 || ext.GetApply() != sidecarpb.Status_STATUS_COMPLETE {
+		t.Errorf("Set after the rejection: %v, want proposal 3 applied", ext)
+	}
+	r.wantDeviceLeaf(mtuPath, uintVal(9000))
+}
+
+func TestSetAsync(t *testing.T) {
+	r := newRig(t, rigOptions{})
+	r.dev.SetDelay(300 * time.Millisecond)
+	// With a prefix, so the reply's UpdateResults (the proxy's own, the
+	// device has not answered yet) must keep it.
+	resp := r.mustSet(&gpb.SetRequest{
+		Prefix:    path(t, "/interfaces/interface[name=eth0]"),
+		Update:    []*gpb.Update{{Path: path(t, "config/description"), Val: strVal("later")}},
+		Extension: []*gnmi_ext.Extension{sidecarExt(t, asyncExt)},
+	})
+
+	ext := responseExt(t, resp)
+	if ext.GetPhase() != sidecarpb.Phase_PHASE_CHANGE || ext.GetCommit() != sidecarpb.Status_STATUS_COMPLETE {
+		t.Errorf("ASYNC reply %v, want a change with commit complete", ext)
+	}
+	if a := ext.GetApply(); a != sidecarpb.Status_STATUS_PENDING && a != sidecarpb.Status_STATUS_IN_PROGRESS {
+		t.Errorf("ASYNC reply has apply %v; it should not wait for a device that takes 300 ms", a)
+	}
+	if diff := cmp.Diff([]result{{descPath, gpb.UpdateResult_UPDATE}}, results(resp)); diff != "" {
+		t.Errorf("UpdateResults (-want +got):\n%s", diff)
+	}
+
+	p := r.waitProposal(ext.GetIndex(), agent.Applied)
+	if p.GetChange().GetApply() != journal.StatusComplete {
+		t.Fatalf("proposal %d apply %v, want complete", p.GetIndex(), p.GetChange().GetApply())
+	}
+	r.wantDeviceLeaf(descPath, strVal("later"))
+}
+
+func TestSetWhileDisconnected(t *testing.T) {
+	r := newRig(t, rigOptions{})
+	r.mustSet(updateReq(t, descPath, strVal("before the outage")))
+	r.dev.Stop()
+	r.waitConnected(false)
+	before := r.lastIndex()
+
+	t.Run("SYNC is refused", func(t *testing.T) {
+		r := r.with(t)
+		for _, req := range []*gpb.SetRequest{
+			updateReq(t, mtuPath, uintVal(9000)),
+			rollbackReq(t, 0),
+		} {
+			_, err := r.set(req)
+			wantStatus(t, err, codes.Unavailable, "device "+r.target, "nothing was journaled")
+			if got := r.lastIndex(); got != before {
+				t.Errorf("journal's last index moved from %d to %d", before, got)
+			}
+			if p := r.proposal(before); p.GetPhase() != journal.PhaseChange {
+				t.Errorf("proposal %d is in phase %v after a refused rollback", before, p.GetPhase())
+			}
+		}
+	})
+
+	t.Run("ASYNC is journaled and applied once the device is back", func(t *testing.T) {
+		r := r.with(t)
+		resp := r.mustSet(updateReq(t, mtuPath, uintVal(9000), sidecarExt(t, asyncExt)))
+		wantResponse(t, responseExt(t, resp), &sidecarpb.Response{Index: before + 1, Phase: sidecarpb.Phase_PHASE_CHANGE,
+			Commit: sidecarpb.Status_STATUS_COMPLETE, Apply: sidecarpb.Status_STATUS_PENDING})
+
+		if err := r.dev.Start(t.Context(), ""); err != nil {
+			t.Fatalf("restarting the device: %v", err)
+		}
+		r.waitProposal(before+1, agent.Applied)
+		r.wantDeviceLeaf(mtuPath, uintVal(9000))
+		// The device came back empty: the earlier change was re-pushed.
+		r.wantDeviceLeaf(descPath, strVal("before the outage"))
+	})
+}
+
+func TestSetQueueWhenDisconnected(t *testing.T) {
+	r := newRig(t, rigOptions{queueWhenDisconnected: true})
+	r.dev.Stop()
+	r.waitConnected(false)
+
+	type reply struct {
+		resp *gpb.SetResponse
+		err  error
+	}
+	replied := make(chan reply, 1)
+	req := updateReq(t, descPath, strVal("queued"))
+	go func() {
+		resp, err := r.proxy.Set(t.Context(), req)
+		replied <- reply{resp, err}
+	}()
+	eventually(t, "the Set to be journaled", func() bool { return r.lastIndex() == 1 })
+	r.waitProposal(1, func(p *journal.Proposal) bool { return journal.Finished(p.GetChange().GetCommit()) })
+	select {
+	case got := <-replied:
+		t.Fatalf("SYNC Set answered while the device is down: %v, %v", got.resp, got.err)
+	default:
+	}
+
+	if err := r.dev.Start(t.Context(), ""); err != nil {
+		t.Fatalf("restarting the device: %v", err)
+	}
+	var got reply
+	select {
+	case got = <-replied:
+	case <-time.After(waitFor):
+		t.Fatal("the queued SYNC Set was not answered after the device came back")
+	}
+	if got.err != nil {
+		t.Fatalf("queued SYNC Set: %v", got.err)
+	}
+	wantResponse(t, responseExt(t, got.resp), &sidecarpb.Response{Index: 1, Phase: sidecarpb.Phase_PHASE_CHANGE,
+		Commit: sidecarpb.Status_STATUS_COMPLETE, Apply: sidecarpb.Status_STATUS_COMPLETE})
+	r.wantDeviceLeaf(descPath, strVal("queued"))
+}
+
+func TestSetClientGivesUpWhileDeviceHangs(t *testing.T) {
+	r := newRig(t, rigOptions{})
+	r.dev.HangNextSet()
+	ctx, cancel := context.WithTimeout(t.Context(), 200*time.Millisecond)
+	defer cancel()
+	_, err := r.proxy.Set(ctx, updateReq(t, descPath, strVal("despite the timeout")))
+	wantStatus(t, err, codes.DeadlineExceeded, "journaled as proposal 1", "will still be applied")
+
+	const i = 1
+	if got := r.lastIndex(); got != i {
+		t.Fatalf("journal's last index is %d, want the Set journaled as proposal %d", got, i)
+	}
+	r.wantDeviceLeaf(descPath, nil)
+	// The hung Set's connection breaks; the agent reconnects and applies.
+	r.dev.DropConnections()
+	p := r.waitProposal(i, agent.Applied)
+	if p.GetChange().GetApply() != journal.StatusComplete {
+		t.Fatalf("proposal %d apply %v, want complete", i, p.GetChange().GetApply())
+	}
+	r.wantDeviceLeaf(descPath, strVal("despite the timeout"))
+}
+
+func TestSetConcurrentClients(t *testing.T) {
+	r := newRig(t, rigOptions{})
+	const n = 8
+	type reply struct {
+		resp *gpb.SetResponse
+		err  error
+	}
+	replies := make(chan reply, n)
+	for k := range n {
+		req := updateReq(t, fmt.Sprintf("/interfaces/interface[name=eth%d]/config/description", k), strVal(fmt.Sprint("port ", k)))
+		go func() {
+			resp, err := r.set(req)
+			replies <- reply{resp, err}
+		}()
+	}
+	seen := map[uint64]bool{}
+	for range n {
+		got := <-replies
+		if got.err != nil {
+			t.Errorf("concurrent Set: %v", got.err)
+			continue
+		}
+		ext := responseExt(t, got.resp)
+		if ext.GetApply() != sidecarpb.Status_STATUS_COMPLETE {
+			t.Errorf("concurrent SYNC Set answered with apply %v", ext.GetApply())
+		}
+		if seen[ext.GetIndex()] {
+			t.Errorf("two replies name proposal %d", ext.GetIndex())
+		}
+		seen[ext.GetIndex()] = true
+	}
+	for k := range n {
+		r.wantDeviceLeaf(fmt.Sprintf("/interfaces/interface[name=eth%d]/config/description", k), strVal(fmt.Sprint("port ", k)))
+	}
+	if got := r.lastIndex(); got != n {
+		t.Errorf("journal's last index is %d after %d Sets", got, n)
+	}
+}
+
+func TestSetDeviceFailureClasses(t *testing.T) {
+	r := newRig(t, rigOptions{})
+	for _, tc := range []struct {
+		device codes.Code // what the device answers the first time
+		want   codes.Code // what the client gets
+	}{
+		// Definitive: the proposal fails with the device's code.
+		{codes.NotFound, codes.NotFound},
+		{codes.FailedPrecondition, codes.FailedPrecondition},
+		{codes.PermissionDenied, codes.PermissionDenied},
+		{codes.Aborted, codes.Aborted},
+		// Transient: not a failure; the agent reconnects and sends it again.
+		{codes.Unavailable, codes.OK},
+		{codes.ResourceExhausted, codes.OK},
+	} {
+		t.Run(tc.device.String(), func(t *testing.T) {
+			r := r.with(t)
+			r.waitConnected(true)
+			value := strVal("after " + tc.device.String())
+			setCount := r.dev.SetCount()
+			r.dev.RejectNextSets(1, tc.device)
+			resp, err := r.set(updateReq(t, descPath, value))
+			i := r.lastIndex()
+			if tc.want != codes.OK {
+				st := wantStatus(t, err, tc.want, "injected fault")
+				wantResponse(t, detailResponse(t, st), &sidecarpb.Response{Index: i, Phase: sidecarpb.Phase_PHASE_CHANGE,
+					Commit: sidecarpb.Status_STATUS_COMPLETE, Apply: sidecarpb.Status_STATUS_FAILED})
+				if got, _ := r.deviceLeaf(descPath); proto.Equal(got, value) {
+					t.Errorf("device holds the value of a failed Set")
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("Set after a transient %v: %v", tc.device, err)
+			}
+			if sets := r.dev.SetCount() - setCount; sets < 2 {
+				t.Errorf("the device saw %d Set(s); the refused one should have been sent again", sets)
+			}
+			wantResponse(t, responseExt(t, resp), &sidecarpb.Response{Index: i, Phase: sidecarpb.Phase_PHASE_CHANGE,
+				Commit: sidecarpb.Status_STATUS_COMPLETE, Apply: sidecarpb.Status_STATUS_COMPLETE})
+			r.wantDeviceLeaf(descPath, value)
+		})
+	}
+}
+
+func TestSetAbortedBehindFailedProposal(t *testing.T) {
+	r := newRig(t, rigOptions{})
+	r.dev.SetDelay(500 * time.Millisecond)
+
+	type reply struct {
+		resp *gpb.SetResponse
+		err  error
+	}
+	send := func(req *gpb.SetRequest) <-chan reply {
+		c := make(chan reply, 1)
+		go func() {
+			resp, err := r.set(req)
+			c <- reply{resp, err}
+		}()
+		return c
+	}
+	// Proposal 1 is on its way to a slow device that will reject it;
+	// proposal 2 is committed on top of it meanwhile.
+	first := send(updateReq(t, mtuPath, strVal("jumbo")))
+	eventually(t, "proposal 1 to be journaled", func() bool { return r.lastIndex() == 1 })
+	r.waitProposal(1, func(p *journal.Proposal) bool { return p.GetChange().GetApply() == journal.StatusInProgress })
+	second := send(updateReq(t, descPath, strVal("never applied")))
+	eventually(t, "proposal 2 to be journaled", func() bool { return r.lastIndex() == 2 })
+	r.waitProposal(2, func(p *journal.Proposal) bool { return p.GetChange().GetCommit() == journal.StatusComplete })
+	if p := r.proposal(1); journal.Finished(p.GetChange().GetApply()) {
+		t.Fatalf("the device answered proposal 1 before proposal 2 was committed (apply %v); the test needs a slower device", p.GetChange().GetApply())
+	}
+
+	got := <-first
+	wantStatus(t, got.err, codes.InvalidArgument)
+	got = <-second
+	st := wantStatus(t, got.err, codes.Aborted, "proposal 1")
+	wantResponse(t, detailResponse(t, st), &sidecarpb.Response{Index: 2, Phase: sidecarpb.Phase_PHASE_CHANGE,
+		Commit: sidecarpb.Status_STATUS_COMPLETE, Apply: sidecarpb.Status_STATUS_ABORTED})
+	r.wantDeviceLeaf(descPath, nil)
+	r.wantDeviceLeaf(mtuPath, nil)
+}
