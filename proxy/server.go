@@ -48,9 +48,12 @@ type Server struct {
 	device gpb.GNMIClient
 	conn   *grpc.ClientConn
 
-	// streams ends every Subscribe relay when cancelled (Drain).
-	streams context.Context
-	drain   context.CancelFunc
+	// streams ends every Subscribe relay when cancelled (Drain); waits
+	// ends every Set's wait for the agent (StopWaiting).
+	streams   context.Context
+	drain     context.CancelFunc
+	waits     context.Context
+	stopWaits context.CancelFunc
 }
 
 // New returns a Server passing reads through to opts.Target. The device
@@ -76,13 +79,16 @@ func New(opts Options) (*Server, error) {
 		return nil, fmt.Errorf("proxy: device %s: %w", opts.Target, err)
 	}
 	streams, drain := context.WithCancel(context.Background())
+	waits, stopWaits := context.WithCancel(context.Background())
 	return &Server{
-		opts:    opts,
-		log:     opts.Logger.With("component", "proxy"),
-		device:  gpb.NewGNMIClient(conn),
-		conn:    conn,
-		streams: streams,
-		drain:   drain,
+		opts:      opts,
+		log:       opts.Logger.With("component", "proxy"),
+		device:    gpb.NewGNMIClient(conn),
+		conn:      conn,
+		streams:   streams,
+		drain:     drain,
+		waits:     waits,
+		stopWaits: stopWaits,
 	}, nil
 }
 
@@ -90,6 +96,11 @@ func New(opts Options) (*Server, error) {
 // stop of the gRPC server does not wait for streams that never end. Sets
 // in flight are not affected.
 func (s *Server) Drain() { s.drain() }
+
+// StopWaiting makes every Set still waiting for the agent answer now, with
+// Aborted and a message saying the Set stays journaled and will be applied
+// when the sidecar runs again: for a shutdown that cannot wait any longer.
+func (s *Server) StopWaiting() { s.stopWaits() }
 
 // Register registers the gNMI service on g.
 func (s *Server) Register(g *grpc.Server) { gpb.RegisterGNMIServer(g, s) }

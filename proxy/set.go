@@ -54,7 +54,7 @@ func (s *Server) Set(ctx context.Context, req *gpb.SetRequest) (*gpb.SetResponse
 		}
 		return journal.Finished(p.GetChange().GetCommit())
 	}
-	wctx, cancel := beforeDeadline(ctx)
+	wctx, cancel := s.waitContext(ctx)
 	defer cancel()
 	i := p.GetIndex()
 	p, err = s.opts.Agent.Wait(wctx, i, done)
@@ -106,7 +106,7 @@ func (s *Server) rollback(ctx context.Context, i uint64, sync bool) (*gpb.SetRes
 	}
 	s.opts.Agent.Notify()
 	s.log.Info("rollback journaled", "proposal", i, "sync", sync)
-	wctx, cancel := beforeDeadline(ctx)
+	wctx, cancel := s.waitContext(ctx)
 	defer cancel()
 	p, err := s.opts.Agent.Wait(wctx, i, func(p *journal.Proposal) bool {
 		if sync {
@@ -152,23 +152,34 @@ func (s *Server) refuseIfDisconnected(sync bool) error {
 // Set stops waiting (see beforeDeadline).
 const maxDeadlineMargin = 200 * time.Millisecond
 
-// beforeDeadline returns the context a Set waits with: once the client's
-// deadline has passed, gRPC resets the stream and drops whatever the
-// handler answers, so the wait ends a little earlier (a tenth of the time
-// left, at most maxDeadlineMargin) for the client to learn that its Set
-// stays journaled.
-func beforeDeadline(ctx context.Context) (context.Context, context.CancelFunc) {
-	d, ok := ctx.Deadline()
-	if !ok {
-		return context.WithCancel(ctx)
+// waitContext returns the context a Set waits with. It ends a little
+// before the client's deadline (a tenth of the time left, at most
+// maxDeadlineMargin): once the deadline has passed, gRPC resets the stream
+// and drops whatever the handler answers, and the client must learn that
+// its Set stays journaled. It also ends on StopWaiting.
+func (s *Server) waitContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	var wctx context.Context
+	var cancel context.CancelFunc
+	if d, ok := ctx.Deadline(); ok {
+		wctx, cancel = context.WithDeadline(ctx, d.Add(-min(time.Until(d)/10, maxDeadlineMargin)))
+	} else {
+		wctx, cancel = context.WithCancel(ctx)
 	}
-	return context.WithDeadline(ctx, d.Add(-min(time.Until(d)/10, maxDeadlineMargin)))
+	stop := context.AfterFunc(s.waits, cancel)
+	return wctx, func() {
+		stop()
+		cancel()
+	}
 }
 
 // waitError explains a wait for proposal i that ended before the proposal
 // did: it stays journaled and the agent still applies it.
 func (s *Server) waitError(ctx context.Context, i uint64, err error) error {
-	if ctx.Err() != nil {
+	switch {
+	case s.waits.Err() != nil:
+		// Not Unavailable: a client retrying would journal the Set twice.
+		return status.Errorf(codes.Aborted, "the sidecar is shutting down; the Set is journaled as proposal %d and will be applied when it runs again", i)
+	case ctx.Err() != nil:
 		st := status.FromContextError(ctx.Err())
 		return status.Errorf(st.Code(), "%s; the Set is journaled as proposal %d and will still be applied", st.Message(), i)
 	}
@@ -295,9 +306,9 @@ func joinPath(prefix, p *gpb.Path) (*gpb.Path, error) {
 	full := &gpb.Path{Origin: origin}
 	full.Elem = append(full.Elem, prefix.GetElem()...)
 	full.Elem = append(full.Elem, p.GetElem()...)
-	for _, e := range full.GetElem() {
+	for n, e := range full.GetElem() {
 		if e.GetName() == "" {
-			return nil, status.Errorf(codes.InvalidArgument, "path %s has an element without a name", journal.PathString(full))
+			return nil, status.Errorf(codes.InvalidArgument, "path %s has an element without a name (element %d)", readablePrefix(full.GetElem()[:n]), n+1)
 		}
 		if e.GetName() == "*" || e.GetName() == "..." {
 			return nil, status.Errorf(codes.InvalidArgument, "path %s has a wildcard; Set paths must be concrete", journal.PathString(full))
@@ -309,6 +320,12 @@ func joinPath(prefix, p *gpb.Path) (*gpb.Path, error) {
 		}
 	}
 	return full, nil
+}
+
+// readablePrefix renders the well-formed elements before a malformed one,
+// e.g. "/interfaces/interface[name=eth0]/...".
+func readablePrefix(elems []*gpb.PathElem) string {
+	return journal.PathString(&gpb.Path{Elem: elems}) + "/..."
 }
 
 // updateResults describes a Set's operations as UpdateResults, for when

@@ -258,8 +258,13 @@ func serve(ctx context.Context, cfg serveConfig, stdout io.Writer, log *slog.Log
 	select {
 	case <-stopped:
 	case <-time.After(cfg.shutdownTimeout):
-		log.Warn("shutdown timeout: cutting in-flight requests; their Sets stay journaled")
-		g.Stop()
+		log.Warn("shutdown timeout: answering the Sets still in flight; they stay journaled")
+		p.StopWaiting()
+		select {
+		case <-stopped:
+		case <-time.After(time.Second):
+			g.Stop()
+		}
 	}
 	stopAgent()
 	if err := <-agentDone; err != nil {
