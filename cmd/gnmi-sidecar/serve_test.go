@@ -1,0 +1,61 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gnmi-sidecar/gnmi-sidecar/journal"
+)
+
+// runServe runs `gnmi-sidecar serve args...` in-process and returns its
+// error; it must end by itself (a start-up error) within a few seconds.
+func runServe(t *testing.T, args ...string) error {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	var out, errOut bytes.Buffer
+	root := newRootCommand(&out, &errOut)
+	root.SetArgs(append([]string{"serve"}, args...))
+	root.SetOut(&out)
+	root.SetErr(&errOut)
+	err := root.ExecuteContext(ctx)
+	if ctx.Err() != nil {
+		t.Fatalf("serve %v did not stop by itself; output:\n%s%s", args, out.String(), errOut.String())
+	}
+	return err
+}
+
+func TestServeRefusesBadStartUp(t *testing.T) {
+	locked := t.TempDir()
+	j, err := journal.Open(locked, journal.Options{NoSync: true, MemTableSize: 1 << 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = j.Close() })
+
+	tests := []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"no target", []string{"--journal-dir", t.TempDir()}, "--target is required"},
+		{"journal in use", []string{"--target", "127.0.0.1:1", "--journal-dir", locked, "--listen", "127.0.0.1:0"}, "is in use by another gnmi-sidecar"},
+		{"bad log level", []string{"--target", "127.0.0.1:1", "--log-level", "loud"}, "--log-level"},
+		{"bad log format", []string{"--target", "127.0.0.1:1", "--log-format", "xml"}, "--log-format"},
+		{"cert without key", []string{"--target", "127.0.0.1:1", "--journal-dir", t.TempDir(), "--device-cert", "c.pem"}, "--device-cert and --device-key go together"},
+		{"missing CA file", []string{"--target", "127.0.0.1:1", "--journal-dir", t.TempDir(), "--device-ca", "/nonexistent/ca.pem"}, "--device-ca"},
+		{"malformed listen address", []string{"--target", "127.0.0.1:1", "--journal-dir", t.TempDir(), "--listen", "not-an-address"}, "--listen"},
+		{"unknown flag", []string{"--target", "127.0.0.1:1", "--frobnicate"}, "unknown flag"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := runServe(t, tt.args...)
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("serve %v: %v, want an error containing %q", tt.args, err, tt.want)
+			}
+		})
+	}
+}
