@@ -105,6 +105,18 @@ func proposalDone(p *Proposal) bool {
 	return true
 }
 
+// GuardError is a refused transition: Reason says why in words meant for
+// the operator ("roll back proposal 3: roll back proposal 5 first"). It
+// wraps ErrGuard.
+type GuardError struct {
+	Reason string
+}
+
+func (e *GuardError) Error() string { return "journal: " + e.Reason + ": " + ErrGuard.Error() }
+
+// Unwrap makes errors.Is(err, ErrGuard) hold.
+func (e *GuardError) Unwrap() error { return ErrGuard }
+
 func guardf(format string, args ...any) error {
-	return fmt.Errorf("journal: "+format+": %w", append(args, ErrGuard)...)
+	return &GuardError{Reason: fmt.Sprintf(format, args...)}
 }

@@ -371,7 +371,10 @@ func statusOf(s journal.Status) sidecarpb.Status {
 
 // journalError maps a journal error to a gRPC status.
 func journalError(err error) error {
+	var guard *journal.GuardError
 	switch {
+	case errors.As(err, &guard):
+		return status.Error(codes.FailedPrecondition, guard.Reason)
 	case errors.Is(err, journal.ErrGuard), errors.Is(err, journal.ErrCompacted):
 		return status.Error(codes.FailedPrecondition, err.Error())
 	case errors.Is(err, journal.ErrNotFound):
