@@ -17,6 +17,7 @@ import (
 	"github.com/gnmi-sidecar/gnmi-sidecar/agent"
 	"github.com/gnmi-sidecar/gnmi-sidecar/journal"
 	"github.com/gnmi-sidecar/gnmi-sidecar/testbed"
+	"github.com/gnmi-sidecar/gnmi-sidecar/testbed/sidecartest"
 )
 
 func wantLeaf(t *testing.T, r *rig, p string, want *gpb.TypedValue) {
@@ -354,7 +355,7 @@ func TestFencingSendsTermAndYieldsToANewerMaster(t *testing.T) {
 	defer conn.Close()
 	other := term + 3
 	_, err = gpb.NewGNMIClient(conn).Set(context.Background(), &gpb.SetRequest{
-		Update: []*gpb.Update{{Path: path(t, descPath("eth9")), Val: str("other master")}},
+		Update: []*gpb.Update{{Path: sidecartest.Path(t, descPath("eth9")), Val: str("other master")}},
 		Extension: []*gnmi_ext.Extension{{Ext: &gnmi_ext.Extension_MasterArbitration{
 			MasterArbitration: &gnmi_ext.MasterArbitration{ElectionId: &gnmi_ext.Uint128{Low: other}}}}},
 	})
@@ -404,7 +405,7 @@ func TestRepushKeepsWriteOrderOfOverlappingValues(t *testing.T) {
 	r := newRig(t, testbed.Options{}, agent.Options{})
 	cfgPath := "/interfaces/interface[name=eth0]/config"
 	blob := &gpb.TypedValue{Value: &gpb.TypedValue_JsonIetfVal{JsonIetfVal: []byte(`{"name":"eth0","description":"from json","mtu":1500}`)}}
-	a := r.propose(&journal.Op{Kind: journal.OpUpdate, Path: path(t, cfgPath), Values: []*journal.Leaf{{Path: path(t, cfgPath), Value: blob}}})
+	a := r.propose(&journal.Op{Kind: journal.OpUpdate, Path: sidecartest.Path(t, cfgPath), Values: []*journal.Leaf{{Path: sidecartest.Path(t, cfgPath), Value: blob}}})
 	b := r.propose(deleteOp(t, descPath("eth0")))
 	c := r.propose(updateOp(t, descPath("eth1"), str("other")))
 	for _, i := range []uint64{a, b, c} {
@@ -464,8 +465,8 @@ func TestRejectedRetryRestoresWhatAnEarlierAttemptWrote(t *testing.T) {
 		}
 		defer conn.Close()
 		if _, err := gpb.NewGNMIClient(conn).Set(ctx, &gpb.SetRequest{Update: []*gpb.Update{
-			{Path: path(t, descPath("eth0")), Val: str("uncertain")},
-			{Path: path(t, mtuPath("eth1")), Val: uintv(1500)},
+			{Path: sidecartest.Path(t, descPath("eth0")), Val: str("uncertain")},
+			{Path: sidecartest.Path(t, mtuPath("eth1")), Val: uintv(1500)},
 		}}); err != nil {
 			t.Fatal(err)
 		}
@@ -486,9 +487,9 @@ func TestRejectedRetryRestoresWhatAnEarlierAttemptWrote(t *testing.T) {
 func TestTooLargeToCommitFailsAndWorkGoesOn(t *testing.T) {
 	r := newRig(t, testbed.Options{}, agent.Options{}) // 1 MiB memtables: about 150 KB per transaction
 	var leaves []*journal.Leaf
-	root := path(t, "/interfaces")
+	root := sidecartest.Path(t, "/interfaces")
 	for n := range 5000 {
-		leaves = append(leaves, &journal.Leaf{Path: path(t, descPath(fmt.Sprintf("eth%d", n))), Value: str("x")})
+		leaves = append(leaves, &journal.Leaf{Path: sidecartest.Path(t, descPath(fmt.Sprintf("eth%d", n))), Value: str("x")})
 	}
 	huge := r.propose(&journal.Op{Kind: journal.OpUpdate, Path: root, Values: leaves})
 	next := r.propose(updateOp(t, descPath("eth0"), str("after the huge one")))

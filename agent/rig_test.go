@@ -5,19 +5,17 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
 	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
 	gpb "github.com/openconfig/gnmi/proto/gnmi"
-	"github.com/openconfig/ygot/ygot"
 
 	"github.com/gnmi-sidecar/gnmi-sidecar/agent"
 	"github.com/gnmi-sidecar/gnmi-sidecar/agent/trace"
 	"github.com/gnmi-sidecar/gnmi-sidecar/journal"
 	"github.com/gnmi-sidecar/gnmi-sidecar/testbed"
+	"github.com/gnmi-sidecar/gnmi-sidecar/testbed/sidecartest"
 )
 
 // rig is a sidecar without its northbound side: a journal on disk, an
@@ -40,6 +38,9 @@ type rig struct {
 func newRig(t testing.TB, devOpts testbed.Options, opts agent.Options) *rig {
 	t.Helper()
 	dir := t.TempDir()
+	if devOpts.Logger == nil {
+		devOpts.Logger = sidecartest.Logger(t).With("component", "device")
+	}
 	dev := testbed.StartT(t, devOpts)
 	opts.Target = dev.Addr()
 	if opts.BackoffInitial == 0 {
@@ -52,10 +53,7 @@ func newRig(t testing.TB, devOpts testbed.Options, opts agent.Options) *rig {
 		opts.RollbackRetry = 20 * time.Millisecond
 	}
 	if opts.Logger == nil {
-		opts.Logger = testLogger(t)
-	}
-	if devOpts.Logger == nil {
-		devOpts.Logger = testLogger(t).With("component", "device")
+		opts.Logger = sidecartest.Logger(t)
 	}
 	if opts.Resync == 0 {
 		opts.Resync = 200 * time.Millisecond
@@ -183,13 +181,7 @@ func (r *rig) waitApplied(i uint64) *journal.Proposal {
 // eventually polls cond until it holds or 20 s pass.
 func (r *rig) eventually(what string, cond func() bool) {
 	r.t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			r.t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	sidecartest.Eventually(r.t, 20*time.Second, what, cond)
 }
 
 // quiescent reports whether every proposal is finished and the device is
@@ -253,20 +245,13 @@ func (r *rig) applied() []*journal.PathValue {
 // Liveness at quiescence) and Consistency of the journal and the device.
 func (r *rig) verify() *trace.Report {
 	r.t.Helper()
-	leaves, err := r.dev.ConfigLeaves()
-	if err != nil {
-		r.t.Fatal(err)
-	}
+	leaves := sidecartest.DeviceLeaves(r.t, r.dev)
 	return trace.Verify(r.t, r.tracePath, trace.VerifyOptions{Quiescent: true, Applied: r.applied(), Device: leaves})
 }
 
 func (r *rig) deviceLeaf(path string) (*gpb.TypedValue, bool) {
 	r.t.Helper()
-	leaves, err := r.dev.ConfigLeaves()
-	if err != nil {
-		r.t.Fatal(err)
-	}
-	v, ok := leaves[path]
+	v, ok := sidecartest.DeviceLeaves(r.t, r.dev)[path]
 	return v, ok
 }
 
@@ -279,28 +264,7 @@ func (r *rig) config() *journal.Configuration {
 	return c
 }
 
-// testLogger sends logs to t.Log, so they show only for failing tests.
-func testLogger(t testing.TB) *slog.Logger {
-	return slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelInfo}))
-}
-
-type testWriter struct{ t testing.TB }
-
-func (w testWriter) Write(p []byte) (int, error) {
-	w.t.Log(strings.TrimSuffix(string(p), "\n"))
-	return len(p), nil
-}
-
 // --- operations ---
-
-func path(t testing.TB, s string) *gpb.Path {
-	t.Helper()
-	p, err := ygot.StringToStructuredPath(s)
-	if err != nil {
-		t.Fatalf("path %q: %v", s, err)
-	}
-	return p
-}
 
 func str(s string) *gpb.TypedValue {
 	return &gpb.TypedValue{Value: &gpb.TypedValue_StringVal{StringVal: s}}
@@ -311,12 +275,12 @@ func uintv(n uint64) *gpb.TypedValue {
 }
 
 func updateOp(t testing.TB, p string, v *gpb.TypedValue) *journal.Op {
-	pp := path(t, p)
+	pp := sidecartest.Path(t, p)
 	return &journal.Op{Kind: journal.OpUpdate, Path: pp, Values: []*journal.Leaf{{Path: pp, Value: v}}}
 }
 
 func deleteOp(t testing.TB, p string) *journal.Op {
-	return &journal.Op{Kind: journal.OpDelete, Path: path(t, p)}
+	return &journal.Op{Kind: journal.OpDelete, Path: sidecartest.Path(t, p)}
 }
 
 func descPath(intf string) string {

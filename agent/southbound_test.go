@@ -23,6 +23,7 @@ import (
 
 	"github.com/gnmi-sidecar/gnmi-sidecar/agent"
 	"github.com/gnmi-sidecar/gnmi-sidecar/journal"
+	"github.com/gnmi-sidecar/gnmi-sidecar/testbed/sidecartest"
 )
 
 // recordingTarget is a minimal gNMI target that answers the liveness
@@ -93,48 +94,23 @@ func selfSigned(t *testing.T) (tls.Certificate, *x509.CertPool) {
 // and returns its address.
 func serve(t *testing.T, target gpb.GNMIServer, cert *tls.Certificate) string {
 	t.Helper()
-	lis, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
 	var opts []grpc.ServerOption
 	if cert != nil {
 		opts = append(opts, grpc.Creds(credentials.NewTLS(&tls.Config{Certificates: []tls.Certificate{*cert}, MinVersion: tls.VersionTLS12})))
 	}
-	srv := grpc.NewServer(opts...)
-	gpb.RegisterGNMIServer(srv, target)
-	go func() { _ = srv.Serve(lis) }()
-	t.Cleanup(srv.Stop)
-	return lis.Addr().String()
+	return sidecartest.Serve(t, func(g *grpc.Server) { gpb.RegisterGNMIServer(g, target) }, opts...)
 }
 
 // newAgent opens a journal and an agent on it (not running).
 func newAgent(t *testing.T, opts agent.Options) (*journal.Journal, *agent.Agent) {
 	t.Helper()
-	j, err := journal.Open(t.TempDir(), journal.Options{NoSync: true, MemTableSize: 1 << 20})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = j.Close() })
-	opts.Logger = testLogger(t)
+	opts.Logger = sidecartest.Logger(t)
+	j := sidecartest.OpenJournal(t, opts.Logger)
 	a, err := agent.New(j, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return j, a
-}
-
-// runAgent runs a until the test ends.
-func runAgent(t *testing.T, a *agent.Agent) {
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- a.Run(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("Run: %v", err)
-		}
-	})
 }
 
 // applyOne journals one change and waits for the device's answer.
@@ -164,7 +140,7 @@ func TestSouthboundTLSWithCredentials(t *testing.T) {
 		Username: "admin",
 		Password: "s3cret",
 	})
-	runAgent(t, a)
+	sidecartest.RunAgent(t, a)
 	if got := applyOne(t, j, a, "over tls"); got.GetChange().GetApply() != journal.StatusComplete {
 		t.Fatalf("apply over TLS = %v", got.GetChange().GetApply())
 	}
@@ -215,16 +191,12 @@ func TestTargetWithoutSubscribeIsWatchedByConnectionState(t *testing.T) {
 	gpb.RegisterGNMIServer(srv, &noSubscribeTarget{})
 	go func() { _ = srv.Serve(lis) }()
 	j, a := newAgent(t, agent.Options{Target: lis.Addr().String()})
-	runAgent(t, a)
+	sidecartest.RunAgent(t, a)
 	if got := applyOne(t, j, a, "no stream"); got.GetChange().GetApply() != journal.StatusComplete {
 		t.Fatalf("apply without a liveness stream: %v", got.GetChange().GetApply())
 	}
 	srv.Stop() // the device goes away: the connection state must show it
-	deadline := time.Now().Add(5 * time.Second)
-	for a.Status().Connected {
-		if time.Now().After(deadline) {
-			t.Fatal("lost connection not detected without a liveness stream")
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	sidecartest.Eventually(t, 5*time.Second, "the lost connection to be detected without a liveness stream", func() bool {
+		return !a.Status().Connected
+	})
 }

@@ -5,8 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
-	"net"
 	"slices"
 	"strings"
 	"testing"
@@ -15,22 +13,18 @@ import (
 	"github.com/google/go-cmp/cmp"
 	gpb "github.com/openconfig/gnmi/proto/gnmi"
 	"github.com/openconfig/gnmi/proto/gnmi_ext"
-	"github.com/openconfig/ygot/ygot"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/protoadapt"
 	"google.golang.org/protobuf/testing/protocmp"
 	"google.golang.org/protobuf/types/known/wrapperspb"
 
-	"github.com/gnmi-sidecar/gnmi-sidecar/agent"
 	"github.com/gnmi-sidecar/gnmi-sidecar/client"
 	"github.com/gnmi-sidecar/gnmi-sidecar/journal"
-	"github.com/gnmi-sidecar/gnmi-sidecar/proxy"
 	"github.com/gnmi-sidecar/gnmi-sidecar/proxy/sidecarpb"
-	"github.com/gnmi-sidecar/gnmi-sidecar/testbed"
+	"github.com/gnmi-sidecar/gnmi-sidecar/testbed/sidecartest"
 )
 
 const (
@@ -330,7 +324,7 @@ func TestSet(t *testing.T) {
 			s := startSidecar(t)
 			ctx := testContext(t)
 			for i, desc := range []string{"first", "second"} {
-				resp, err := s.gnmi.Set(ctx, tc.mode(update(t, descPath, stringVal(desc))))
+				resp, err := s.Client.Set(ctx, tc.mode(update(t, descPath, stringVal(desc))))
 				if err != nil {
 					t.Fatalf("Set %q: %v", desc, err)
 				}
@@ -379,7 +373,7 @@ func TestRollback(t *testing.T) {
 				{index: 1, present: false}, // proposal 1 created the leaf
 			}
 			for _, step := range steps {
-				got, resp, err := client.Rollback(ctx, s.gnmi, 0, mode)
+				got, resp, err := client.Rollback(ctx, s.Client, 0, mode)
 				if err != nil {
 					t.Fatalf("Rollback(0) expecting proposal %d: %v", step.index, err)
 				}
@@ -397,14 +391,14 @@ func TestRollback(t *testing.T) {
 					t.Errorf("Rollback(0): Response (-want +got):\n%s", diff)
 				}
 				if mode == asyncMode {
-					_, err := s.agent.Wait(ctx, step.index, func(p *journal.Proposal) bool {
+					_, err := s.Agent.Wait(ctx, step.index, func(p *journal.Proposal) bool {
 						return p.GetRollback().GetApply() == journal.StatusComplete
 					})
 					if err != nil {
 						t.Fatalf("waiting for the rollback of proposal %d to be applied: %v", step.index, err)
 					}
 				}
-				v, ok := s.leaves(t)[descPath]
+				v, ok := sidecartest.DeviceLeaves(t, s.Dev)[descPath]
 				if ok != step.present || v.GetStringVal() != step.value {
 					t.Errorf("after rolling back proposal %d the device has %s = %v, want %q (present: %v)",
 						step.index, descPath, v, step.value, step.present)
@@ -437,7 +431,7 @@ func TestRollbackRefused(t *testing.T) {
 		{"with nothing in effect", 0, codes.NotFound, "nothing to roll back"},
 	}
 	for _, step := range steps {
-		r, _, err := client.Rollback(ctx, s.gnmi, step.index, syncMode)
+		r, _, err := client.Rollback(ctx, s.Client, step.index, syncMode)
 		if got := status.Code(err); got != step.code {
 			t.Fatalf("rolling back %s (%d): code %v, want %v (error %v)", step.name, step.index, got, step.code, err)
 		}
@@ -461,7 +455,7 @@ func TestDeviceRejectsSet(t *testing.T) {
 	s := startSidecar(t)
 	ctx := testContext(t)
 
-	_, err := s.gnmi.Set(ctx, update(t, mtuPath, stringVal("jumbo")))
+	_, err := s.Client.Set(ctx, update(t, mtuPath, stringVal("jumbo")))
 	if got := status.Code(err); got != codes.InvalidArgument {
 		t.Fatalf("Set of a string on a uint16 leaf: code %v, want InvalidArgument (error %v)", got, err)
 	}
@@ -479,7 +473,7 @@ func TestDeviceRejectsSet(t *testing.T) {
 			t.Errorf("ResponseFromError(%v) (-want +got):\n%s", err, diff)
 		}
 	}
-	if leaves := s.leaves(t); leaves[mtuPath] != nil {
+	if leaves := sidecartest.DeviceLeaves(t, s.Dev); leaves[mtuPath] != nil {
 		t.Errorf("the device has %s = %v after rejecting it", mtuPath, leaves[mtuPath])
 	}
 
@@ -488,7 +482,7 @@ func TestDeviceRejectsSet(t *testing.T) {
 	if got := mustResponse(t, resp).GetIndex(); got != 2 {
 		t.Errorf("the Set after the rejected one is proposal %d, want 2", got)
 	}
-	if _, _, err := client.Rollback(ctx, s.gnmi, 1, syncMode); status.Code(err) != codes.FailedPrecondition {
+	if _, _, err := client.Rollback(ctx, s.Client, 1, syncMode); status.Code(err) != codes.FailedPrecondition {
 		t.Errorf("Rollback of the failed proposal: %v, want FailedPrecondition", err)
 	}
 }
@@ -497,19 +491,19 @@ func TestDisconnectedDevice(t *testing.T) {
 	t.Parallel()
 	s := startSidecar(t)
 	ctx := testContext(t)
-	s.dev.Stop()
-	eventually(t, "the agent sees the device gone", func() bool { return !s.agent.Status().Connected })
+	s.Dev.Stop()
+	s.WaitConnected(t, false)
 
-	_, err := s.gnmi.Set(ctx, update(t, descPath, stringVal("queued")))
+	_, err := s.Client.Set(ctx, update(t, descPath, stringVal("queued")))
 	if got := status.Code(err); got != codes.Unavailable {
 		t.Fatalf("SYNC Set while disconnected: code %v, want Unavailable (error %v)", got, err)
 	}
-	if _, _, err := client.Rollback(ctx, s.gnmi, 0, syncMode); status.Code(err) != codes.Unavailable {
+	if _, _, err := client.Rollback(ctx, s.Client, 0, syncMode); status.Code(err) != codes.Unavailable {
 		t.Errorf("SYNC rollback while disconnected: %v, want Unavailable", err)
 	}
 
 	// The refused Sets journaled nothing: the ASYNC Set is proposal 1.
-	resp, err := s.gnmi.Set(ctx, client.WithMode(update(t, descPath, stringVal("queued")), asyncMode))
+	resp, err := s.Client.Set(ctx, client.WithMode(update(t, descPath, stringVal("queued")), asyncMode))
 	if err != nil {
 		t.Fatalf("ASYNC Set while disconnected: %v", err)
 	}
@@ -548,7 +542,7 @@ func TestExtensionErrors(t *testing.T) {
 				req = update(t, descPath, stringVal("refused"))
 				req.Extension = tc.exts
 			}
-			_, err := s.gnmi.Set(ctx, req)
+			_, err := s.Client.Set(ctx, req)
 			if got := status.Code(err); got != tc.code {
 				t.Errorf("code %v, want %v (error %v)", got, tc.code, err)
 			}
@@ -556,7 +550,7 @@ func TestExtensionErrors(t *testing.T) {
 	}
 	t.Cleanup(func() {
 		// Nothing was journaled, so nothing reached the device.
-		if leaves := s.leaves(t); leaves[descPath] != nil {
+		if leaves := sidecartest.DeviceLeaves(t, s.Dev); leaves[descPath] != nil {
 			t.Errorf("a refused Set reached the device: %s = %v", descPath, leaves[descPath])
 		}
 	})
@@ -566,105 +560,36 @@ func TestExtensionErrors(t *testing.T) {
 
 // sidecar is a whole sidecar on loopback (journal, agent, proxy) in front
 // of a simulated device.
-type sidecar struct {
-	gnmi  gpb.GNMIClient
-	dev   *testbed.Device
-	agent *agent.Agent
-}
+type sidecar struct{ *sidecartest.Sidecar }
 
 // startSidecar starts a sidecar for the test, stops it when the test ends,
 // and waits until its agent is connected to the device.
 func startSidecar(t *testing.T) *sidecar {
 	t.Helper()
-	log := slog.New(slog.NewTextHandler(t.Output(), nil))
-	dev := testbed.StartT(t, testbed.Options{Logger: log.With("component", "device")})
-
-	j, err := journal.Open(t.TempDir(), journal.Options{NoSync: true, MemTableSize: 1 << 20, Logger: log})
-	if err != nil {
-		t.Fatal(err)
-	}
-	a, err := agent.New(j, agent.Options{Target: dev.Addr(), Logger: log})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	ran := make(chan error, 1)
-	go func() { ran <- a.Run(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-ran; err != nil {
-			t.Errorf("agent.Run: %v", err)
-		}
-		if err := j.Close(); err != nil {
-			t.Errorf("journal.Close: %v", err)
-		}
-	})
-
-	srv, err := proxy.New(proxy.Options{Target: dev.Addr(), Journal: j, Agent: a, Logger: log})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = srv.Close() })
-	g := grpc.NewServer()
-	srv.Register(g)
-	lis, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	go func() { _ = g.Serve(lis) }()
-	t.Cleanup(g.Stop)
-
-	conn, err := grpc.NewClient(lis.Addr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = conn.Close() })
-
-	eventually(t, "the agent connects to the device", func() bool { return a.Status().Connected })
-	return &sidecar{gnmi: gpb.NewGNMIClient(conn), dev: dev, agent: a}
+	return &sidecar{sidecartest.Start(t, sidecartest.Options{})}
 }
 
 // mustSet sets path to v through the sidecar (SYNC).
 func (s *sidecar) mustSet(t *testing.T, path string, v *gpb.TypedValue) *gpb.SetResponse {
 	t.Helper()
-	resp, err := s.gnmi.Set(testContext(t), update(t, path, v))
+	resp, err := s.Client.Set(testContext(t), update(t, path, v))
 	if err != nil {
 		t.Fatalf("Set %s = %v: %v", path, v, err)
 	}
 	return resp
 }
 
-// leaves is the device's configuration, path → value.
-func (s *sidecar) leaves(t *testing.T) map[string]*gpb.TypedValue {
-	t.Helper()
-	leaves, err := s.dev.ConfigLeaves()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return leaves
-}
-
 // leaf is the device's string value at path ("" if absent).
 func (s *sidecar) leaf(t *testing.T, path string) string {
 	t.Helper()
-	return s.leaves(t)[path].GetStringVal()
+	return sidecartest.DeviceLeaves(t, s.Dev)[path].GetStringVal()
 }
 
 func (s *sidecar) waitLeaf(t *testing.T, path, want string) {
 	t.Helper()
-	eventually(t, fmt.Sprintf("the device has %s = %q", path, want), func() bool { return s.leaf(t, path) == want })
-}
-
-// eventually waits up to 10 s for cond.
-func eventually(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting until %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	sidecartest.Eventually(t, 10*time.Second, fmt.Sprintf("the device to have %s = %q", path, want), func() bool {
+		return s.leaf(t, path) == want
+	})
 }
 
 func testContext(t *testing.T) context.Context {
@@ -676,11 +601,7 @@ func testContext(t *testing.T) context.Context {
 // update is a SetRequest updating path to v.
 func update(t *testing.T, path string, v *gpb.TypedValue) *gpb.SetRequest {
 	t.Helper()
-	p, err := ygot.StringToStructuredPath(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return &gpb.SetRequest{Update: []*gpb.Update{{Path: p, Val: v}}}
+	return &gpb.SetRequest{Update: []*gpb.Update{{Path: sidecartest.Path(t, path), Val: v}}}
 }
 
 func stringVal(s string) *gpb.TypedValue {

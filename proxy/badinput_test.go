@@ -8,12 +8,13 @@ import (
 	"google.golang.org/grpc/codes"
 
 	"github.com/gnmi-sidecar/gnmi-sidecar/proxy/sidecarpb"
+	"github.com/gnmi-sidecar/gnmi-sidecar/testbed/sidecartest"
 )
 
 func TestSetBadInput(t *testing.T) {
-	r := newRig(t, rigOptions{})
+	r := newRig(t, sidecartest.Options{})
 	r.mustSet(updateReq(t, descPath, strVal("kept")))
-	desc := func() *gpb.Path { return path(t, descPath) }
+	desc := func() *gpb.Path { return sidecartest.Path(t, descPath) }
 	val := strVal("x")
 	ext := func(req *sidecarpb.Request) []*gnmi_ext.Extension {
 		return []*gnmi_ext.Extension{sidecarExt(t, req)}
@@ -65,16 +66,16 @@ func TestSetBadInput(t *testing.T) {
 		code: codes.InvalidArgument, msg: []string{"element without a name"},
 	}, {
 		name: "wildcard element",
-		req:  &gpb.SetRequest{Update: []*gpb.Update{{Path: path(t, "/interfaces/*/config/description"), Val: val}}},
+		req:  &gpb.SetRequest{Update: []*gpb.Update{{Path: sidecartest.Path(t, "/interfaces/*/config/description"), Val: val}}},
 		code: codes.InvalidArgument, msg: []string{"wildcard", "concrete"},
 	}, {
 		name: "wildcard key",
-		req:  &gpb.SetRequest{Delete: []*gpb.Path{path(t, "/interfaces/interface[name=*]/config/description")}},
+		req:  &gpb.SetRequest{Delete: []*gpb.Path{sidecartest.Path(t, "/interfaces/interface[name=*]/config/description")}},
 		code: codes.InvalidArgument, msg: []string{"wildcard"},
 	}, {
 		name: "wildcard in the prefix",
-		req: &gpb.SetRequest{Prefix: path(t, "/interfaces/interface[name=*]"),
-			Update: []*gpb.Update{{Path: path(t, "config/description"), Val: val}}},
+		req: &gpb.SetRequest{Prefix: sidecartest.Path(t, "/interfaces/interface[name=*]"),
+			Update: []*gpb.Update{{Path: sidecartest.Path(t, "config/description"), Val: val}}},
 		code: codes.InvalidArgument, msg: []string{"wildcard"},
 	}, {
 		name: "deprecated path element field",
@@ -111,13 +112,13 @@ func TestSetBadInput(t *testing.T) {
 	}} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := r.with(t)
-			lastIndex, setCount := r.lastIndex(), r.dev.SetCount()
+			lastIndex, setCount := r.lastIndex(), r.Dev.SetCount()
 			_, err := r.set(tc.req)
 			wantStatus(t, err, tc.code, tc.msg...)
 			if got := r.lastIndex(); got != lastIndex {
 				t.Errorf("journal's last index moved from %d to %d", lastIndex, got)
 			}
-			if got := r.dev.SetCount(); got != setCount {
+			if got := r.Dev.SetCount(); got != setCount {
 				t.Errorf("%d Sets reached the device", got-setCount)
 			}
 		})

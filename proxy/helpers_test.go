@@ -2,10 +2,7 @@ package proxy_test
 
 import (
 	"context"
-	"log/slog"
-	"net"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -13,18 +10,15 @@ import (
 	gpb "github.com/openconfig/gnmi/proto/gnmi"
 	"github.com/openconfig/gnmi/proto/gnmi_ext"
 	"github.com/openconfig/ygot/ygot"
-	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/testing/protocmp"
 
-	"github.com/gnmi-sidecar/gnmi-sidecar/agent"
 	"github.com/gnmi-sidecar/gnmi-sidecar/journal"
 	"github.com/gnmi-sidecar/gnmi-sidecar/proxy"
 	"github.com/gnmi-sidecar/gnmi-sidecar/proxy/sidecarpb"
-	"github.com/gnmi-sidecar/gnmi-sidecar/testbed"
+	"github.com/gnmi-sidecar/gnmi-sidecar/testbed/sidecartest"
 )
 
 // Paths of the simulated device used throughout.
@@ -37,112 +31,16 @@ const (
 // waitFor bounds every wait on a condition; tests finish far sooner.
 const waitFor = 20 * time.Second
 
-// rigOptions configures a rig.
-type rigOptions struct {
-	// target, if set, is the device address instead of a fresh testbed
-	// device (rig.dev is then nil).
-	target string
-	// queueWhenDisconnected is proxy.Options.QueueWhenDisconnected.
-	queueWhenDisconnected bool
-}
-
-// rig is a whole sidecar in-process: a simulated device, a journal, a
-// running agent and the proxy served over real gRPC on loopback, with a
-// client connected to the proxy.
+// rig is a whole sidecar in-process (sidecartest.Start) with helpers
+// reporting to t.
 type rig struct {
-	t      *testing.T
-	dev    *testbed.Device // nil with rigOptions.target
-	target string
-	j      *journal.Journal
-	a      *agent.Agent
-	proxy  gpb.GNMIClient
+	t *testing.T
+	*sidecartest.Sidecar
 }
 
-func newRig(t *testing.T, opts rigOptions) *rig {
+func newRig(t *testing.T, opts sidecartest.Options) *rig {
 	t.Helper()
-	log := testLogger(t)
-	r := &rig{t: t, target: opts.target}
-	if r.target == "" {
-		r.dev = testbed.StartT(t, testbed.Options{})
-		r.target = r.dev.Addr()
-	}
-
-	j, err := journal.Open(t.TempDir(), journal.Options{NoSync: true, MemTableSize: 1 << 20, Logger: log})
-	if err != nil {
-		t.Fatalf("journal.Open: %v", err)
-	}
-	a, err := agent.New(j, agent.Options{
-		Target:         r.target,
-		BackoffInitial: 5 * time.Millisecond,
-		BackoffMax:     50 * time.Millisecond,
-		Resync:         200 * time.Millisecond,
-		Logger:         log,
-	})
-	if err != nil {
-		t.Fatalf("agent.New: %v", err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	ran := make(chan error, 1)
-	go func() { ran <- a.Run(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-ran; err != nil {
-			t.Errorf("agent.Run: %v", err)
-		}
-		if err := j.Close(); err != nil {
-			t.Errorf("journal.Close: %v", err)
-		}
-	})
-	r.j, r.a = j, a
-
-	srv, err := proxy.New(proxy.Options{
-		Target:                r.target,
-		Journal:               j,
-		Agent:                 a,
-		QueueWhenDisconnected: opts.queueWhenDisconnected,
-		Logger:                log,
-	})
-	if err != nil {
-		t.Fatalf("proxy.New: %v", err)
-	}
-	r.proxy = dial(t, serve(t, srv.Register))
-	t.Cleanup(func() { _ = srv.Close() })
-	if r.dev != nil {
-		r.waitConnected(true)
-	}
-	return r
-}
-
-// serve serves the services register installs on a loopback port until the
-// test ends, and returns the address.
-func serve(t *testing.T, register func(*grpc.Server)) string {
-	t.Helper()
-	lis, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	g := grpc.NewServer(grpc.WaitForHandlers(true))
-	register(g)
-	served := make(chan error, 1)
-	go func() { served <- g.Serve(lis) }()
-	t.Cleanup(func() {
-		g.Stop()
-		if err := <-served; err != nil {
-			t.Errorf("grpc Serve: %v", err)
-		}
-	})
-	return lis.Addr().String()
-}
-
-// dial returns a gNMI client of addr, closed when the test ends.
-func dial(t *testing.T, addr string) gpb.GNMIClient {
-	t.Helper()
-	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = conn.Close() })
-	return gpb.NewGNMIClient(conn)
+	return &rig{t: t, Sidecar: sidecartest.Start(t, opts)}
 }
 
 // with returns r reporting to t, for use in t's subtest of r's test.
@@ -153,22 +51,14 @@ func (r *rig) with(t *testing.T) *rig {
 }
 
 // direct returns a client talking straight to the device.
-func (r *rig) direct() gpb.GNMIClient { return dial(r.t, r.target) }
-
-// waitConnected waits until the agent's session is up (want) or down.
-func (r *rig) waitConnected(want bool) {
-	r.t.Helper()
-	eventually(r.t, "agent connected = "+map[bool]string{true: "true", false: "false"}[want], func() bool {
-		return r.a.Status().Connected == want
-	})
-}
+func (r *rig) direct() gpb.GNMIClient { return sidecartest.Dial(r.t, r.Target) }
 
 // set sends req through the proxy with a bounded context.
 func (r *rig) set(req *gpb.SetRequest) (*gpb.SetResponse, error) {
 	r.t.Helper()
 	ctx, cancel := context.WithTimeout(r.t.Context(), waitFor)
 	defer cancel()
-	return r.proxy.Set(ctx, req)
+	return r.Client.Set(ctx, req)
 }
 
 // mustSet sends req through the proxy and fails the test on an error.
@@ -184,7 +74,7 @@ func (r *rig) mustSet(req *gpb.SetRequest) *gpb.SetResponse {
 // lastIndex is the journal's newest proposal index.
 func (r *rig) lastIndex() uint64 {
 	r.t.Helper()
-	c, err := r.j.Configuration(r.t.Context())
+	c, err := r.Journal.Configuration(r.t.Context())
 	if err != nil {
 		r.t.Fatal(err)
 	}
@@ -194,7 +84,7 @@ func (r *rig) lastIndex() uint64 {
 // proposal returns journaled proposal i.
 func (r *rig) proposal(i uint64) *journal.Proposal {
 	r.t.Helper()
-	p, err := r.j.Proposal(r.t.Context(), i)
+	p, err := r.Journal.Proposal(r.t.Context(), i)
 	if err != nil {
 		r.t.Fatalf("journal.Proposal(%d): %v", i, err)
 	}
@@ -206,9 +96,9 @@ func (r *rig) waitProposal(i uint64, done func(*journal.Proposal) bool) *journal
 	r.t.Helper()
 	ctx, cancel := context.WithTimeout(r.t.Context(), waitFor)
 	defer cancel()
-	p, err := r.a.Wait(ctx, i, done)
+	p, err := r.Agent.Wait(ctx, i, done)
 	if err != nil {
-		last, _ := r.j.Proposal(r.t.Context(), i)
+		last, _ := r.Journal.Proposal(r.t.Context(), i)
 		r.t.Fatalf("waiting for proposal %d: %v (last seen: %v)", i, err, last)
 	}
 	return p
@@ -228,10 +118,10 @@ func (r *rig) values() configValues {
 			return nil
 		}
 	}
-	if err := r.j.Committed(r.t.Context(), nil, collect(&v.Committed)); err != nil {
+	if err := r.Journal.Committed(r.t.Context(), nil, collect(&v.Committed)); err != nil {
 		r.t.Fatal(err)
 	}
-	if err := r.j.Applied(r.t.Context(), nil, collect(&v.Applied)); err != nil {
+	if err := r.Journal.Applied(r.t.Context(), nil, collect(&v.Applied)); err != nil {
 		r.t.Fatal(err)
 	}
 	return v
@@ -240,11 +130,7 @@ func (r *rig) values() configValues {
 // deviceLeaf returns the device's configuration leaf at path.
 func (r *rig) deviceLeaf(path string) (*gpb.TypedValue, bool) {
 	r.t.Helper()
-	leaves, err := r.dev.ConfigLeaves()
-	if err != nil {
-		r.t.Fatal(err)
-	}
-	v, ok := leaves[path]
+	v, ok := sidecartest.DeviceLeaves(r.t, r.Dev)[path]
 	return v, ok
 }
 
@@ -262,28 +148,7 @@ func (r *rig) wantDeviceLeaf(path string, want *gpb.TypedValue) {
 	}
 }
 
-// eventually polls cond until it holds, failing the test after waitFor.
-func eventually(t testing.TB, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(waitFor)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-}
-
 // --- requests and responses ---
-
-func path(t testing.TB, s string) *gpb.Path {
-	t.Helper()
-	p, err := ygot.StringToStructuredPath(s)
-	if err != nil {
-		t.Fatalf("path %q: %v", s, err)
-	}
-	return p
-}
 
 func strVal(s string) *gpb.TypedValue {
 	return &gpb.TypedValue{Value: &gpb.TypedValue_StringVal{StringVal: s}}
@@ -296,7 +161,7 @@ func uintVal(n uint64) *gpb.TypedValue {
 // updateReq is a SetRequest updating one path.
 func updateReq(t testing.TB, p string, v *gpb.TypedValue, exts ...*gnmi_ext.Extension) *gpb.SetRequest {
 	t.Helper()
-	return &gpb.SetRequest{Update: []*gpb.Update{{Path: path(t, p), Val: v}}, Extension: exts}
+	return &gpb.SetRequest{Update: []*gpb.Update{{Path: sidecartest.Path(t, p), Val: v}}, Extension: exts}
 }
 
 // sidecarExt wraps a sidecar Request in its registered extension.
@@ -403,35 +268,4 @@ func fullPath(prefix, p *gpb.Path) string {
 		return err.Error()
 	}
 	return s
-}
-
-// --- logging ---
-
-// testLogger logs to t until the test ends; later lines (a goroutine still
-// winding down) are dropped instead of panicking.
-func testLogger(t *testing.T) *slog.Logger {
-	w := &testWriter{t: t}
-	t.Cleanup(w.stop) // registered first: runs after every other cleanup
-	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: slog.LevelInfo}))
-}
-
-type testWriter struct {
-	mu   sync.Mutex
-	t    *testing.T
-	done bool
-}
-
-func (w *testWriter) Write(p []byte) (int, error) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if !w.done {
-		w.t.Log(strings.TrimSuffix(string(p), "\n"))
-	}
-	return len(p), nil
-}
-
-func (w *testWriter) stop() {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	w.done = true
 }

@@ -16,6 +16,8 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/testing/protocmp"
+
+	"github.com/gnmi-sidecar/gnmi-sidecar/testbed/sidecartest"
 )
 
 // sameData compares responses taken at different times: timestamps aside,
@@ -29,13 +31,13 @@ var sameData = cmp.Options{
 }
 
 func TestCapabilitiesPassThrough(t *testing.T) {
-	r := newRig(t, rigOptions{})
+	r := newRig(t, sidecartest.Options{})
 	ctx := t.Context()
 	want, err := r.direct().Capabilities(ctx, &gpb.CapabilityRequest{})
 	if err != nil {
 		t.Fatalf("direct Capabilities: %v", err)
 	}
-	got, err := r.proxy.Capabilities(ctx, &gpb.CapabilityRequest{})
+	got, err := r.Client.Capabilities(ctx, &gpb.CapabilityRequest{})
 	if err != nil {
 		t.Fatalf("Capabilities through the proxy: %v", err)
 	}
@@ -48,28 +50,28 @@ func TestCapabilitiesPassThrough(t *testing.T) {
 }
 
 func TestGetPassThrough(t *testing.T) {
-	r := newRig(t, rigOptions{})
+	r := newRig(t, sidecartest.Options{})
 	r.mustSet(updateReq(t, descPath, strVal("uplink to core")))
 	for _, tc := range []struct {
 		name string
 		req  *gpb.GetRequest
 		code codes.Code
 	}{
-		{"leaf PROTO", &gpb.GetRequest{Path: []*gpb.Path{path(t, descPath)}, Encoding: gpb.Encoding_PROTO}, codes.OK},
-		{"list entry JSON_IETF", &gpb.GetRequest{Path: []*gpb.Path{path(t, "/interfaces/interface[name=eth0]")}, Encoding: gpb.Encoding_JSON_IETF}, codes.OK},
+		{"leaf PROTO", &gpb.GetRequest{Path: []*gpb.Path{sidecartest.Path(t, descPath)}, Encoding: gpb.Encoding_PROTO}, codes.OK},
+		{"list entry JSON_IETF", &gpb.GetRequest{Path: []*gpb.Path{sidecartest.Path(t, "/interfaces/interface[name=eth0]")}, Encoding: gpb.Encoding_JSON_IETF}, codes.OK},
 		{"prefix and relative path", &gpb.GetRequest{
-			Prefix:   path(t, "/interfaces/interface[name=eth0]"),
-			Path:     []*gpb.Path{path(t, "config/description")},
+			Prefix:   sidecartest.Path(t, "/interfaces/interface[name=eth0]"),
+			Path:     []*gpb.Path{sidecartest.Path(t, "config/description")},
 			Encoding: gpb.Encoding_PROTO,
 		}, codes.OK},
-		{"state leaf", &gpb.GetRequest{Path: []*gpb.Path{path(t, bootPath)}, Encoding: gpb.Encoding_PROTO, Type: gpb.GetRequest_STATE}, codes.OK},
-		{"missing path", &gpb.GetRequest{Path: []*gpb.Path{path(t, "/interfaces/interface[name=eth9]/config/description")}, Encoding: gpb.Encoding_PROTO}, codes.NotFound},
-		{"unsupported encoding", &gpb.GetRequest{Path: []*gpb.Path{path(t, descPath)}, Encoding: gpb.Encoding_ASCII}, codes.Unimplemented},
+		{"state leaf", &gpb.GetRequest{Path: []*gpb.Path{sidecartest.Path(t, bootPath)}, Encoding: gpb.Encoding_PROTO, Type: gpb.GetRequest_STATE}, codes.OK},
+		{"missing path", &gpb.GetRequest{Path: []*gpb.Path{sidecartest.Path(t, "/interfaces/interface[name=eth9]/config/description")}, Encoding: gpb.Encoding_PROTO}, codes.NotFound},
+		{"unsupported encoding", &gpb.GetRequest{Path: []*gpb.Path{sidecartest.Path(t, descPath)}, Encoding: gpb.Encoding_ASCII}, codes.Unimplemented},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := r.with(t)
 			want, wantErr := r.direct().Get(t.Context(), tc.req)
-			got, err := r.proxy.Get(t.Context(), tc.req)
+			got, err := r.Client.Get(t.Context(), tc.req)
 			if status.Code(wantErr) != tc.code {
 				t.Fatalf("the device answers %v, the test expects %v", wantErr, tc.code)
 			}
@@ -95,20 +97,20 @@ func TestGetPassThrough(t *testing.T) {
 
 func TestMetadataReachesDevice(t *testing.T) {
 	fake := newRecordingDevice(t)
-	r := newRig(t, rigOptions{target: fake.addr})
+	r := newRig(t, sidecartest.Options{Target: fake.addr})
 	ctx := metadata.AppendToOutgoingContext(t.Context(),
 		"username", "alice", "password", "s3cret", "x-trace-id", "trace-42")
-	desc := path(t, descPath)
+	desc := sidecartest.Path(t, descPath)
 	for _, tc := range []struct {
 		method string
 		call   func(context.Context) error
 	}{
 		{"Capabilities", func(ctx context.Context) error {
-			_, err := r.proxy.Capabilities(ctx, &gpb.CapabilityRequest{})
+			_, err := r.Client.Capabilities(ctx, &gpb.CapabilityRequest{})
 			return err
 		}},
 		{"Get", func(ctx context.Context) error {
-			_, err := r.proxy.Get(ctx, &gpb.GetRequest{Path: []*gpb.Path{desc}})
+			_, err := r.Client.Get(ctx, &gpb.GetRequest{Path: []*gpb.Path{desc}})
 			return err
 		}},
 	} {
@@ -131,13 +133,13 @@ func TestMetadataReachesDevice(t *testing.T) {
 
 func TestDeadlineReachesDevice(t *testing.T) {
 	fake := newRecordingDevice(t)
-	r := newRig(t, rigOptions{target: fake.addr})
+	r := newRig(t, sidecartest.Options{Target: fake.addr})
 
 	t.Run("client deadline", func(t *testing.T) {
 		ctx, cancel := context.WithTimeout(t.Context(), 7*time.Second)
 		defer cancel()
 		clientDeadline, _ := ctx.Deadline()
-		if _, err := r.proxy.Get(ctx, &gpb.GetRequest{Path: []*gpb.Path{path(t, descPath)}}); err != nil {
+		if _, err := r.Client.Get(ctx, &gpb.GetRequest{Path: []*gpb.Path{sidecartest.Path(t, descPath)}}); err != nil {
 			t.Fatalf("Get through the proxy: %v", err)
 		}
 		c := fake.nextCall(t)
@@ -151,7 +153,7 @@ func TestDeadlineReachesDevice(t *testing.T) {
 		}
 	})
 	t.Run("no client deadline", func(t *testing.T) {
-		if _, err := r.proxy.Get(t.Context(), &gpb.GetRequest{Path: []*gpb.Path{path(t, descPath)}}); err != nil {
+		if _, err := r.Client.Get(t.Context(), &gpb.GetRequest{Path: []*gpb.Path{sidecartest.Path(t, descPath)}}); err != nil {
 			t.Fatalf("Get through the proxy: %v", err)
 		}
 		if c := fake.nextCall(t); c.hasDeadline {
@@ -161,18 +163,18 @@ func TestDeadlineReachesDevice(t *testing.T) {
 }
 
 func TestSubscribeOncePassThrough(t *testing.T) {
-	r := newRig(t, rigOptions{})
+	r := newRig(t, sidecartest.Options{})
 	r.mustSet(&gpb.SetRequest{Update: []*gpb.Update{
-		{Path: path(t, descPath), Val: strVal("uplink")},
-		{Path: path(t, mtuPath), Val: uintVal(9000)},
+		{Path: sidecartest.Path(t, descPath), Val: strVal("uplink")},
+		{Path: sidecartest.Path(t, mtuPath), Val: uintVal(9000)},
 	}})
 	req := &gpb.SubscribeRequest{Request: &gpb.SubscribeRequest_Subscribe{Subscribe: &gpb.SubscriptionList{
 		Mode:         gpb.SubscriptionList_ONCE,
 		Encoding:     gpb.Encoding_PROTO,
-		Subscription: []*gpb.Subscription{{Path: path(t, "/interfaces/interface[name=eth0]")}},
+		Subscription: []*gpb.Subscription{{Path: sidecartest.Path(t, "/interfaces/interface[name=eth0]")}},
 	}}}
 	want := subscribeOnce(t, r.direct(), req)
-	got := subscribeOnce(t, r.proxy, req)
+	got := subscribeOnce(t, r.Client, req)
 	if n := len(got); n < 2 || !got[n-1].GetSyncResponse() || got[0].GetUpdate() == nil {
 		t.Fatalf("ONCE through the proxy got %v, want updates then sync_response", got)
 	}
@@ -231,14 +233,14 @@ func streamReq(t *testing.T, mode gpb.SubscriptionList_Mode, p string) *gpb.Subs
 	return &gpb.SubscribeRequest{Request: &gpb.SubscribeRequest_Subscribe{Subscribe: &gpb.SubscriptionList{
 		Mode:         mode,
 		Encoding:     gpb.Encoding_PROTO,
-		Subscription: []*gpb.Subscription{{Path: path(t, p), Mode: gpb.SubscriptionMode_ON_CHANGE}},
+		Subscription: []*gpb.Subscription{{Path: sidecartest.Path(t, p), Mode: gpb.SubscriptionMode_ON_CHANGE}},
 	}}}
 }
 
 // subscribe opens a subscription through the proxy and sends req.
 func (r *rig) subscribe(ctx context.Context, req *gpb.SubscribeRequest) gpb.GNMI_SubscribeClient {
 	r.t.Helper()
-	stream, err := r.proxy.Subscribe(ctx)
+	stream, err := r.Client.Subscribe(ctx)
 	if err != nil {
 		r.t.Fatalf("Subscribe through the proxy: %v", err)
 	}
@@ -250,7 +252,7 @@ func (r *rig) subscribe(ctx context.Context, req *gpb.SubscribeRequest) gpb.GNMI
 }
 
 func TestSubscribeStreamRelaysSet(t *testing.T) {
-	r := newRig(t, rigOptions{})
+	r := newRig(t, sidecartest.Options{})
 	r.mustSet(updateReq(t, descPath, strVal("before")))
 	ctx, cancel := context.WithTimeout(t.Context(), waitFor)
 	defer cancel()
@@ -278,7 +280,7 @@ func TestSubscribeStreamRelaysSet(t *testing.T) {
 }
 
 func TestSubscribePoll(t *testing.T) {
-	r := newRig(t, rigOptions{})
+	r := newRig(t, sidecartest.Options{})
 	r.mustSet(updateReq(t, descPath, strVal("first")))
 	ctx, cancel := context.WithTimeout(t.Context(), waitFor)
 	defer cancel()
@@ -306,7 +308,7 @@ func TestSubscribePoll(t *testing.T) {
 
 func TestSubscribeClientCancelEndsDeviceStream(t *testing.T) {
 	fake := newRecordingDevice(t)
-	r := newRig(t, rigOptions{target: fake.addr})
+	r := newRig(t, sidecartest.Options{Target: fake.addr})
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
 	stream := r.subscribe(ctx, streamReq(t, gpb.SubscriptionList_STREAM, descPath))
@@ -327,20 +329,20 @@ func TestSubscribeClientCancelEndsDeviceStream(t *testing.T) {
 }
 
 func TestSubscribeEndsWhenDeviceStops(t *testing.T) {
-	r := newRig(t, rigOptions{})
+	r := newRig(t, sidecartest.Options{})
 	ctx, cancel := context.WithTimeout(t.Context(), waitFor)
 	defer cancel()
 	stream := r.subscribe(ctx, streamReq(t, gpb.SubscriptionList_STREAM, descPath))
 	untilSync(t, stream)
 
-	r.dev.Stop()
+	r.Dev.Stop()
 	for {
 		resp, err := stream.Recv()
 		if err == nil {
 			t.Logf("response after the device stopped: %v", resp)
 			continue
 		}
-		wantStatus(t, err, codes.Unavailable, "device "+r.target)
+		wantStatus(t, err, codes.Unavailable, "device "+r.Target)
 		return
 	}
 }
@@ -354,7 +356,7 @@ func TestDeviceUnreachable(t *testing.T) {
 	if err := lis.Close(); err != nil {
 		t.Fatal(err)
 	}
-	r := newRig(t, rigOptions{target: addr})
+	r := newRig(t, sidecartest.Options{Target: addr})
 	ctx, cancel := context.WithTimeout(t.Context(), waitFor)
 	defer cancel()
 
@@ -363,11 +365,11 @@ func TestDeviceUnreachable(t *testing.T) {
 		call func(r *rig) error
 	}{
 		{"Capabilities", func(r *rig) error {
-			_, err := r.proxy.Capabilities(ctx, &gpb.CapabilityRequest{})
+			_, err := r.Client.Capabilities(ctx, &gpb.CapabilityRequest{})
 			return err
 		}},
 		{"Get", func(r *rig) error {
-			_, err := r.proxy.Get(ctx, &gpb.GetRequest{Path: []*gpb.Path{path(r.t, descPath)}})
+			_, err := r.Client.Get(ctx, &gpb.GetRequest{Path: []*gpb.Path{sidecartest.Path(r.t, descPath)}})
 			return err
 		}},
 		{"Subscribe", func(r *rig) error {
@@ -404,7 +406,7 @@ type recordedCall struct {
 
 func newRecordingDevice(t *testing.T) *recordingDevice {
 	d := &recordingDevice{calls: make(chan recordedCall, 16), streams: make(chan context.Context, 16)}
-	d.addr = serve(t, func(g *grpc.Server) { gpb.RegisterGNMIServer(g, d) })
+	d.addr = sidecartest.Serve(t, func(g *grpc.Server) { gpb.RegisterGNMIServer(g, d) })
 	return d
 }
 

@@ -7,11 +7,12 @@ import (
 	"google.golang.org/grpc/codes"
 
 	"github.com/gnmi-sidecar/gnmi-sidecar/proxy/sidecarpb"
+	"github.com/gnmi-sidecar/gnmi-sidecar/testbed/sidecartest"
 )
 
 func TestRollback(t *testing.T) {
 	t.Run("nothing to roll back", func(t *testing.T) {
-		r := newRig(t, rigOptions{})
+		r := newRig(t, sidecartest.Options{})
 		_, err := r.set(rollbackReq(t, 0))
 		wantStatus(t, err, codes.NotFound, "nothing to roll back")
 		if got := r.lastIndex(); got != 0 {
@@ -19,7 +20,7 @@ func TestRollback(t *testing.T) {
 		}
 	})
 
-	r := newRig(t, rigOptions{})
+	r := newRig(t, sidecartest.Options{})
 	r.mustSet(updateReq(t, descPath, strVal("one"))) // proposal 1
 	r.mustSet(updateReq(t, descPath, strVal("two"))) // proposal 2
 
@@ -44,7 +45,7 @@ func TestRollback(t *testing.T) {
 	}, {
 		name: "with operations",
 		req: &gpb.SetRequest{
-			Update:    []*gpb.Update{{Path: path(t, mtuPath), Val: uintVal(1500)}},
+			Update:    []*gpb.Update{{Path: sidecartest.Path(t, mtuPath), Val: uintVal(1500)}},
 			Extension: rollbackReq(t, 0).GetExtension(),
 		},
 		code: codes.InvalidArgument, msg: []string{"no operations"},
@@ -73,11 +74,11 @@ func TestRollback(t *testing.T) {
 	}} {
 		t.Run(step.name, func(t *testing.T) {
 			r := r.with(t)
-			lastIndex, setCount := r.lastIndex(), r.dev.SetCount()
+			lastIndex, setCount := r.lastIndex(), r.Dev.SetCount()
 			resp, err := r.set(step.req)
 			if step.code != codes.OK {
 				wantStatus(t, err, step.code, step.msg...)
-				if got := r.dev.SetCount(); got != setCount {
+				if got := r.Dev.SetCount(); got != setCount {
 					t.Errorf("a refused rollback sent %d Sets to the device", got-setCount)
 				}
 			} else {

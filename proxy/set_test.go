@@ -16,6 +16,7 @@ import (
 	"github.com/gnmi-sidecar/gnmi-sidecar/agent"
 	"github.com/gnmi-sidecar/gnmi-sidecar/journal"
 	"github.com/gnmi-sidecar/gnmi-sidecar/proxy/sidecarpb"
+	"github.com/gnmi-sidecar/gnmi-sidecar/testbed/sidecartest"
 )
 
 // result is one UpdateResult (or journaled operation), with its full path.
@@ -62,8 +63,8 @@ func TestSetSync(t *testing.T) {
 		name: "prefix joined with a relative path",
 		req: func(t *testing.T) *gpb.SetRequest {
 			return &gpb.SetRequest{
-				Prefix: path(t, "/interfaces/interface[name=eth0]"),
-				Update: []*gpb.Update{{Path: path(t, "config/description"), Val: strVal("from a prefix")}},
+				Prefix: sidecartest.Path(t, "/interfaces/interface[name=eth0]"),
+				Update: []*gpb.Update{{Path: sidecartest.Path(t, "config/description"), Val: strVal("from a prefix")}},
 			}
 		},
 		want:   []result{{descPath, gpb.UpdateResult_UPDATE}},
@@ -72,7 +73,7 @@ func TestSetSync(t *testing.T) {
 		name:  "replace",
 		setup: func(t *testing.T) []*gpb.SetRequest { return []*gpb.SetRequest{updateReq(t, mtuPath, uintVal(1500))} },
 		req: func(t *testing.T) *gpb.SetRequest {
-			return &gpb.SetRequest{Replace: []*gpb.Update{{Path: path(t, mtuPath), Val: uintVal(9000)}}}
+			return &gpb.SetRequest{Replace: []*gpb.Update{{Path: sidecartest.Path(t, mtuPath), Val: uintVal(9000)}}}
 		},
 		want:   []result{{mtuPath, gpb.UpdateResult_REPLACE}},
 		device: map[string]*gpb.TypedValue{mtuPath: uintVal(9000)},
@@ -82,7 +83,7 @@ func TestSetSync(t *testing.T) {
 			return []*gpb.SetRequest{updateReq(t, descPath, strVal("doomed"))}
 		},
 		req: func(t *testing.T) *gpb.SetRequest {
-			return &gpb.SetRequest{Delete: []*gpb.Path{path(t, descPath)}}
+			return &gpb.SetRequest{Delete: []*gpb.Path{sidecartest.Path(t, descPath)}}
 		},
 		want:   []result{{descPath, gpb.UpdateResult_DELETE}},
 		device: map[string]*gpb.TypedValue{descPath: nil},
@@ -93,9 +94,9 @@ func TestSetSync(t *testing.T) {
 		},
 		req: func(t *testing.T) *gpb.SetRequest {
 			return &gpb.SetRequest{
-				Delete:  []*gpb.Path{path(t, descPath)},
-				Replace: []*gpb.Update{{Path: path(t, mtuPath), Val: uintVal(1400)}},
-				Update:  []*gpb.Update{{Path: path(t, "/interfaces/interface[name=eth1]/config/description"), Val: strVal("second port")}},
+				Delete:  []*gpb.Path{sidecartest.Path(t, descPath)},
+				Replace: []*gpb.Update{{Path: sidecartest.Path(t, mtuPath), Val: uintVal(1400)}},
+				Update:  []*gpb.Update{{Path: sidecartest.Path(t, "/interfaces/interface[name=eth1]/config/description"), Val: strVal("second port")}},
 			}
 		},
 		want: []result{
@@ -110,7 +111,7 @@ func TestSetSync(t *testing.T) {
 		},
 	}} {
 		t.Run(tc.name, func(t *testing.T) {
-			r := newRig(t, rigOptions{})
+			r := newRig(t, sidecartest.Options{})
 			if tc.setup != nil {
 				for _, req := range tc.setup(t) {
 					r.mustSet(req)
@@ -148,7 +149,7 @@ func TestSetSync(t *testing.T) {
 }
 
 func TestSetSyncRepliesWithDeviceTimestamp(t *testing.T) {
-	r := newRig(t, rigOptions{})
+	r := newRig(t, sidecartest.Options{})
 	// The device stamps its change notification with its Set's timestamp.
 	ctx, cancel := context.WithTimeout(t.Context(), waitFor)
 	defer cancel()
@@ -172,7 +173,7 @@ func TestSetSyncRepliesWithDeviceTimestamp(t *testing.T) {
 }
 
 func TestSetDeviceRejection(t *testing.T) {
-	r := newRig(t, rigOptions{})
+	r := newRig(t, sidecartest.Options{})
 	r.mustSet(updateReq(t, descPath, strVal("kept")))
 	before := r.values()
 	if len(before.Committed) == 0 || len(before.Applied) == 0 {
@@ -206,13 +207,13 @@ func TestSetDeviceRejection(t *testing.T) {
 }
 
 func TestSetAsync(t *testing.T) {
-	r := newRig(t, rigOptions{})
-	r.dev.SetDelay(300 * time.Millisecond)
+	r := newRig(t, sidecartest.Options{})
+	r.Dev.SetDelay(300 * time.Millisecond)
 	// With a prefix, so the reply's UpdateResults (the proxy's own, the
 	// device has not answered yet) must keep it.
 	resp := r.mustSet(&gpb.SetRequest{
-		Prefix:    path(t, "/interfaces/interface[name=eth0]"),
-		Update:    []*gpb.Update{{Path: path(t, "config/description"), Val: strVal("later")}},
+		Prefix:    sidecartest.Path(t, "/interfaces/interface[name=eth0]"),
+		Update:    []*gpb.Update{{Path: sidecartest.Path(t, "config/description"), Val: strVal("later")}},
 		Extension: []*gnmi_ext.Extension{sidecarExt(t, asyncExt)},
 	})
 
@@ -235,10 +236,10 @@ func TestSetAsync(t *testing.T) {
 }
 
 func TestSetWhileDisconnected(t *testing.T) {
-	r := newRig(t, rigOptions{})
+	r := newRig(t, sidecartest.Options{})
 	r.mustSet(updateReq(t, descPath, strVal("before the outage")))
-	r.dev.Stop()
-	r.waitConnected(false)
+	r.Dev.Stop()
+	r.WaitConnected(t, false)
 	before := r.lastIndex()
 
 	t.Run("SYNC is refused", func(t *testing.T) {
@@ -248,7 +249,7 @@ func TestSetWhileDisconnected(t *testing.T) {
 			rollbackReq(t, 0),
 		} {
 			_, err := r.set(req)
-			wantStatus(t, err, codes.Unavailable, "device "+r.target, "nothing was journaled")
+			wantStatus(t, err, codes.Unavailable, "device "+r.Target, "nothing was journaled")
 			if got := r.lastIndex(); got != before {
 				t.Errorf("journal's last index moved from %d to %d", before, got)
 			}
@@ -264,7 +265,7 @@ func TestSetWhileDisconnected(t *testing.T) {
 		wantResponse(t, responseExt(t, resp), &sidecarpb.Response{Index: before + 1, Phase: sidecarpb.Phase_PHASE_CHANGE,
 			Commit: sidecarpb.Status_STATUS_COMPLETE, Apply: sidecarpb.Status_STATUS_PENDING})
 
-		if err := r.dev.Start(t.Context(), ""); err != nil {
+		if err := r.Dev.Start(t.Context(), ""); err != nil {
 			t.Fatalf("restarting the device: %v", err)
 		}
 		r.waitProposal(before+1, agent.Applied)
@@ -275,9 +276,9 @@ func TestSetWhileDisconnected(t *testing.T) {
 }
 
 func TestSetQueueWhenDisconnected(t *testing.T) {
-	r := newRig(t, rigOptions{queueWhenDisconnected: true})
-	r.dev.Stop()
-	r.waitConnected(false)
+	r := newRig(t, sidecartest.Options{QueueWhenDisconnected: true})
+	r.Dev.Stop()
+	r.WaitConnected(t, false)
 
 	type reply struct {
 		resp *gpb.SetResponse
@@ -286,10 +287,10 @@ func TestSetQueueWhenDisconnected(t *testing.T) {
 	replied := make(chan reply, 1)
 	req := updateReq(t, descPath, strVal("queued"))
 	go func() {
-		resp, err := r.proxy.Set(t.Context(), req)
+		resp, err := r.Client.Set(t.Context(), req)
 		replied <- reply{resp, err}
 	}()
-	eventually(t, "the Set to be journaled", func() bool { return r.lastIndex() == 1 })
+	sidecartest.Eventually(t, waitFor, "the Set to be journaled", func() bool { return r.lastIndex() == 1 })
 	r.waitProposal(1, func(p *journal.Proposal) bool { return journal.Finished(p.GetChange().GetCommit()) })
 	select {
 	case got := <-replied:
@@ -297,7 +298,7 @@ func TestSetQueueWhenDisconnected(t *testing.T) {
 	default:
 	}
 
-	if err := r.dev.Start(t.Context(), ""); err != nil {
+	if err := r.Dev.Start(t.Context(), ""); err != nil {
 		t.Fatalf("restarting the device: %v", err)
 	}
 	var got reply
@@ -315,11 +316,11 @@ func TestSetQueueWhenDisconnected(t *testing.T) {
 }
 
 func TestSetClientGivesUpWhileDeviceHangs(t *testing.T) {
-	r := newRig(t, rigOptions{})
-	r.dev.HangNextSet()
+	r := newRig(t, sidecartest.Options{})
+	r.Dev.HangNextSet()
 	ctx, cancel := context.WithTimeout(t.Context(), 200*time.Millisecond)
 	defer cancel()
-	_, err := r.proxy.Set(ctx, updateReq(t, descPath, strVal("despite the timeout")))
+	_, err := r.Client.Set(ctx, updateReq(t, descPath, strVal("despite the timeout")))
 	wantStatus(t, err, codes.DeadlineExceeded, "journaled as proposal 1", "will still be applied")
 
 	const i = 1
@@ -328,7 +329,7 @@ func TestSetClientGivesUpWhileDeviceHangs(t *testing.T) {
 	}
 	r.wantDeviceLeaf(descPath, nil)
 	// The hung Set's connection breaks; the agent reconnects and applies.
-	r.dev.DropConnections()
+	r.Dev.DropConnections()
 	p := r.waitProposal(i, agent.Applied)
 	if p.GetChange().GetApply() != journal.StatusComplete {
 		t.Fatalf("proposal %d apply %v, want complete", i, p.GetChange().GetApply())
@@ -337,7 +338,7 @@ func TestSetClientGivesUpWhileDeviceHangs(t *testing.T) {
 }
 
 func TestSetConcurrentClients(t *testing.T) {
-	r := newRig(t, rigOptions{})
+	r := newRig(t, sidecartest.Options{})
 	const n = 8
 	type reply struct {
 		resp *gpb.SetResponse
@@ -376,7 +377,7 @@ func TestSetConcurrentClients(t *testing.T) {
 }
 
 func TestSetDeviceFailureClasses(t *testing.T) {
-	r := newRig(t, rigOptions{})
+	r := newRig(t, sidecartest.Options{})
 	for _, tc := range []struct {
 		device codes.Code // what the device answers the first time
 		want   codes.Code // what the client gets
@@ -392,10 +393,10 @@ func TestSetDeviceFailureClasses(t *testing.T) {
 	} {
 		t.Run(tc.device.String(), func(t *testing.T) {
 			r := r.with(t)
-			r.waitConnected(true)
+			r.WaitConnected(t, true)
 			value := strVal("after " + tc.device.String())
-			setCount := r.dev.SetCount()
-			r.dev.RejectNextSets(1, tc.device)
+			setCount := r.Dev.SetCount()
+			r.Dev.RejectNextSets(1, tc.device)
 			resp, err := r.set(updateReq(t, descPath, value))
 			i := r.lastIndex()
 			if tc.want != codes.OK {
@@ -410,7 +411,7 @@ func TestSetDeviceFailureClasses(t *testing.T) {
 			if err != nil {
 				t.Fatalf("Set after a transient %v: %v", tc.device, err)
 			}
-			if sets := r.dev.SetCount() - setCount; sets < 2 {
+			if sets := r.Dev.SetCount() - setCount; sets < 2 {
 				t.Errorf("the device saw %d Set(s); the refused one should have been sent again", sets)
 			}
 			wantResponse(t, responseExt(t, resp), &sidecarpb.Response{Index: i, Phase: sidecarpb.Phase_PHASE_CHANGE,
@@ -421,8 +422,8 @@ func TestSetDeviceFailureClasses(t *testing.T) {
 }
 
 func TestSetAbortedBehindFailedProposal(t *testing.T) {
-	r := newRig(t, rigOptions{})
-	r.dev.SetDelay(500 * time.Millisecond)
+	r := newRig(t, sidecartest.Options{})
+	r.Dev.SetDelay(500 * time.Millisecond)
 
 	type reply struct {
 		resp *gpb.SetResponse
@@ -439,10 +440,10 @@ func TestSetAbortedBehindFailedProposal(t *testing.T) {
 	// Proposal 1 is on its way to a slow device that will reject it;
 	// proposal 2 is committed on top of it meanwhile.
 	first := send(updateReq(t, mtuPath, strVal("jumbo")))
-	eventually(t, "proposal 1 to be journaled", func() bool { return r.lastIndex() == 1 })
+	sidecartest.Eventually(t, waitFor, "proposal 1 to be journaled", func() bool { return r.lastIndex() == 1 })
 	r.waitProposal(1, func(p *journal.Proposal) bool { return p.GetChange().GetApply() == journal.StatusInProgress })
 	second := send(updateReq(t, descPath, strVal("never applied")))
-	eventually(t, "proposal 2 to be journaled", func() bool { return r.lastIndex() == 2 })
+	sidecartest.Eventually(t, waitFor, "proposal 2 to be journaled", func() bool { return r.lastIndex() == 2 })
 	r.waitProposal(2, func(p *journal.Proposal) bool { return p.GetChange().GetCommit() == journal.StatusComplete })
 	if p := r.proposal(1); journal.Finished(p.GetChange().GetApply()) {
 		t.Fatalf("the device answered proposal 1 before proposal 2 was committed (apply %v); the test needs a slower device", p.GetChange().GetApply())

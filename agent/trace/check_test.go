@@ -9,7 +9,6 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/openconfig/gnmi/proto/gnmi"
-	"github.com/openconfig/ygot/ygot"
 	"google.golang.org/protobuf/encoding/protojson"
 
 	"github.com/gnmi-sidecar/gnmi-sidecar/journal"
@@ -605,10 +604,7 @@ func (d *driver) sync() uint64 {
 // propose journals an update of one string leaf and returns its index.
 func (d *driver) propose(path, value string) uint64 {
 	d.t.Helper()
-	p, err := ygot.StringToStructuredPath(path)
-	if err != nil {
-		d.t.Fatal(err)
-	}
+	p := mustPath(d.t, path)
 	op := &journal.Op{Kind: journal.OpUpdate, Path: p, Values: []*journal.Leaf{{Path: p, Value: strVal(value)}}}
 	prop, err := d.j.ProposeChange(d.ctx, []*journal.Op{op})
 	if err != nil {

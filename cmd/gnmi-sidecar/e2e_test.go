@@ -22,26 +22,8 @@ import (
 
 	"github.com/gnmi-sidecar/gnmi-sidecar/agent/trace"
 	"github.com/gnmi-sidecar/gnmi-sidecar/proxy/sidecarpb"
+	"github.com/gnmi-sidecar/gnmi-sidecar/testbed/sidecartest"
 )
-
-// runCLI runs gnmi_cli against addr and returns its combined output.
-func runCLI(t *testing.T, cli, addr string, args ...string) (string, error) {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	args = append([]string{"-address", addr, "-insecure", "-timeout", "10s"}, args...)
-	out, err := exec.CommandContext(ctx, cli, args...).CombinedOutput()
-	return string(out), err
-}
-
-func mustCLI(t *testing.T, cli, addr string, args ...string) string {
-	t.Helper()
-	out, err := runCLI(t, cli, addr, args...)
-	if err != nil {
-		t.Fatalf("gnmi_cli %v: %v\n%s", args, err, out)
-	}
-	return out
-}
 
 // cliDescription is interface eth0's description path in gnmi_cli's
 // text proto form.
@@ -54,31 +36,31 @@ func cliSet(value string) string {
 // TestGNMICLIThroughSidecar drives the sidecar with the OpenConfig
 // reference client, as a user would: it must look like the device.
 func TestGNMICLIThroughSidecar(t *testing.T) {
-	cli := gnmiCLI(t)
+	cli := sidecartest.GNMICLI(t)
 	s := startStack(t, nil, nil)
 	addr := s.sidecar.addr
 	const query = "/interfaces/interface[name=eth0]/config/description"
 
 	ok := t.Run("capabilities", func(t *testing.T) {
-		out := mustCLI(t, cli, addr, "-capabilities")
+		out := sidecartest.MustCLI(t, cli, addr, "-capabilities")
 		for _, want := range []string{"openconfig-interfaces", "openconfig-system", "OpenConfig working group", "JSON_IETF", "gNMI_version"} {
 			if !strings.Contains(out, want) {
 				t.Errorf("capabilities through the sidecar lack %q:\n%s", want, out)
 			}
 		}
-		direct := mustCLI(t, cli, s.dev.addr, "-capabilities")
+		direct := sidecartest.MustCLI(t, cli, s.dev.addr, "-capabilities")
 		if out != direct {
 			t.Errorf("capabilities through the sidecar differ from the device's:\n%s\nwant:\n%s", out, direct)
 		}
 	})
 	ok = ok && t.Run("set-get", func(t *testing.T) {
-		out := mustCLI(t, cli, addr, "-set", "-proto", cliSet("uplink-cli"))
+		out := sidecartest.MustCLI(t, cli, addr, "-set", "-proto", cliSet("uplink-cli"))
 		for _, want := range []string{"op: UPDATE", `name: "description"`, "EID_EXPERIMENTAL"} {
 			if !strings.Contains(out, want) {
 				t.Errorf("set output lacks %q:\n%s", want, out)
 			}
 		}
-		out = mustCLI(t, cli, addr, "-get", "-proto", `path: <`+cliDescription+`> encoding: JSON_IETF`)
+		out = sidecartest.MustCLI(t, cli, addr, "-get", "-proto", `path: <`+cliDescription+`> encoding: JSON_IETF`)
 		if !strings.Contains(out, `uplink-cli`) {
 			t.Errorf("get through the sidecar lacks the value:\n%s", out)
 		}
@@ -87,7 +69,7 @@ func TestGNMICLIThroughSidecar(t *testing.T) {
 		}
 	})
 	ok = ok && t.Run("subscribe-once", func(t *testing.T) {
-		out := mustCLI(t, cli, addr, "-target", "e2e", "-query_type", "once", "-query", query)
+		out := sidecartest.MustCLI(t, cli, addr, "-target", "e2e", "-query_type", "once", "-query", query)
 		if !strings.Contains(out, `"description": "uplink-cli"`) {
 			t.Errorf("subscribe once output lacks the value:\n%s", out)
 		}
@@ -113,7 +95,7 @@ func TestGNMICLIThroughSidecar(t *testing.T) {
 			}
 		}
 		wait("uplink-cli")
-		mustCLI(t, cli, addr, "-set", "-proto", cliSet("uplink-streamed"))
+		sidecartest.MustCLI(t, cli, addr, "-set", "-proto", cliSet("uplink-streamed"))
 		wait("uplink-streamed")
 		// And a Set from a Go client, through the sidecar as well.
 		mustSetDesc(t, s.client, "eth0", "uplink-go")

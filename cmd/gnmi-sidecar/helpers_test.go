@@ -88,30 +88,6 @@ func binaries(t *testing.T) (sidecar, testbed string) {
 	return filepath.Join(binDir, "gnmi-sidecar"), filepath.Join(binDir, "gnmi-testbed")
 }
 
-// gnmiCLI finds the OpenConfig reference client: $GNMI_CLI, then PATH, then
-// bin/gnmi_cli at the module root (where `make test` installs it).
-func gnmiCLI(t *testing.T) string {
-	t.Helper()
-	if p := os.Getenv("GNMI_CLI"); p != "" {
-		if _, err := os.Stat(p); err == nil {
-			return p
-		}
-	}
-	if p, err := exec.LookPath("gnmi_cli"); err == nil {
-		return p
-	}
-	if p, err := filepath.Abs("../../bin/gnmi_cli"); err == nil {
-		if _, err := os.Stat(p); err == nil {
-			return p
-		}
-	}
-	if os.Getenv("CI") != "" {
-		t.Fatal("gnmi_cli not found (set GNMI_CLI or run `make tools`)")
-	}
-	t.Skip("gnmi_cli not found; set GNMI_CLI or run `make tools`")
-	return ""
-}
-
 // --- processes ---
 
 // process is a running gnmi-sidecar or gnmi-testbed binary.

@@ -2,38 +2,14 @@ package main
 
 import (
 	"bufio"
-	"context"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
-)
 
-// gnmiCLI finds the OpenConfig reference client: $GNMI_CLI, then PATH, then
-// bin/gnmi_cli at the module root (where `make test` installs it).
-func gnmiCLI(t *testing.T) string {
-	t.Helper()
-	if p := os.Getenv("GNMI_CLI"); p != "" {
-		if _, err := os.Stat(p); err == nil {
-			return p
-		}
-	}
-	if p, err := exec.LookPath("gnmi_cli"); err == nil {
-		return p
-	}
-	if p, err := filepath.Abs("../../bin/gnmi_cli"); err == nil {
-		if _, err := os.Stat(p); err == nil {
-			return p
-		}
-	}
-	if os.Getenv("CI") != "" {
-		t.Fatal("gnmi_cli not found (set GNMI_CLI or run `make tools`)")
-	}
-	t.Skip("gnmi_cli not found; set GNMI_CLI or run `make tools`")
-	return ""
-}
+	"github.com/gnmi-sidecar/gnmi-sidecar/testbed/sidecartest"
+)
 
 func buildBinary(t *testing.T) string {
 	t.Helper()
@@ -108,25 +84,6 @@ func (w *testLogWriter) Write(b []byte) (int, error) {
 	return len(b), nil
 }
 
-// cli runs gnmi_cli against addr and returns its combined output and error.
-func cli(t *testing.T, gnmiCLI, addr string, args ...string) (string, error) {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	args = append([]string{"-address", addr, "-insecure", "-timeout", "10s"}, args...)
-	out, err := exec.CommandContext(ctx, gnmiCLI, args...).CombinedOutput()
-	return string(out), err
-}
-
-func mustCLI(t *testing.T, gnmiCLI, addr string, args ...string) string {
-	t.Helper()
-	out, err := cli(t, gnmiCLI, addr, args...)
-	if err != nil {
-		t.Fatalf("gnmi_cli %v: %v\n%s", args, err, out)
-	}
-	return out
-}
-
 const (
 	setDescription = `update: <path: <` + descriptionPath + `> val: <string_val: "uplink-e2e">>`
 	getDescription = `path: <` + descriptionPath + `> encoding: JSON_IETF`
@@ -138,7 +95,7 @@ func getDescriptionEventually(t *testing.T, gnmiCLI, addr string) (string, error
 	t.Helper()
 	deadline := time.Now().Add(30 * time.Second)
 	for {
-		out, err := cli(t, gnmiCLI, addr, "-get", "-proto", getDescription)
+		out, err := sidecartest.RunCLI(t, gnmiCLI, addr, "-get", "-proto", getDescription)
 		if !strings.Contains(out, "Unavailable") || time.Now().After(deadline) {
 			return out, err
 		}
@@ -147,26 +104,26 @@ func getDescriptionEventually(t *testing.T, gnmiCLI, addr string) (string, error
 }
 
 func TestEndToEndWithGNMICLI(t *testing.T) {
-	gnmiCLI := gnmiCLI(t)
+	gnmiCLI := sidecartest.GNMICLI(t)
 	bin := buildBinary(t)
 
 	t.Run("non-persistent", func(t *testing.T) {
 		dev := startBinary(t, bin, "--listen", "127.0.0.1:0")
 
-		caps := mustCLI(t, gnmiCLI, dev.addr, "-capabilities")
+		caps := sidecartest.MustCLI(t, gnmiCLI, dev.addr, "-capabilities")
 		for _, want := range []string{"openconfig-interfaces", "JSON_IETF", "gNMI_version"} {
 			if !strings.Contains(caps, want) {
 				t.Errorf("capabilities output lacks %q:\n%s", want, caps)
 			}
 		}
-		if out := mustCLI(t, gnmiCLI, dev.addr, "-set", "-proto", setDescription); !strings.Contains(out, "op: UPDATE") {
+		if out := sidecartest.MustCLI(t, gnmiCLI, dev.addr, "-set", "-proto", setDescription); !strings.Contains(out, "op: UPDATE") {
 			t.Errorf("set output:\n%s", out)
 		}
-		if out := mustCLI(t, gnmiCLI, dev.addr, "-get", "-proto", getDescription); !strings.Contains(out, `uplink-e2e`) {
+		if out := sidecartest.MustCLI(t, gnmiCLI, dev.addr, "-get", "-proto", getDescription); !strings.Contains(out, `uplink-e2e`) {
 			t.Errorf("get output lacks the value:\n%s", out)
 		}
 		// The subscribe command the banner prints.
-		if out := mustCLI(t, gnmiCLI, dev.addr, "-target", "testbed", "-query", "/interfaces/interface[name=eth0]/config/description"); !strings.Contains(out, "uplink-e2e") {
+		if out := sidecartest.MustCLI(t, gnmiCLI, dev.addr, "-target", "testbed", "-query", "/interfaces/interface[name=eth0]/config/description"); !strings.Contains(out, "uplink-e2e") {
 			t.Errorf("subscribe once output lacks the value:\n%s", out)
 		}
 
@@ -181,7 +138,7 @@ func TestEndToEndWithGNMICLI(t *testing.T) {
 	t.Run("persistent", func(t *testing.T) {
 		state := filepath.Join(t.TempDir(), "state.json")
 		dev := startBinary(t, bin, "--listen", "127.0.0.1:0", "--persistent", "--state-file", state)
-		mustCLI(t, gnmiCLI, dev.addr, "-set", "-proto", setDescription)
+		sidecartest.MustCLI(t, gnmiCLI, dev.addr, "-set", "-proto", setDescription)
 
 		dev.kill(t)
 		dev = startBinary(t, bin, "--listen", dev.addr, "--persistent", "--state-file", state)
