@@ -302,7 +302,7 @@ func TestRollbacksNewestFirst(t *testing.T) {
 	if _, ok := r.deviceLeaf(mtuPath("eth0")); ok {
 		t.Error("rollback left a leaf the change created")
 	}
-	if err := r.rollback(b); err == nil || !strings.Contains(err.Error(), "rollback already") {
+	if err := r.rollback(b); err == nil || !strings.Contains(err.Error(), "already rolled back") {
 		t.Errorf("rollback of a rollback: %v, want a refusal", err)
 	}
 	if err := r.rollback(a); err != nil {

@@ -426,7 +426,7 @@ func TestRollbackRefused(t *testing.T) {
 		{"a proposal that does not exist", 3, codes.NotFound, "proposal 3"},
 		{"a far index", 1 << 63, codes.NotFound, "it does not exist"},
 		{"the newest change", 2, codes.OK, ""},
-		{"a rolled back change", 2, codes.FailedPrecondition, "it is a rollback already"},
+		{"a rolled back change", 2, codes.FailedPrecondition, "it is already rolled back"},
 		{"the remaining change", 1, codes.OK, ""},
 		{"with nothing in effect", 0, codes.NotFound, "nothing to roll back"},
 	}

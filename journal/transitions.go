@@ -428,7 +428,7 @@ func rollbackGuard(txn *badger.Txn, c *Configuration, p *Proposal) error {
 	i := p.GetIndex()
 	switch {
 	case p.GetPhase() == PhaseRollback:
-		return guardf("roll back proposal %d: it is a rollback already", i)
+		return guardf("roll back proposal %d: it is already rolled back (a rollback cannot itself be rolled back)", i)
 	case c.GetRollingBack() != 0:
 		return guardf("roll back proposal %d: rollback of proposal %d is in progress", i, c.GetRollingBack())
 	case p.GetChange().GetApply() != StatusComplete:

@@ -59,7 +59,7 @@ func TestRollback(t *testing.T) {
 	}, {
 		name: "a rollback",
 		req:  rollbackReq(t, 2),
-		code: codes.FailedPrecondition, msg: []string{"proposal 2", "rollback already"},
+		code: codes.FailedPrecondition, msg: []string{"proposal 2", "already rolled back"},
 		desc: strVal("one"),
 	}, {
 		name: "the first change by index",

@@ -266,7 +266,7 @@ func TestRollbackExtension(t *testing.T) {
 	deviceHas("first")
 
 	// A rollback is never rolled back, and a rollback carries no operations.
-	wantRefused(second.GetIndex(), codes.FailedPrecondition, "rollback already")
+	wantRefused(second.GetIndex(), codes.FailedPrecondition, "already rolled back")
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	req := rollbackReq(t, 0)
