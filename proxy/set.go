@@ -69,6 +69,7 @@ func (s *Server) Set(ctx context.Context, req *gpb.SetRequest) (*gpb.SetResponse
 	if dev, ok := s.opts.Agent.TakeResponse(p.GetIndex()); ok && sync {
 		resp = proto.CloneOf(dev)
 		resp.Extension = withoutSidecarExtension(resp.Extension)
+		inClientTerms(resp, req)
 	} else {
 		// ASYNC, or applied by an earlier sidecar run: describe the Set
 		// ourselves.
@@ -326,6 +327,28 @@ func joinPath(prefix, p *gpb.Path) (*gpb.Path, error) {
 // e.g. "/interfaces/interface[name=eth0]/...".
 func readablePrefix(elems []*gpb.PathElem) string {
 	return journal.PathString(&gpb.Path{Elem: elems}) + "/..."
+}
+
+// inClientTerms rewrites the device's answer to the sidecar's southbound
+// Set (full paths, no prefix) in the terms of the client's request: its
+// prefix and its paths. The southbound Set carries the client's operations
+// in the client's order, so when the device answered one result per
+// operation of the same kinds, result k is about the client's operation k.
+// Otherwise the device's answer is left as it is.
+func inClientTerms(resp *gpb.SetResponse, req *gpb.SetRequest) {
+	mine := updateResults(req)
+	if len(resp.GetResponse()) != len(mine) || resp.GetPrefix() != nil {
+		return
+	}
+	for k, r := range resp.GetResponse() {
+		if r.GetOp() != mine[k].GetOp() {
+			return
+		}
+	}
+	for k, r := range resp.GetResponse() {
+		r.Path = mine[k].GetPath()
+	}
+	resp.Prefix = req.GetPrefix()
 }
 
 // updateResults describes a Set's operations as UpdateResults, for when

@@ -3,6 +3,7 @@ package proxy_test
 import (
 	"context"
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -118,7 +119,8 @@ func TestSetSync(t *testing.T) {
 				}
 			}
 			before := r.lastIndex()
-			resp := r.mustSet(tc.req(t))
+			req := tc.req(t)
+			resp := r.mustSet(req)
 
 			// SYNC: the reply comes after the device has the change.
 			for p, v := range tc.device {
@@ -126,6 +128,19 @@ func TestSetSync(t *testing.T) {
 			}
 			if diff := cmp.Diff(tc.want, results(resp)); diff != "" {
 				t.Errorf("UpdateResults (-want +got):\n%s", diff)
+			}
+			// In the client's terms: its prefix, its paths, in its order.
+			clientPaths := slices.Clone(req.GetDelete())
+			for _, u := range append(slices.Clone(req.GetReplace()), req.GetUpdate()...) {
+				clientPaths = append(clientPaths, u.GetPath())
+			}
+			if !proto.Equal(resp.GetPrefix(), req.GetPrefix()) {
+				t.Errorf("reply prefix %v, want the request's %v", resp.GetPrefix(), req.GetPrefix())
+			}
+			for k, ur := range resp.GetResponse() {
+				if k < len(clientPaths) && !proto.Equal(ur.GetPath(), clientPaths[k]) {
+					t.Errorf("UpdateResult %d path %v, want the client's %v", k, ur.GetPath(), clientPaths[k])
+				}
 			}
 			if resp.GetTimestamp() == 0 {
 				t.Error("SetResponse has no timestamp")
