@@ -411,7 +411,7 @@ func (j *Journal) writer() {
 func (j *Journal) runBatch(batch []*request) int {
 	txn := j.db.NewTransaction(true)
 	defer txn.Discard()
-	w := &writeTxn{txn: txn, now: j.opts.Clock()}
+	w := &writeTxn{txn: txn, now: j.opts.Clock(), observed: j.opts.Observer != nil}
 	results := make([]error, len(batch))
 	for k, r := range batch {
 		w.wrote = false
@@ -463,16 +463,20 @@ func (r *request) finish(err error) {
 // writeTxn is the write transaction a request runs in. It records whether
 // the request has written, which tells a refusal from a failure half-way.
 type writeTxn struct {
-	txn    *badger.Txn
-	now    time.Time
-	wrote  bool
-	events []Event // for Options.Observer, once the transaction is durable
+	txn      *badger.Txn
+	now      time.Time
+	wrote    bool
+	events   []Event // for Options.Observer, once the transaction is durable
+	observed bool    // an Observer is set: collect events
 	// aborted collects FailApply's aborted proposals for its event.
 	aborted []uint64
 }
 
 // emit records a transition for Options.Observer.
 func (w *writeTxn) emit(e Event) {
+	if !w.observed {
+		return
+	}
 	e.Time = w.now
 	w.events = append(w.events, e)
 }
