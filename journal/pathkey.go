@@ -2,6 +2,8 @@ package journal
 
 import (
 	"bytes"
+	"errors"
+	"fmt"
 	"slices"
 	"strings"
 
@@ -122,22 +124,31 @@ func PathString(p *gnmi.Path) string {
 	return s
 }
 
-// validPath reports why a path cannot be journaled, or "" if it can.
-func validPath(p *gnmi.Path) string {
+// ValidatePath reports why a path cannot be journaled (nil if it can): it
+// must use elem, not the deprecated element field, and be concrete: every
+// element named, no wildcard element, no empty key name or wildcard key.
+// The error's text is meant for the client that sent the path.
+func ValidatePath(p *gnmi.Path) error {
 	if p == nil {
-		return "missing path"
+		return errors.New("missing path")
 	}
 	//lint:ignore SA1019 the deprecated field is read only to refuse it
 	if len(p.GetElement()) > 0 {
-		return "path uses the deprecated element field"
+		return errors.New("path uses the deprecated element field; send elem")
 	}
-	for _, e := range p.GetElem() {
+	for n, e := range p.GetElem() {
 		if e.GetName() == "" {
-			return "path has an element without a name"
+			named := PathString(&gnmi.Path{Origin: p.GetOrigin(), Elem: p.GetElem()[:n]})
+			return fmt.Errorf("path %s/... has an element without a name (element %d)", strings.TrimSuffix(named, "/"), n+1)
 		}
-		if strings.ContainsAny(e.GetName(), "*") || strings.Contains(e.GetName(), "...") {
-			return "path has a wildcard"
+		if strings.Contains(e.GetName(), "*") || strings.Contains(e.GetName(), "...") {
+			return fmt.Errorf("path %s has a wildcard; paths must be concrete", PathString(p))
+		}
+		for k, v := range e.GetKey() {
+			if k == "" || v == "*" {
+				return fmt.Errorf("path %s has an empty key name or a wildcard key", PathString(p))
+			}
 		}
 	}
-	return ""
+	return nil
 }

@@ -69,8 +69,8 @@ func cleanOps(ops []*Op) ([]*Op, error) {
 	out := make([]*Op, len(ops))
 	for n, op := range ops {
 		op = proto.CloneOf(op)
-		if why := validPath(op.GetPath()); why != "" {
-			return nil, fmt.Errorf("journal: propose: operation %d: %s: %w", n, why, ErrInvalid)
+		if err := ValidatePath(op.GetPath()); err != nil {
+			return nil, fmt.Errorf("journal: propose: operation %d: %v: %w", n, err, ErrInvalid)
 		}
 		op.Path.Target = ""
 		switch op.GetKind() {
@@ -87,8 +87,8 @@ func cleanOps(ops []*Op) ([]*Op, error) {
 		}
 		under := subtreeOf(op.Path)
 		for _, leaf := range op.GetValues() {
-			if why := validPath(leaf.GetPath()); why != "" {
-				return nil, fmt.Errorf("journal: propose: value under %s: %s: %w", PathString(op.Path), why, ErrInvalid)
+			if err := ValidatePath(leaf.GetPath()); err != nil {
+				return nil, fmt.Errorf("journal: propose: value under %s: %v: %w", PathString(op.Path), err, ErrInvalid)
 			}
 			leaf.Path.Target = ""
 			if leaf.GetValue() == nil {

@@ -307,26 +307,10 @@ func joinPath(prefix, p *gpb.Path) (*gpb.Path, error) {
 	full := &gpb.Path{Origin: origin}
 	full.Elem = append(full.Elem, prefix.GetElem()...)
 	full.Elem = append(full.Elem, p.GetElem()...)
-	for n, e := range full.GetElem() {
-		if e.GetName() == "" {
-			return nil, status.Errorf(codes.InvalidArgument, "path %s has an element without a name (element %d)", readablePrefix(full.GetElem()[:n]), n+1)
-		}
-		if e.GetName() == "*" || e.GetName() == "..." {
-			return nil, status.Errorf(codes.InvalidArgument, "path %s has a wildcard; Set paths must be concrete", journal.PathString(full))
-		}
-		for k, v := range e.GetKey() {
-			if k == "" || v == "*" {
-				return nil, status.Errorf(codes.InvalidArgument, "path %s has an empty key name or a wildcard key", journal.PathString(full))
-			}
-		}
+	if err := journal.ValidatePath(full); err != nil {
+		return nil, status.Error(codes.InvalidArgument, err.Error())
 	}
 	return full, nil
-}
-
-// readablePrefix renders the well-formed elements before a malformed one,
-// e.g. "/interfaces/interface[name=eth0]/...".
-func readablePrefix(elems []*gpb.PathElem) string {
-	return journal.PathString(&gpb.Path{Elem: elems}) + "/..."
 }
 
 // inClientTerms rewrites the device's answer to the sidecar's southbound
