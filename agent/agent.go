@@ -662,9 +662,10 @@ const maxRestoresRefused = 3
 // first (p stays in progress and is tried again on the next term, re-push
 // included).
 func (a *Agent) restore(ctx context.Context, s *session, step Step, p *journal.Proposal, log *slog.Logger) (done bool, err error) {
+	tops := topTombstones(p.GetChange().GetValues())
 	var applied []*journal.PathValue
-	for _, pv := range restoreValues(p.GetChange().GetValues(), nil) {
-		err := a.j.Applied(ctx, pv.GetPath(), func(v *journal.PathValue) error {
+	for _, top := range tops {
+		err := a.j.Applied(ctx, top.GetPath(), func(v *journal.PathValue) error {
 			applied = append(applied, v)
 			return nil
 		})
@@ -672,13 +673,8 @@ func (a *Agent) restore(ctx context.Context, s *session, step Step, p *journal.P
 			return false, err
 		}
 	}
-	values := restoreValues(p.GetChange().GetValues(), applied)
-	for _, req := range batchValues(values, a.opts.MaxSetBytes) {
-		_, err = a.send(s, step.Term, req)
-		if err != nil {
-			break
-		}
-	}
+	values := append(tops, inWriteOrder(applied)...)
+	err = a.sendAll(s, step.Term, batchValues(values, a.opts.MaxSetBytes))
 	switch classify(err, a.opts.Fencing) {
 	case accepted:
 		log.Info("restored the paths of a rejected proposal an earlier attempt may have written", "values", len(values))
@@ -705,12 +701,7 @@ func (a *Agent) sendRollback(ctx context.Context, step Step, log *slog.Logger) e
 	if s == nil || err != nil {
 		return err
 	}
-	for _, req := range rollbackRequests(p.GetRollback().GetValues(), a.opts.MaxSetBytes) {
-		_, err = a.send(s, step.Term, req)
-		if err != nil {
-			break
-		}
-	}
+	err = a.sendAll(s, step.Term, rollbackRequests(p.GetRollback().GetValues(), a.opts.MaxSetBytes))
 	switch classify(err, a.opts.Fencing) {
 	case accepted:
 		_, _, err = a.j.CompleteApplyRollback(ctx, step.Index, step.Term)
@@ -733,6 +724,17 @@ func (a *Agent) endSession(ctx context.Context, s *session, err error, log *slog
 	a.noteError(err)
 	log.Warn("set not acknowledged; reconnecting", "outcome", classify(err, a.opts.Fencing), "err", err)
 	s.end(fmt.Errorf("set not acknowledged: %w", err))
+	return nil
+}
+
+// sendAll sends reqs in order on session s under term, stopping at the
+// first error.
+func (a *Agent) sendAll(s *session, term uint64, reqs []*gpb.SetRequest) error {
+	for _, req := range reqs {
+		if _, err := a.send(s, term, req); err != nil {
+			return err
+		}
+	}
 	return nil
 }
 

@@ -108,13 +108,12 @@ func batchValues(values []*journal.PathValue, maxBytes int) []*gpb.SetRequest {
 	return reqs
 }
 
-// restoreValues returns the values that put the device back to the applied
-// configuration everywhere a change wrote: a tombstone for each top-most
-// path among the change's values (changeValues, in path-key order as the
-// journal keeps them), then applied, the applied values at and under those
-// paths, in write order. It is for a change whose earlier attempt may have
-// reached the device before a retry was definitively rejected.
-func restoreValues(changeValues, applied []*journal.PathValue) []*journal.PathValue {
+// topTombstones returns a tombstone for each top-most path among a
+// change's values (in path-key order, as the journal keeps them): deleting
+// them clears everything the change wrote. Written back after them, the
+// applied values at and under those paths put the device back to the
+// applied configuration wherever the change wrote (see Agent.restore).
+func topTombstones(changeValues []*journal.PathValue) []*journal.PathValue {
 	var out []*journal.PathValue
 	top := make(map[string]bool)
 	for _, pv := range changeValues {
@@ -130,7 +129,7 @@ func restoreValues(changeValues, applied []*journal.PathValue) []*journal.PathVa
 			out = append(out, &journal.PathValue{Path: pv.GetPath(), Deleted: true})
 		}
 	}
-	return append(out, inWriteOrder(applied)...)
+	return out
 }
 
 // setBatcher packs per-path values, fed in the order they must take effect,
