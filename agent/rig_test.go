@@ -200,6 +200,14 @@ func (r *rig) quiescent() (bool, error) {
 	if !st.Connected || st.Term != m.GetTerm() || c.GetApplied().GetTerm() != m.GetTerm() || c.GetStatus() != journal.StatusComplete {
 		return false, nil
 	}
+	// Synced to the device as it runs now: right after a device restart the
+	// agent may not have seen the old connection break yet, and its term
+	// still looks current. applied.target is the boot time of the device
+	// incarnation the configuration was pushed to (or adopted by), when
+	// the liveness stream reads it.
+	if !r.opts.WatchConnectionState && c.GetApplied().GetTarget() != uint64(r.dev.BootTime().UnixNano()) {
+		return false, nil
+	}
 	done := true
 	err = r.j.Proposals(ctx, 0, 0, func(p *journal.Proposal) error {
 		ch := p.GetChange()
