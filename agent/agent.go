@@ -203,7 +203,7 @@ func (a *Agent) Notify() {
 // and returns the proposal as it then was.
 func (a *Agent) Wait(ctx context.Context, i uint64, done func(*journal.Proposal) bool) (*journal.Proposal, error) {
 	for {
-		changed := a.changes()
+		changed := a.Changes()
 		p, err := a.j.Proposal(ctx, i)
 		if err != nil {
 			return nil, err
@@ -269,7 +269,9 @@ func (a *Agent) Status() Status {
 	return st
 }
 
-func (a *Agent) changes() <-chan struct{} {
+// Changes returns a channel closed after the next journal transition the
+// agent or a Notify saw, or the next change of Status.
+func (a *Agent) Changes() <-chan struct{} {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	return a.changed
@@ -297,8 +299,9 @@ func (a *Agent) session() *session {
 
 func (a *Agent) noteError(err error) {
 	a.mu.Lock()
-	defer a.mu.Unlock()
 	a.status.LastError = err.Error()
+	a.mu.Unlock()
+	a.broadcast()
 }
 
 // --- the loops ---
@@ -582,14 +585,16 @@ func (a *Agent) repush(ctx context.Context, term uint64, log *slog.Logger) error
 	a.mu.Lock()
 	a.status.LastRepush, a.status.LastRepushValues, a.status.LastRepushDuration = time.Now(), values, took
 	a.mu.Unlock()
+	a.broadcast()
 	log.Info("re-pushed applied configuration", "values", values, "sets", sets, "took", took)
 	return nil
 }
 
 func (a *Agent) setRepushing(on bool) {
 	a.mu.Lock()
-	defer a.mu.Unlock()
 	a.status.Repushing = on
+	a.mu.Unlock()
+	a.broadcast()
 }
 
 // stepProposal returns the session of step's term and the step's

@@ -114,21 +114,79 @@ func (s *Server) Capabilities(ctx context.Context, req *gpb.CapabilityRequest) (
 	return resp, s.deviceError(err)
 }
 
-// Get is passed through.
+// Get answers paths of origin gnmi-sidecar from the journal
+// (introspection), a History snapshot from the journal, and passes the
+// rest through to the device.
 func (s *Server) Get(ctx context.Context, req *gpb.GetRequest) (*gpb.GetResponse, error) {
+	hist, err := historyExtension(req.GetExtension())
+	if err != nil {
+		return nil, err
+	}
+	own, err := isIntrospection(req.GetPrefix(), req.GetPath())
+	if err != nil {
+		return nil, err
+	}
+	switch {
+	case own && hist != nil:
+		return nil, status.Errorf(codes.InvalidArgument, "the History extension applies to the device's configuration, not to origin %q", IntrospectionOrigin)
+	case own:
+		return s.introspectGet(ctx, req)
+	case hist != nil:
+		return s.historyGet(ctx, req, hist)
+	}
 	resp, err := s.device.Get(s.outgoing(ctx), req)
 	return resp, s.deviceError(err)
 }
 
-// Subscribe relays one client stream to one device stream, both ways; when
-// either side ends, so does the other.
+// Subscribe answers subscriptions to origin gnmi-sidecar from the journal
+// (introspection), History ranges from the journal, and relays the rest to
+// the device.
 func (s *Server) Subscribe(stream gpb.GNMI_SubscribeServer) error {
+	first, err := stream.Recv()
+	if err == io.EOF {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if list := first.GetSubscribe(); list != nil {
+		hist, err := historyExtension(first.GetExtension())
+		if err != nil {
+			return err
+		}
+		paths := make([]*gpb.Path, 0, len(list.GetSubscription()))
+		for _, sub := range list.GetSubscription() {
+			paths = append(paths, sub.GetPath())
+		}
+		own, err := isIntrospection(list.GetPrefix(), paths)
+		if err != nil {
+			return err
+		}
+		switch {
+		case own && hist != nil:
+			return status.Errorf(codes.InvalidArgument, "the History extension applies to the device's configuration, not to origin %q", IntrospectionOrigin)
+		case own:
+			return s.introspectSubscribe(stream, first)
+		case hist != nil:
+			return s.historySubscribe(stream, first, hist)
+		}
+	}
+	return s.relay(stream, first)
+}
+
+// relay relays one client stream to one device stream, both ways, starting
+// with the client's first request; when either side ends, so does the
+// other.
+func (s *Server) relay(stream gpb.GNMI_SubscribeServer, first *gpb.SubscribeRequest) error {
 	ctx, cancel := context.WithCancel(s.outgoing(stream.Context()))
 	defer cancel()
 	stopRelay := context.AfterFunc(s.streams, cancel)
 	defer stopRelay()
 	up, err := s.device.Subscribe(ctx)
 	if err != nil {
+		return s.deviceError(err)
+	}
+	if err := up.Send(first); err != nil && err != io.EOF {
 		return s.deviceError(err)
 	}
 	go func() {
@@ -165,6 +223,37 @@ func (s *Server) Subscribe(stream gpb.GNMI_SubscribeServer) error {
 			return err
 		}
 	}
+}
+
+// IntrospectionOrigin is the gNMI origin of the sidecar's own tree (see
+// docs/introspection.md).
+const IntrospectionOrigin = "gnmi-sidecar"
+
+// isIntrospection reports whether a request's paths are in the sidecar's
+// own tree (origin gnmi-sidecar, on the prefix or on every path). A request
+// mixing it with the device's origins is refused: send them separately.
+func isIntrospection(prefix *gpb.Path, paths []*gpb.Path) (bool, error) {
+	if prefix.GetOrigin() == IntrospectionOrigin {
+		for _, p := range paths {
+			if o := p.GetOrigin(); o != "" && o != IntrospectionOrigin {
+				return false, status.Errorf(codes.InvalidArgument, "path origin %q contradicts prefix origin %q", o, IntrospectionOrigin)
+			}
+		}
+		return true, nil
+	}
+	own, other := 0, 0
+	for _, p := range paths {
+		if p.GetOrigin() == IntrospectionOrigin {
+			own++
+		} else {
+			other++
+		}
+	}
+	if own > 0 && other > 0 {
+		return false, status.Errorf(codes.InvalidArgument,
+			"the request mixes origin %q (the sidecar's journal) with the device's paths: send them in separate requests", IntrospectionOrigin)
+	}
+	return own > 0, nil
 }
 
 // outgoing forwards the client's request metadata (credentials and any

@@ -304,6 +304,9 @@ func joinPath(prefix, p *gpb.Path) (*gpb.Path, error) {
 		}
 		origin = po
 	}
+	if origin == IntrospectionOrigin {
+		return nil, status.Errorf(codes.InvalidArgument, "origin %q is the sidecar's read-only journal tree: it cannot be Set", IntrospectionOrigin)
+	}
 	full := &gpb.Path{Origin: origin}
 	full.Elem = append(full.Elem, prefix.GetElem()...)
 	full.Elem = append(full.Elem, p.GetElem()...)

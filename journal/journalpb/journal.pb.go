@@ -1112,10 +1112,18 @@ func (x *Mastership) GetConn() uint64 {
 
 // The outstanding commit-confirmed (gnmi_ext.Commit).
 type CommitConfirm struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Id            string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
-	Proposal      uint64                 `protobuf:"varint,2,opt,name=proposal,proto3" json:"proposal,omitempty"`
-	Deadline      *timestamppb.Timestamp `protobuf:"bytes,3,opt,name=deadline,proto3" json:"deadline,omitempty"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The client's id (gnmi_ext.Commit.id).
+	Id string `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	// The proposal the commit journaled.
+	Proposal uint64 `protobuf:"varint,2,opt,name=proposal,proto3" json:"proposal,omitempty"`
+	// When the change is rolled back unless confirmed first.
+	Deadline *timestamppb.Timestamp `protobuf:"bytes,3,opt,name=deadline,proto3" json:"deadline,omitempty"`
+	// A client cancelled the commit: it is rolled back as soon as its change
+	// is applied (deadline is then the time of the cancel).
+	Cancelled bool `protobuf:"varint,4,opt,name=cancelled,proto3" json:"cancelled,omitempty"`
+	// When the commit was journaled.
+	Started       *timestamppb.Timestamp `protobuf:"bytes,5,opt,name=started,proto3" json:"started,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1167,6 +1175,20 @@ func (x *CommitConfirm) GetProposal() uint64 {
 func (x *CommitConfirm) GetDeadline() *timestamppb.Timestamp {
 	if x != nil {
 		return x.Deadline
+	}
+	return nil
+}
+
+func (x *CommitConfirm) GetCancelled() bool {
+	if x != nil {
+		return x.Cancelled
+	}
+	return false
+}
+
+func (x *CommitConfirm) GetStarted() *timestamppb.Timestamp {
+	if x != nil {
+		return x.Started
 	}
 	return nil
 }
@@ -1366,11 +1388,13 @@ const file_journal_journalpb_journal_proto_rawDesc = "" +
 	"\n" +
 	"Mastership\x12\x12\n" +
 	"\x04term\x18\x01 \x01(\x04R\x04term\x12\x12\n" +
-	"\x04conn\x18\x02 \x01(\x04R\x04conn\"s\n" +
+	"\x04conn\x18\x02 \x01(\x04R\x04conn\"\xc7\x01\n" +
 	"\rCommitConfirm\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x1a\n" +
 	"\bproposal\x18\x02 \x01(\x04R\bproposal\x126\n" +
-	"\bdeadline\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\bdeadline\"\x82\x01\n" +
+	"\bdeadline\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\bdeadline\x12\x1c\n" +
+	"\tcancelled\x18\x04 \x01(\bR\tcancelled\x124\n" +
+	"\astarted\x18\x05 \x01(\v2\x1a.google.protobuf.TimestampR\astarted\"\x82\x01\n" +
 	"\fHistoryEntry\x129\n" +
 	"\x06before\x18\x01 \x01(\v2!.gnmisidecar.journal.v1.PathValueR\x06before\x127\n" +
 	"\x05after\x18\x02 \x01(\v2!.gnmisidecar.journal.v1.PathValueR\x05after\"\xd3\x01\n" +
@@ -1473,16 +1497,17 @@ var file_journal_journalpb_journal_proto_depIdxs = []int32{
 	21, // 29: gnmisidecar.journal.v1.Configuration.history_floor:type_name -> google.protobuf.Timestamp
 	21, // 30: gnmisidecar.journal.v1.Configuration.history_time:type_name -> google.protobuf.Timestamp
 	21, // 31: gnmisidecar.journal.v1.CommitConfirm.deadline:type_name -> google.protobuf.Timestamp
-	7,  // 32: gnmisidecar.journal.v1.HistoryEntry.before:type_name -> gnmisidecar.journal.v1.PathValue
-	7,  // 33: gnmisidecar.journal.v1.HistoryEntry.after:type_name -> gnmisidecar.journal.v1.PathValue
-	21, // 34: gnmisidecar.journal.v1.HistoryDelta.time:type_name -> google.protobuf.Timestamp
-	3,  // 35: gnmisidecar.journal.v1.HistoryDelta.kind:type_name -> gnmisidecar.journal.v1.HistoryKind
-	17, // 36: gnmisidecar.journal.v1.HistoryDelta.entries:type_name -> gnmisidecar.journal.v1.HistoryEntry
-	37, // [37:37] is the sub-list for method output_type
-	37, // [37:37] is the sub-list for method input_type
-	37, // [37:37] is the sub-list for extension type_name
-	37, // [37:37] is the sub-list for extension extendee
-	0,  // [0:37] is the sub-list for field type_name
+	21, // 32: gnmisidecar.journal.v1.CommitConfirm.started:type_name -> google.protobuf.Timestamp
+	7,  // 33: gnmisidecar.journal.v1.HistoryEntry.before:type_name -> gnmisidecar.journal.v1.PathValue
+	7,  // 34: gnmisidecar.journal.v1.HistoryEntry.after:type_name -> gnmisidecar.journal.v1.PathValue
+	21, // 35: gnmisidecar.journal.v1.HistoryDelta.time:type_name -> google.protobuf.Timestamp
+	3,  // 36: gnmisidecar.journal.v1.HistoryDelta.kind:type_name -> gnmisidecar.journal.v1.HistoryKind
+	17, // 37: gnmisidecar.journal.v1.HistoryDelta.entries:type_name -> gnmisidecar.journal.v1.HistoryEntry
+	38, // [38:38] is the sub-list for method output_type
+	38, // [38:38] is the sub-list for method input_type
+	38, // [38:38] is the sub-list for extension type_name
+	38, // [38:38] is the sub-list for extension extendee
+	0,  // [0:38] is the sub-list for field type_name
 }
 
 func init() { file_journal_journalpb_journal_proto_init() }
