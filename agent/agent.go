@@ -181,6 +181,7 @@ func (a *Agent) Run(ctx context.Context) error {
 	g.Go(func() error { return a.connectLoop(ctx) })
 	g.Go(func() error { return a.loop(ctx, "committer", a.commitWake, a.nextCommit) })
 	g.Go(func() error { return a.loop(ctx, "applier", a.applyWake, a.nextApply) })
+	g.Go(func() error { return a.confirmLoop(ctx) })
 	err := g.Wait()
 	if s := a.session(); s != nil {
 		s.end(errors.New("agent stopped"))

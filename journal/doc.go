@@ -21,18 +21,40 @@
 // index}, applied.{proposal, index, term, target}, the re-push status, the
 // range of kept proposals and the rollback under way.
 //
+// Every change of the committed values is also kept as a history delta
+// (time, proposal, kind, and each path's value before and after), for
+// point-in-time reads (CommittedAt) and time ranges (History) of the gNMI
+// History extension. Delta times never go back, even when the clock does.
+//
+// # Commit-confirmed
+//
+// At most one commit-confirmed (gnmi_ext.Commit; DESIGN §4, OpenConfig
+// gnmi-commit-confirmed.md v0.1.0) is outstanding. Its record holds the
+// client's commit id, the proposal it journaled, the rollback deadline,
+// when it started and whether it was cancelled. ProposeConfirmedChange
+// writes it with its proposal; ConfirmCommit removes it (the change stays);
+// CancelCommit marks it cancelled and due now; SetCommitDeadline moves the
+// deadline; ExpireCommit, called by the agent once the deadline passed (or
+// the cancel is due) and the change is applied, removes it and proposes the
+// change's rollback in the same transaction. A failure of its change
+// (FailCommit, FailApply, AbortApply) removes it too, so the client may
+// commit again at once. While it is outstanding ProposeChange,
+// ProposeConfirmedChange and ProposeRollback are refused: its proposal
+// stays the newest, so its rollback is always allowed once it is applied.
+// Like everything else, it survives a restart with its deadline.
+//
 // # Key layout
 //
 //	m                        Meta{format}; checked on Open
 //	c                        Configuration
 //	s                        Mastership{term, conn}
-//	x                        CommitConfirm (absent when none is outstanding)
+//	x                        CommitConfirm{id, proposal, deadline, cancelled, started} (absent when none is outstanding)
 //	p/<index u64be>          Proposal
 //	cv/<pathkey>             committed PathValue
 //	av/<pathkey>             applied PathValue
 //	ai/<index u64be><pathkey> (empty) applied values by writer index, for re-push
 //	at/<index u64be><pathkey> (empty) applied tombstones by writer index, for retention
-//	h/<seq u64be>            HistoryDelta: one change of the committed values
+//	h/<seq u64be>            HistoryDelta{time, proposal, kind, entries}: one change of the committed values
 //
 // Records are protobuf messages (journalpb/journal.proto). Path keys are
 // PathKey's order-preserving encoding, so a subtree is a key range and a
@@ -41,13 +63,14 @@
 // # Transactions and durability
 //
 // Every transition (ProposeChange, CommitChange, StartApply, CompleteApply,
-// FailApply, ...) is a method that checks the spec's guards and writes its
+// FailApply, ConfirmCommit, ...) is a method that checks the spec's guards and writes its
 // whole effect in one Badger transaction; a refused transition returns an
 // error wrapping ErrGuard (or ErrNotFound, ErrCompacted, ErrInvalid) and
 // writes nothing. Spec sub-steps that exist only because the reference
 // implementation used separate stores are merged into one transaction: a
 // merged step is a sequence of spec steps, so every durable state is one the
-// spec allows. Applying is split in two (StartApply, then CompleteApply or
+// spec allows; such a transition emits one Observer event per step (see
+// Action). Applying is split in two (StartApply, then CompleteApply or
 // FailApply) because device I/O happens in between; CompleteApply names the
 // mastership term the device I/O ran under and is refused if the term has
 // moved on (the device may have restarted: re-push, then apply again).

@@ -3,7 +3,15 @@ package journal
 import "time"
 
 // Action names a journal transition in an Event: the name of the method
-// that made it.
+// that made it, except for the commit-confirmed record's events: every
+// transition that writes the record emits ActionSetCommitConfirm and every
+// one that removes it ActionClearCommitConfirm. One method may emit several
+// events, in the order of the spec steps it merges: ProposeConfirmedChange
+// emits ActionProposeChange then ActionSetCommitConfirm; ExpireCommit
+// emits ActionProposeRollback (when it starts a rollback) then
+// ActionClearCommitConfirm; FailCommit, FailApply and AbortApply emit
+// ActionClearCommitConfirm after their own event when they end the change
+// of the outstanding commit-confirmed.
 type Action string
 
 // The transitions an Observer sees.
@@ -22,9 +30,13 @@ const (
 	ActionConnect               Action = "Connect"
 	ActionStartReconcile        Action = "StartReconcile"
 	ActionCompleteReconcile     Action = "CompleteReconcile"
-	ActionSetCommitConfirm      Action = "SetCommitConfirm"
-	ActionClearCommitConfirm    Action = "ClearCommitConfirm"
-	ActionCompact               Action = "Compact"
+	// ActionSetCommitConfirm: the commit-confirmed record was written
+	// (ProposeConfirmedChange, CancelCommit, SetCommitDeadline).
+	ActionSetCommitConfirm Action = "SetCommitConfirm"
+	// ActionClearCommitConfirm: the commit-confirmed record was removed
+	// (ConfirmCommit, ExpireCommit, or a failure of its change).
+	ActionClearCommitConfirm Action = "ClearCommitConfirm"
+	ActionCompact            Action = "Compact"
 )
 
 // Event is one durable transition, as Options.Observer receives it: the
@@ -38,7 +50,7 @@ type Event struct {
 	// re-push transitions).
 	Index uint64
 	// Proposal is proposal Index as the transition left it (nil when
-	// Index is 0).
+	// Index is 0 and for the commit-confirmed events).
 	Proposal *Proposal
 	// Configuration is the configuration record as the transition left it
 	// (nil for Connect and the commit-confirmed transitions).
@@ -48,7 +60,8 @@ type Event struct {
 	// Aborted lists, for FailApply, the later proposals whose apply it
 	// marked Aborted.
 	Aborted []uint64
-	// CommitConfirm is set by SetCommitConfirm (the record written) and
-	// ClearCommitConfirm (the record removed).
+	// CommitConfirm is set by the commit-confirmed events: the record
+	// written (ActionSetCommitConfirm) or removed (ActionClearCommitConfirm).
+	// Index is then the record's proposal.
 	CommitConfirm *CommitConfirm
 }

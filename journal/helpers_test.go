@@ -2,6 +2,7 @@ package journal
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"slices"
@@ -347,6 +348,28 @@ func invariants(j *Journal) error {
 	}
 	if r := c.RollingBack; r != 0 && props[r].GetPhase() != PhaseRollback {
 		return fmt.Errorf("rolling back %d, which is not a rollback", r)
+	}
+	// The outstanding commit-confirmed names the newest proposal, whose
+	// change has not failed and is not rolled back.
+	rec, err := j.CommitConfirm(ctx)
+	switch {
+	case err == nil:
+		p, ok := props[rec.Proposal]
+		ch := p.GetChange()
+		switch {
+		case rec.Id == "" || rec.Deadline == nil || rec.Started == nil:
+			return fmt.Errorf("commit-confirmed record incomplete: %v", rec)
+		case rec.Proposal != c.LastIndex:
+			return fmt.Errorf("commit-confirmed of proposal %d, but the newest is %d", rec.Proposal, c.LastIndex)
+		case !ok:
+			return fmt.Errorf("commit-confirmed of proposal %d, which is not kept", rec.Proposal)
+		case p.Phase != PhaseChange || ch.Commit == StatusFailed || ch.Commit == StatusAborted ||
+			ch.Apply == StatusFailed || ch.Apply == StatusAborted:
+			return fmt.Errorf("commit-confirmed of proposal %d, which is %v with commit %v, apply %v",
+				rec.Proposal, p.Phase, ch.Commit, ch.Apply)
+		}
+	case !errors.Is(err, ErrNotFound):
+		return err
 	}
 
 	committed, err := valueMap(j, nsCommitted)

@@ -470,6 +470,9 @@ type writeTxn struct {
 	observed bool    // an Observer is set: collect events
 	// aborted collects FailApply's aborted proposals for its event.
 	aborted []uint64
+	// followUps are events a proposal transition queues to be emitted
+	// after its own (see proposalTransition).
+	followUps []Event
 }
 
 // emit records a transition for Options.Observer.

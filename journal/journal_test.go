@@ -19,7 +19,6 @@ import (
 	"github.com/dgraph-io/badger/v4"
 	"github.com/openconfig/gnmi/proto/gnmi"
 	"google.golang.org/protobuf/proto"
-	"google.golang.org/protobuf/types/known/timestamppb"
 )
 
 func fakeTime(sec int64) time.Time { return time.Unix(1_700_000_000+sec, 0).UTC() }
@@ -266,16 +265,6 @@ func TestGuards(t *testing.T) {
 		{"complete a re-push not started", false, func(t *testing.T, e env) {
 			mustDo(t, func() error { _, err := e.j.Connect(ctx); return err })
 		}, func(e env) error { _, err := e.j.CompleteReconcile(ctx, e.term+1, 0); return err }, ErrGuard},
-		{"second commit-confirmed", false, func(t *testing.T, e env) {
-			mustDo(t, func() error { return e.j.SetCommitConfirm(ctx, &CommitConfirm{Id: "a", Deadline: timestamppb.Now()}) })
-		}, func(e env) error {
-			return e.j.SetCommitConfirm(ctx, &CommitConfirm{Id: "b", Deadline: timestamppb.Now()})
-		}, ErrGuard},
-		{"confirm with a wrong id", false, func(t *testing.T, e env) {
-			mustDo(t, func() error { return e.j.SetCommitConfirm(ctx, &CommitConfirm{Id: "a", Deadline: timestamppb.Now()}) })
-		}, func(e env) error { return e.j.ClearCommitConfirm(ctx, "b") }, ErrGuard},
-		{"confirm with nothing outstanding", false, nil,
-			func(e env) error { return e.j.ClearCommitConfirm(ctx, "a") }, ErrNotFound},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -736,33 +725,6 @@ func TestConnectNeverReusesTerms(t *testing.T) {
 	}
 	if !slices.Equal(terms, []uint64{1, 2, 3, 4, 5, 6}) {
 		t.Fatalf("terms %v", terms)
-	}
-}
-
-func TestCommitConfirmRecord(t *testing.T) {
-	dir := t.TempDir()
-	ctx := context.Background()
-	j, err := Open(dir, Options{NoSync: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	deadline := timestamppb.New(fakeTime(600))
-	if err := j.SetCommitConfirm(ctx, &CommitConfirm{Id: "c1", Proposal: 3, Deadline: deadline}); err != nil {
-		t.Fatal(err)
-	}
-	if err := j.Close(); err != nil {
-		t.Fatal(err)
-	}
-	j = openTest(t, dir, Options{NoSync: true})
-	rec, err := j.CommitConfirm(ctx)
-	if err != nil || rec.Id != "c1" || rec.Proposal != 3 || !rec.Deadline.AsTime().Equal(fakeTime(600)) {
-		t.Fatalf("after reopen: %v, %v", rec, err)
-	}
-	if err := j.ClearCommitConfirm(ctx, "c1"); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := j.CommitConfirm(ctx); !errors.Is(err, ErrNotFound) {
-		t.Fatalf("after clear: %v", err)
 	}
 }
 

@@ -52,20 +52,20 @@ func (j *Journal) Mastership(ctx context.Context) (*Mastership, error) {
 	return m, err
 }
 
-// CommitConfirm returns the outstanding commit-confirmed, or an error
-// wrapping ErrNotFound.
+// CommitConfirm returns the outstanding commit-confirmed (DESIGN §4), or an
+// error wrapping ErrNotFound.
 func (j *Journal) CommitConfirm(ctx context.Context) (*CommitConfirm, error) {
-	rec := &CommitConfirm{}
+	var rec *CommitConfirm
 	var found bool
 	err := j.view(ctx, func(txn *badger.Txn) (err error) {
-		found, err = getRecord(txn, keyCommitConfirm, rec)
+		rec, found, err = loadCommitConfirm(txn)
 		return err
 	})
 	if err != nil {
 		return nil, err
 	}
 	if !found {
-		return nil, fmt.Errorf("journal: no commit-confirmed is outstanding: %w", ErrNotFound)
+		return nil, errNoCommitConfirm()
 	}
 	return rec, nil
 }
@@ -120,7 +120,8 @@ func (j *Journal) Proposals(ctx context.Context, from, to uint64, fn func(*Propo
 // NewestRollbackable returns the index of the proposal a rollback of "the
 // newest change" (index 0 in a request) means, or the reason none can be
 // rolled back now (ErrNotFound when no change is in effect, ErrGuard or
-// ErrCompacted otherwise).
+// ErrCompacted otherwise; ErrGuard while a commit-confirmed is outstanding,
+// as ProposeRollback).
 func (j *Journal) NewestRollbackable(ctx context.Context) (uint64, error) {
 	var i uint64
 	err := j.view(ctx, func(txn *badger.Txn) error {
@@ -130,6 +131,10 @@ func (j *Journal) NewestRollbackable(ctx context.Context) (uint64, error) {
 		}
 		if c.Committed.Index == 0 {
 			return fmt.Errorf("journal: no change is in effect: %w", ErrNotFound)
+		}
+		if err := commitConfirmGuard(txn, "a commit-confirmed is outstanding",
+			"cancel it with the commit extension (or `gnmi-sidecar commit cancel`) instead"); err != nil {
+			return err
 		}
 		p, err := loadProposal(txn, c, c.Committed.Index)
 		if err != nil {
@@ -206,8 +211,8 @@ func (j *Journal) CommittedAt(ctx context.Context, t time.Time, prefix *gnmi.Pat
 			return err
 		}
 		if floor := c.GetHistoryFloor(); floor != nil && t.Before(floor.AsTime()) {
-			return fmt.Errorf("journal: committed configuration at %s (history starts at %s): %w",
-				t.Format(time.RFC3339Nano), floor.AsTime().Format(time.RFC3339Nano), ErrCompacted)
+			return fmt.Errorf("journal: committed configuration at %s: history before %s is no longer kept: %w",
+				t.UTC().Format(time.RFC3339Nano), floor.AsTime().Format(time.RFC3339Nano), ErrCompacted)
 		}
 		undo, err := changesAfter(ctx, txn, t)
 		if err != nil {
@@ -253,6 +258,58 @@ func (j *Journal) CommittedAt(ctx context.Context, t time.Time, prefix *gnmi.Pat
 			return err
 		}
 		return emitUndoneBefore(nil)
+	})
+}
+
+// History streams the stored history deltas (every change of the
+// committed values: commits, rollback commits, failed applies restoring the
+// applied values, retention dropping dead tombstones) whose time t
+// satisfies from <= t <= to (a zero to: no upper bound), in the order they
+// were made, for the gNMI History extension's time ranges (DESIGN §4). A
+// delta's time never goes back, even when the clock does. A from at or
+// before the history floor (Configuration.history_floor: the newest delta
+// retention dropped was made then, so the window would miss it) wraps
+// ErrCompacted; a to before from wraps ErrInvalid. fn runs in one read
+// snapshot and must not call back into the Journal; an error from fn ends
+// the stream and is returned.
+func (j *Journal) History(ctx context.Context, from, to time.Time, fn func(*HistoryDelta) error) error {
+	if !to.IsZero() && to.Before(from) {
+		return fmt.Errorf("journal: history from %s to %s: the range ends before it starts: %w",
+			from.UTC().Format(time.RFC3339Nano), to.UTC().Format(time.RFC3339Nano), ErrInvalid)
+	}
+	return j.view(ctx, func(txn *badger.Txn) error {
+		c, err := loadConfiguration(txn)
+		if err != nil {
+			return err
+		}
+		if floor := c.GetHistoryFloor(); floor != nil && !from.After(floor.AsTime()) {
+			return fmt.Errorf("journal: history from %s: history up to %s is no longer kept: %w",
+				from.UTC().Format(time.RFC3339Nano), floor.AsTime().Format(time.RFC3339Nano), ErrCompacted)
+		}
+		opts := badger.DefaultIteratorOptions
+		opts.Prefix = nsHistory
+		it := txn.NewIterator(opts)
+		defer it.Close()
+		for it.Rewind(); it.ValidForPrefix(nsHistory); it.Next() {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			d := &HistoryDelta{}
+			if err := it.Item().Value(func(v []byte) error { return proto.Unmarshal(v, d) }); err != nil {
+				return fmt.Errorf("journal: decode %q: %w", it.Item().Key(), err)
+			}
+			t := d.GetTime().AsTime()
+			if t.Before(from) {
+				continue
+			}
+			if !to.IsZero() && t.After(to) {
+				return nil // times never go back: the rest are later still
+			}
+			if err := fn(d); err != nil {
+				return err
+			}
+		}
+		return nil
 	})
 }
 

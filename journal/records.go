@@ -19,6 +19,9 @@ type (
 	Leaf          = journalpb.Leaf
 	Mastership    = journalpb.Mastership
 	CommitConfirm = journalpb.CommitConfirm
+	HistoryDelta  = journalpb.HistoryDelta
+	HistoryEntry  = journalpb.HistoryEntry
+	HistoryKind   = journalpb.HistoryKind
 	Status        = journalpb.Status
 	Phase         = journalpb.Phase
 	OpKind        = journalpb.OpKind
@@ -38,6 +41,14 @@ const (
 	OpDelete  = journalpb.OpKind_OP_KIND_DELETE
 	OpReplace = journalpb.OpKind_OP_KIND_REPLACE
 	OpUpdate  = journalpb.OpKind_OP_KIND_UPDATE
+
+	// HistoryDelta.Kind: what changed the committed values.
+	HistoryKindCommitChange   = journalpb.HistoryKind_HISTORY_KIND_COMMIT_CHANGE
+	HistoryKindCommitRollback = journalpb.HistoryKind_HISTORY_KIND_COMMIT_ROLLBACK
+	HistoryKindFailApply      = journalpb.HistoryKind_HISTORY_KIND_FAIL_APPLY
+	// Retention dropped tombstones that no longer mean anything (the
+	// entries' After is unset).
+	HistoryKindDropTombstones = journalpb.HistoryKind_HISTORY_KIND_DROP_TOMBSTONES
 )
 
 // Finished reports whether s is Complete, Aborted or Failed (the spec's

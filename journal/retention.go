@@ -150,7 +150,7 @@ func (j *Journal) dropTombstones(ctx context.Context) error {
 			// Filed under the newest proposal, so history compaction drops
 			// it (and moves the point-in-time floor past it) only once
 			// every proposal journaled before it is gone.
-			if err := w.appendHistory(c, c.LastIndex, journalpb.HistoryKind_HISTORY_KIND_DROP_TOMBSTONES, history); err != nil {
+			if err := w.appendHistory(c, c.LastIndex, HistoryKindDropTombstones, history); err != nil {
 				return err
 			}
 			return w.put(keyConfiguration, c)

@@ -26,6 +26,9 @@ const codeAborted = 10
 
 // ProposeChange journals a Set as a new proposal with commit and apply
 // Pending (spec ProposeChange). Its index is the returned proposal's Index.
+// It is refused (ErrGuard) while a commit-confirmed is outstanding (DESIGN
+// §4): until it is confirmed, cancelled or rolled back, no other change may
+// be stacked on top of the change the client may still have undone.
 func (j *Journal) ProposeChange(ctx context.Context, ops []*Op) (*Proposal, error) {
 	clean, err := cleanOps(ops)
 	if err != nil {
@@ -33,32 +36,47 @@ func (j *Journal) ProposeChange(ctx context.Context, ops []*Op) (*Proposal, erro
 	}
 	var out *Proposal
 	err = j.submit(ctx, func(w *writeTxn) error {
-		c, err := w.configuration()
+		out = nil
+		if err := commitConfirmGuard(w.txn, "a commit-confirmed is outstanding",
+			"confirm or cancel it first, or wait for its rollback"); err != nil {
+			return err
+		}
+		p, _, err := w.proposeChange(clean)
 		if err != nil {
 			return err
 		}
-		c.LastIndex++
-		p := &Proposal{
-			Index: c.LastIndex,
-			Phase: PhaseChange,
-			Change: &Change{
-				Ops:      clean,
-				Commit:   StatusPending,
-				Apply:    StatusPending,
-				Proposed: timestamppb.New(w.now),
-			},
-		}
-		if err := w.put(proposalKey(p.Index), p); err != nil {
-			return err
-		}
-		if err := w.put(keyConfiguration, c); err != nil {
-			return err
-		}
-		w.emit(Event{Action: ActionProposeChange, Index: p.Index, Proposal: p, Configuration: c})
 		out = p
 		return nil
 	})
 	return out, err
+}
+
+// proposeChange writes ops (already cleaned) as a new proposal and emits
+// its ProposeChange event. Its guards are the caller's.
+func (w *writeTxn) proposeChange(ops []*Op) (*Proposal, *Configuration, error) {
+	c, err := w.configuration()
+	if err != nil {
+		return nil, nil, err
+	}
+	c.LastIndex++
+	p := &Proposal{
+		Index: c.LastIndex,
+		Phase: PhaseChange,
+		Change: &Change{
+			Ops:      ops,
+			Commit:   StatusPending,
+			Apply:    StatusPending,
+			Proposed: timestamppb.New(w.now),
+		},
+	}
+	if err := w.put(proposalKey(p.Index), p); err != nil {
+		return nil, nil, err
+	}
+	if err := w.put(keyConfiguration, c); err != nil {
+		return nil, nil, err
+	}
+	w.emit(Event{Action: ActionProposeChange, Index: p.Index, Proposal: p, Configuration: c})
+	return p, c, nil
 }
 
 // cleanOps validates ops and returns a copy with targets dropped.
@@ -107,9 +125,10 @@ func cleanOps(ops []*Op) ([]*Op, error) {
 // proposalTransition runs one transition of proposal i in the writer: fn
 // checks its guards against the configuration c and proposal p and, only if
 // they hold, changes them (and may write other keys); then both are written
-// back in the same transaction. fn returning errUnchanged succeeds without
-// writing anything (a re-entry). The results are c and p as the transition
-// left them.
+// back in the same transaction, and the transition's event is emitted,
+// followed by the events fn queued in w.followUps. fn returning errUnchanged
+// succeeds without writing anything (a re-entry). The results are c and p as
+// the transition left them.
 func (j *Journal) proposalTransition(ctx context.Context, action Action, i uint64, fn func(w *writeTxn, c *Configuration, p *Proposal) error) (*Proposal, *Configuration, error) {
 	var outP *Proposal
 	var outC *Configuration
@@ -118,7 +137,7 @@ func (j *Journal) proposalTransition(ctx context.Context, action Action, i uint6
 		if err != nil {
 			return err
 		}
-		w.aborted = nil
+		w.aborted, w.followUps = nil, nil
 		switch err := fn(w, c, p); {
 		case errors.Is(err, errUnchanged):
 		case err != nil:
@@ -128,6 +147,9 @@ func (j *Journal) proposalTransition(ctx context.Context, action Action, i uint6
 				return err
 			}
 			w.emit(Event{Action: action, Index: i, Proposal: p, Configuration: c, Aborted: w.aborted})
+			for _, e := range w.followUps {
+				w.emit(e)
+			}
 		}
 		outP, outC = p, c
 		return nil
@@ -180,7 +202,7 @@ func (j *Journal) CommitChange(ctx context.Context, i uint64) (*Proposal, *Confi
 				return err
 			}
 		}
-		if err := w.appendHistory(c, i, journalpb.HistoryKind_HISTORY_KIND_COMMIT_CHANGE, history); err != nil {
+		if err := w.appendHistory(c, i, HistoryKindCommitChange, history); err != nil {
 			return err
 		}
 		p.Change.Values = values
@@ -195,7 +217,10 @@ func (j *Journal) CommitChange(ctx context.Context, i uint64) (*Proposal, *Confi
 
 // FailCommit marks proposal i's commit Failed (spec CommitChange, invalid
 // branch): nothing is written to the committed values and committed.index
-// keeps naming the newest proposal whose effect they hold.
+// keeps naming the newest proposal whose effect they hold. A commit-confirmed
+// of proposal i is cleared with it (DESIGN §4; OpenConfig
+// gnmi-commit-confirmed.md v0.1.0): a failed commit leaves nothing to
+// confirm or roll back, so the client may commit again at once.
 func (j *Journal) FailCommit(ctx context.Context, i uint64, code uint32, message string) (*Proposal, *Configuration, error) {
 	return j.proposalTransition(ctx, ActionFailCommit, i, func(w *writeTxn, c *Configuration, p *Proposal) error {
 		if err := w.commitChangeGuard(c, p, i); err != nil {
@@ -205,7 +230,7 @@ func (j *Journal) FailCommit(ctx context.Context, i uint64, code uint32, message
 		p.Change.Committed = timestamppb.New(w.now)
 		p.Change.Error = &journalpb.Error{Code: code, Message: message}
 		c.Committed.Proposal = i
-		return nil
+		return w.clearFailedCommitConfirm(i)
 	})
 }
 
@@ -295,7 +320,8 @@ func (w *writeTxn) applyInProgressGuard(c *Configuration, p *Proposal, i, term u
 // every path proposals i..committed.index touched, committed.index =
 // applied.index, and every later proposal whose commit is decided (committed
 // on top of i, or failed) gets apply Aborted, those committed with an error
-// naming i.
+// naming i. A commit-confirmed of i or of an aborted proposal is cleared
+// with it (DESIGN §4): its change did not take effect.
 func (j *Journal) FailApply(ctx context.Context, i uint64, code uint32, message string) (*Proposal, *Configuration, error) {
 	return j.proposalTransition(ctx, ActionFailApply, i, func(w *writeTxn, c *Configuration, p *Proposal) error {
 		if p.GetPhase() != PhaseChange || p.GetChange().GetApply() != StatusInProgress || c.Applied.Proposal != i {
@@ -350,11 +376,11 @@ func (j *Journal) FailApply(ctx context.Context, i uint64, code uint32, message 
 				}
 			}
 		}
-		if err := w.appendHistory(c, i, journalpb.HistoryKind_HISTORY_KIND_FAIL_APPLY, history); err != nil {
+		if err := w.appendHistory(c, i, HistoryKindFailApply, history); err != nil {
 			return err
 		}
 		c.Committed.Index = c.Applied.Index
-		return nil
+		return w.clearFailedCommitConfirm(append([]uint64{i}, w.aborted...)...)
 	})
 }
 
@@ -385,7 +411,9 @@ func (w *writeTxn) restoreCommitted(key []byte) (*journalpb.HistoryEntry, error)
 
 // AbortApply marks the apply of proposal i Aborted without device I/O,
 // because its commit failed or was aborted (spec ApplyChange, second
-// branch). It keeps apply order: proposal i-1's apply must be Finished.
+// branch). It keeps apply order: proposal i-1's apply must be Finished. A
+// commit-confirmed of proposal i, if still there, is cleared with it (DESIGN
+// §4).
 func (j *Journal) AbortApply(ctx context.Context, i uint64) (*Proposal, *Configuration, error) {
 	return j.proposalTransition(ctx, ActionAbortApply, i, func(w *writeTxn, c *Configuration, p *Proposal) error {
 		ch := p.GetChange()
@@ -400,7 +428,7 @@ func (j *Journal) AbortApply(ctx context.Context, i uint64) (*Proposal, *Configu
 		}
 		ch.Apply = StatusAborted
 		ch.Applied = timestamppb.New(w.now)
-		return nil
+		return w.clearFailedCommitConfirm(i)
 	})
 }
 
@@ -408,19 +436,36 @@ func (j *Journal) AbortApply(ctx context.Context, i uint64) (*Proposal, *Configu
 // with the product's stricter rules so a request can be refused up front):
 // i must be the newest change in effect (committed.index = applied.index =
 // i), applied, not itself a rollback, with every later proposal Finished and
-// no other rollback under way.
+// no other rollback under way. It is refused while a commit-confirmed is
+// outstanding (DESIGN §4): that change is undone by cancelling it, which
+// ExpireCommit turns into this same rollback.
 func (j *Journal) ProposeRollback(ctx context.Context, i uint64) (*Proposal, *Configuration, error) {
 	return j.proposalTransition(ctx, ActionProposeRollback, i, func(w *writeTxn, c *Configuration, p *Proposal) error {
-		if err := rollbackGuard(w.txn, c, p); err != nil {
+		if err := commitConfirmGuard(w.txn, "a commit-confirmed is outstanding",
+			"cancel it with the commit extension (or `gnmi-sidecar commit cancel`) instead"); err != nil {
 			return err
 		}
-		p.Phase = PhaseRollback
-		p.Rollback.Commit = StatusPending
-		p.Rollback.Apply = StatusPending
-		p.Rollback.Proposed = timestamppb.New(w.now)
-		c.RollingBack = i
-		return nil
+		return w.proposeRollback(c, p)
 	})
+}
+
+// proposeRollback is ProposeRollback's guards and effect on c and p, for
+// the caller to write: it checks rollbackGuard and, only if it holds, puts
+// p in the Rollback phase with its rollback commit and apply Pending and
+// makes it the rollback under way.
+func (w *writeTxn) proposeRollback(c *Configuration, p *Proposal) error {
+	if err := rollbackGuard(w.txn, c, p); err != nil {
+		return err
+	}
+	if p.Rollback == nil {
+		p.Rollback = &Rollback{}
+	}
+	p.Phase = PhaseRollback
+	p.Rollback.Commit = StatusPending
+	p.Rollback.Apply = StatusPending
+	p.Rollback.Proposed = timestamppb.New(w.now)
+	c.RollingBack = p.GetIndex()
+	return nil
 }
 
 // rollbackGuard checks that proposal p may be rolled back now.
@@ -478,7 +523,7 @@ func (j *Journal) CommitRollback(ctx context.Context, i uint64) (*Proposal, *Con
 			}
 			history = append(history, &journalpb.HistoryEntry{Before: before[n], After: pv})
 		}
-		if err := w.appendHistory(c, i, journalpb.HistoryKind_HISTORY_KIND_COMMIT_ROLLBACK, history); err != nil {
+		if err := w.appendHistory(c, i, HistoryKindCommitRollback, history); err != nil {
 			return err
 		}
 		rb.Commit = StatusComplete
@@ -632,55 +677,6 @@ func (w *writeTxn) reconcileGuard(term uint64) (*Configuration, error) {
 		return nil, guardf("re-push for term %d: mastership term is %d, applied term %d", term, m.Term, c.Applied.Term)
 	}
 	return c, nil
-}
-
-// SetCommitConfirm records the outstanding commit-confirmed. With one
-// already outstanding it may only be replaced under the same id (a new
-// rollback duration); another id is refused with ErrGuard.
-func (j *Journal) SetCommitConfirm(ctx context.Context, rec *CommitConfirm) error {
-	if rec.GetId() == "" || rec.GetDeadline() == nil {
-		return fmt.Errorf("journal: commit-confirmed record needs an id and a deadline: %w", ErrInvalid)
-	}
-	rec = proto.CloneOf(rec)
-	return j.submit(ctx, func(w *writeTxn) error {
-		cur := &CommitConfirm{}
-		found, err := w.get(keyCommitConfirm, cur)
-		if err != nil {
-			return err
-		}
-		if found && cur.GetId() != rec.GetId() {
-			return guardf("commit-confirmed %q is outstanding", cur.GetId())
-		}
-		if err := w.put(keyCommitConfirm, rec); err != nil {
-			return err
-		}
-		w.emit(Event{Action: ActionSetCommitConfirm, Index: rec.GetProposal(), CommitConfirm: rec})
-		return nil
-	})
-}
-
-// ClearCommitConfirm removes the outstanding commit-confirmed with the given
-// id (on confirm, cancel or timeout). ErrNotFound if none is outstanding,
-// ErrGuard if another id is.
-func (j *Journal) ClearCommitConfirm(ctx context.Context, id string) error {
-	return j.submit(ctx, func(w *writeTxn) error {
-		cur := &CommitConfirm{}
-		found, err := w.get(keyCommitConfirm, cur)
-		if err != nil {
-			return err
-		}
-		if !found {
-			return fmt.Errorf("journal: no commit-confirmed is outstanding: %w", ErrNotFound)
-		}
-		if cur.GetId() != id {
-			return guardf("commit-confirmed %q is outstanding, not %q", cur.GetId(), id)
-		}
-		if err := w.delete(keyCommitConfirm); err != nil {
-			return err
-		}
-		w.emit(Event{Action: ActionClearCommitConfirm, Index: cur.GetProposal(), CommitConfirm: cur})
-		return nil
-	})
 }
 
 // --- helpers shared by the transitions ---

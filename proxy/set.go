@@ -23,13 +23,18 @@ const ExtensionID = gnmi_ext.ExtensionID_EID_EXPERIMENTAL
 // proposes a rollback) and answers when the agent is done with it: after
 // the device answered (SYNC) or once committed (ASYNC).
 func (s *Server) Set(ctx context.Context, req *gpb.SetRequest) (*gpb.SetResponse, error) {
-	ext, err := requestExtension(req.GetExtension())
+	ext, commit, err := requestExtension(req.GetExtension())
 	if err != nil {
 		return nil, err
 	}
 	sync := ext.GetMode() == sidecarpb.SetMode_SET_MODE_SYNC
-	if ext.GetRollback() != nil {
-		if len(req.GetDelete())+len(req.GetReplace())+len(req.GetUpdate())+len(req.GetUnionReplace()) > 0 {
+	switch {
+	case commit != nil && ext.GetRollback() != nil:
+		return nil, status.Error(codes.InvalidArgument, "a Set cannot carry both the commit-confirmed extension and the sidecar's rollback")
+	case commit != nil:
+		return s.commitConfirmed(ctx, req, commit, sync)
+	case ext.GetRollback() != nil:
+		if hasOps(req) {
 			return nil, status.Error(codes.InvalidArgument, "a rollback Set (sidecar extension with rollback) must carry no operations")
 		}
 		return s.rollback(ctx, ext.GetRollback().GetIndex(), sync)
@@ -38,16 +43,29 @@ func (s *Server) Set(ctx context.Context, req *gpb.SetRequest) (*gpb.SetResponse
 	if err != nil {
 		return nil, err
 	}
+	return s.propose(ctx, req, sync, func() (*journal.Proposal, error) {
+		return s.opts.Journal.ProposeChange(ctx, ops)
+	})
+}
+
+// hasOps reports whether a SetRequest carries any operation.
+func hasOps(req *gpb.SetRequest) bool {
+	return len(req.GetDelete())+len(req.GetReplace())+len(req.GetUpdate())+len(req.GetUnionReplace()) > 0
+}
+
+// propose journals a change with journalIt and answers req when the agent
+// is done with it: once applied (sync) or committed.
+func (s *Server) propose(ctx context.Context, req *gpb.SetRequest, sync bool, journalIt func() (*journal.Proposal, error)) (*gpb.SetResponse, error) {
 	if err := s.refuseIfDisconnected(sync); err != nil {
 		return nil, err
 	}
-	p, err := s.opts.Journal.ProposeChange(ctx, ops)
+	p, err := journalIt()
 	if err != nil {
 		return nil, journalError(err)
 	}
 	s.opts.Agent.Notify()
 	log := s.log.With("proposal", p.GetIndex())
-	log.Debug("set journaled", "ops", len(ops), "sync", sync)
+	log.Debug("set journaled", "ops", len(p.GetChange().GetOps()), "sync", sync)
 	done := func(p *journal.Proposal) bool {
 		if sync {
 			return journal.Finished(p.GetChange().GetApply())
@@ -89,6 +107,7 @@ func (s *Server) rollback(ctx context.Context, i uint64, sync bool) (*gpb.SetRes
 		return nil, err
 	}
 	j := s.opts.Journal
+
 	if i == 0 {
 		newest, err := j.NewestRollbackable(ctx)
 		if errors.Is(err, journal.ErrNotFound) {
@@ -107,9 +126,20 @@ func (s *Server) rollback(ctx context.Context, i uint64, sync bool) (*gpb.SetRes
 	}
 	s.opts.Agent.Notify()
 	s.log.Info("rollback journaled", "proposal", i, "sync", sync)
+	return s.waitRollback(ctx, i, sync, false)
+}
+
+// waitRollback waits until proposal i's rollback is applied (sync) or
+// committed and answers the Set that asked for it. With orFailed, a change
+// that failed ends the wait too (a cancelled commit-confirmed whose change
+// never took effect): the answer then describes the change.
+func (s *Server) waitRollback(ctx context.Context, i uint64, sync, orFailed bool) (*gpb.SetResponse, error) {
 	wctx, cancel := s.waitContext(ctx)
 	defer cancel()
 	p, err := s.opts.Agent.Wait(wctx, i, func(p *journal.Proposal) bool {
+		if orFailed && changeFailed(p) {
+			return true
+		}
 		if sync {
 			return p.GetRollback().GetApply() == journal.StatusComplete
 		}
@@ -119,10 +149,13 @@ func (s *Server) rollback(ctx context.Context, i uint64, sync bool) (*gpb.SetRes
 		return nil, s.waitError(wctx, i, err)
 	}
 	resp := &gpb.SetResponse{Timestamp: time.Now().UnixNano()}
-	if t := p.GetRollback().GetApplied(); sync && t != nil {
+	r := rollbackResponse(p)
+	if orFailed && changeFailed(p) {
+		r = changeResponse(p)
+	} else if t := p.GetRollback().GetApplied(); sync && t != nil {
 		resp.Timestamp = t.AsTime().UnixNano()
 	}
-	resp.Extension = append(resp.Extension, responseExtension(rollbackResponse(p)))
+	resp.Extension = append(resp.Extension, responseExtension(r))
 	return resp, nil
 }
 
@@ -191,12 +224,10 @@ func (s *Server) waitError(ctx context.Context, i uint64, err error) error {
 // own code and message when it rejected the change, with the sidecar's
 // Response extension as a status detail.
 func changeError(p *journal.Proposal) error {
-	ch := p.GetChange()
-	failed := ch.GetCommit() == journal.StatusFailed || ch.GetCommit() == journal.StatusAborted ||
-		ch.GetApply() == journal.StatusFailed || ch.GetApply() == journal.StatusAborted
-	if !failed {
+	if !changeFailed(p) {
 		return nil
 	}
+	ch := p.GetChange()
 	code, msg := codes.Code(ch.GetError().GetCode()), ch.GetError().GetMessage()
 	if code == codes.OK {
 		code, msg = codes.Aborted, fmt.Sprintf("proposal %d was not applied", p.GetIndex())
@@ -209,40 +240,45 @@ func changeError(p *journal.Proposal) error {
 }
 
 // requestExtension returns the sidecar extension of a SetRequest (the zero
-// Request if absent) and refuses extensions the sidecar cannot honour.
-func requestExtension(exts []*gnmi_ext.Extension) (*sidecarpb.Request, error) {
+// Request if absent) and its commit-confirmed extension (nil if absent),
+// and refuses extensions the sidecar cannot honour.
+func requestExtension(exts []*gnmi_ext.Extension) (*sidecarpb.Request, *gnmi_ext.Commit, error) {
 	out := &sidecarpb.Request{}
+	var commit *gnmi_ext.Commit
 	seen := false
 	for _, e := range exts {
 		switch ext := e.GetExt().(type) {
 		case *gnmi_ext.Extension_RegisteredExt:
 			reg := ext.RegisteredExt
 			if reg.GetId() != ExtensionID {
-				return nil, status.Errorf(codes.InvalidArgument,
+				return nil, nil, status.Errorf(codes.InvalidArgument,
 					"unknown registered extension id %d: the sidecar understands only id %d (EID_EXPERIMENTAL, see docs/extension.md)",
 					reg.GetId(), ExtensionID)
 			}
 			if seen {
-				return nil, status.Errorf(codes.InvalidArgument, "more than one sidecar extension (id %d) in one SetRequest", ExtensionID)
+				return nil, nil, status.Errorf(codes.InvalidArgument, "more than one sidecar extension (id %d) in one SetRequest", ExtensionID)
 			}
 			seen = true
 			if err := proto.Unmarshal(reg.GetMsg(), out); err != nil {
-				return nil, status.Errorf(codes.InvalidArgument,
+				return nil, nil, status.Errorf(codes.InvalidArgument,
 					"sidecar extension (id %d): msg is not a gnmisidecar.extension.v1.Request: %v", ExtensionID, err)
 			}
 			if _, ok := sidecarpb.SetMode_name[int32(out.GetMode())]; !ok {
-				return nil, status.Errorf(codes.InvalidArgument, "sidecar extension (id %d): unknown set mode %d (0 = SYNC, 1 = ASYNC)", ExtensionID, out.GetMode())
+				return nil, nil, status.Errorf(codes.InvalidArgument, "sidecar extension (id %d): unknown set mode %d (0 = SYNC, 1 = ASYNC)", ExtensionID, out.GetMode())
 			}
 		case *gnmi_ext.Extension_MasterArbitration:
 			// Accepted and not forwarded: the sidecar is the device's only
 			// writer and fences its own Sets (--master-arbitration).
 		case *gnmi_ext.Extension_Commit:
-			return nil, status.Error(codes.Unimplemented, "the commit-confirmed extension is not supported yet by this sidecar")
+			if commit != nil {
+				return nil, nil, status.Error(codes.InvalidArgument, "more than one commit-confirmed extension in one SetRequest")
+			}
+			commit = ext.Commit
 		default:
-			return nil, status.Errorf(codes.InvalidArgument, "extension %T is not valid on Set", ext)
+			return nil, nil, status.Errorf(codes.InvalidArgument, "extension %T is not valid on Set", ext)
 		}
 	}
-	return out, nil
+	return out, commit, nil
 }
 
 // requestOps turns a SetRequest into journal operations: full paths

@@ -33,6 +33,8 @@ type Options struct {
 	Agent agent.Options
 	// QueueWhenDisconnected is proxy.Options.QueueWhenDisconnected.
 	QueueWhenDisconnected bool
+	// Retain is journal.Options.Retain (0: the journal's default).
+	Retain int
 }
 
 // Sidecar is a whole sidecar in-process, as gnmi-sidecar serve runs it: a
@@ -73,7 +75,7 @@ func Start(t testing.TB, opts Options) *Sidecar {
 		s.Dev = testbed.StartT(t, devOpts)
 		s.Target = s.Dev.Addr()
 	}
-	s.Journal = OpenJournal(t, log)
+	s.Journal = openJournal(t, journal.Options{Retain: opts.Retain, Logger: log})
 
 	aopts := opts.Agent
 	aopts.Target = s.Target
@@ -147,7 +149,15 @@ func DeviceLeaves(t testing.TB, dev *testbed.Device) map[string]*gpb.TypedValue 
 // test.
 func OpenJournal(t testing.TB, log *slog.Logger) *journal.Journal {
 	t.Helper()
-	j, err := journal.Open(t.TempDir(), journal.Options{NoSync: true, MemTableSize: 1 << 20, Logger: log})
+	return openJournal(t, journal.Options{Logger: log})
+}
+
+// openJournal is OpenJournal with opts, whose NoSync and MemTableSize it
+// sets.
+func openJournal(t testing.TB, opts journal.Options) *journal.Journal {
+	t.Helper()
+	opts.NoSync, opts.MemTableSize = true, 1<<20
+	j, err := journal.Open(t.TempDir(), opts)
 	if err != nil {
 		t.Fatalf("journal.Open: %v", err)
 	}

@@ -1,0 +1,137 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/gnmi-sidecar/gnmi-sidecar/journal"
+)
+
+// The commit-confirmed timer (gnmi_ext.Commit; DESIGN §4, OpenConfig
+// gnmi-commit-confirmed.md). The spec has no timer: expiry is a
+// ProposeRollback the agent makes on the client's behalf. The record of
+// the outstanding commit, its deadline included, lives in the journal, so
+// a restarted sidecar rolls back on time: the timer is re-derived from the
+// record, never kept only in memory.
+
+// ExpiryKind is what the commit-confirmed timer must do.
+type ExpiryKind int
+
+const (
+	// ExpiryIdle: nothing is outstanding, or the expired commit's change
+	// is still being applied; wait for a change in the journal.
+	ExpiryIdle ExpiryKind = iota
+	// ExpiryWait: the deadline has not passed; wait until Until (or a
+	// change in the journal: a confirm, a cancel, a new deadline).
+	ExpiryWait
+	// ExpiryRollBack: the deadline passed (or the commit was cancelled):
+	// roll its change back, or drop the record if the change failed
+	// (journal.ExpireCommit decides which, in one transaction).
+	ExpiryRollBack
+)
+
+// Expiry is the timer's decision.
+type Expiry struct {
+	Kind  ExpiryKind
+	Until time.Time
+}
+
+// DecideExpiry decides what the commit-confirmed timer does at time now,
+// given the outstanding record (nil if none) and its proposal (nil if
+// retention dropped it).
+func DecideExpiry(rec *journal.CommitConfirm, p *journal.Proposal, now time.Time) Expiry {
+	if rec == nil {
+		return Expiry{Kind: ExpiryIdle}
+	}
+	if deadline := rec.GetDeadline().AsTime(); !rec.GetCancelled() && now.Before(deadline) {
+		return Expiry{Kind: ExpiryWait, Until: deadline}
+	}
+	if p != nil && p.GetPhase() == journal.PhaseChange {
+		ch := p.GetChange()
+		failed := ch.GetCommit() == journal.StatusFailed || ch.GetCommit() == journal.StatusAborted ||
+			ch.GetApply() == journal.StatusFailed || ch.GetApply() == journal.StatusAborted
+		if !failed && ch.GetApply() != journal.StatusComplete {
+			return Expiry{Kind: ExpiryIdle} // rolled back once applied
+		}
+	}
+	return Expiry{Kind: ExpiryRollBack}
+}
+
+// confirmLoop runs the commit-confirmed timer until ctx ends.
+func (a *Agent) confirmLoop(ctx context.Context) error {
+	log := a.log.With("loop", "commit-confirm")
+	for {
+		changed := a.Changes()
+		d, rec, err := a.decideExpiry(ctx)
+		if err == nil && d.Kind == ExpiryRollBack {
+			var p *journal.Proposal
+			p, _, err = a.j.ExpireCommit(ctx, rec.GetId())
+			if err == nil {
+				reason := "deadline passed"
+				if rec.GetCancelled() {
+					reason = "cancelled"
+				}
+				if p.GetPhase() == journal.PhaseRollback {
+					log.Info("commit-confirmed not confirmed: rolling back", "proposal", rec.GetProposal(), "reason", reason)
+				} else {
+					log.Info("commit-confirmed dropped: its change did not take effect", "proposal", rec.GetProposal(), "reason", reason)
+				}
+				a.Notify()
+				continue
+			}
+		}
+		switch {
+		case err == nil:
+		case ctx.Err() != nil:
+			return ctx.Err()
+		case errors.Is(err, journal.ErrClosed):
+			return err
+		case errors.Is(err, journal.ErrGuard), errors.Is(err, journal.ErrNotFound), errors.Is(err, journal.ErrInvalid):
+			// The record moved on (confirmed, cancelled, or the change is
+			// still being applied) since the decision: decide again.
+			log.Debug("commit-confirmed expiry refused", "err", err)
+		default:
+			log.Error("commit-confirmed expiry", "err", err)
+		}
+		wait := a.opts.Resync
+		if d.Kind == ExpiryWait {
+			wait = min(wait, time.Until(d.Until))
+		}
+		if err := waitFor(ctx, changed, wait); err != nil {
+			return err
+		}
+	}
+}
+
+// decideExpiry loads the outstanding commit-confirmed and decides.
+func (a *Agent) decideExpiry(ctx context.Context) (Expiry, *journal.CommitConfirm, error) {
+	rec, err := a.j.CommitConfirm(ctx)
+	if errors.Is(err, journal.ErrNotFound) {
+		return Expiry{Kind: ExpiryIdle}, nil, nil
+	}
+	if err != nil {
+		return Expiry{}, nil, err
+	}
+	p, err := a.j.Proposal(ctx, rec.GetProposal())
+	if errors.Is(err, journal.ErrCompacted) || errors.Is(err, journal.ErrNotFound) {
+		p, err = nil, nil
+	}
+	if err != nil {
+		return Expiry{}, nil, err
+	}
+	return DecideExpiry(rec, p, time.Now()), rec, nil
+}
+
+// waitFor waits until changed is closed, d passes or ctx ends.
+func waitFor(ctx context.Context, changed <-chan struct{}, d time.Duration) error {
+	t := time.NewTimer(max(d, 0))
+	defer t.Stop()
+	select {
+	case <-changed:
+	case <-t.C:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	return nil
+}
