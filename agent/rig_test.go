@@ -208,6 +208,10 @@ func (r *rig) quiescent() (bool, error) {
 	if !r.opts.WatchConnectionState && c.GetApplied().GetTarget() != uint64(r.dev.BootTime().UnixNano()) {
 		return false, nil
 	}
+	// A commit-confirmed still outstanding will roll its change back.
+	if _, err := r.j.CommitConfirm(ctx); !errors.Is(err, journal.ErrNotFound) {
+		return false, err
+	}
 	done := true
 	err = r.j.Proposals(ctx, 0, 0, func(p *journal.Proposal) error {
 		ch := p.GetChange()

@@ -2,13 +2,14 @@ package agent_test
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
-	gpb "github.com/openconfig/gnmi/proto/gnmi"
 	"math/rand/v2"
 	"testing"
 	"time"
 
+	gpb "github.com/openconfig/gnmi/proto/gnmi"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/protobuf/proto"
 
@@ -24,7 +25,8 @@ var (
 	simSteps = flag.Int("sim.steps", 30, "randomized simulation: mean number of random actions per seed")
 )
 
-// TestSimulation runs random interleavings of proposals, rollbacks, device
+// TestSimulation runs random interleavings of proposals, rollbacks,
+// commit-confirmed changes (confirmed, cancelled or left to expire), device
 // restarts, dropped connections, rejections, hangs and sidecar restarts
 // against the real agent, journal and simulated device. At quiescence the
 // trace must pass the checker (Order, Sequential, rollback order, terms,
@@ -93,10 +95,36 @@ func (s *sim) note(format string, args ...any) {
 func (s *sim) step() {
 	r, rng := s.r, s.rng
 	switch n := rng.IntN(100); {
-	case n < 45:
+	case n < 38:
 		ops := s.randomOps()
-		i := r.propose(ops...)
-		s.note("propose %d (%d ops)", i, len(ops))
+		p, err := r.j.ProposeChange(context.Background(), ops)
+		if err != nil && !errors.Is(err, journal.ErrGuard) { // a commit-confirmed is outstanding
+			s.t.Fatalf("ProposeChange: %v", err)
+		}
+		r.a.Notify()
+		s.note("propose %d (%d ops): %v", p.GetIndex(), len(ops), err)
+	case n < 42:
+		ops := s.randomOps()
+		id := fmt.Sprintf("c%d", rng.IntN(1000))
+		d := time.Duration(rng.IntN(300)) * time.Millisecond
+		p, err := r.j.ProposeConfirmedChange(context.Background(), ops, id, time.Now().Add(d))
+		if err != nil && !errors.Is(err, journal.ErrGuard) {
+			s.t.Fatalf("ProposeConfirmedChange: %v", err)
+		}
+		r.a.Notify()
+		s.note("commit-confirmed %s %d (%d ops, %v): %v", id, p.GetIndex(), len(ops), d, err)
+	case n < 45:
+		rec, err := r.j.CommitConfirm(context.Background())
+		if err == nil {
+			if rng.IntN(2) == 0 {
+				_, err = r.j.ConfirmCommit(context.Background(), rec.GetId())
+				s.note("confirm %s: %v", rec.GetId(), err)
+			} else {
+				_, err = r.j.CancelCommit(context.Background(), rec.GetId())
+				s.note("cancel %s: %v", rec.GetId(), err)
+			}
+			r.a.Notify()
+		}
 	case n < 55:
 		i, err := r.j.NewestRollbackable(context.Background())
 		if err == nil {

@@ -169,8 +169,7 @@ func (j *Journal) SetCommitDeadline(ctx context.Context, id string, deadline tim
 // ExpireCommit ends the outstanding commit-confirmed with the given id
 // whose deadline passed or that was cancelled (DESIGN §4: the rollback of
 // an unconfirmed commit; OpenConfig gnmi-commit-confirmed.md v0.1.0). The
-// agent calls it; the journal does not compare the deadline with its clock.
-// In one transaction, according to the record's proposal:
+// agent calls it. In one transaction, according to the record's proposal:
 //
 //   - its change failed or was aborted (commit or apply), it is already
 //     being rolled back, or retention dropped it: the record is removed,
