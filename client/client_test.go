@@ -532,7 +532,7 @@ func TestExtensionErrors(t *testing.T) {
 		{"unknown mode", true, []*gnmi_ext.Extension{sidecarExt(0x08, 0x07)}, codes.InvalidArgument},
 		{"rollback with operations", true, []*gnmi_ext.Extension{sidecarExt(0x12, 0x00)}, codes.InvalidArgument},
 		{"no operations, no rollback", false, nil, codes.InvalidArgument},
-		{"commit-confirmed", true, []*gnmi_ext.Extension{{Ext: &gnmi_ext.Extension_Commit{Commit: &gnmi_ext.Commit{Id: "c1"}}}}, codes.Unimplemented},
+		{"commit-confirmed without an action", true, []*gnmi_ext.Extension{{Ext: &gnmi_ext.Extension_Commit{Commit: &gnmi_ext.Commit{Id: "c1"}}}}, codes.InvalidArgument},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

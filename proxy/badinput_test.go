@@ -49,11 +49,16 @@ func TestSetBadInput(t *testing.T) {
 			Extension: ext(&sidecarpb.Request{Mode: 7})},
 		code: codes.InvalidArgument, msg: []string{"unknown set mode 7"},
 	}, {
-		name: "commit-confirmed",
+		name: "commit-confirmed without an id",
 		req: &gpb.SetRequest{Update: []*gpb.Update{{Path: desc(), Val: val}},
 			Extension: []*gnmi_ext.Extension{{Ext: &gnmi_ext.Extension_Commit{Commit: &gnmi_ext.Commit{
-				Id: "c1", Action: &gnmi_ext.Commit_Commit{Commit: &gnmi_ext.CommitRequest{}}}}}}},
-		code: codes.Unimplemented, msg: []string{"commit-confirmed"},
+				Action: &gnmi_ext.Commit_Commit{Commit: &gnmi_ext.CommitRequest{}}}}}}},
+		code: codes.InvalidArgument, msg: []string{"commit-confirmed", "id is required"},
+	}, {
+		name: "a Set on the introspection origin",
+		req: &gpb.SetRequest{Update: []*gpb.Update{{Path: &gpb.Path{Origin: "gnmi-sidecar",
+			Elem: []*gpb.PathElem{{Name: "configuration"}, {Name: "state"}, {Name: "last-index"}}}, Val: val}}},
+		code: codes.InvalidArgument, msg: []string{"gnmi-sidecar", "read-only"},
 	}, {
 		name: "history extension",
 		req: &gpb.SetRequest{Update: []*gpb.Update{{Path: desc(), Val: val}},

@@ -2,9 +2,22 @@
 //
 //	gnmi-sidecar serve --target 10.0.0.1:9339 [--listen 127.0.0.1:9339] [--journal-dir ./data]
 //	gnmi-sidecar demo  (the sidecar in front of an in-process simulated device)
+//
+// and the operator commands, which talk to a running sidecar over gNMI
+// (docs/cli.md):
+//
+//	gnmi-sidecar journal list [--limit N] | journal show INDEX
+//	gnmi-sidecar rollback [INDEX] [--async]
+//	gnmi-sidecar commit confirm|cancel ID | commit extend ID DURATION
+//	gnmi-sidecar status
+//
+// Exit codes: 0 success, 1 the sidecar refused or failed the operation,
+// 2 bad command line, 3 sidecar unreachable or timed out, 4 not found,
+// 5 precondition failed.
 package main
 
 import (
+	"fmt"
 	"io"
 	"os"
 
@@ -13,7 +26,7 @@ import (
 
 func main() {
 	if err := newRootCommand(os.Stdout, os.Stderr).Execute(); err != nil {
-		os.Exit(1)
+		os.Exit(exitCode(err))
 	}
 }
 
@@ -25,9 +38,29 @@ func newRootCommand(stdout, stderr io.Writer) *cobra.Command {
 that target: Capabilities, Get and Subscribe are passed through; every Set is
 journaled in an embedded database, committed and applied to the device
 strictly in order, re-pushed when the device restarts empty, and can be
-rolled back through the sidecar's gNMI extension (docs/extension.md).`,
+rolled back through the sidecar's gNMI extension (docs/extension.md).
+
+Operator commands (journal, rollback, commit, status) talk to a running
+sidecar over gNMI; see docs/cli.md.
+
+`+exitCodesHelp,
 		SilenceUsage: true,
 	}
 	root.AddCommand(newServeCommand(stdout, stderr), newDemoCommand(stdout, stderr))
+	root.AddCommand(newOpsCommands(stdout, stderr)...)
+	// Exit codes scripts rely on: a bad command line exits 2, flag errors
+	// and unknown commands included (cobra reports the latter untyped, so
+	// the root checks its arguments itself). The operator commands print
+	// their own errors.
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error {
+		return &exitError{code: exitUsage, err: err}
+	})
+	root.Args = func(cmd *cobra.Command, args []string) error {
+		if len(args) > 0 {
+			return &exitError{code: exitUsage, err: fmt.Errorf("unknown command %q for %q", args[0], cmd.CommandPath())}
+		}
+		return nil
+	}
+	root.RunE = func(cmd *cobra.Command, _ []string) error { return cmd.Help() }
 	return root
 }

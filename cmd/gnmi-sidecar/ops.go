@@ -1,0 +1,772 @@
+package main
+
+// The operator commands: journal list|show, rollback, commit
+// confirm|cancel|extend and status. They talk to a running sidecar over
+// gNMI only (its introspection tree, docs/introspection.md, and Sets with
+// extensions), never to the journal's database. See docs/cli.md.
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	gpb "github.com/openconfig/gnmi/proto/gnmi"
+	"github.com/openconfig/gnmi/proto/gnmi_ext"
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/types/known/durationpb"
+
+	"github.com/gnmi-sidecar/gnmi-sidecar/client"
+	"github.com/gnmi-sidecar/gnmi-sidecar/proxy/sidecarpb"
+)
+
+// Exit codes of gnmi-sidecar (docs/cli.md).
+const (
+	exitOK           = 0
+	exitFailed       = 1 // the sidecar refused or failed the operation
+	exitUsage        = 2 // bad command line
+	exitUnreachable  = 3 // the sidecar could not be reached, or timed out
+	exitNotFound     = 4 // no such proposal, nothing to roll back
+	exitPrecondition = 5 // e.g. nothing to confirm; not the newest change
+)
+
+const exitCodesHelp = `Exit codes:
+  0  success
+  1  the sidecar refused or failed the operation (any other gRPC error)
+  2  bad command line (unknown command or flag, bad index, bad duration)
+  3  the sidecar could not be reached or timed out (UNAVAILABLE, DEADLINE_EXCEEDED)
+  4  not found (NOT_FOUND: no such proposal, nothing to roll back)
+  5  precondition failed (FAILED_PRECONDITION: nothing to confirm, a newer change
+     must be rolled back first, ...)`
+
+// opsPasswordEnv holds the password sent to the sidecar: never a flag, so
+// it does not show in ps.
+const opsPasswordEnv = "GNMI_SIDECAR_PASSWORD"
+
+// exitError is an error with the process exit code it calls for.
+type exitError struct {
+	code int
+	err  error
+}
+
+func (e *exitError) Error() string { return e.err.Error() }
+func (e *exitError) Unwrap() error { return e.err }
+
+// exitCode is the process exit code for err, the error of the root
+// command's Execute: 0 for nil, the code of an exitError, else 1.
+func exitCode(err error) int {
+	if err == nil {
+		return exitOK
+	}
+	var e *exitError
+	if errors.As(err, &e) {
+		return e.code
+	}
+	return exitFailed
+}
+
+// grpcExitCode maps the gRPC code of a failed call to an exit code.
+func grpcExitCode(c codes.Code) int {
+	switch c {
+	case codes.Unavailable, codes.DeadlineExceeded:
+		return exitUnreachable
+	case codes.NotFound:
+		return exitNotFound
+	case codes.FailedPrecondition:
+		return exitPrecondition
+	}
+	return exitFailed
+}
+
+// failed describes a failed call: "<what>: <gRPC message>", with the exit
+// code of its gRPC code. It sees through wrapping (client.Rollback wraps).
+func failed(what string, err error) error {
+	msg := err.Error()
+	var se interface{ GRPCStatus() *status.Status }
+	if errors.As(err, &se) && se.GRPCStatus() != nil {
+		msg = se.GRPCStatus().Message()
+	}
+	return &exitError{code: grpcExitCode(status.Code(err)), err: fmt.Errorf("%s: %s", what, msg)}
+}
+
+// newOpsCommands returns the operator commands: they talk to a running
+// sidecar over gNMI (docs/cli.md).
+func newOpsCommands(stdout, stderr io.Writer) []*cobra.Command {
+	return []*cobra.Command{newJournalCommand(stdout, stderr), newRollbackCommand(stdout, stderr),
+		newCommitCommand(stdout, stderr), newStatusCommand(stdout, stderr)}
+}
+
+// --- common flags ---
+
+// opsConfig holds the flags every operator command shares.
+type opsConfig struct {
+	address       string
+	timeout       time.Duration
+	tls           bool
+	tlsCA         string
+	tlsCert       string
+	tlsKey        string
+	tlsServerName string
+	tlsSkipVerify bool
+	username      string
+	output        string
+}
+
+func (c *opsConfig) addFlags(f *pflag.FlagSet) {
+	f.StringVar(&c.address, "address", "127.0.0.1:9339", "the sidecar's gNMI address, host:port")
+	f.DurationVar(&c.timeout, "timeout", 30*time.Second, "longest the command may take (rollback and commit cancel wait for the device: allow for it); 0: no limit")
+	f.BoolVar(&c.tls, "tls", false, "connect with TLS (implied by the other --tls-* flags)")
+	f.StringVar(&c.tlsCA, "tls-ca", "", "PEM file of the CA that signed the sidecar's certificate (default: the system roots)")
+	f.StringVar(&c.tlsCert, "tls-cert", "", "PEM client certificate (mTLS); needs --tls-key")
+	f.StringVar(&c.tlsKey, "tls-key", "", "PEM private key of --tls-cert")
+	f.StringVar(&c.tlsServerName, "tls-server-name", "", "name to verify the sidecar's certificate against (default: the host of --address)")
+	f.BoolVar(&c.tlsSkipVerify, "tls-skip-verify", false, "do not verify the sidecar's certificate (lab use only)")
+	f.StringVar(&c.username, "username", "", "username sent to the sidecar; the password is read from $"+opsPasswordEnv)
+	f.StringVarP(&c.output, "output", "o", "text", "output format: text or json")
+}
+
+// tlsConfig builds the TLS configuration, nil for plaintext.
+func (c *opsConfig) tlsConfig() (*tls.Config, error) {
+	if !c.tls && c.tlsCA == "" && c.tlsCert == "" && c.tlsKey == "" && c.tlsServerName == "" && !c.tlsSkipVerify {
+		return nil, nil
+	}
+	cfg := &tls.Config{MinVersion: tls.VersionTLS12, ServerName: c.tlsServerName, InsecureSkipVerify: c.tlsSkipVerify} //nolint:gosec // explicit operator choice
+	if c.tlsCA != "" {
+		pem, err := os.ReadFile(c.tlsCA)
+		if err != nil {
+			return nil, fmt.Errorf("--tls-ca: %w", err)
+		}
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(pem) {
+			return nil, fmt.Errorf("--tls-ca %s: no PEM certificate in it", c.tlsCA)
+		}
+		cfg.RootCAs = pool
+	}
+	if (c.tlsCert == "") != (c.tlsKey == "") {
+		return nil, errors.New("--tls-cert and --tls-key go together")
+	}
+	if c.tlsCert != "" {
+		cert, err := tls.LoadX509KeyPair(c.tlsCert, c.tlsKey)
+		if err != nil {
+			return nil, fmt.Errorf("--tls-cert/--tls-key: %w", err)
+		}
+		cfg.Certificates = []tls.Certificate{cert}
+	}
+	return cfg, nil
+}
+
+// check validates the flags that need more than their type.
+func (c *opsConfig) check() error {
+	if c.output != "text" && c.output != "json" {
+		return fmt.Errorf("--output %q: want text or json", c.output)
+	}
+	if c.timeout < 0 {
+		return fmt.Errorf("--timeout %v: must not be negative", c.timeout)
+	}
+	if c.address == "" {
+		return errors.New("--address must not be empty")
+	}
+	return nil
+}
+
+// --- running a command ---
+
+// ops is one operator command's flags and output streams.
+type ops struct {
+	cfg            opsConfig
+	stdout, stderr io.Writer
+}
+
+// command finishes cmd as an operator command: it prints its own errors
+// (one line, "gnmi-sidecar: ..."), and its usage errors exit 2.
+func (o *ops) command(cmd *cobra.Command) *cobra.Command {
+	cmd.SilenceErrors = true
+	cmd.SilenceUsage = true
+	cmd.SetFlagErrorFunc(func(c *cobra.Command, err error) error { return o.usage(c, err) })
+	return cmd
+}
+
+// usage prints a command-line error (one line) and returns it with exit
+// code 2.
+func (o *ops) usage(cmd *cobra.Command, err error) error {
+	fmt.Fprintf(o.stderr, "gnmi-sidecar: %s: %v (see '%s --help')\n", strings.TrimPrefix(cmd.CommandPath(), "gnmi-sidecar "), err, cmd.CommandPath())
+	return &exitError{code: exitUsage, err: err}
+}
+
+// args wraps an argument check so that its failure is a usage error.
+func (o *ops) args(check cobra.PositionalArgs) cobra.PositionalArgs {
+	return func(cmd *cobra.Command, args []string) error {
+		if err := check(cmd, args); err != nil {
+			return o.usage(cmd, err)
+		}
+		return nil
+	}
+}
+
+// group is a command that only holds subcommands: with no subcommand, or
+// an unknown one, it is a usage error.
+func (o *ops) group(cmd *cobra.Command) *cobra.Command {
+	cmd.Args = o.args(func(_ *cobra.Command, args []string) error {
+		if len(args) > 0 {
+			return fmt.Errorf("unknown command %q", args[0])
+		}
+		return errors.New("missing command")
+	})
+	cmd.RunE = func(*cobra.Command, []string) error { return nil } // unreachable: Args refuses every call
+	return o.command(cmd)
+}
+
+// run connects to the sidecar and calls f with a context bounded by
+// --timeout and carrying the credentials. f's error is printed; an error
+// that is not an exitError exits 1.
+func (o *ops) run(cmd *cobra.Command, f func(ctx context.Context, c gpb.GNMIClient) error) error {
+	if err := o.cfg.check(); err != nil {
+		return o.usage(cmd, err)
+	}
+	tlsCfg, err := o.cfg.tlsConfig()
+	if err != nil {
+		return o.usage(cmd, err)
+	}
+	creds := insecure.NewCredentials()
+	if tlsCfg != nil {
+		creds = credentials.NewTLS(tlsCfg)
+	}
+	conn, err := grpc.NewClient(o.cfg.address, grpc.WithTransportCredentials(creds),
+		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(256<<20)))
+	if err != nil {
+		return o.usage(cmd, fmt.Errorf("--address %q: %w", o.cfg.address, err))
+	}
+	defer conn.Close()
+	ctx := cmd.Context()
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	if o.cfg.timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, o.cfg.timeout)
+		defer cancel()
+	}
+	if o.cfg.username != "" {
+		ctx = metadata.AppendToOutgoingContext(ctx, "username", o.cfg.username, "password", os.Getenv(opsPasswordEnv))
+	}
+	err = f(ctx, gpb.NewGNMIClient(conn))
+	if err == nil {
+		return nil
+	}
+	var e *exitError
+	if !errors.As(err, &e) {
+		err = &exitError{code: exitFailed, err: err}
+	}
+	fmt.Fprintf(o.stderr, "gnmi-sidecar: %v\n", err)
+	return err
+}
+
+// printJSON writes v as one indented JSON document.
+func (o *ops) printJSON(v any) error {
+	enc := json.NewEncoder(o.stdout)
+	enc.SetIndent("", "  ")
+	enc.SetEscapeHTML(false)
+	return enc.Encode(v)
+}
+
+func (o *ops) json() bool { return o.cfg.output == "json" }
+
+// parseIndex parses a proposal index (1, 2, ...).
+func parseIndex(s string) (uint64, error) {
+	n, err := strconv.ParseUint(s, 10, 64)
+	if err != nil || n == 0 {
+		return 0, fmt.Errorf("invalid proposal index %q: want a positive integer", s)
+	}
+	return n, nil
+}
+
+// indexArg checks that the argument at position i, if present, is a
+// proposal index.
+func indexArg(i int) cobra.PositionalArgs {
+	return func(_ *cobra.Command, args []string) error {
+		if len(args) > i {
+			_, err := parseIndex(args[i])
+			return err
+		}
+		return nil
+	}
+}
+
+// Text output widths: values and errors are cut in tables only.
+const (
+	maxValueWidth = 40
+	maxErrorWidth = 60
+)
+
+func fmtTime(t time.Time) string {
+	if t.IsZero() {
+		return "-"
+	}
+	return t.UTC().Format(time.RFC3339)
+}
+
+// newTable returns a writer aligning tab-separated cells, flushed by
+// Flush; lines lose the padding of empty last cells.
+func newTable(w io.Writer) *tabwriter.Writer {
+	return tabwriter.NewWriter(&trimWriter{w: w}, 0, 0, 2, ' ', 0)
+}
+
+// trimWriter removes the spaces that end lines.
+type trimWriter struct {
+	w       io.Writer
+	pending []byte // spaces not yet known to end a line
+}
+
+func (t *trimWriter) Write(p []byte) (int, error) {
+	var out []byte
+	for _, b := range p {
+		switch b {
+		case ' ':
+			t.pending = append(t.pending, b)
+			continue
+		case '\n':
+			t.pending = t.pending[:0]
+		default:
+			out = append(out, t.pending...)
+			t.pending = t.pending[:0]
+		}
+		out = append(out, b)
+	}
+	if _, err := t.w.Write(out); err != nil {
+		return 0, err
+	}
+	return len(p), nil
+}
+
+// keyValues prints "key: value" lines, values aligned, each line indented
+// by indent; empty values are skipped.
+func keyValues(w io.Writer, indent string, kv ...string) error {
+	tw := newTable(w)
+	for i := 0; i+1 < len(kv); i += 2 {
+		if kv[i+1] == "" {
+			continue
+		}
+		fmt.Fprintf(tw, "%s%s:\t%s\n", indent, kv[i], kv[i+1])
+	}
+	return tw.Flush()
+}
+
+func optTime(t time.Time) string {
+	if t.IsZero() {
+		return ""
+	}
+	return fmtTime(t)
+}
+
+func optUintText(n *uint64) string {
+	if n == nil {
+		return ""
+	}
+	return strconv.FormatUint(*n, 10)
+}
+
+// --- journal ---
+
+func newJournalCommand(stdout, stderr io.Writer) *cobra.Command {
+	o := &ops{stdout: stdout, stderr: stderr}
+	cmd := o.group(&cobra.Command{
+		Use:   "journal",
+		Short: "Show the proposals the sidecar journaled",
+		Long: `journal lists and shows the proposals (one per gNMI Set) of a running
+sidecar, read over gNMI from its introspection tree.
+
+` + exitCodesHelp,
+	})
+	o.cfg.addFlags(cmd.PersistentFlags())
+	cmd.AddCommand(newJournalListCommand(o), newJournalShowCommand(o))
+	return cmd
+}
+
+func newJournalListCommand(o *ops) *cobra.Command {
+	var limit int
+	cmd := o.command(&cobra.Command{
+		Use:   "list [--limit N]",
+		Short: "List the newest proposals, oldest first",
+		Long: `list prints the newest --limit proposals (0: all the journal keeps), oldest
+first, one row each: INDEX, PHASE, COMMIT and APPLY (the statuses of the
+change, or of its rollback once the phase is ROLLBACK), PROPOSED (UTC),
+OPS (operations of the Set) and ERROR.
+
+` + exitCodesHelp,
+	})
+	cmd.Args = o.args(cobra.NoArgs)
+	cmd.Flags().IntVarP(&limit, "limit", "n", 20, "how many of the newest proposals to list (0: all)")
+	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
+		if limit < 0 {
+			return o.usage(cmd, fmt.Errorf("--limit %d: must not be negative", limit))
+		}
+		return o.run(cmd, func(ctx context.Context, c gpb.GNMIClient) error {
+			l, err := fetchJournalList(ctx, c, uint64(limit))
+			if err != nil {
+				return failed("list the journal", err)
+			}
+			if o.json() {
+				return o.printJSON(l)
+			}
+			return printJournalList(o.stdout, l)
+		})
+	}
+	return cmd
+}
+
+func printJournalList(w io.Writer, l *JournalList) error {
+	if len(l.Proposals) == 0 {
+		_, err := fmt.Fprintln(w, "no proposals in the journal")
+		return err
+	}
+	tw := newTable(w)
+	fmt.Fprintln(tw, "INDEX\tPHASE\tCOMMIT\tAPPLY\tPROPOSED\tOPS\tERROR")
+	for _, p := range l.Proposals {
+		commit, apply := p.Statuses()
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%d\t%s\n", p.Index, p.Phase, commit, apply,
+			fmtTime(p.Proposed), p.Operations, truncate(p.Error(), maxErrorWidth))
+	}
+	return tw.Flush()
+}
+
+func newJournalShowCommand(o *ops) *cobra.Command {
+	cmd := o.command(&cobra.Command{
+		Use:   "show INDEX",
+		Short: "Show one proposal: its state and what it changed",
+		Long: `show prints proposal INDEX's state as "key: value" lines (the leaf names of
+docs/introspection.md), then what its commit changed: PATH, OLD (what the
+path held before, "-" if nothing) and NEW (the value written, or
+"(deleted)"). A proposal not committed yet shows the Set's operations
+instead.
+
+` + exitCodesHelp,
+	})
+	cmd.Args = o.args(cobra.MatchAll(cobra.ExactArgs(1), indexArg(0)))
+	cmd.RunE = func(cmd *cobra.Command, args []string) error {
+		index, _ := parseIndex(args[0]) // checked by Args
+		return o.run(cmd, func(ctx context.Context, c gpb.GNMIClient) error {
+			d, err := fetchProposal(ctx, c, index)
+			if err != nil {
+				return failed(fmt.Sprintf("show proposal %d", index), err)
+			}
+			if o.json() {
+				return o.printJSON(d)
+			}
+			return printProposal(o.stdout, d)
+		})
+	}
+	return cmd
+}
+
+func printProposal(w io.Writer, d *ProposalDetail) error {
+	p := d.State
+	if err := keyValues(w, "",
+		"index", strconv.FormatUint(p.Index, 10),
+		"phase", p.Phase,
+		"commit-status", p.CommitStatus,
+		"apply-status", p.ApplyStatus,
+		"proposed", optTime(p.Proposed),
+		"committed", optTime(p.Committed),
+		"apply-started", optTime(p.ApplyStarted),
+		"applied", optTime(p.Applied),
+		"error", p.Error(),
+		"operations", strconv.FormatUint(p.Operations, 10),
+		"rollback-index", optUintText(p.RollbackIndex),
+		"rollback-commit-status", p.RollbackCommitStatus,
+		"rollback-apply-status", p.RollbackApplyStatus,
+		"rollback-proposed", optTime(p.RollbackProposed),
+		"rollback-committed", optTime(p.RollbackCommitted),
+		"rollback-apply-started", optTime(p.RollbackApplyStarted),
+		"rollback-applied", optTime(p.RollbackApplied),
+	); err != nil {
+		return err
+	}
+	fmt.Fprintln(w)
+	tw := newTable(w)
+	switch {
+	case len(d.Changes) > 0:
+		fmt.Fprintln(tw, "PATH\tOLD\tNEW")
+		for _, c := range d.Changes {
+			fmt.Fprintf(tw, "%s\t%s\t%s\n", c.Path, c.Old(maxValueWidth), c.New(maxValueWidth))
+		}
+	case len(d.Operations) > 0:
+		fmt.Fprintln(tw, "no changes recorded (not committed); the Set's operations:")
+		fmt.Fprintln(tw, "SEQ\tKIND\tPATH\tVALUE")
+		for _, op := range d.Operations {
+			v := "-"
+			if op.Value != nil {
+				v = truncate(op.Value.Text(), maxValueWidth)
+			}
+			fmt.Fprintf(tw, "%d\t%s\t%s\t%s\n", op.Seq, op.Kind, op.Path, v)
+		}
+	default:
+		fmt.Fprintln(tw, "no changes recorded")
+	}
+	return tw.Flush()
+}
+
+// --- rollback ---
+
+func newRollbackCommand(stdout, stderr io.Writer) *cobra.Command {
+	o := &ops{stdout: stdout, stderr: stderr}
+	var async bool
+	cmd := o.command(&cobra.Command{
+		Use:   "rollback [INDEX]",
+		Short: "Roll back a proposal (default: the newest change in effect)",
+		Long: `rollback rolls back proposal INDEX, or without INDEX the newest change not
+yet rolled back, and by default returns once the device holds the
+rolled-back configuration (--async: once the rollback is committed in the
+journal). Changes roll back newest first: rolling back a proposal that a
+newer change in effect follows fails with exit code 5.
+
+` + exitCodesHelp,
+	})
+	cmd.Args = o.args(cobra.MatchAll(cobra.MaximumNArgs(1), indexArg(0)))
+	o.cfg.addFlags(cmd.Flags())
+	cmd.Flags().BoolVar(&async, "async", false, "return once the rollback is committed, before the device applied it")
+	cmd.RunE = func(cmd *cobra.Command, args []string) error {
+		var index uint64
+		if len(args) == 1 {
+			index, _ = parseIndex(args[0]) // checked by Args
+		}
+		mode := sidecarpb.SetMode_SET_MODE_SYNC
+		if async {
+			mode = sidecarpb.SetMode_SET_MODE_ASYNC
+		}
+		return o.run(cmd, func(ctx context.Context, c gpb.GNMIClient) error {
+			r, _, err := client.Rollback(ctx, c, index, mode)
+			if err != nil {
+				return failed("rollback", err) // the sidecar's message names the proposal
+			}
+			v := responseView(r)
+			if o.json() {
+				return o.printJSON(v)
+			}
+			if v.Apply == "COMPLETE" {
+				_, err = fmt.Fprintf(o.stdout, "rolled back proposal %d\n", v.Index)
+			} else {
+				_, err = fmt.Fprintf(o.stdout, "rolled back proposal %d (rollback commit %s, apply %s)\n", v.Index, v.Commit, v.Apply)
+			}
+			return err
+		})
+	}
+	return cmd
+}
+
+// --- commit ---
+
+// CommitResult is what `gnmi-sidecar commit ...` prints in JSON.
+type CommitResult struct {
+	ID     string `json:"id"`
+	Action string `json:"action"` // confirm, cancel or extend
+	// RollbackDuration is extend's new duration, in nanoseconds.
+	RollbackDuration int64 `json:"rollback_duration,omitempty"`
+	// Response is the sidecar's Response extension, if the answer had one.
+	Response *ResponseView `json:"response,omitempty"`
+}
+
+func newCommitCommand(stdout, stderr io.Writer) *cobra.Command {
+	o := &ops{stdout: stdout, stderr: stderr}
+	cmd := o.group(&cobra.Command{
+		Use:   "commit",
+		Short: "Confirm, cancel or extend the outstanding commit-confirmed",
+		Long: `commit acts on the outstanding commit-confirmed change (the standard
+OpenConfig commit-confirmed gNMI extension) by its client-chosen ID: confirm
+keeps the change, cancel rolls it back now, extend sets how long from now
+it may stay unconfirmed. "gnmi-sidecar status" shows the outstanding one.
+
+` + exitCodesHelp,
+	})
+	o.cfg.addFlags(cmd.PersistentFlags())
+
+	idArg := func(_ *cobra.Command, args []string) error {
+		if len(args) > 0 && args[0] == "" {
+			return errors.New("the commit id must not be empty")
+		}
+		return nil
+	}
+	action := func(use, short, long, done string, nargs int, build func(id string, args []string) (*gnmi_ext.Commit, *CommitResult, error)) *cobra.Command {
+		c := o.command(&cobra.Command{Use: use, Short: short, Long: long + "\n\n" + exitCodesHelp})
+		c.Args = o.args(cobra.MatchAll(cobra.ExactArgs(nargs), idArg))
+		c.RunE = func(cmd *cobra.Command, args []string) error {
+			commit, res, err := build(args[0], args[1:])
+			if err != nil {
+				return o.usage(cmd, err)
+			}
+			return o.run(cmd, func(ctx context.Context, c gpb.GNMIClient) error {
+				r, err := commitSet(ctx, c, commit)
+				if err != nil {
+					return failed(fmt.Sprintf("%s commit %q", res.Action, res.ID), err)
+				}
+				res.Response = r
+				if o.json() {
+					return o.printJSON(res)
+				}
+				_, err = fmt.Fprintln(o.stdout, done+describeCommitResponse(res))
+				return err
+			})
+		}
+		return c
+	}
+
+	cmd.AddCommand(
+		action("confirm ID", "Confirm the outstanding commit: its change stays",
+			"confirm confirms the outstanding commit-confirmed ID: its change stays.",
+			"confirmed commit", 1,
+			func(id string, _ []string) (*gnmi_ext.Commit, *CommitResult, error) {
+				return &gnmi_ext.Commit{Id: id, Action: &gnmi_ext.Commit_Confirm{Confirm: &gnmi_ext.CommitConfirm{}}},
+					&CommitResult{ID: id, Action: "confirm"}, nil
+			}),
+		action("cancel ID", "Cancel the outstanding commit: its change is rolled back now",
+			`cancel cancels the outstanding commit-confirmed ID: its change is rolled
+back, and the command returns once the rollback is applied (allow for it
+with --timeout).`,
+			"cancelled commit", 1,
+			func(id string, _ []string) (*gnmi_ext.Commit, *CommitResult, error) {
+				return &gnmi_ext.Commit{Id: id, Action: &gnmi_ext.Commit_Cancel{Cancel: &gnmi_ext.CommitCancel{}}},
+					&CommitResult{ID: id, Action: "cancel"}, nil
+			}),
+		action("extend ID DURATION", "Set how long from now the outstanding commit may stay unconfirmed",
+			`extend sets the rollback duration of the outstanding commit-confirmed ID:
+unless confirmed within DURATION from now (e.g. 10m, 1h30m), its change is
+rolled back.`,
+			"extended commit", 2,
+			func(id string, args []string) (*gnmi_ext.Commit, *CommitResult, error) {
+				d, err := time.ParseDuration(args[0])
+				if err != nil {
+					return nil, nil, fmt.Errorf("invalid duration %q: want e.g. 10m or 1h30m", args[0])
+				}
+				if d <= 0 {
+					return nil, nil, fmt.Errorf("invalid duration %q: must be positive", args[0])
+				}
+				return &gnmi_ext.Commit{Id: id, Action: &gnmi_ext.Commit_SetRollbackDuration{
+						SetRollbackDuration: &gnmi_ext.CommitSetRollbackDuration{RollbackDuration: durationpb.New(d)}}},
+					&CommitResult{ID: id, Action: "extend", RollbackDuration: int64(d)}, nil
+			}),
+	)
+	return cmd
+}
+
+// describeCommitResponse completes the text line of a commit action.
+func describeCommitResponse(r *CommitResult) string {
+	s := fmt.Sprintf(" %q", r.ID)
+	if r.Action == "extend" {
+		s += fmt.Sprintf(": rolled back in %v unless confirmed", time.Duration(r.RollbackDuration))
+	}
+	v := r.Response
+	switch {
+	case v == nil || v.Index == 0:
+	case v.Phase == "ROLLBACK" && v.Apply == "COMPLETE":
+		s += fmt.Sprintf(": rolled back proposal %d", v.Index)
+	case v.Phase == "ROLLBACK":
+		s += fmt.Sprintf(": rolling back proposal %d (rollback commit %s, apply %s)", v.Index, v.Commit, v.Apply)
+	default:
+		s += fmt.Sprintf(" (proposal %d)", v.Index)
+	}
+	return s
+}
+
+// --- status ---
+
+func newStatusCommand(stdout, stderr io.Writer) *cobra.Command {
+	o := &ops{stdout: stdout, stderr: stderr}
+	cmd := o.command(&cobra.Command{
+		Use:   "status",
+		Short: "Show the sidecar's configuration state, device state and outstanding commit",
+		Long: `status prints, as "key: value" lines under headings, the sidecar's
+configuration state (committed and applied indexes, re-push status, the
+journal's range), its device state (connection, term, last re-push, last
+error) and the outstanding commit-confirmed, if any. Keys are the leaf
+names of docs/introspection.md.
+
+` + exitCodesHelp,
+	})
+	cmd.Args = o.args(cobra.NoArgs)
+	o.cfg.addFlags(cmd.Flags())
+	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
+		return o.run(cmd, func(ctx context.Context, c gpb.GNMIClient) error {
+			v, err := fetchStatus(ctx, c)
+			if err != nil {
+				return failed("read the sidecar's status", err)
+			}
+			if o.json() {
+				return o.printJSON(v)
+			}
+			return printStatus(o.stdout, v, time.Now())
+		})
+	}
+	return cmd
+}
+
+func printStatus(w io.Writer, v *StatusView, now time.Time) error {
+	c, d := v.Configuration, v.Device
+	fmt.Fprintln(w, "Configuration")
+	if err := keyValues(w, "  ",
+		"committed-index", strconv.FormatUint(c.CommittedIndex, 10),
+		"committed-proposal", strconv.FormatUint(c.CommittedProposal, 10),
+		"applied-index", strconv.FormatUint(c.AppliedIndex, 10),
+		"applied-proposal", strconv.FormatUint(c.AppliedProposal, 10),
+		"applied-term", strconv.FormatUint(c.AppliedTerm, 10),
+		"applied-target", strconv.FormatUint(c.AppliedTarget, 10),
+		"status", c.Status,
+		"first-index", strconv.FormatUint(c.FirstIndex, 10),
+		"last-index", strconv.FormatUint(c.LastIndex, 10),
+		"rolling-back", optUintText(c.RollingBack),
+		"history-floor", optTime(c.HistoryFloor),
+	); err != nil {
+		return err
+	}
+	fmt.Fprintln(w, "\nDevice")
+	dur := ""
+	if d.LastRepushDuration != nil {
+		dur = time.Duration(*d.LastRepushDuration).String()
+	}
+	if err := keyValues(w, "  ",
+		"address", d.Address,
+		"connected", strconv.FormatBool(d.Connected),
+		"term", optUintText(d.Term),
+		"repushing", strconv.FormatBool(d.Repushing),
+		"last-repush-time", optTime(d.LastRepushTime),
+		"last-repush-values", optUintText(d.LastRepushValues),
+		"last-repush-duration", dur,
+		"last-error", d.LastError,
+	); err != nil {
+		return err
+	}
+	fmt.Fprintln(w, "\nCommit-confirmed")
+	cc := v.CommitConfirm
+	if cc == nil {
+		_, err := fmt.Fprintln(w, "  none outstanding")
+		return err
+	}
+	deadline := optTime(cc.Deadline)
+	if !cc.Deadline.IsZero() && !cc.Cancelled {
+		if left := cc.Deadline.Sub(now).Round(time.Second); left > 0 {
+			deadline += fmt.Sprintf(" (in %v)", left)
+		} else {
+			deadline += " (passed)"
+		}
+	}
+	return keyValues(w, "  ",
+		"id", cc.ID,
+		"proposal", strconv.FormatUint(cc.Proposal, 10),
+		"started", optTime(cc.Started),
+		"deadline", deadline,
+		"cancelled", strconv.FormatBool(cc.Cancelled),
+	)
+}

@@ -1,0 +1,732 @@
+package main
+
+// The operator commands' view of a running sidecar: gNMI requests to its
+// introspection tree (docs/introspection.md) and the plain Go structs they
+// decode into, which the text and JSON printers consume. Nothing here
+// prints, and nothing opens the journal's database.
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"math"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	gpb "github.com/openconfig/gnmi/proto/gnmi"
+	"github.com/openconfig/gnmi/proto/gnmi_ext"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/encoding/protojson"
+
+	"github.com/gnmi-sidecar/gnmi-sidecar/client"
+	"github.com/gnmi-sidecar/gnmi-sidecar/proxy/sidecarpb"
+)
+
+// introspectionOrigin is the gNMI origin of the sidecar's own tree
+// (proxy.IntrospectionOrigin; not imported, so that the commands depend on
+// the wire contract only).
+const introspectionOrigin = "gnmi-sidecar"
+
+// --- views ---
+
+// ConfigurationState is configuration/state. JSON names are the leaf
+// names with "-" replaced by "_"; leaves the sidecar does not serve are
+// omitted.
+type ConfigurationState struct {
+	CommittedIndex    uint64    `json:"committed_index"`
+	CommittedProposal uint64    `json:"committed_proposal"`
+	AppliedIndex      uint64    `json:"applied_index"`
+	AppliedProposal   uint64    `json:"applied_proposal"`
+	AppliedTerm       uint64    `json:"applied_term"`
+	AppliedTarget     uint64    `json:"applied_target"`
+	Status            string    `json:"status,omitempty"`
+	FirstIndex        uint64    `json:"first_index"`
+	LastIndex         uint64    `json:"last_index"`
+	RollingBack       *uint64   `json:"rolling_back,omitempty"`
+	HistoryFloor      time.Time `json:"history_floor,omitzero"`
+}
+
+// DeviceState is device/state.
+type DeviceState struct {
+	Address            string    `json:"address"`
+	Connected          bool      `json:"connected"`
+	Term               *uint64   `json:"term,omitempty"`
+	Repushing          bool      `json:"repushing"`
+	LastRepushTime     time.Time `json:"last_repush_time,omitzero"`
+	LastRepushValues   *uint64   `json:"last_repush_values,omitempty"`
+	LastRepushDuration *int64    `json:"last_repush_duration,omitempty"` // nanoseconds
+	LastError          string    `json:"last_error,omitempty"`
+}
+
+// CommitConfirmState is commit-confirm/state: the outstanding
+// commit-confirmed.
+type CommitConfirmState struct {
+	ID        string    `json:"id"`
+	Proposal  uint64    `json:"proposal"`
+	Started   time.Time `json:"started,omitzero"`
+	Deadline  time.Time `json:"deadline,omitzero"`
+	Cancelled bool      `json:"cancelled"`
+}
+
+// StatusView is what `gnmi-sidecar status` shows.
+type StatusView struct {
+	Configuration ConfigurationState `json:"configuration"`
+	Device        DeviceState        `json:"device"`
+	// CommitConfirm is nil (JSON null) while none is outstanding.
+	CommitConfirm *CommitConfirmState `json:"commit_confirm"`
+}
+
+// ProposalState is proposals/proposal[index=N]/state.
+type ProposalState struct {
+	Index                uint64    `json:"index"`
+	Phase                string    `json:"phase"`
+	CommitStatus         string    `json:"commit_status"`
+	ApplyStatus          string    `json:"apply_status"`
+	Proposed             time.Time `json:"proposed,omitzero"`
+	Committed            time.Time `json:"committed,omitzero"`
+	ApplyStarted         time.Time `json:"apply_started,omitzero"`
+	Applied              time.Time `json:"applied,omitzero"`
+	ErrorCode            string    `json:"error_code,omitempty"`
+	ErrorMessage         string    `json:"error_message,omitempty"`
+	Operations           uint64    `json:"operations"` // how many the Set had
+	RollbackIndex        *uint64   `json:"rollback_index,omitempty"`
+	RollbackCommitStatus string    `json:"rollback_commit_status,omitempty"`
+	RollbackApplyStatus  string    `json:"rollback_apply_status,omitempty"`
+	RollbackProposed     time.Time `json:"rollback_proposed,omitzero"`
+	RollbackCommitted    time.Time `json:"rollback_committed,omitzero"`
+	RollbackApplyStarted time.Time `json:"rollback_apply_started,omitzero"`
+	RollbackApplied      time.Time `json:"rollback_applied,omitzero"`
+}
+
+// Statuses returns the commit and apply statuses of the proposal's current
+// phase: the rollback's once one was proposed, else the change's (as the
+// sidecar's Set response reports them).
+func (p *ProposalState) Statuses() (commit, apply string) {
+	if p.Phase == "ROLLBACK" && p.RollbackCommitStatus != "" {
+		return p.RollbackCommitStatus, p.RollbackApplyStatus
+	}
+	return p.CommitStatus, p.ApplyStatus
+}
+
+// Error returns "CODE: message" ("" if the proposal has no error).
+func (p *ProposalState) Error() string {
+	switch {
+	case p.ErrorCode == "" && p.ErrorMessage == "":
+		return ""
+	case p.ErrorMessage == "":
+		return p.ErrorCode
+	case p.ErrorCode == "":
+		return p.ErrorMessage
+	}
+	return p.ErrorCode + ": " + p.ErrorMessage
+}
+
+// OperationView is proposals/proposal/operations/operation[seq=K]/state.
+type OperationView struct {
+	Seq   uint64 `json:"seq"`
+	Kind  string `json:"kind"`
+	Path  string `json:"path"`
+	Value *Value `json:"value,omitempty"` // absent for a delete
+}
+
+// ChangeView is proposals/proposal/changes/change[path=P]/state.
+type ChangeView struct {
+	Path            string `json:"path"`
+	Deleted         bool   `json:"deleted"`
+	Value           *Value `json:"value,omitempty"`
+	PreviousIndex   uint64 `json:"previous_index"`
+	PreviousDeleted bool   `json:"previous_deleted"`
+	PreviousValue   *Value `json:"previous_value,omitempty"`
+}
+
+// Old is the OLD column: what the path held before, "-" if nothing.
+func (c *ChangeView) Old(max int) string {
+	if c.PreviousDeleted || c.PreviousValue == nil {
+		return "-"
+	}
+	return truncate(c.PreviousValue.Text(), max)
+}
+
+// New is the NEW column: the value written, "(deleted)" for a delete.
+func (c *ChangeView) New(max int) string {
+	if c.Deleted || c.Value == nil {
+		return "(deleted)"
+	}
+	return truncate(c.Value.Text(), max)
+}
+
+// ProposalDetail is the whole proposals/proposal[index=N] subtree.
+type ProposalDetail struct {
+	State      ProposalState   `json:"state"`
+	Operations []OperationView `json:"operations"` // in gNMI order
+	Changes    []ChangeView    `json:"changes"`    // by path; empty until committed
+}
+
+// JournalList is what `gnmi-sidecar journal list` shows.
+type JournalList struct {
+	FirstIndex uint64          `json:"first_index"`
+	LastIndex  uint64          `json:"last_index"`
+	Proposals  []ProposalState `json:"proposals"` // oldest first
+}
+
+// ResponseView is the sidecar's Response extension (sidecarpb.Response),
+// with the enum prefixes dropped: phase CHANGE or ROLLBACK, statuses as in
+// the introspection tree.
+type ResponseView struct {
+	Index  uint64 `json:"index"`
+	Phase  string `json:"phase"`
+	Commit string `json:"commit"`
+	Apply  string `json:"apply"`
+}
+
+func responseView(r *sidecarpb.Response) *ResponseView {
+	if r == nil {
+		return nil
+	}
+	return &ResponseView{
+		Index:  r.GetIndex(),
+		Phase:  strings.TrimPrefix(r.GetPhase().String(), "PHASE_"),
+		Commit: strings.TrimPrefix(r.GetCommit().String(), "STATUS_"),
+		Apply:  strings.TrimPrefix(r.GetApply().String(), "STATUS_"),
+	}
+}
+
+// --- values ---
+
+// Value is a value a proposal carried, served as the TypedValue the client
+// sent. Its JSON is the JSON of the TypedValue's content: a string, a
+// number, a boolean, the embedded JSON of json_val and json_ietf_val, an
+// array for a leaf-list, base64 text for bytes.
+type Value struct{ TV *gpb.TypedValue }
+
+func newValue(tv *gpb.TypedValue) *Value {
+	if tv == nil {
+		return nil
+	}
+	return &Value{TV: tv}
+}
+
+// MarshalJSON implements json.Marshaler.
+func (v *Value) MarshalJSON() ([]byte, error) { return valueJSON(v.TV), nil }
+
+// Text renders the value compactly: strings as they are, everything else
+// as its JSON text.
+func (v *Value) Text() string {
+	switch x := v.TV.GetValue().(type) {
+	case *gpb.TypedValue_StringVal:
+		return x.StringVal
+	case *gpb.TypedValue_AsciiVal:
+		return x.AsciiVal
+	case *gpb.TypedValue_BytesVal:
+		return base64.StdEncoding.EncodeToString(x.BytesVal)
+	case *gpb.TypedValue_ProtoBytes:
+		return base64.StdEncoding.EncodeToString(x.ProtoBytes)
+	}
+	return string(valueJSON(v.TV))
+}
+
+func jsonString(s string) json.RawMessage {
+	b, _ := json.Marshal(s) // a string always marshals
+	return b
+}
+
+func jsonFloat(f float64, bits int) json.RawMessage {
+	if math.IsInf(f, 0) || math.IsNaN(f) {
+		return jsonString(strconv.FormatFloat(f, 'g', -1, bits))
+	}
+	return json.RawMessage(strconv.FormatFloat(f, 'g', -1, bits))
+}
+
+// valueJSON is the JSON of tv's content (null for none).
+func valueJSON(tv *gpb.TypedValue) json.RawMessage {
+	switch x := tv.GetValue().(type) {
+	case *gpb.TypedValue_StringVal:
+		return jsonString(x.StringVal)
+	case *gpb.TypedValue_AsciiVal:
+		return jsonString(x.AsciiVal)
+	case *gpb.TypedValue_IntVal:
+		return json.RawMessage(strconv.FormatInt(x.IntVal, 10))
+	case *gpb.TypedValue_UintVal:
+		return json.RawMessage(strconv.FormatUint(x.UintVal, 10))
+	case *gpb.TypedValue_BoolVal:
+		return json.RawMessage(strconv.FormatBool(x.BoolVal))
+	case *gpb.TypedValue_DoubleVal:
+		return jsonFloat(x.DoubleVal, 64)
+	case *gpb.TypedValue_FloatVal:
+		//lint:ignore SA1019 a client may still send it
+		return jsonFloat(float64(x.FloatVal), 32)
+	case *gpb.TypedValue_DecimalVal:
+		//lint:ignore SA1019 a client may still send it
+		return decimalJSON(x.DecimalVal)
+	case *gpb.TypedValue_JsonVal:
+		return embeddedJSON(x.JsonVal)
+	case *gpb.TypedValue_JsonIetfVal:
+		return embeddedJSON(x.JsonIetfVal)
+	case *gpb.TypedValue_BytesVal:
+		return jsonString(base64.StdEncoding.EncodeToString(x.BytesVal))
+	case *gpb.TypedValue_ProtoBytes:
+		return jsonString(base64.StdEncoding.EncodeToString(x.ProtoBytes))
+	case *gpb.TypedValue_LeaflistVal:
+		parts := make([]string, 0, len(x.LeaflistVal.GetElement()))
+		for _, e := range x.LeaflistVal.GetElement() {
+			parts = append(parts, string(valueJSON(e)))
+		}
+		return json.RawMessage("[" + strings.Join(parts, ",") + "]")
+	case *gpb.TypedValue_AnyVal:
+		if b, err := protojson.Marshal(x.AnyVal); err == nil {
+			return compactJSON(b)
+		}
+		b, _ := json.Marshal(map[string]any{"type_url": x.AnyVal.GetTypeUrl(), "value": x.AnyVal.GetValue()})
+		return b
+	}
+	return json.RawMessage("null")
+}
+
+// embeddedJSON is the JSON a json_val or json_ietf_val carries, compacted;
+// bytes that are not JSON become a JSON string.
+func embeddedJSON(b []byte) json.RawMessage {
+	if json.Valid(b) {
+		return compactJSON(b)
+	}
+	return jsonString(string(b))
+}
+
+func compactJSON(b []byte) json.RawMessage {
+	var buf bytes.Buffer
+	if err := json.Compact(&buf, b); err != nil {
+		return json.RawMessage(b)
+	}
+	return buf.Bytes()
+}
+
+// decimalJSON renders a Decimal64 (digits × 10^-precision) as a number.
+//
+//lint:ignore SA1019 a client may still send it
+func decimalJSON(d *gpb.Decimal64) json.RawMessage {
+	digits, prec := d.GetDigits(), int(d.GetPrecision())
+	neg := digits < 0
+	s := strconv.FormatUint(uint64(digits), 10)
+	if neg {
+		s = strconv.FormatUint(uint64(-digits), 10)
+	}
+	if prec > 0 {
+		if len(s) <= prec {
+			s = strings.Repeat("0", prec-len(s)+1) + s
+		}
+		s = s[:len(s)-prec] + "." + s[len(s)-prec:]
+	}
+	if neg {
+		s = "-" + s
+	}
+	return json.RawMessage(s)
+}
+
+// truncate shortens s to at most max runes (0: no limit), ending it with
+// "…" when it was cut, and puts it on one line.
+func truncate(s string, max int) string {
+	s = strings.NewReplacer("\n", `\n`, "\r", `\r`, "\t", " ").Replace(s)
+	if max <= 0 {
+		return s
+	}
+	r := []rune(s)
+	if len(r) <= max {
+		return s
+	}
+	return string(r[:max-1]) + "…"
+}
+
+// --- gNMI ---
+
+// leaf is one value of the introspection tree: its path below the origin
+// (the notification's prefix and the update's path joined) and its value.
+type leaf struct {
+	elems []*gpb.PathElem
+	val   *gpb.TypedValue
+}
+
+func elem(name string, kv ...string) *gpb.PathElem {
+	e := &gpb.PathElem{Name: name}
+	if len(kv) > 0 {
+		e.Key = map[string]string{}
+		for i := 0; i+1 < len(kv); i += 2 {
+			e.Key[kv[i]] = kv[i+1]
+		}
+	}
+	return e
+}
+
+func proposalElems(index string, below ...*gpb.PathElem) []*gpb.PathElem {
+	return append([]*gpb.PathElem{elem("proposals"), elem("proposal", "index", index)}, below...)
+}
+
+// getIntrospection sends one GetRequest for paths (each a list of elements
+// below the origin) and returns every leaf of the answer.
+func getIntrospection(ctx context.Context, c gpb.GNMIClient, paths ...[]*gpb.PathElem) ([]leaf, error) {
+	req := &gpb.GetRequest{Prefix: &gpb.Path{Origin: introspectionOrigin}}
+	for _, p := range paths {
+		req.Path = append(req.Path, &gpb.Path{Elem: p})
+	}
+	resp, err := c.Get(ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	var out []leaf
+	for _, n := range resp.GetNotification() {
+		pre := n.GetPrefix().GetElem()
+		for _, u := range n.GetUpdate() {
+			elems := make([]*gpb.PathElem, 0, len(pre)+len(u.GetPath().GetElem()))
+			elems = append(append(elems, pre...), u.GetPath().GetElem()...)
+			out = append(out, leaf{elems: elems, val: u.GetVal()})
+		}
+	}
+	return out, nil
+}
+
+// stateLeaves collects the leaves directly under container/state (e.g.
+// configuration/state), by leaf name.
+func stateLeaves(leaves []leaf, container string) map[string]*gpb.TypedValue {
+	m := map[string]*gpb.TypedValue{}
+	for _, l := range leaves {
+		if len(l.elems) == 3 && l.elems[0].GetName() == container && l.elems[1].GetName() == "state" {
+			m[l.elems[2].GetName()] = l.val
+		}
+	}
+	return m
+}
+
+// Leaf decoders, lenient about the integer kind: a uint leaf served as
+// int_val (or the reverse) still reads.
+
+func uintOf(tv *gpb.TypedValue) uint64 {
+	switch x := tv.GetValue().(type) {
+	case *gpb.TypedValue_UintVal:
+		return x.UintVal
+	case *gpb.TypedValue_IntVal:
+		if x.IntVal > 0 {
+			return uint64(x.IntVal)
+		}
+	case *gpb.TypedValue_StringVal:
+		n, _ := strconv.ParseUint(x.StringVal, 10, 64)
+		return n
+	}
+	return 0
+}
+
+func optUint(tv *gpb.TypedValue) *uint64 {
+	if tv == nil {
+		return nil
+	}
+	n := uintOf(tv)
+	return &n
+}
+
+func intOf(tv *gpb.TypedValue) int64 {
+	switch x := tv.GetValue().(type) {
+	case *gpb.TypedValue_IntVal:
+		return x.IntVal
+	case *gpb.TypedValue_UintVal:
+		return int64(x.UintVal) //nolint:gosec // nanoseconds fit
+	}
+	return 0
+}
+
+// timeOf decodes a time leaf (nanoseconds since the epoch) in UTC; an
+// absent leaf is the zero time.
+func timeOf(tv *gpb.TypedValue) time.Time {
+	if tv == nil {
+		return time.Time{}
+	}
+	return time.Unix(0, intOf(tv)).UTC()
+}
+
+func boolOf(tv *gpb.TypedValue) bool {
+	if b, ok := tv.GetValue().(*gpb.TypedValue_BoolVal); ok {
+		return b.BoolVal
+	}
+	return tv.GetStringVal() == "true"
+}
+
+func stringOf(tv *gpb.TypedValue) string {
+	if tv == nil {
+		return ""
+	}
+	if s, ok := tv.GetValue().(*gpb.TypedValue_StringVal); ok {
+		return s.StringVal
+	}
+	return (&Value{TV: tv}).Text()
+}
+
+func configurationState(m map[string]*gpb.TypedValue) ConfigurationState {
+	return ConfigurationState{
+		CommittedIndex:    uintOf(m["committed-index"]),
+		CommittedProposal: uintOf(m["committed-proposal"]),
+		AppliedIndex:      uintOf(m["applied-index"]),
+		AppliedProposal:   uintOf(m["applied-proposal"]),
+		AppliedTerm:       uintOf(m["applied-term"]),
+		AppliedTarget:     uintOf(m["applied-target"]),
+		Status:            stringOf(m["status"]),
+		FirstIndex:        uintOf(m["first-index"]),
+		LastIndex:         uintOf(m["last-index"]),
+		RollingBack:       optUint(m["rolling-back"]),
+		HistoryFloor:      timeOf(m["history-floor"]),
+	}
+}
+
+func deviceState(m map[string]*gpb.TypedValue) DeviceState {
+	d := DeviceState{
+		Address:          stringOf(m["address"]),
+		Connected:        boolOf(m["connected"]),
+		Term:             optUint(m["term"]),
+		Repushing:        boolOf(m["repushing"]),
+		LastRepushTime:   timeOf(m["last-repush-time"]),
+		LastRepushValues: optUint(m["last-repush-values"]),
+		LastError:        stringOf(m["last-error"]),
+	}
+	if tv := m["last-repush-duration"]; tv != nil {
+		n := intOf(tv)
+		d.LastRepushDuration = &n
+	}
+	return d
+}
+
+func commitConfirmState(m map[string]*gpb.TypedValue) *CommitConfirmState {
+	if len(m) == 0 {
+		return nil
+	}
+	return &CommitConfirmState{
+		ID:        stringOf(m["id"]),
+		Proposal:  uintOf(m["proposal"]),
+		Started:   timeOf(m["started"]),
+		Deadline:  timeOf(m["deadline"]),
+		Cancelled: boolOf(m["cancelled"]),
+	}
+}
+
+func proposalState(index uint64, m map[string]*gpb.TypedValue) ProposalState {
+	p := ProposalState{
+		Index:                index,
+		Phase:                stringOf(m["phase"]),
+		CommitStatus:         stringOf(m["commit-status"]),
+		ApplyStatus:          stringOf(m["apply-status"]),
+		Proposed:             timeOf(m["proposed"]),
+		Committed:            timeOf(m["committed"]),
+		ApplyStarted:         timeOf(m["apply-started"]),
+		Applied:              timeOf(m["applied"]),
+		ErrorCode:            stringOf(m["error-code"]),
+		ErrorMessage:         stringOf(m["error-message"]),
+		Operations:           uintOf(m["operations"]),
+		RollbackIndex:        optUint(m["rollback-index"]),
+		RollbackCommitStatus: stringOf(m["rollback-commit-status"]),
+		RollbackApplyStatus:  stringOf(m["rollback-apply-status"]),
+		RollbackProposed:     timeOf(m["rollback-proposed"]),
+		RollbackCommitted:    timeOf(m["rollback-committed"]),
+		RollbackApplyStarted: timeOf(m["rollback-apply-started"]),
+		RollbackApplied:      timeOf(m["rollback-applied"]),
+	}
+	if tv := m["index"]; tv != nil {
+		p.Index = uintOf(tv)
+	}
+	return p
+}
+
+// proposalTree gathers the leaves of proposals/proposal[index=N]/...
+type proposalTree struct {
+	state map[string]*gpb.TypedValue
+	ops   map[uint64]map[string]*gpb.TypedValue // by seq
+	chg   map[string]map[string]*gpb.TypedValue // by path key
+}
+
+// proposalTrees sorts leaves under proposals/proposal[index=N] by N.
+func proposalTrees(leaves []leaf) map[uint64]*proposalTree {
+	out := map[uint64]*proposalTree{}
+	for _, l := range leaves {
+		e := l.elems
+		if len(e) < 4 || e[0].GetName() != "proposals" || e[1].GetName() != "proposal" {
+			continue
+		}
+		index, err := strconv.ParseUint(e[1].GetKey()["index"], 10, 64)
+		if err != nil {
+			continue
+		}
+		t := out[index]
+		if t == nil {
+			t = &proposalTree{state: map[string]*gpb.TypedValue{}, ops: map[uint64]map[string]*gpb.TypedValue{}, chg: map[string]map[string]*gpb.TypedValue{}}
+			out[index] = t
+		}
+		switch rest := e[2:]; {
+		case len(rest) == 2 && rest[0].GetName() == "state":
+			t.state[rest[1].GetName()] = l.val
+		case len(rest) == 4 && rest[0].GetName() == "operations" && rest[1].GetName() == "operation" && rest[2].GetName() == "state":
+			seq, err := strconv.ParseUint(rest[1].GetKey()["seq"], 10, 64)
+			if err != nil {
+				continue
+			}
+			if t.ops[seq] == nil {
+				t.ops[seq] = map[string]*gpb.TypedValue{}
+			}
+			t.ops[seq][rest[3].GetName()] = l.val
+		case len(rest) == 4 && rest[0].GetName() == "changes" && rest[1].GetName() == "change" && rest[2].GetName() == "state":
+			key := rest[1].GetKey()["path"]
+			if t.chg[key] == nil {
+				t.chg[key] = map[string]*gpb.TypedValue{}
+			}
+			t.chg[key][rest[3].GetName()] = l.val
+		}
+	}
+	return out
+}
+
+func (t *proposalTree) detail(index uint64) *ProposalDetail {
+	d := &ProposalDetail{State: proposalState(index, t.state), Operations: []OperationView{}, Changes: []ChangeView{}}
+	seqs := make([]uint64, 0, len(t.ops))
+	for seq := range t.ops {
+		seqs = append(seqs, seq)
+	}
+	sort.Slice(seqs, func(i, j int) bool { return seqs[i] < seqs[j] })
+	for _, seq := range seqs {
+		m := t.ops[seq]
+		d.Operations = append(d.Operations, OperationView{
+			Seq: seq, Kind: stringOf(m["kind"]), Path: stringOf(m["path"]), Value: newValue(m["value"]),
+		})
+	}
+	for key, m := range t.chg {
+		c := ChangeView{
+			Path:            stringOf(m["path"]),
+			Deleted:         boolOf(m["deleted"]),
+			Value:           newValue(m["value"]),
+			PreviousIndex:   uintOf(m["previous-index"]),
+			PreviousDeleted: boolOf(m["previous-deleted"]),
+			PreviousValue:   newValue(m["previous-value"]),
+		}
+		if c.Path == "" {
+			c.Path = key
+		}
+		d.Changes = append(d.Changes, c)
+	}
+	sort.Slice(d.Changes, func(i, j int) bool { return d.Changes[i].Path < d.Changes[j].Path })
+	return d
+}
+
+// fetchConfiguration reads configuration/state.
+func fetchConfiguration(ctx context.Context, c gpb.GNMIClient) (ConfigurationState, error) {
+	leaves, err := getIntrospection(ctx, c, []*gpb.PathElem{elem("configuration"), elem("state")})
+	if err != nil {
+		return ConfigurationState{}, err
+	}
+	return configurationState(stateLeaves(leaves, "configuration")), nil
+}
+
+// fetchStatus reads configuration/state and device/state in one Get, then
+// commit-confirm/state (no leaves, or NotFound, while none is
+// outstanding).
+func fetchStatus(ctx context.Context, c gpb.GNMIClient) (*StatusView, error) {
+	leaves, err := getIntrospection(ctx, c,
+		[]*gpb.PathElem{elem("configuration"), elem("state")},
+		[]*gpb.PathElem{elem("device"), elem("state")})
+	if err != nil {
+		return nil, err
+	}
+	v := &StatusView{
+		Configuration: configurationState(stateLeaves(leaves, "configuration")),
+		Device:        deviceState(stateLeaves(leaves, "device")),
+	}
+	cc, err := getIntrospection(ctx, c, []*gpb.PathElem{elem("commit-confirm"), elem("state")})
+	if err != nil && status.Code(err) != codes.NotFound {
+		return nil, err
+	}
+	v.CommitConfirm = commitConfirmState(stateLeaves(cc, "commit-confirm"))
+	return v, nil
+}
+
+// fetchProposal reads the whole subtree of proposal index. A proposal the
+// sidecar does not have is a NotFound error, whether the sidecar answered
+// NotFound or nothing.
+func fetchProposal(ctx context.Context, c gpb.GNMIClient, index uint64) (*ProposalDetail, error) {
+	leaves, err := getIntrospection(ctx, c, proposalElems(strconv.FormatUint(index, 10)))
+	if err != nil {
+		return nil, err
+	}
+	t := proposalTrees(leaves)[index]
+	if t == nil || len(t.state) == 0 {
+		return nil, status.Errorf(codes.NotFound, "no proposal %d in the journal", index)
+	}
+	return t.detail(index), nil
+}
+
+// maxListPaths bounds the paths of one journal-list Get; a longer list
+// asks for every proposal with one wildcard path and keeps the newest.
+const maxListPaths = 1000
+
+// fetchJournalList reads the states of the newest limit proposals (0: all
+// retention keeps): configuration/state first, for the range, then one Get
+// with a path per wanted proposal (all: one wildcard path). If retention
+// drops a wanted proposal in between (NotFound), it starts over once.
+func fetchJournalList(ctx context.Context, c gpb.GNMIClient, limit uint64) (*JournalList, error) {
+	for attempt := 0; ; attempt++ {
+		l, err := fetchJournalListOnce(ctx, c, limit)
+		if status.Code(err) == codes.NotFound && attempt == 0 {
+			continue
+		}
+		return l, err
+	}
+}
+
+func fetchJournalListOnce(ctx context.Context, c gpb.GNMIClient, limit uint64) (*JournalList, error) {
+	conf, err := fetchConfiguration(ctx, c)
+	if err != nil {
+		return nil, err
+	}
+	l := &JournalList{FirstIndex: conf.FirstIndex, LastIndex: conf.LastIndex, Proposals: []ProposalState{}}
+	if conf.FirstIndex == 0 || conf.LastIndex < conf.FirstIndex {
+		return l, nil
+	}
+	from := conf.FirstIndex
+	if limit > 0 && conf.LastIndex-conf.FirstIndex >= limit {
+		from = conf.LastIndex - limit + 1
+	}
+	var paths [][]*gpb.PathElem
+	if limit == 0 || limit > maxListPaths {
+		paths = append(paths, proposalElems("*", elem("state")))
+	} else {
+		for i := from; i <= conf.LastIndex; i++ {
+			paths = append(paths, proposalElems(strconv.FormatUint(i, 10), elem("state")))
+		}
+	}
+	leaves, err := getIntrospection(ctx, c, paths...)
+	if err != nil {
+		return nil, err
+	}
+	for index, t := range proposalTrees(leaves) {
+		if index < from || index > conf.LastIndex || len(t.state) == 0 {
+			continue
+		}
+		l.Proposals = append(l.Proposals, proposalState(index, t.state))
+	}
+	sort.Slice(l.Proposals, func(i, j int) bool { return l.Proposals[i].Index < l.Proposals[j].Index })
+	return l, nil
+}
+
+// --- Sets ---
+
+// commitSet sends a SetRequest with no operations and the commit-confirmed
+// extension commit, and returns the sidecar's Response if the answer
+// carries one.
+func commitSet(ctx context.Context, c gpb.GNMIClient, commit *gnmi_ext.Commit) (*ResponseView, error) {
+	resp, err := c.Set(ctx, &gpb.SetRequest{Extension: []*gnmi_ext.Extension{{Ext: &gnmi_ext.Extension_Commit{Commit: commit}}}})
+	if err != nil {
+		return nil, err
+	}
+	r, ok, err := client.ResponseOf(resp)
+	if err != nil {
+		return nil, fmt.Errorf("the sidecar's response extension: %w", err)
+	}
+	if !ok {
+		return nil, nil
+	}
+	return responseView(r), nil
+}

@@ -1,0 +1,268 @@
+package proxy
+
+// Request paths of the introspection tree: checked against the tree's
+// shape, turned into patterns, and into the parts of the tree they select.
+
+import (
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+
+	gpb "github.com/openconfig/gnmi/proto/gnmi"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/gnmi-sidecar/gnmi-sidecar/journal"
+)
+
+// schemaNode is one element of the tree's shape (docs/introspection.md):
+// a container, a list (key set) or a leaf (no children).
+type schemaNode struct {
+	name     string
+	key      string // the list key; "" for a container or a leaf
+	children []*schemaNode
+}
+
+func (n *schemaNode) child(name string) *schemaNode {
+	for _, c := range n.children {
+		if c.name == name {
+			return c
+		}
+	}
+	return nil
+}
+
+func (n *schemaNode) childNames() string {
+	names := make([]string, len(n.children))
+	for k, c := range n.children {
+		names[k] = c.name
+	}
+	return strings.Join(names, ", ")
+}
+
+func schemaContainer(name string, children ...*schemaNode) *schemaNode {
+	return &schemaNode{name: name, children: children}
+}
+
+func schemaList(name, key string, children ...*schemaNode) *schemaNode {
+	return &schemaNode{name: name, key: key, children: children}
+}
+
+func schemaState(leaves ...string) *schemaNode {
+	n := schemaContainer("state")
+	for _, l := range leaves {
+		n.children = append(n.children, &schemaNode{name: l})
+	}
+	return n
+}
+
+// introspectSchema returns the shape of the tree, for checking request
+// paths. It must list exactly the leaves introspect_render.go renders
+// (TestSchemaMatchesRenderer checks).
+func introspectSchema() *schemaNode {
+	return schemaContainer("",
+		schemaContainer(elemConfiguration, schemaState("committed-index", "committed-proposal", "applied-index",
+			"applied-proposal", "applied-term", "applied-target", "status", "first-index", "last-index",
+			"rolling-back", "history-floor")),
+		schemaContainer(elemDevice, schemaState("address", "connected", "term", "repushing", "last-repush-time",
+			"last-repush-values", "last-repush-duration", "last-error")),
+		schemaContainer(elemCommitConfirm, schemaState("id", "proposal", "started", "deadline", "cancelled")),
+		schemaContainer(elemProposals, schemaList("proposal", "index",
+			schemaState("index", "phase", "commit-status", "apply-status", "proposed", "committed",
+				"apply-started", "applied", "error-code", "error-message", "operations", "rollback-index",
+				"rollback-commit-status", "rollback-apply-status", "rollback-proposed", "rollback-committed",
+				"rollback-apply-started", "rollback-applied"),
+			schemaContainer("operations", schemaList("operation", "seq", schemaState("kind", "path", "value"))),
+			schemaContainer("changes", schemaList("change", "path", schemaState("path", "deleted", "value",
+				"previous-index", "previous-deleted", "previous-value"))))))
+}
+
+// treePattern is one path of a request: the prefix and the path joined,
+// checked against the tree's shape, numeric keys in canonical form.
+type treePattern struct {
+	elems []*gpb.PathElem
+}
+
+// String is the pattern with the origin, for messages.
+func (p treePattern) String() string {
+	return journal.PathString(&gpb.Path{Origin: IntrospectionOrigin, Elem: p.elems})
+}
+
+// matches reports whether the leaf at path is selected by p: it matches p
+// or lies under a match.
+func (p treePattern) matches(path []*gpb.PathElem) bool { return matchesOrUnder(p.elems, path) }
+
+// newPattern joins prefix and path and checks the result: InvalidArgument
+// for what no gNMI path of this tree can be (deprecated elements, keys on
+// a container, a non-numeric index), NotFound for an element the tree does
+// not have.
+func newPattern(prefix, path *gpb.Path) (treePattern, error) {
+	//lint:ignore SA1019 the deprecated field is read only to refuse it
+	if len(prefix.GetElement()) > 0 || len(path.GetElement()) > 0 {
+		return treePattern{}, status.Error(codes.InvalidArgument, "path uses the deprecated element field; send elem")
+	}
+	var p treePattern
+	for _, e := range concatElems(prefix.GetElem(), path.GetElem()) {
+		// A copy: check canonicalizes keys in place.
+		p.elems = append(p.elems, &gpb.PathElem{Name: e.GetName(), Key: maps.Clone(e.GetKey())})
+	}
+	if err := p.check(); err != nil {
+		return treePattern{}, err
+	}
+	return p, nil
+}
+
+// check walks p along the schema as long as its elements are concrete and
+// canonicalizes numeric keys everywhere.
+func (p treePattern) check() error {
+	node := introspectSchema()
+	for n, e := range p.elems {
+		if e.GetName() == "" {
+			return status.Errorf(codes.InvalidArgument, "%s: element %d has no name", p, n+1)
+		}
+		// Numeric keys are compared in canonical form: index=007 is index=7.
+		for _, k := range [...]string{"index", "seq"} {
+			v, ok := e.GetKey()[k]
+			if !ok || v == anyElem {
+				continue
+			}
+			i, err := strconv.ParseUint(v, 10, 64)
+			if err != nil {
+				return status.Errorf(codes.InvalidArgument, "%s: key %s=%q is not a number", p, k, v)
+			}
+			e.Key[k] = strconv.FormatUint(i, 10)
+		}
+		if node == nil {
+			continue // below a wildcard: any shape may match
+		}
+		if e.GetName() == anyElem || e.GetName() == anyDepth {
+			node = nil
+			continue
+		}
+		if len(node.children) == 0 {
+			return status.Errorf(codes.NotFound, "%s: %s is a leaf; nothing is below it", p, node.name)
+		}
+		next := node.child(e.GetName())
+		if next == nil {
+			where := "at the root of origin " + IntrospectionOrigin
+			if n > 0 {
+				where = "under " + elemsString(p.elems[:n])
+			}
+			return status.Errorf(codes.NotFound, "%s: no element %q %s (it has %s)", p, e.GetName(), where, node.childNames())
+		}
+		if err := p.checkKeys(e, next); err != nil {
+			return err
+		}
+		node = next
+	}
+	return nil
+}
+
+// checkKeys checks the keys of element e, which names schema node n.
+func (p treePattern) checkKeys(e *gpb.PathElem, n *schemaNode) error {
+	for k := range e.GetKey() {
+		switch {
+		case n.key == "":
+			return status.Errorf(codes.InvalidArgument, "%s: %s is not a list; it has no keys", p, n.name)
+		case k != n.key:
+			return status.Errorf(codes.InvalidArgument, "%s: %s has one key, %s (not %s)", p, n.name, n.key, k)
+		}
+	}
+	return nil
+}
+
+// concrete reports whether p has no wildcard (element or key).
+func (p treePattern) concrete() bool {
+	for _, e := range p.elems {
+		if e.GetName() == anyElem || e.GetName() == anyDepth {
+			return false
+		}
+		for _, v := range e.GetKey() {
+			if v == anyElem {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// treeSelection is which parts of the tree some patterns select, so that only
+// those are read and rendered.
+type treeSelection struct {
+	configuration, device, commitConfirm, proposals bool
+	// indexes, if not nil, restricts proposals to these (ascending).
+	indexes []uint64
+}
+
+// selection returns the parts of the tree p's leading concrete elements
+// select.
+func (p treePattern) selection() treeSelection {
+	if len(p.elems) == 0 || p.elems[0].GetName() == anyElem || p.elems[0].GetName() == anyDepth {
+		return treeSelection{configuration: true, device: true, commitConfirm: true, proposals: true}
+	}
+	switch p.elems[0].GetName() {
+	case elemConfiguration:
+		return treeSelection{configuration: true}
+	case elemDevice:
+		return treeSelection{device: true}
+	case elemCommitConfirm:
+		return treeSelection{commitConfirm: true}
+	}
+	sel := treeSelection{proposals: true}
+	if i, ok := p.index(); ok {
+		sel.indexes = []uint64{i}
+	}
+	return sel
+}
+
+// index returns the proposal index p names, if it names one.
+func (p treePattern) index() (uint64, bool) {
+	if len(p.elems) < 2 || p.elems[0].GetName() != elemProposals || p.elems[1].GetName() != "proposal" {
+		return 0, false
+	}
+	v, ok := p.elems[1].GetKey()["index"]
+	if !ok || v == anyElem {
+		return 0, false
+	}
+	i, err := strconv.ParseUint(v, 10, 64) // canonical since check
+	return i, err == nil
+}
+
+// union is the selection of both s and o.
+func (s treeSelection) union(o treeSelection) treeSelection {
+	out := treeSelection{
+		configuration: s.configuration || o.configuration,
+		device:        s.device || o.device,
+		commitConfirm: s.commitConfirm || o.commitConfirm,
+		proposals:     s.proposals || o.proposals,
+	}
+	switch {
+	case s.proposals && s.indexes == nil, o.proposals && o.indexes == nil:
+		// all proposals
+	default:
+		out.indexes = append(slices.Clone(s.indexes), o.indexes...)
+		slices.Sort(out.indexes)
+		out.indexes = slices.Compact(out.indexes)
+	}
+	return out
+}
+
+// selectionOf is the union of the patterns' selections.
+func selectionOf(patterns []treePattern) treeSelection {
+	var sel treeSelection
+	for _, p := range patterns {
+		sel = sel.union(p.selection())
+	}
+	return sel
+}
+
+// matchesAnyPattern reports whether any of patterns selects the leaf at path.
+func matchesAnyPattern(patterns []treePattern, path []*gpb.PathElem) bool {
+	for _, p := range patterns {
+		if p.matches(path) {
+			return true
+		}
+	}
+	return false
+}
