@@ -128,7 +128,7 @@ func TestCommitConfirmed(t *testing.T) {
 			code: codes.InvalidArgument, msg: []string{"greater than 0"}, desc: "two", outstanding: "c1"},
 		{name: "confirm carrying configuration", req: updateReq(t, descPath, strVal("three"), commitExt("c1", &gnmi_ext.CommitConfirm{})),
 			code: codes.InvalidArgument, msg: []string{"no operations"}, desc: "two", outstanding: "c1"},
-		{name: "set_rollback_duration", req: bare(commitExt("c1", extendTo(2 * hour))),
+		{name: "set_rollback_duration", req: bare(commitExt("c1", extendTo(2*hour))),
 			want: &sidecarpb.Response{Index: 2, Phase: sidecarpb.Phase_PHASE_CHANGE,
 				Commit: sidecarpb.Status_STATUS_COMPLETE, Apply: sidecarpb.Status_STATUS_COMPLETE},
 			desc: "two", outstanding: "c1"},

@@ -43,7 +43,7 @@ rolled back through the sidecar's gNMI extension (docs/extension.md).
 Operator commands (journal, rollback, commit, status) talk to a running
 sidecar over gNMI; see docs/cli.md.
 
-`+exitCodesHelp,
+` + exitCodesHelp,
 		SilenceUsage: true,
 	}
 	root.AddCommand(newServeCommand(stdout, stderr), newDemoCommand(stdout, stderr))
