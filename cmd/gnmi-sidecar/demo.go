@@ -61,5 +61,10 @@ func printDemoBanner(w io.Writer, addr, device, journalDir, cli string) {
 		`path: <`+descriptionPath+`> encoding: JSON_IETF`)
 	fmt.Fprintf(w, "  %s -address %s -insecure -target demo -query_type once -query '/interfaces/interface[name=eth0]/config/description'\n\n", cli, addr)
 	fmt.Fprintf(w, "  %s -address %s -insecure -target demo -query_type streaming -query '/interfaces/interface[name=eth0]/config/description'\n\n", cli, addr)
+	fmt.Fprintf(w, "The journal, from another terminal (docs/cli.md):\n\n")
+	fmt.Fprintf(w, "  ./bin/gnmi-sidecar journal list --address %s\n", addr)
+	fmt.Fprintf(w, "  ./bin/gnmi-sidecar journal show 1 --address %s\n", addr)
+	fmt.Fprintf(w, "  ./bin/gnmi-sidecar status --address %s\n", addr)
+	fmt.Fprintf(w, "  ./bin/gnmi-sidecar rollback --address %s\n\n", addr)
 	fmt.Fprintf(w, "Stop with Ctrl-C and run it again: the Set above is still there (re-pushed from the journal).\n")
 }
