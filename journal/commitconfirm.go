@@ -282,11 +282,28 @@ func (w *writeTxn) outstandingCommit(id string) (*CommitConfirm, error) {
 		return nil, errNoCommitConfirm()
 	}
 	if rec.GetId() != id {
-		return nil, fmt.Errorf("journal: commit id %q does not match the outstanding commit-confirmed (proposal %d): %w",
-			id, rec.GetProposal(), ErrInvalid)
+		return nil, &CommitIDError{ID: id, Proposal: rec.GetProposal()}
 	}
 	return rec, nil
 }
+
+// CommitIDError is a commit-confirmed action naming another id than the
+// outstanding commit's (which it does not reveal). It wraps ErrInvalid.
+type CommitIDError struct {
+	// ID is the id the caller gave; Proposal the outstanding commit's.
+	ID       string
+	Proposal uint64
+}
+
+// Reason is the refusal in words meant for the client.
+func (e *CommitIDError) Reason() string {
+	return fmt.Sprintf("commit id %q does not match the outstanding commit-confirmed (proposal %d)", e.ID, e.Proposal)
+}
+
+func (e *CommitIDError) Error() string { return "journal: " + e.Reason() + ": " + ErrInvalid.Error() }
+
+// Unwrap makes errors.Is(err, ErrInvalid) hold.
+func (e *CommitIDError) Unwrap() error { return ErrInvalid }
 
 func errNoCommitConfirm() error {
 	return fmt.Errorf("journal: no commit-confirmed is outstanding: %w", ErrNotFound)

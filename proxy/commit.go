@@ -120,11 +120,12 @@ func noOps(req *gpb.SetRequest, action string) error {
 // commitError maps the journal's refusals of a confirm, cancel or
 // set_rollback_duration to the codes gnmi-commit-confirmed.md prescribes.
 func commitError(err error) error {
+	var mismatch *journal.CommitIDError
 	switch {
 	case errors.Is(err, journal.ErrNotFound):
 		return status.Error(codes.FailedPrecondition, "no commit-confirmed is outstanding")
-	case errors.Is(err, journal.ErrInvalid):
-		return status.Error(codes.InvalidArgument, err.Error())
+	case errors.As(err, &mismatch):
+		return status.Error(codes.InvalidArgument, mismatch.Reason())
 	}
 	return journalError(err)
 }
