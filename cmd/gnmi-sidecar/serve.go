@@ -47,6 +47,9 @@ type serveConfig struct {
 	shutdownTimeout       time.Duration
 	logLevel              string
 	logFormat             string
+
+	securityConfig      // northbound TLS, client authorization, device credentials (security.go)
+	observabilityConfig // metrics, health, reflection (observe.go)
 }
 
 func (c *serveConfig) addFlags(f *pflag.FlagSet) {
@@ -67,6 +70,8 @@ func (c *serveConfig) addFlags(f *pflag.FlagSet) {
 	f.DurationVar(&c.shutdownTimeout, "shutdown-timeout", 10*time.Second, "on SIGINT/SIGTERM, how long in-flight Sets may take to finish (they stay journaled either way)")
 	f.StringVar(&c.logLevel, "log-level", "info", "log level: debug, info, warn, error")
 	f.StringVar(&c.logFormat, "log-format", "text", "log format: text or json")
+	c.securityConfig.addFlags(f)
+	c.observabilityConfig.addFlags(f)
 }
 
 func newServeCommand(stdout, stderr io.Writer) *cobra.Command {
@@ -164,9 +169,19 @@ func serve(ctx context.Context, cfg serveConfig, stdout io.Writer, log *slog.Log
 	if traceFile != nil {
 		defer traceFile.Close()
 	}
-	jopts := journal.Options{Logger: log}
+	if err := cfg.checkListen(cfg.listen); err != nil {
+		return err
+	}
+	obs, err := newObservability(cfg.observabilityConfig, log)
+	if err != nil {
+		return err
+	}
+	jopts := journal.Options{Logger: log, Observer: obs.Observe}
 	if tracer != nil {
-		jopts.Observer = tracer.Observe
+		jopts.Observer = func(e journal.Event) {
+			tracer.Observe(e)
+			obs.Observe(e)
+		}
 	}
 	if err := os.MkdirAll(cfg.journalDir, 0o750); err != nil {
 		return fmt.Errorf("--journal-dir: %w", err)
@@ -191,11 +206,15 @@ func serve(ctx context.Context, cfg serveConfig, stdout io.Writer, log *slog.Log
 		tracer.Begin(m)
 	}
 
+	devicePassword, err := cfg.devicePassword()
+	if err != nil {
+		return err
+	}
 	a, err := agent.New(j, agent.Options{
 		Target:       cfg.target,
 		TLS:          devTLS,
 		Username:     cfg.deviceUsername,
-		Password:     os.Getenv(passwordEnv),
+		Password:     devicePassword,
 		Persistent:   cfg.persistentDevice,
 		Fencing:      cfg.masterArbitration,
 		ApplyTimeout: cfg.applyTimeout,
@@ -221,8 +240,19 @@ func serve(ctx context.Context, cfg serveConfig, stdout io.Writer, log *slog.Log
 	if err != nil {
 		return fmt.Errorf("--listen: %w", err)
 	}
-	g := grpc.NewServer()
+	secOpts, err := cfg.serverOptions(log)
+	if err != nil {
+		return err
+	}
+	obs.attach(j, a)
+	g := grpc.NewServer(append(obs.serverOptions(), secOpts...)...)
 	p.Register(g)
+	obs.register(g)
+	stopObs, err := obs.start()
+	if err != nil {
+		return err
+	}
+	defer stopObs()
 
 	agentCtx, stopAgent := context.WithCancel(context.Background())
 	defer stopAgent()
