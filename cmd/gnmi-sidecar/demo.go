@@ -23,7 +23,8 @@ process (non-persistent: it is empty at every start) and the sidecar in front
 of it, and prints gnmi_cli commands to try. The journal in --journal-dir
 survives restarts: stop and start the demo, and the sidecar re-pushes the
 configuration to the fresh device.`,
-		Args: cobra.NoArgs,
+		Args:    cobra.NoArgs,
+		PreRunE: func(cmd *cobra.Command, _ []string) error { return applyConfigFile(cmd.Flags()) },
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()

@@ -47,6 +47,7 @@ type serveConfig struct {
 	shutdownTimeout       time.Duration
 	logLevel              string
 	logFormat             string
+	configPath            string
 
 	securityConfig      // northbound TLS, client authorization, device credentials (security.go)
 	observabilityConfig // metrics, health, reflection (observe.go)
@@ -70,6 +71,7 @@ func (c *serveConfig) addFlags(f *pflag.FlagSet) {
 	f.DurationVar(&c.shutdownTimeout, "shutdown-timeout", 10*time.Second, "on SIGINT/SIGTERM, how long in-flight Sets may take to finish (they stay journaled either way)")
 	f.StringVar(&c.logLevel, "log-level", "info", "log level: debug, info, warn, error")
 	f.StringVar(&c.logFormat, "log-format", "text", "log format: text or json")
+	f.StringVar(&c.configPath, configFlag, "", "YAML file of options: keys are these flags' names (listen: ..., journal-dir: ...); flags on the command line override it")
 	c.securityConfig.addFlags(f)
 	c.observabilityConfig.addFlags(f)
 }
@@ -91,7 +93,8 @@ re-pushes the applied configuration before anything else.
 SIGINT/SIGTERM stop accepting requests, let in-flight Sets finish for up to
 --shutdown-timeout, and close the journal; unfinished Sets stay journaled
 and are applied by the next run.`,
-		Args: cobra.NoArgs,
+		Args:    cobra.NoArgs,
+		PreRunE: func(cmd *cobra.Command, _ []string) error { return applyConfigFile(cmd.Flags()) },
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if cfg.target == "" {
 				return errors.New("--target is required: the device's gNMI address, host:port")
