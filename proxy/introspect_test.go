@@ -16,7 +16,6 @@ import (
 	gpb "github.com/openconfig/gnmi/proto/gnmi"
 	"github.com/openconfig/gnmi/proto/gnmi_ext"
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/testing/protocmp"
 	"google.golang.org/protobuf/types/known/durationpb"
@@ -838,9 +837,6 @@ func TestIntrospectSubscribeCommitConfirm(t *testing.T) {
 	}
 	_, err := r.set(updateReq(t, descPath, strVal("tentative"),
 		commit(&gnmi_ext.CommitRequest{RollbackDuration: durationpb.New(10 * time.Minute)})))
-	if status.Code(err) == codes.Unimplemented {
-		t.Skipf("commit-confirmed is not supported: %v", err)
-	}
 	if err != nil {
 		t.Fatalf("commit-confirmed Set: %v", err)
 	}
