@@ -67,10 +67,9 @@ func (j *Journal) ProposeConfirmedChange(ctx context.Context, ops []*Op, id stri
 			Deadline: timestamppb.New(deadline),
 			Started:  timestamppb.New(w.now),
 		}
-		if err := w.put(keyCommitConfirm, rec); err != nil {
+		if err := w.putCommitConfirm(rec); err != nil {
 			return err
 		}
-		w.emit(Event{Action: ActionSetCommitConfirm, Index: rec.GetProposal(), CommitConfirm: rec})
 		out = p
 		return nil
 	})
@@ -84,13 +83,7 @@ func (j *Journal) ProposeConfirmedChange(ctx context.Context, ops []*Op, id stri
 // outstanding wraps ErrNotFound, another id ErrInvalid; a cancelled commit
 // can no longer be confirmed (ErrGuard): its rollback is under way.
 func (j *Journal) ConfirmCommit(ctx context.Context, id string) (*CommitConfirm, error) {
-	var out *CommitConfirm
-	err := j.submit(ctx, func(w *writeTxn) error {
-		out = nil
-		rec, err := w.outstandingCommit(id)
-		if err != nil {
-			return err
-		}
+	return j.onOutstandingCommit(ctx, id, func(w *writeTxn, rec *CommitConfirm) error {
 		if rec.GetCancelled() {
 			return cancelledGuard(rec)
 		}
@@ -98,10 +91,8 @@ func (j *Journal) ConfirmCommit(ctx context.Context, id string) (*CommitConfirm,
 			return err
 		}
 		w.emit(Event{Action: ActionClearCommitConfirm, Index: rec.GetProposal(), CommitConfirm: rec})
-		out = rec
 		return nil
 	})
-	return out, err
 }
 
 // CancelCommit cancels the outstanding commit-confirmed with the given id
@@ -113,25 +104,14 @@ func (j *Journal) ConfirmCommit(ctx context.Context, id string) (*CommitConfirm,
 // record and writes nothing. None outstanding wraps ErrNotFound, another id
 // ErrInvalid.
 func (j *Journal) CancelCommit(ctx context.Context, id string) (*CommitConfirm, error) {
-	var out *CommitConfirm
-	err := j.submit(ctx, func(w *writeTxn) error {
-		out = nil
-		rec, err := w.outstandingCommit(id)
-		if err != nil {
-			return err
+	return j.onOutstandingCommit(ctx, id, func(w *writeTxn, rec *CommitConfirm) error {
+		if rec.GetCancelled() {
+			return nil
 		}
-		if !rec.GetCancelled() {
-			rec.Cancelled = true
-			rec.Deadline = timestamppb.New(w.now)
-			if err := w.put(keyCommitConfirm, rec); err != nil {
-				return err
-			}
-			w.emit(Event{Action: ActionSetCommitConfirm, Index: rec.GetProposal(), CommitConfirm: rec})
-		}
-		out = rec
-		return nil
+		rec.Cancelled = true
+		rec.Deadline = timestamppb.New(w.now)
+		return w.putCommitConfirm(rec)
 	})
-	return out, err
 }
 
 // SetCommitDeadline replaces the deadline of the outstanding
@@ -145,6 +125,18 @@ func (j *Journal) SetCommitDeadline(ctx context.Context, id string, deadline tim
 	if deadline.IsZero() {
 		return nil, fmt.Errorf("journal: commit-confirmed: no rollback deadline: %w", ErrInvalid)
 	}
+	return j.onOutstandingCommit(ctx, id, func(w *writeTxn, rec *CommitConfirm) error {
+		if rec.GetCancelled() {
+			return cancelledGuard(rec)
+		}
+		rec.Deadline = timestamppb.New(deadline)
+		return w.putCommitConfirm(rec)
+	})
+}
+
+// onOutstandingCommit runs fn, in one transition, on the outstanding
+// commit-confirmed if its id is id, and returns the record as fn left it.
+func (j *Journal) onOutstandingCommit(ctx context.Context, id string, fn func(w *writeTxn, rec *CommitConfirm) error) (*CommitConfirm, error) {
 	var out *CommitConfirm
 	err := j.submit(ctx, func(w *writeTxn) error {
 		out = nil
@@ -152,18 +144,22 @@ func (j *Journal) SetCommitDeadline(ctx context.Context, id string, deadline tim
 		if err != nil {
 			return err
 		}
-		if rec.GetCancelled() {
-			return cancelledGuard(rec)
-		}
-		rec.Deadline = timestamppb.New(deadline)
-		if err := w.put(keyCommitConfirm, rec); err != nil {
+		if err := fn(w, rec); err != nil {
 			return err
 		}
-		w.emit(Event{Action: ActionSetCommitConfirm, Index: rec.GetProposal(), CommitConfirm: rec})
 		out = rec
 		return nil
 	})
 	return out, err
+}
+
+// putCommitConfirm stores the outstanding commit-confirmed rec.
+func (w *writeTxn) putCommitConfirm(rec *CommitConfirm) error {
+	if err := w.put(keyCommitConfirm, rec); err != nil {
+		return err
+	}
+	w.emit(Event{Action: ActionSetCommitConfirm, Index: rec.GetProposal(), CommitConfirm: rec})
+	return nil
 }
 
 // ExpireCommit ends the outstanding commit-confirmed with the given id
