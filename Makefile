@@ -3,7 +3,7 @@
 #   make run      build and start the sidecar in front of a simulated device (journal in ./data)
 #   make test     install test tools into ./bin, vet, and run every test with -race
 #   make bench    Go benchmarks of the hot paths (journal, device), benchstat-comparable output
-#   make lint     go vet + staticcheck
+#   make lint     go vet + staticcheck, and the deployment files (hack/deploycheck)
 #   make sim      the agent's randomized simulation with more seeds (SEEDS=2000)
 
 GO          ?= go
@@ -52,9 +52,16 @@ run: $(GNMI_CLI)
 test: tools lint
 	$(GO) test -race -timeout $(TEST_TIMEOUT) $(TEST_FLAGS) ./...
 
+# The deployment files (deploy/, Dockerfile) are checked offline by
+# hack/deploycheck, a module of its own (k8s.io stays out of the sidecar's
+# go.mod); every option in them is parsed by the gnmi-sidecar built here.
 lint: $(STATICCHECK)
 	$(GO) vet ./...
 	$(STATICCHECK) ./...
+	$(GO) build -o $(BIN)/gnmi-sidecar ./cmd/gnmi-sidecar
+	cd hack/deploycheck && $(GO) vet ./... && $(STATICCHECK) ./... && $(GO) test ./...
+	$(GO) -C hack/deploycheck build -o $(BIN)/deploycheck .
+	$(BIN)/deploycheck -sidecar $(BIN)/gnmi-sidecar Dockerfile deploy
 
 # The journal's benchmarks run a fixed workload each (hence -benchtime=1x) and
 # report their figures as custom metrics; the device's are ordinary per-op ones.

@@ -115,6 +115,8 @@ type Status struct {
 	LastRepush         time.Time
 	LastRepushValues   int
 	LastRepushDuration time.Duration
+	// Repushes counts the re-pushes completed since New.
+	Repushes uint64
 	// LastError is the newest device error the agent met ("" if none).
 	LastError string
 }
@@ -585,6 +587,7 @@ func (a *Agent) repush(ctx context.Context, term uint64, log *slog.Logger) error
 	took := time.Since(start)
 	a.mu.Lock()
 	a.status.LastRepush, a.status.LastRepushValues, a.status.LastRepushDuration = time.Now(), values, took
+	a.status.Repushes++
 	a.mu.Unlock()
 	a.broadcast()
 	log.Info("re-pushed applied configuration", "values", values, "sets", sets, "took", took)

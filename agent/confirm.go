@@ -90,9 +90,9 @@ func (a *Agent) confirmLoop(ctx context.Context) error {
 		case errors.Is(err, journal.ErrGuard), errors.Is(err, journal.ErrNotFound), errors.Is(err, journal.ErrInvalid):
 			// The record moved on (confirmed, cancelled, or the change is
 			// still being applied) since the decision: decide again.
-			log.Debug("commit-confirmed expiry refused", "err", err)
+			log.Debug("commit-confirmed expiry refused", "proposal", rec.GetProposal(), "err", err)
 		default:
-			log.Error("commit-confirmed expiry", "err", err)
+			log.Error("commit-confirmed expiry", "proposal", rec.GetProposal(), "err", err)
 		}
 		wait := a.opts.Resync
 		if d.Kind == ExpiryWait {

@@ -238,6 +238,22 @@ func (r *rig) waitQuiescent() {
 		}
 		return ok
 	})
+	// The journal's Observer writes a transition's trace line after the
+	// transaction is visible to readers, so the trace may lag the state
+	// just read by a line or two: give it a moment to catch up. A real
+	// violation persists and verify reports it.
+	deadline := time.Now().Add(2 * time.Second)
+	for time.Now().Before(deadline) {
+		lines, err := trace.ReadFile(r.tracePath)
+		if err == nil {
+			rep := trace.Check(lines)
+			rep.CheckQuiescent()
+			if len(rep.Violations) == 0 && len(trace.CheckApplied(rep.Applied, r.applied())) == 0 {
+				return
+			}
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
 }
 
 // applied returns the journal's applied values.

@@ -36,6 +36,11 @@ type Options struct {
 	QueueWhenDisconnected bool
 	// MaxRecvBytes caps a device response (default 64 MiB).
 	MaxRecvBytes int
+	// DeviceUsername and DevicePassword are the sidecar's own device
+	// credentials. When either is set, they replace the client's
+	// "username" and "password" metadata on passthrough Capabilities, Get
+	// and Subscribe; otherwise the client's are forwarded as they are.
+	DeviceUsername, DevicePassword string
 	// Logger receives structured logs (default slog.Default()).
 	Logger *slog.Logger
 }
@@ -257,10 +262,13 @@ func isIntrospection(prefix *gpb.Path, paths []*gpb.Path) (bool, error) {
 }
 
 // outgoing forwards the client's request metadata (credentials and any
-// other) to the device; the deadline travels with ctx.
+// other) to the device; the deadline travels with ctx. With the sidecar's
+// own device credentials (Options.DeviceUsername/DevicePassword), those
+// replace the client's username and password.
 func (s *Server) outgoing(ctx context.Context) context.Context {
-	in, ok := metadata.FromIncomingContext(ctx)
-	if !ok {
+	in, _ := metadata.FromIncomingContext(ctx)
+	own := s.opts.DeviceUsername != "" || s.opts.DevicePassword != ""
+	if in == nil && !own {
 		return ctx
 	}
 	out := metadata.MD{}
@@ -269,6 +277,10 @@ func (s *Server) outgoing(ctx context.Context) context.Context {
 			continue // transport headers: the outgoing call sets its own
 		}
 		out[k] = append([]string(nil), v...)
+	}
+	if own {
+		out.Set("username", s.opts.DeviceUsername)
+		out.Set("password", s.opts.DevicePassword)
 	}
 	return metadata.NewOutgoingContext(ctx, out)
 }

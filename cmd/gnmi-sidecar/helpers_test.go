@@ -316,8 +316,10 @@ func keepTrace(t *testing.T, path string) {
 // device and has re-pushed its configuration.
 func (s *stack) startSidecar(t *testing.T, listen string) {
 	t.Helper()
+	// --metrics on a free port: parallel sidecars must not share the
+	// default one; s.sidecarArgs may override it.
 	args := append([]string{"serve", "--listen", listen, "--target", s.dev.addr,
-		"--journal-dir", s.journalDir, "--trace", s.tracePath}, s.sidecarArgs...)
+		"--journal-dir", s.journalDir, "--trace", s.tracePath, "--metrics", "127.0.0.1:0"}, s.sidecarArgs...)
 	s.sidecar = startProcess(t, "gnmi-sidecar", s.sidecarBin, args...)
 	if s.clientAddr != s.sidecar.addr {
 		s.client, s.clientAddr = dial(t, s.sidecar.addr), s.sidecar.addr

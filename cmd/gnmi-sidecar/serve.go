@@ -65,7 +65,7 @@ func (c *serveConfig) addFlags(f *pflag.FlagSet) {
 	f.StringVar(&c.deviceKey, "device-key", "", "PEM private key of --device-cert")
 	f.StringVar(&c.deviceServerName, "device-server-name", "", "name to verify the device's certificate against (default: the host of --target)")
 	f.BoolVar(&c.deviceSkipVerify, "device-skip-verify", false, "do not verify the device's certificate (lab use only)")
-	f.StringVar(&c.deviceUsername, "device-username", "", "username sent to the device; the password is read from $"+passwordEnv)
+	f.StringVar(&c.deviceUsername, "device-username", "", "username sent to the device, with the password of --device-password-file or $"+passwordEnv+"; replaces the clients' credentials on passthrough RPCs")
 	f.StringVar(&c.tracePath, "trace", "", "append every journal transition as a JSON line to this file (also $"+trace.Env+")")
 	f.DurationVar(&c.applyTimeout, "apply-timeout", 30*time.Second, "longest a device Set may take before it counts as a transient failure")
 	f.DurationVar(&c.shutdownTimeout, "shutdown-timeout", 10*time.Second, "on SIGINT/SIGTERM, how long in-flight Sets may take to finish (they stay journaled either way)")
@@ -232,6 +232,8 @@ func serve(ctx context.Context, cfg serveConfig, stdout io.Writer, log *slog.Log
 		Journal:               j,
 		Agent:                 a,
 		QueueWhenDisconnected: cfg.queueWhenDisconnected,
+		DeviceUsername:        cfg.deviceUsername,
+		DevicePassword:        devicePassword,
 		Logger:                log,
 	})
 	if err != nil {
@@ -266,6 +268,7 @@ func serve(ctx context.Context, cfg serveConfig, stdout io.Writer, log *slog.Log
 
 	addr := lis.Addr().String()
 	fmt.Fprintf(stdout, "gnmi-sidecar listening on %s\n", addr)
+	obs.announce(stdout)
 	log.Info("serving", "listen", addr, "device", cfg.target, "journal", cfg.journalDir)
 	if banner != nil {
 		banner(addr)
@@ -283,6 +286,7 @@ func serve(ctx context.Context, cfg serveConfig, stdout io.Writer, log *slog.Log
 	}
 	log.Info("shutting down: finishing in-flight Sets", "timeout", cfg.shutdownTimeout)
 	p.Drain()
+	obs.drain()
 	stopped := make(chan struct{})
 	go func() {
 		g.GracefulStop()

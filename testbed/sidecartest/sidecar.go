@@ -8,6 +8,7 @@ import (
 	"time"
 
 	gpb "github.com/openconfig/gnmi/proto/gnmi"
+	"google.golang.org/grpc"
 
 	"github.com/gnmi-sidecar/gnmi-sidecar/agent"
 	"github.com/gnmi-sidecar/gnmi-sidecar/journal"
@@ -35,6 +36,12 @@ type Options struct {
 	QueueWhenDisconnected bool
 	// Retain is journal.Options.Retain (0: the journal's default).
 	Retain int
+	// DeviceUsername and DevicePassword are proxy.Options' (the sidecar's
+	// own device credentials on passthrough RPCs).
+	DeviceUsername, DevicePassword string
+	// ServerOptions are added to the proxy's gRPC server options
+	// (credentials, interceptors). Client still dials plaintext.
+	ServerOptions []grpc.ServerOption
 }
 
 // Sidecar is a whole sidecar in-process, as gnmi-sidecar serve runs it: a
@@ -102,6 +109,8 @@ func Start(t testing.TB, opts Options) *Sidecar {
 		Journal:               s.Journal,
 		Agent:                 a,
 		QueueWhenDisconnected: opts.QueueWhenDisconnected,
+		DeviceUsername:        opts.DeviceUsername,
+		DevicePassword:        opts.DevicePassword,
 		Logger:                log,
 	})
 	if err != nil {
@@ -115,7 +124,7 @@ func Start(t testing.TB, opts Options) *Sidecar {
 		}
 	})
 	RunAgent(t, a)
-	s.Addr = Serve(t, srv.Register)
+	s.Addr = Serve(t, srv.Register, opts.ServerOptions...)
 	s.Client = Dial(t, s.Addr)
 	if s.Dev != nil {
 		s.WaitConnected(t, true)

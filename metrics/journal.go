@@ -1,0 +1,340 @@
+package metrics
+
+import (
+	"context"
+	"errors"
+	"io/fs"
+	"path/filepath"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	"github.com/gnmi-sidecar/gnmi-sidecar/journal"
+)
+
+// Label values of the proposal metrics.
+const (
+	PhaseChange   = "change"
+	PhaseRollback = "rollback"
+	StepCommit    = "commit"
+	StepApply     = "apply"
+)
+
+var (
+	phaseNames = [...]string{PhaseChange, PhaseRollback}
+	stepNames  = [...]string{StepCommit, StepApply}
+	// statusNames is indexed by journal.Status; "" (UNSET: the step does
+	// not exist yet) is not counted.
+	statusNames = [...]string{
+		journal.StatusUnset:      "",
+		journal.StatusPending:    "pending",
+		journal.StatusInProgress: "in_progress",
+		journal.StatusComplete:   "complete",
+		journal.StatusAborted:    "aborted",
+		journal.StatusFailed:     "failed",
+	}
+	// actions are the journal's transitions, so that every series of the
+	// transition counter exists from the start.
+	actions = []journal.Action{
+		journal.ActionProposeChange, journal.ActionCommitChange, journal.ActionFailCommit,
+		journal.ActionStartApply, journal.ActionCompleteApply, journal.ActionFailApply, journal.ActionAbortApply,
+		journal.ActionProposeRollback, journal.ActionCommitRollback, journal.ActionStartApplyRollback,
+		journal.ActionCompleteApplyRollback, journal.ActionConnect, journal.ActionStartReconcile,
+		journal.ActionCompleteReconcile, journal.ActionSetCommitConfirm, journal.ActionClearCommitConfirm,
+		journal.ActionCompact,
+	}
+)
+
+// commitBuckets (seconds): a commit is a journal transaction (an fsync),
+// plus the wait for the proposals before it.
+var commitBuckets = []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30}
+
+// applyBuckets (seconds): an apply is a device Set, plus any reconnect and
+// re-push while it is in progress.
+var applyBuckets = []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60, 120, 300}
+
+// scrapeTimeout bounds the journal reads of one scrape.
+const scrapeTimeout = 5 * time.Second
+
+// Journal is the journal's metrics. Observe must receive every event of the
+// journal (call it from journal.Options.Observer); Load binds the collector
+// to the open journal and reads the retained proposals once. Until Load,
+// only the transition counter and the latency histograms are collected.
+//
+// The proposal counts are kept up to date from the events, so a scrape
+// costs O(1) in the number of retained proposals; the collector keeps one
+// small record per retained proposal.
+type Journal struct {
+	transitions   *prometheus.CounterVec
+	commitLatency *prometheus.HistogramVec
+	applyLatency  *prometheus.HistogramVec
+
+	proposalsDesc *prometheus.Desc
+	queueDesc     *prometheus.Desc
+	retainedDesc  *prometheus.Desc
+	termDesc      *prometheus.Desc
+	sizeDesc      *prometheus.Desc
+
+	mu     sync.Mutex
+	j      *journal.Journal // nil until Load
+	state  map[uint64]proposalState
+	counts counts
+	queued int
+}
+
+// proposalState is what the counts need of one proposal: the status of
+// each step of its change, and of its rollback (UNSET unless its phase is
+// Rollback).
+type proposalState struct {
+	steps [len(phaseNames)][len(stepNames)]journal.Status
+}
+
+// counts is the number of proposals per phase, step and status.
+type counts [len(phaseNames)][len(stepNames)][len(statusNames)]int
+
+func stateOf(p *journal.Proposal) proposalState {
+	var s proposalState
+	ch := p.GetChange()
+	s.steps[0] = [2]journal.Status{ch.GetCommit(), ch.GetApply()}
+	if p.GetPhase() == journal.PhaseRollback {
+		rb := p.GetRollback()
+		s.steps[1] = [2]journal.Status{rb.GetCommit(), rb.GetApply()}
+	}
+	return s
+}
+
+// queued reports whether the proposal still has device work to do: its
+// change is not yet applied, or its rollback not yet applied.
+func (s proposalState) queued() bool {
+	if journal.Working(s.steps[0][1]) {
+		return true
+	}
+	return s.steps[1][0] != journal.StatusUnset && s.steps[1][1] != journal.StatusComplete
+}
+
+// NewJournal returns the journal's collector.
+func NewJournal() *Journal {
+	t := &Journal{
+		transitions: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: Namespace, Subsystem: "journal", Name: "transitions_total",
+			Help: "Durable journal transitions, by action (the journal.Action names).",
+		}, []string{"action"}),
+		commitLatency: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Namespace: Namespace, Name: "commit_duration_seconds",
+			Help:    "Time from a proposal (phase change) or a rollback (phase rollback) being journaled to its commit, by the journal's clock.",
+			Buckets: commitBuckets,
+		}, []string{"phase"}),
+		applyLatency: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Namespace: Namespace, Name: "apply_duration_seconds",
+			Help:    "Time from the start of an apply to the device's answer (accepted or definitively rejected), by phase, by the journal's clock; includes reconnects and re-pushes while it was in progress.",
+			Buckets: applyBuckets,
+		}, []string{"phase"}),
+		proposalsDesc: prometheus.NewDesc(Namespace+"_proposals",
+			"Retained proposals by phase (change, rollback), step (commit, apply) and the step's status. Every retained proposal counts once in each step of its change; a proposal being rolled back, or rolled back, counts in the rollback phase too.",
+			[]string{"phase", "step", "status"}, nil),
+		queueDesc: prometheus.NewDesc(Namespace+"_queue_depth",
+			"Proposals journaled whose change or rollback is not yet applied to the device (or failed or aborted).", nil, nil),
+		retainedDesc: prometheus.NewDesc(Namespace+"_journal_retained_proposals",
+			"Proposal records the journal keeps (newest index - oldest kept index + 1).", nil, nil),
+		termDesc: prometheus.NewDesc(Namespace+"_mastership_term",
+			"The mastership term recorded in the journal: it grows by one at every new connection to the device.", nil, nil),
+		sizeDesc: prometheus.NewDesc(Namespace+"_journal_size_bytes",
+			"Disk space the journal's directory uses (allocated blocks, as du counts them).", nil, nil),
+		state: make(map[uint64]proposalState),
+	}
+	for _, a := range actions {
+		t.transitions.WithLabelValues(string(a))
+	}
+	for _, p := range phaseNames {
+		t.commitLatency.WithLabelValues(p)
+		t.applyLatency.WithLabelValues(p)
+	}
+	return t
+}
+
+// Observe records one journal event. It is quick and does not call the
+// journal, as an Observer must; it waits while Load is reading the journal.
+func (t *Journal) Observe(e journal.Event) {
+	t.transitions.WithLabelValues(string(e.Action)).Inc()
+	ch, rb := e.Proposal.GetChange(), e.Proposal.GetRollback()
+	switch e.Action {
+	case journal.ActionCommitChange:
+		observeBetween(t.commitLatency.WithLabelValues(PhaseChange), ch.GetProposed(), ch.GetCommitted())
+	case journal.ActionCommitRollback:
+		observeBetween(t.commitLatency.WithLabelValues(PhaseRollback), rb.GetProposed(), rb.GetCommitted())
+	case journal.ActionCompleteApply, journal.ActionFailApply:
+		observeBetween(t.applyLatency.WithLabelValues(PhaseChange), ch.GetApplyStarted(), ch.GetApplied())
+	case journal.ActionCompleteApplyRollback:
+		observeBetween(t.applyLatency.WithLabelValues(PhaseRollback), rb.GetApplyStarted(), rb.GetApplied())
+	}
+
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if e.Proposal != nil && e.Index != 0 {
+		t.set(e.Index, stateOf(e.Proposal))
+	}
+	for _, k := range e.Aborted {
+		if s, ok := t.state[k]; ok {
+			s.steps[0][1] = journal.StatusAborted
+			t.set(k, s)
+		}
+	}
+	if e.Action == journal.ActionCompact && e.Configuration != nil {
+		first := e.Configuration.GetFirstIndex()
+		for k, s := range t.state {
+			if k < first {
+				t.count(s, -1)
+				delete(t.state, k)
+			}
+		}
+	}
+}
+
+func observeBetween(o prometheus.Observer, from, to *timestamppb.Timestamp) {
+	if from == nil || to == nil {
+		return
+	}
+	d := to.AsTime().Sub(from.AsTime())
+	if d < 0 {
+		d = 0 // the clock went back
+	}
+	o.Observe(d.Seconds())
+}
+
+// set records proposal i's state, replacing what was known of it.
+func (t *Journal) set(i uint64, s proposalState) {
+	if old, ok := t.state[i]; ok {
+		t.count(old, -1)
+	}
+	t.state[i] = s
+	t.count(s, 1)
+}
+
+func (t *Journal) count(s proposalState, delta int) {
+	for p := range s.steps {
+		for k, st := range s.steps[p] {
+			if st > journal.StatusUnset && int(st) < len(statusNames) {
+				t.counts[p][k][st] += delta
+			}
+		}
+	}
+	if s.queued() {
+		t.queued += delta
+	}
+}
+
+// Load binds the collector to j and reads the state of every retained
+// proposal. Events Observe receives while it reads wait for it and are
+// applied after, so none is lost or counted twice; the journal's writer
+// waits meanwhile, so call it at start-up, before the journal is busy.
+func (t *Journal) Load(ctx context.Context, j *journal.Journal) error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	state := make(map[uint64]proposalState)
+	err := j.Proposals(ctx, 0, 0, func(p *journal.Proposal) error {
+		state[p.GetIndex()] = stateOf(p)
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	t.state, t.counts, t.queued = state, counts{}, 0
+	for _, s := range state {
+		t.count(s, 1)
+	}
+	t.j = j
+	return nil
+}
+
+// Describe implements prometheus.Collector.
+func (t *Journal) Describe(ch chan<- *prometheus.Desc) {
+	t.transitions.Describe(ch)
+	t.commitLatency.Describe(ch)
+	t.applyLatency.Describe(ch)
+	for _, d := range []*prometheus.Desc{t.proposalsDesc, t.queueDesc, t.retainedDesc, t.termDesc, t.sizeDesc} {
+		ch <- d
+	}
+}
+
+// Collect implements prometheus.Collector. Besides the counts kept from
+// the events, it reads the configuration and mastership records (two
+// small reads) and the sizes of the journal directory's files.
+func (t *Journal) Collect(ch chan<- prometheus.Metric) {
+	t.transitions.Collect(ch)
+	t.commitLatency.Collect(ch)
+	t.applyLatency.Collect(ch)
+
+	t.mu.Lock()
+	j, c, queued := t.j, t.counts, t.queued
+	t.mu.Unlock()
+	if j == nil {
+		return
+	}
+	for p, phase := range phaseNames {
+		for k, step := range stepNames {
+			for st, status := range statusNames {
+				if status != "" {
+					ch <- prometheus.MustNewConstMetric(t.proposalsDesc, prometheus.GaugeValue, float64(c[p][k][st]), phase, step, status)
+				}
+			}
+		}
+	}
+	ch <- prometheus.MustNewConstMetric(t.queueDesc, prometheus.GaugeValue, float64(queued))
+
+	ctx, cancel := context.WithTimeout(context.Background(), scrapeTimeout)
+	defer cancel()
+	if cfg, err := j.Configuration(ctx); err != nil {
+		ch <- prometheus.NewInvalidMetric(t.retainedDesc, err)
+	} else {
+		retained := uint64(0)
+		if last, first := cfg.GetLastIndex(), cfg.GetFirstIndex(); last >= first && last > 0 {
+			retained = last - first + 1
+		}
+		ch <- prometheus.MustNewConstMetric(t.retainedDesc, prometheus.GaugeValue, float64(retained))
+	}
+	if m, err := j.Mastership(ctx); err != nil {
+		ch <- prometheus.NewInvalidMetric(t.termDesc, err)
+	} else {
+		ch <- prometheus.MustNewConstMetric(t.termDesc, prometheus.GaugeValue, float64(m.GetTerm()))
+	}
+	if size, err := diskUsage(j.Dir()); err != nil {
+		ch <- prometheus.NewInvalidMetric(t.sizeDesc, err)
+	} else {
+		ch <- prometheus.MustNewConstMetric(t.sizeDesc, prometheus.GaugeValue, float64(size))
+	}
+}
+
+// diskUsage returns the disk space the files under dir use: their
+// allocated blocks, not their apparent sizes (Badger preallocates its
+// value-log and memtable files sparsely).
+func diskUsage(dir string) (int64, error) {
+	var total int64
+	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			if path != dir && errors.Is(err, fs.ErrNotExist) {
+				return nil // removed by Badger while we walk
+			}
+			return err
+		}
+		if !d.Type().IsRegular() {
+			return nil
+		}
+		info, err := d.Info()
+		if err != nil {
+			if errors.Is(err, fs.ErrNotExist) {
+				return nil
+			}
+			return err
+		}
+		if st, ok := info.Sys().(*syscall.Stat_t); ok {
+			total += st.Blocks * 512
+		} else {
+			total += info.Size()
+		}
+		return nil
+	})
+	return total, err
+}

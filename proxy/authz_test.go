@@ -1,0 +1,529 @@
+package proxy_test
+
+import (
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"io"
+	"math/big"
+	"net"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	gpb "github.com/openconfig/gnmi/proto/gnmi"
+	"github.com/openconfig/gnmi/proto/gnmi_ext"
+	"golang.org/x/crypto/bcrypt"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/status"
+
+	"github.com/gnmi-sidecar/gnmi-sidecar/proxy"
+	"github.com/gnmi-sidecar/gnmi-sidecar/proxy/sidecarpb"
+	"github.com/gnmi-sidecar/gnmi-sidecar/testbed/sidecartest"
+)
+
+func TestRequiredAction(t *testing.T) {
+	set := func(exts ...*gnmi_ext.Extension) *gpb.SetRequest {
+		return updateReq(t, descPath, strVal("x"), exts...)
+	}
+	rollback := sidecarExt(t, &sidecarpb.Request{Rollback: &sidecarpb.Rollback{}})
+	master := &gnmi_ext.Extension{Ext: &gnmi_ext.Extension_MasterArbitration{MasterArbitration: &gnmi_ext.MasterArbitration{}}}
+	for _, tt := range []struct {
+		name   string
+		method string
+		req    any
+		want   proxy.Action
+	}{
+		{"Capabilities", gpb.GNMI_Capabilities_FullMethodName, &gpb.CapabilityRequest{}, proxy.Action{Name: "Capabilities", Role: proxy.RoleRead}},
+		{"Get", gpb.GNMI_Get_FullMethodName, &gpb.GetRequest{}, proxy.Action{Name: "Get", Role: proxy.RoleRead}},
+		{"Get of the introspection tree", gpb.GNMI_Get_FullMethodName, &gpb.GetRequest{Prefix: &gpb.Path{Origin: proxy.IntrospectionOrigin}}, proxy.Action{Name: "Get", Role: proxy.RoleRead}},
+		{"Subscribe", gpb.GNMI_Subscribe_FullMethodName, nil, proxy.Action{Name: "Subscribe", Role: proxy.RoleRead}},
+		{"Set", gpb.GNMI_Set_FullMethodName, set(), proxy.Action{Name: "Set", Role: proxy.RoleWrite}},
+		{"Set ASYNC", gpb.GNMI_Set_FullMethodName, set(sidecarExt(t, asyncExt)), proxy.Action{Name: "Set", Role: proxy.RoleWrite}},
+		{"Set with MasterArbitration", gpb.GNMI_Set_FullMethodName, set(master), proxy.Action{Name: "Set", Role: proxy.RoleWrite}},
+		{"rollback", gpb.GNMI_Set_FullMethodName, rollbackReq(t, 0), proxy.Action{Name: "rollback", Role: proxy.RoleAdmin}},
+		{"rollback of proposal 7", gpb.GNMI_Set_FullMethodName, rollbackReq(t, 7), proxy.Action{Name: "rollback", Role: proxy.RoleAdmin}},
+		{"rollback ASYNC", gpb.GNMI_Set_FullMethodName, bare(sidecarExt(t, &sidecarpb.Request{Mode: sidecarpb.SetMode_SET_MODE_ASYNC, Rollback: &sidecarpb.Rollback{Index: 3}})), proxy.Action{Name: "rollback", Role: proxy.RoleAdmin}},
+		{"rollback with operations (refused by Set)", gpb.GNMI_Set_FullMethodName, set(rollback), proxy.Action{Name: "rollback", Role: proxy.RoleAdmin}},
+		{"rollback with MasterArbitration", gpb.GNMI_Set_FullMethodName, bare(master, rollback), proxy.Action{Name: "rollback", Role: proxy.RoleAdmin}},
+		{"commit-confirmed commit", gpb.GNMI_Set_FullMethodName, set(commitExt("c1", commitFor(time.Minute))), proxy.Action{Name: "commit-confirmed commit", Role: proxy.RoleWrite}},
+		{"commit-confirmed commit ASYNC", gpb.GNMI_Set_FullMethodName, set(sidecarExt(t, asyncExt), commitExt("c1", commitFor(time.Minute))), proxy.Action{Name: "commit-confirmed commit", Role: proxy.RoleWrite}},
+		{"commit-confirmed confirm", gpb.GNMI_Set_FullMethodName, bare(commitExt("c1", &gnmi_ext.CommitConfirm{})), proxy.Action{Name: "commit-confirmed confirm", Role: proxy.RoleAdmin}},
+		{"commit-confirmed cancel", gpb.GNMI_Set_FullMethodName, bare(commitExt("c1", &gnmi_ext.CommitCancel{})), proxy.Action{Name: "commit-confirmed cancel", Role: proxy.RoleAdmin}},
+		{"commit-confirmed set_rollback_duration", gpb.GNMI_Set_FullMethodName, bare(commitExt("c1", extendTo(time.Hour))), proxy.Action{Name: "commit-confirmed set_rollback_duration", Role: proxy.RoleAdmin}},
+		{"commit-confirmed without action (refused by Set)", gpb.GNMI_Set_FullMethodName, set(commitExt("c1", nil)), proxy.Action{Name: "commit-confirmed commit", Role: proxy.RoleWrite}},
+		{"commit-confirmed and rollback (refused by Set)", gpb.GNMI_Set_FullMethodName, bare(commitExt("c1", commitFor(time.Minute)), rollback), proxy.Action{Name: "rollback", Role: proxy.RoleAdmin}},
+		{"confirm and rollback (refused by Set)", gpb.GNMI_Set_FullMethodName, bare(rollback, commitExt("c1", &gnmi_ext.CommitConfirm{})), proxy.Action{Name: "rollback", Role: proxy.RoleAdmin}},
+		// Sets whose extensions Set refuses change nothing: write.
+		{"undecodable sidecar extension", gpb.GNMI_Set_FullMethodName, bare(registeredExt(proxy.ExtensionID, []byte{0x12, 0x05})), proxy.Action{Name: "Set", Role: proxy.RoleWrite}},
+		{"two sidecar extensions", gpb.GNMI_Set_FullMethodName, bare(rollback, rollback), proxy.Action{Name: "Set", Role: proxy.RoleWrite}},
+		{"unknown registered extension", gpb.GNMI_Set_FullMethodName, bare(registeredExt(gnmi_ext.ExtensionID_EID_UNSET, []byte{0x12, 0x00})), proxy.Action{Name: "Set", Role: proxy.RoleWrite}},
+		{"History on Set", gpb.GNMI_Set_FullMethodName, set(&gnmi_ext.Extension{Ext: &gnmi_ext.Extension_History{History: &gnmi_ext.History{}}}), proxy.Action{Name: "Set", Role: proxy.RoleWrite}},
+		{"Set method with another message", gpb.GNMI_Set_FullMethodName, &gpb.GetRequest{}, proxy.Action{Name: "Set", Role: proxy.RoleAdmin}},
+		{"health check", "/grpc.health.v1.Health/Check", nil, proxy.Action{Name: "health check", Role: proxy.RoleNone}},
+		{"health watch", "/grpc.health.v1.Health/Watch", nil, proxy.Action{Name: "health check", Role: proxy.RoleNone}},
+		{"reflection", "/grpc.reflection.v1.ServerReflection/ServerReflectionInfo", nil, proxy.Action{Name: "server reflection", Role: proxy.RoleRead}},
+		{"unknown method", "/other.Service/Do", nil, proxy.Action{Name: "/other.Service/Do", Role: proxy.RoleAdmin}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := proxy.RequiredAction(tt.method, tt.req); got != tt.want {
+				t.Errorf("RequiredAction(%s) = %+v, want %+v", tt.method, got, tt.want)
+			}
+		})
+	}
+}
+
+func TestParseRole(t *testing.T) {
+	for s, want := range map[string]proxy.Role{"read": proxy.RoleRead, "write": proxy.RoleWrite, "admin": proxy.RoleAdmin} {
+		if got, err := proxy.ParseRole(s); err != nil || got != want || got.String() != s {
+			t.Errorf("ParseRole(%q) = %v, %v", s, got, err)
+		}
+	}
+	for _, s := range []string{"", "none", "Admin", "root"} {
+		if _, err := proxy.ParseRole(s); err == nil || !strings.Contains(err.Error(), "want read, write or admin") {
+			t.Errorf("ParseRole(%q): %v, want an error", s, err)
+		}
+	}
+	if !(proxy.RoleNone < proxy.RoleRead && proxy.RoleRead < proxy.RoleWrite && proxy.RoleWrite < proxy.RoleAdmin) {
+		t.Error("roles are not ordered none < read < write < admin")
+	}
+}
+
+func hashOf(t testing.TB, password string) string {
+	t.Helper()
+	h, err := bcrypt.GenerateFromPassword([]byte(password), bcrypt.MinCost)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(h)
+}
+
+func TestParsePolicy(t *testing.T) {
+	hash := hashOf(t, "pw")
+	p, err := proxy.ParsePolicy([]byte(`
+users:
+  alice: {role: admin, password_hash: "` + hash + `"}
+  bob:
+    role: read
+    password_hash: '` + hash + `'
+certificates:
+  ops-bot: {role: write}
+default_role: read
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Users["alice"].Role != proxy.RoleAdmin || p.Users["bob"].Role != proxy.RoleRead || string(p.Users["alice"].PasswordHash) != hash {
+		t.Errorf("users: %+v", p.Users)
+	}
+	if p.Certificates["ops-bot"] != proxy.RoleWrite || len(p.Certificates) != 1 {
+		t.Errorf("certificates: %+v", p.Certificates)
+	}
+	if p.DefaultRole != proxy.RoleRead {
+		t.Errorf("default_role: %v", p.DefaultRole)
+	}
+
+	if p, err := proxy.ParsePolicy([]byte("certificates: {ops-bot: {role: write}}\ndefault_role: \"\"\n")); err != nil || p.DefaultRole != proxy.RoleNone {
+		t.Errorf("certificates only, no default role: %+v, %v", p, err)
+	}
+
+	for _, tt := range []struct {
+		name, yaml string
+		want       []string
+	}{
+		{"unknown top-level key", "usres: {}\ndefault_role: read\n", []string{"usres"}},
+		{"unknown user key", "users:\n  alice: {role: admin, pasword_hash: x}\n", []string{"pasword_hash"}},
+		{"password hash on a certificate", "certificates:\n  bot: {role: read, password_hash: x}\n", []string{"password_hash"}},
+		{"unknown user role", "users:\n  alice: {role: superuser, password_hash: '" + hash + "'}\n", []string{"users.alice.role", `"superuser"`}},
+		{"missing user role", "users:\n  alice: {password_hash: '" + hash + "'}\n", []string{"users.alice.role"}},
+		{"unknown certificate role", "certificates:\n  bot: {role: root}\n", []string{"certificates.bot.role", `"root"`}},
+		{"unknown default role", "default_role: everything\n", []string{"default_role", `"everything"`}},
+		{"missing password hash", "users:\n  alice: {role: read}\n", []string{"users.alice.password_hash is required"}},
+		{"password in clear", "users:\n  alice: {role: read, password_hash: hunter2}\n", []string{"users.alice.password_hash: not a bcrypt hash"}},
+		{"a user twice", "users:\n  alice: {role: read, password_hash: '" + hash + "'}\n  alice: {role: admin, password_hash: '" + hash + "'}\n", []string{"alice"}},
+		{"empty", "", []string{"grants no role to anyone"}},
+		{"nobody", "users: {}\ncertificates: {}\ndefault_role: ''\n", []string{"grants no role to anyone"}},
+		{"not a mapping", "- alice\n", []string{"cannot unmarshal"}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := proxy.ParsePolicy([]byte(tt.yaml))
+			if err == nil {
+				t.Fatalf("ParsePolicy accepted:\n%s", tt.yaml)
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q does not mention %q", err, w)
+				}
+			}
+			if strings.Contains(err.Error(), "hunter2") {
+				t.Errorf("error %q shows the password", err)
+			}
+		})
+	}
+}
+
+// --- certificates ---
+
+// testPKI is a CA issuing a server certificate for 127.0.0.1/localhost
+// and client certificates by common name.
+type testPKI struct {
+	t    testing.TB
+	ca   *x509.Certificate
+	key  *ecdsa.PrivateKey
+	pool *x509.CertPool
+	sn   atomic.Int64
+}
+
+func newTestPKI(t testing.TB) *testPKI {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber:          big.NewInt(1),
+		Subject:               pkix.Name{CommonName: "test CA"},
+		NotBefore:             time.Now().Add(-time.Hour),
+		NotAfter:              time.Now().Add(time.Hour),
+		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature,
+		BasicConstraintsValid: true,
+		IsCA:                  true,
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ca, err := x509.ParseCertificate(der)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &testPKI{t: t, ca: ca, key: key, pool: x509.NewCertPool()}
+	p.pool.AddCert(ca)
+	p.sn.Store(1)
+	return p
+}
+
+// issue returns a certificate signed by the CA: for the server
+// (127.0.0.1, ::1, localhost) or for a client with common name cn.
+func (p *testPKI) issue(cn string, server bool) tls.Certificate {
+	p.t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		p.t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(p.sn.Add(1)),
+		Subject:      pkix.Name{CommonName: cn},
+		NotBefore:    time.Now().Add(-time.Hour),
+		NotAfter:     time.Now().Add(time.Hour),
+		KeyUsage:     x509.KeyUsageDigitalSignature,
+		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
+	}
+	if server {
+		tmpl.ExtKeyUsage = []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}
+		tmpl.DNSNames = []string{"localhost"}
+		tmpl.IPAddresses = []net.IP{net.IPv4(127, 0, 0, 1), net.IPv6loopback}
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, p.ca, &key.PublicKey, p.key)
+	if err != nil {
+		p.t.Fatal(err)
+	}
+	leaf, err := x509.ParseCertificate(der)
+	if err != nil {
+		p.t.Fatal(err)
+	}
+	return tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key, Leaf: leaf}
+}
+
+// dialTLS returns a gNMI client of addr over TLS trusting the CA,
+// presenting the client certificates given.
+func (p *testPKI) dialTLS(addr string, certs ...tls.Certificate) gpb.GNMIClient {
+	p.t.Helper()
+	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(credentials.NewTLS(&tls.Config{
+		RootCAs: p.pool, Certificates: certs, MinVersion: tls.VersionTLS12,
+	})))
+	if err != nil {
+		p.t.Fatal(err)
+	}
+	p.t.Cleanup(func() { _ = conn.Close() })
+	return gpb.NewGNMIClient(conn)
+}
+
+// --- authorization end to end ---
+
+// as returns a context carrying username/password metadata.
+func as(ctx context.Context, user, password string) context.Context {
+	return metadata.AppendToOutgoingContext(ctx, "username", user, "password", password)
+}
+
+// TestAuthorization runs a sidecar with TLS (a client certificate
+// optional, so that both kinds of identity reach one server) and an
+// authorization policy, and checks what each role may do.
+func TestAuthorization(t *testing.T) {
+	pki := newTestPKI(t)
+	policy, err := proxy.ParsePolicy([]byte(`
+users:
+  reader: {role: read, password_hash: "` + hashOf(t, "read-pw") + `"}
+  writer: {role: write, password_hash: "` + hashOf(t, "write-pw") + `"}
+  boss:   {role: admin, password_hash: "` + hashOf(t, "admin-pw") + `"}
+certificates:
+  ops-bot: {role: write}
+  noc:     {role: admin}
+default_role: read
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := proxy.NewAuthorizer(policy, sidecartest.Logger(t))
+	r := newRig(t, sidecartest.Options{ServerOptions: []grpc.ServerOption{
+		grpc.Creds(credentials.NewTLS(&tls.Config{
+			Certificates: []tls.Certificate{pki.issue("sidecar", true)},
+			ClientCAs:    pki.pool,
+			ClientAuth:   tls.VerifyClientCertIfGiven,
+			MinVersion:   tls.VersionTLS12,
+		})),
+		grpc.ChainUnaryInterceptor(a.UnaryInterceptor()),
+		grpc.ChainStreamInterceptor(a.StreamInterceptor()),
+	}})
+	anon := pki.dialTLS(r.Addr)
+	opsBot := pki.dialTLS(r.Addr, pki.issue("ops-bot", false))
+	noc := pki.dialTLS(r.Addr, pki.issue("noc", false))
+	stranger := pki.dialTLS(r.Addr, pki.issue("stranger", false))
+
+	ctx := func(t *testing.T) context.Context {
+		c, cancel := context.WithTimeout(t.Context(), waitFor)
+		t.Cleanup(cancel)
+		return c
+	}
+	get := func(c gpb.GNMIClient, ctx context.Context) error {
+		_, err := c.Get(ctx, &gpb.GetRequest{Path: []*gpb.Path{sidecartest.Path(t, descPath)}, Encoding: gpb.Encoding_JSON_IETF})
+		if status.Code(err) == codes.NotFound {
+			return nil // nothing there yet: the Get was allowed
+		}
+		return err
+	}
+	subscribe := func(c gpb.GNMIClient, ctx context.Context) error {
+		st, err := c.Subscribe(ctx)
+		if err != nil {
+			return err
+		}
+		if err := st.Send(&gpb.SubscribeRequest{Request: &gpb.SubscribeRequest_Subscribe{Subscribe: &gpb.SubscriptionList{
+			Prefix: &gpb.Path{Origin: proxy.IntrospectionOrigin}, Mode: gpb.SubscriptionList_ONCE,
+			Subscription: []*gpb.Subscription{{Path: sidecartest.Path(t, "/configuration/state")}},
+		}}}); err != nil && err != io.EOF {
+			return err
+		}
+		for {
+			resp, err := st.Recv()
+			if err != nil {
+				return err
+			}
+			if resp.GetSyncResponse() {
+				return nil
+			}
+		}
+	}
+	set := func(c gpb.GNMIClient, ctx context.Context, val string) error {
+		_, err := c.Set(ctx, updateReq(t, descPath, strVal(val)))
+		return err
+	}
+
+	t.Run("no credentials", func(t *testing.T) {
+		err := get(anon, ctx(t))
+		wantStatus(t, err, codes.Unauthenticated, "authenticate")
+		_, err = anon.Capabilities(ctx(t), &gpb.CapabilityRequest{})
+		wantStatus(t, err, codes.Unauthenticated)
+		wantStatus(t, subscribe(anon, ctx(t)), codes.Unauthenticated)
+	})
+	t.Run("wrong password", func(t *testing.T) {
+		wantStatus(t, get(anon, as(ctx(t), "boss", "read-pw")), codes.Unauthenticated, "not accepted")
+		wantStatus(t, set(anon, as(ctx(t), "boss", ""), "x"), codes.Unauthenticated, "not accepted")
+		// A verified certificate does not make up for a wrong password.
+		wantStatus(t, get(noc, as(ctx(t), "reader", "nope")), codes.Unauthenticated, "not accepted")
+	})
+	t.Run("unknown user", func(t *testing.T) {
+		wantStatus(t, get(anon, as(ctx(t), "mallory", "read-pw")), codes.Unauthenticated, "not accepted")
+	})
+
+	t.Run("read", func(t *testing.T) {
+		c := as(ctx(t), "reader", "read-pw")
+		if err := get(anon, c); err != nil {
+			t.Errorf("reader Get: %v", err)
+		}
+		if _, err := anon.Capabilities(c, &gpb.CapabilityRequest{}); err != nil {
+			t.Errorf("reader Capabilities: %v", err)
+		}
+		if err := subscribe(anon, c); err != nil {
+			t.Errorf("reader Subscribe: %v", err)
+		}
+		before := r.lastIndex()
+		wantStatus(t, set(anon, c, "by reader"), codes.PermissionDenied, `user "reader" has role read; Set needs write`)
+		if got := r.lastIndex(); got != before {
+			t.Errorf("the journal's last index went from %d to %d on a denied Set", before, got)
+		}
+		r.with(t).wantDeviceLeaf(descPath, nil)
+		// A certificate not listed has the default role.
+		if err := get(stranger, ctx(t)); err != nil {
+			t.Errorf("unlisted certificate Get: %v", err)
+		}
+		wantStatus(t, set(stranger, ctx(t), "by stranger"), codes.PermissionDenied, `certificate "stranger" has role read; Set needs write`)
+		if got := r.lastIndex(); got != before {
+			t.Errorf("the journal's last index went from %d to %d on a denied Set", before, got)
+		}
+	})
+
+	t.Run("write", func(t *testing.T) {
+		c := as(ctx(t), "writer", "write-pw")
+		if err := set(anon, c, "by writer"); err != nil {
+			t.Fatalf("writer Set: %v", err)
+		}
+		r.with(t).wantDeviceLeaf(descPath, strVal("by writer"))
+		if err := set(opsBot, ctx(t), "by ops-bot"); err != nil {
+			t.Fatalf("ops-bot (certificate) Set: %v", err)
+		}
+		// A certificate with credentials of an unlisted user (meant for
+		// the device) is the certificate.
+		if err := set(opsBot, as(ctx(t), "device-user", "device-pw"), "by ops-bot again"); err != nil {
+			t.Fatalf("ops-bot (certificate) Set with device credentials: %v", err)
+		}
+		before := r.lastIndex()
+		_, err := anon.Set(c, rollbackReq(t, 0))
+		wantStatus(t, err, codes.PermissionDenied, `user "writer" has role write; rollback needs admin`)
+		_, err = opsBot.Set(ctx(t), rollbackReq(t, 0))
+		wantStatus(t, err, codes.PermissionDenied, `certificate "ops-bot" has role write; rollback needs admin`)
+		if got := r.lastIndex(); got != before {
+			t.Errorf("the journal's last index went from %d to %d on a denied rollback", before, got)
+		}
+		r.with(t).wantDeviceLeaf(descPath, strVal("by ops-bot again"))
+
+		// commit-confirmed: write commits, admin confirms.
+		if _, err := anon.Set(c, updateReq(t, descPath, strVal("committed"), commitExt("c1", commitFor(time.Hour)))); err != nil {
+			t.Fatalf("writer commit-confirmed commit: %v", err)
+		}
+		for _, action := range []any{&gnmi_ext.CommitConfirm{}, &gnmi_ext.CommitCancel{}, extendTo(time.Hour)} {
+			_, err := anon.Set(c, bare(commitExt("c1", action)))
+			wantStatus(t, err, codes.PermissionDenied, `user "writer" has role write; commit-confirmed`, "needs admin")
+		}
+		if r.with(t).outstanding() == nil {
+			t.Fatal("the commit is no longer outstanding after denied actions")
+		}
+		if _, err := noc.Set(ctx(t), bare(commitExt("c1", &gnmi_ext.CommitConfirm{}))); err != nil {
+			t.Fatalf("noc (admin certificate) confirm: %v", err)
+		}
+	})
+
+	t.Run("admin", func(t *testing.T) {
+		c := as(ctx(t), "boss", "admin-pw")
+		resp, err := anon.Set(c, rollbackReq(t, 0))
+		if err != nil {
+			t.Fatalf("admin rollback: %v", err)
+		}
+		if got := responseExt(t, resp); got.GetPhase() != sidecarpb.Phase_PHASE_ROLLBACK {
+			t.Errorf("rollback response %v", got)
+		}
+		r.with(t).wantDeviceLeaf(descPath, strVal("by ops-bot again"))
+		// The password is verified again from its cache: same answer.
+		if _, err := anon.Set(as(ctx(t), "boss", "admin-pw"), rollbackReq(t, 0)); err != nil {
+			t.Fatalf("admin second rollback: %v", err)
+		}
+		wantStatus(t, get(anon, as(ctx(t), "boss", "admin-pw-")), codes.Unauthenticated)
+	})
+}
+
+// TestDeviceCredentials checks the credentials passthrough RPCs carry to
+// the device: the client's username and password when the sidecar has no
+// device credentials of its own, the sidecar's when it has.
+func TestDeviceCredentials(t *testing.T) {
+	for _, tt := range []struct {
+		name               string
+		opts               sidecartest.Options
+		clientUser         string // "" sends no credentials
+		wantUser, wantPass string // "" wants none
+	}{
+		{name: "client's forwarded", clientUser: "carol", wantUser: "carol", wantPass: "carol-pw"},
+		{name: "none", clientUser: "", wantUser: "", wantPass: ""},
+		{name: "sidecar's replace the client's", opts: sidecartest.Options{DeviceUsername: "sidecar", DevicePassword: "dev-pw"},
+			clientUser: "carol", wantUser: "sidecar", wantPass: "dev-pw"},
+		{name: "sidecar's without client credentials", opts: sidecartest.Options{DeviceUsername: "sidecar", DevicePassword: "dev-pw"},
+			clientUser: "", wantUser: "sidecar", wantPass: "dev-pw"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			fake := newRecordingDevice(t)
+			opts := tt.opts
+			opts.Target = fake.addr
+			r := newRig(t, opts)
+			ctx := metadata.AppendToOutgoingContext(t.Context(), "x-test", tt.name)
+			if tt.clientUser != "" {
+				ctx = as(ctx, tt.clientUser, tt.clientUser+"-pw")
+			}
+			check := func(method string, md metadata.MD) {
+				t.Helper()
+				for k, want := range map[string]string{"username": tt.wantUser, "password": tt.wantPass} {
+					got := md.Get(k)
+					switch {
+					case want == "" && len(got) > 0:
+						t.Errorf("%s: the device saw %s %q, want none", method, k, got)
+					case want != "" && (len(got) != 1 || got[0] != want):
+						t.Errorf("%s: the device saw %s %q, want [%q]", method, k, got, want)
+					}
+				}
+				if got := md.Get("x-test"); len(got) != 1 || got[0] != tt.name {
+					t.Errorf("%s: the device saw x-test %q: other metadata must still be forwarded", method, got)
+				}
+			}
+			// nextTestCall skips the agent's own calls.
+			nextTestCall := func() recordedCall {
+				for {
+					c := fake.nextCall(t)
+					if len(c.md.Get("x-test")) > 0 {
+						return c
+					}
+				}
+			}
+
+			if _, err := r.Client.Capabilities(ctx, &gpb.CapabilityRequest{}); err != nil {
+				t.Fatal(err)
+			}
+			c := nextTestCall()
+			check(c.method, c.md)
+			if _, err := r.Client.Get(ctx, &gpb.GetRequest{Path: []*gpb.Path{sidecartest.Path(t, descPath)}}); err != nil {
+				t.Fatal(err)
+			}
+			c = nextTestCall()
+			check(c.method, c.md)
+
+			sctx, cancel := context.WithCancel(ctx)
+			defer cancel()
+			st, err := r.Client.Subscribe(sctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := st.Send(&gpb.SubscribeRequest{Request: &gpb.SubscribeRequest_Subscribe{Subscribe: &gpb.SubscriptionList{
+				Subscription: []*gpb.Subscription{{Path: sidecartest.Path(t, descPath)}},
+			}}}); err != nil {
+				t.Fatal(err)
+			}
+			for {
+				select {
+				case dctx := <-fake.streams:
+					md, _ := metadata.FromIncomingContext(dctx)
+					if len(md.Get("x-test")) == 0 {
+						continue // the agent's
+					}
+					check("Subscribe", md)
+				case <-time.After(waitFor):
+					t.Fatal("no subscription reached the device")
+				}
+				break
+			}
+		})
+	}
+}
