@@ -2,13 +2,7 @@ package agent_test
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
-	"crypto/x509"
-	"crypto/x509/pkix"
-	"math/big"
 	"net"
 	"sync"
 	"testing"
@@ -60,36 +54,6 @@ func first(v []string) string {
 	return v[0]
 }
 
-// selfSigned returns a server certificate for 127.0.0.1 and a pool that
-// trusts it.
-func selfSigned(t *testing.T) (tls.Certificate, *x509.CertPool) {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(1),
-		Subject:      pkix.Name{CommonName: "device"},
-		IPAddresses:  []net.IP{net.IPv4(127, 0, 0, 1)},
-		NotBefore:    time.Now().Add(-time.Hour),
-		NotAfter:     time.Now().Add(time.Hour),
-		KeyUsage:     x509.KeyUsageDigitalSignature,
-		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cert, err := x509.ParseCertificate(der)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pool := x509.NewCertPool()
-	pool.AddCert(cert)
-	return tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}, pool
-}
-
 // serve runs a gNMI server for target on loopback (TLS with cert if given)
 // and returns its address.
 func serve(t *testing.T, target gpb.GNMIServer, cert *tls.Certificate) string {
@@ -131,7 +95,8 @@ func applyOne(t *testing.T, j *journal.Journal, a *agent.Agent, value string) *j
 }
 
 func TestSouthboundTLSWithCredentials(t *testing.T) {
-	cert, pool := selfSigned(t)
+	pki := sidecartest.NewPKI(t)
+	cert, pool := pki.Server(t), pki.Pool()
 	target := &recordingTarget{}
 	addr := serve(t, target, &cert)
 	j, a := newAgent(t, agent.Options{
@@ -152,8 +117,8 @@ func TestSouthboundTLSWithCredentials(t *testing.T) {
 }
 
 func TestSouthboundTLSRefusesUntrustedDevice(t *testing.T) {
-	cert, _ := selfSigned(t)
-	_, otherPool := selfSigned(t)
+	cert := sidecartest.NewPKI(t).Server(t)
+	otherPool := sidecartest.NewPKI(t).Pool()
 	addr := serve(t, &recordingTarget{}, &cert)
 	j, a := newAgent(t, agent.Options{
 		Target:         addr,

@@ -2,17 +2,10 @@ package proxy_test
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
-	"crypto/x509/pkix"
 	"io"
-	"math/big"
-	"net"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -172,88 +165,17 @@ default_role: read
 
 // --- certificates ---
 
-// testPKI is a CA issuing a server certificate for 127.0.0.1/localhost
-// and client certificates by common name.
-type testPKI struct {
-	t    testing.TB
-	ca   *x509.Certificate
-	key  *ecdsa.PrivateKey
-	pool *x509.CertPool
-	sn   atomic.Int64
-}
-
-func newTestPKI(t testing.TB) *testPKI {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber:          big.NewInt(1),
-		Subject:               pkix.Name{CommonName: "test CA"},
-		NotBefore:             time.Now().Add(-time.Hour),
-		NotAfter:              time.Now().Add(time.Hour),
-		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature,
-		BasicConstraintsValid: true,
-		IsCA:                  true,
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ca, err := x509.ParseCertificate(der)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := &testPKI{t: t, ca: ca, key: key, pool: x509.NewCertPool()}
-	p.pool.AddCert(ca)
-	p.sn.Store(1)
-	return p
-}
-
-// issue returns a certificate signed by the CA: for the server
-// (127.0.0.1, ::1, localhost) or for a client with common name cn.
-func (p *testPKI) issue(cn string, server bool) tls.Certificate {
-	p.t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		p.t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(p.sn.Add(1)),
-		Subject:      pkix.Name{CommonName: cn},
-		NotBefore:    time.Now().Add(-time.Hour),
-		NotAfter:     time.Now().Add(time.Hour),
-		KeyUsage:     x509.KeyUsageDigitalSignature,
-		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
-	}
-	if server {
-		tmpl.ExtKeyUsage = []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}
-		tmpl.DNSNames = []string{"localhost"}
-		tmpl.IPAddresses = []net.IP{net.IPv4(127, 0, 0, 1), net.IPv6loopback}
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, p.ca, &key.PublicKey, p.key)
-	if err != nil {
-		p.t.Fatal(err)
-	}
-	leaf, err := x509.ParseCertificate(der)
-	if err != nil {
-		p.t.Fatal(err)
-	}
-	return tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key, Leaf: leaf}
-}
-
-// dialTLS returns a gNMI client of addr over TLS trusting the CA,
+// dialTLS returns a gNMI client of addr over TLS trusting roots,
 // presenting the client certificates given.
-func (p *testPKI) dialTLS(addr string, certs ...tls.Certificate) gpb.GNMIClient {
-	p.t.Helper()
+func dialTLS(t testing.TB, addr string, roots *x509.CertPool, certs ...tls.Certificate) gpb.GNMIClient {
+	t.Helper()
 	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(credentials.NewTLS(&tls.Config{
-		RootCAs: p.pool, Certificates: certs, MinVersion: tls.VersionTLS12,
+		RootCAs: roots, Certificates: certs, MinVersion: tls.VersionTLS12,
 	})))
 	if err != nil {
-		p.t.Fatal(err)
+		t.Fatal(err)
 	}
-	p.t.Cleanup(func() { _ = conn.Close() })
+	t.Cleanup(func() { _ = conn.Close() })
 	return gpb.NewGNMIClient(conn)
 }
 
@@ -268,7 +190,7 @@ func as(ctx context.Context, user, password string) context.Context {
 // optional, so that both kinds of identity reach one server) and an
 // authorization policy, and checks what each role may do.
 func TestAuthorization(t *testing.T) {
-	pki := newTestPKI(t)
+	pki := sidecartest.NewPKI(t)
 	policy, err := proxy.ParsePolicy([]byte(`
 users:
   reader: {role: read, password_hash: "` + hashOf(t, "read-pw") + `"}
@@ -285,18 +207,18 @@ default_role: read
 	a := proxy.NewAuthorizer(policy, sidecartest.Logger(t))
 	r := newRig(t, sidecartest.Options{ServerOptions: []grpc.ServerOption{
 		grpc.Creds(credentials.NewTLS(&tls.Config{
-			Certificates: []tls.Certificate{pki.issue("sidecar", true)},
-			ClientCAs:    pki.pool,
+			Certificates: []tls.Certificate{pki.Server(t)},
+			ClientCAs:    pki.Pool(),
 			ClientAuth:   tls.VerifyClientCertIfGiven,
 			MinVersion:   tls.VersionTLS12,
 		})),
 		grpc.ChainUnaryInterceptor(a.UnaryInterceptor()),
 		grpc.ChainStreamInterceptor(a.StreamInterceptor()),
 	}})
-	anon := pki.dialTLS(r.Addr)
-	opsBot := pki.dialTLS(r.Addr, pki.issue("ops-bot", false))
-	noc := pki.dialTLS(r.Addr, pki.issue("noc", false))
-	stranger := pki.dialTLS(r.Addr, pki.issue("stranger", false))
+	anon := dialTLS(t, r.Addr, pki.Pool())
+	opsBot := dialTLS(t, r.Addr, pki.Pool(), pki.Client(t, "ops-bot"))
+	noc := dialTLS(t, r.Addr, pki.Pool(), pki.Client(t, "noc"))
+	stranger := dialTLS(t, r.Addr, pki.Pool(), pki.Client(t, "stranger"))
 
 	ctx := func(t *testing.T) context.Context {
 		c, cancel := context.WithTimeout(t.Context(), waitFor)

@@ -8,18 +8,9 @@ package main
 import (
 	"bytes"
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
-	"crypto/x509"
-	"crypto/x509/pkix"
 	"encoding/json"
-	"encoding/pem"
-	"math/big"
 	"net"
-	"os"
-	"path/filepath"
 	"regexp"
 	"slices"
 	"strconv"
@@ -1033,62 +1024,18 @@ func TestOpsValues(t *testing.T) {
 	}
 }
 
-// opsCert writes a self-signed certificate for the name sidecar.test and
-// its key into dir, and returns it with the paths of the PEM files.
-func opsCert(t *testing.T, dir string) (tls.Certificate, string, string) {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber:          big.NewInt(1),
-		Subject:               pkix.Name{CommonName: "sidecar.test"},
-		DNSNames:              []string{"sidecar.test"},
-		NotBefore:             time.Now().Add(-time.Hour),
-		NotAfter:              time.Now().Add(time.Hour),
-		KeyUsage:              x509.KeyUsageDigitalSignature | x509.KeyUsageCertSign,
-		ExtKeyUsage:           []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth},
-		BasicConstraintsValid: true,
-		IsCA:                  true,
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	keyDER, err := x509.MarshalPKCS8PrivateKey(key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	certPEM := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
-	keyPEM := pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: keyDER})
-	certFile, keyFile := filepath.Join(dir, "cert.pem"), filepath.Join(dir, "key.pem")
-	if err := os.WriteFile(certFile, certPEM, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(keyFile, keyPEM, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	cert, err := tls.X509KeyPair(certPEM, keyPEM)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return cert, certFile, keyFile
-}
-
 func TestOpsContractTLS(t *testing.T) {
-	dir := t.TempDir()
-	cert, certFile, keyFile := opsCert(t, dir)
-	pool := x509.NewCertPool()
-	pool.AddCert(cert.Leaf)
+	pki, dir := sidecartest.NewPKI(t), t.TempDir()
+	caFile := pki.WriteCA(t, dir)
+	certFile, keyFile := sidecartest.WriteCert(t, dir, "ops", pki.Client(t, "ops"))
 	f := fakeJournal(1, 1)
-	// The server requires a client certificate signed by the same
-	// self-signed certificate (mTLS).
+	// The server, named sidecar.test, requires a client certificate from
+	// the same CA (mTLS).
 	addr := sidecartest.Serve(t, func(g *grpc.Server) { gpb.RegisterGNMIServer(g, f) },
 		grpc.Creds(credentials.NewTLS(&tls.Config{
-			Certificates: []tls.Certificate{cert},
+			Certificates: []tls.Certificate{pki.Server(t, "sidecar.test")},
 			ClientAuth:   tls.RequireAndVerifyClientCert,
-			ClientCAs:    pool,
+			ClientCAs:    pki.Pool(),
 			MinVersion:   tls.VersionTLS12,
 		})))
 	mtls := []string{"--tls-cert", certFile, "--tls-key", keyFile}
@@ -1097,9 +1044,9 @@ func TestOpsContractTLS(t *testing.T) {
 		args []string
 		code int
 	}{
-		{"verified", append([]string{"--tls-ca", certFile, "--tls-server-name", "sidecar.test"}, mtls...), 0},
+		{"verified", append([]string{"--tls-ca", caFile, "--tls-server-name", "sidecar.test"}, mtls...), 0},
 		{"skip verify", append([]string{"--tls-skip-verify"}, mtls...), 0},
-		{"wrong server name", append([]string{"--tls-ca", certFile, "--tls-server-name", "other.test"}, mtls...), exitUnreachable},
+		{"wrong server name", append([]string{"--tls-ca", caFile, "--tls-server-name", "other.test"}, mtls...), exitUnreachable},
 		{"unknown CA", append([]string{"--tls", "--tls-server-name", "sidecar.test"}, mtls...), exitUnreachable},
 		{"plaintext", nil, exitUnreachable},
 	} {

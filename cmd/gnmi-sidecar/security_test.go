@@ -7,15 +7,9 @@ package main
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
 	"errors"
-	"math/big"
 	"net"
 	"os"
 	"path/filepath"
@@ -38,110 +32,6 @@ import (
 )
 
 // --- certificates ---
-
-// pki is a CA made for one test, with its certificate in caFile.
-type pki struct {
-	t      *testing.T
-	dir    string
-	ca     *x509.Certificate
-	key    *ecdsa.PrivateKey
-	caFile string
-	pool   *x509.CertPool
-	mu     sync.Mutex
-	serial int64
-}
-
-func newPKI(t *testing.T, name string) *pki {
-	t.Helper()
-	p := &pki{t: t, dir: t.TempDir(), serial: 1}
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber:          big.NewInt(1),
-		Subject:               pkix.Name{CommonName: name},
-		NotBefore:             time.Now().Add(-time.Hour),
-		NotAfter:              time.Now().Add(time.Hour),
-		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature,
-		BasicConstraintsValid: true,
-		IsCA:                  true,
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if p.ca, err = x509.ParseCertificate(der); err != nil {
-		t.Fatal(err)
-	}
-	p.key = key
-	p.pool = x509.NewCertPool()
-	p.pool.AddCert(p.ca)
-	p.caFile = p.write("ca.pem", pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}))
-	return p
-}
-
-func (p *pki) write(name string, data []byte) string {
-	p.t.Helper()
-	path := filepath.Join(p.dir, name)
-	if err := os.WriteFile(path, data, 0o600); err != nil {
-		p.t.Fatal(err)
-	}
-	return path
-}
-
-// issued is a certificate the CA signed, in memory and in PEM files.
-type issued struct {
-	cert              tls.Certificate
-	certFile, keyFile string
-}
-
-// server issues the sidecar's certificate, for 127.0.0.1, ::1 and
-// localhost.
-func (p *pki) server() issued { return p.issue("sidecar", true) }
-
-// client issues a client certificate with common name cn.
-func (p *pki) client(cn string) issued { return p.issue(cn, false) }
-
-func (p *pki) issue(cn string, server bool) issued {
-	p.t.Helper()
-	p.mu.Lock()
-	p.serial++
-	serial := p.serial
-	p.mu.Unlock()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		p.t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(serial),
-		Subject:      pkix.Name{CommonName: cn},
-		NotBefore:    time.Now().Add(-time.Hour),
-		NotAfter:     time.Now().Add(time.Hour),
-		KeyUsage:     x509.KeyUsageDigitalSignature,
-		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
-	}
-	if server {
-		tmpl.ExtKeyUsage = []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}
-		tmpl.DNSNames = []string{"localhost"}
-		tmpl.IPAddresses = []net.IP{net.IPv4(127, 0, 0, 1), net.IPv6loopback}
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, p.ca, &key.PublicKey, p.key)
-	if err != nil {
-		p.t.Fatal(err)
-	}
-	keyDER, err := x509.MarshalPKCS8PrivateKey(key)
-	if err != nil {
-		p.t.Fatal(err)
-	}
-	certPEM := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
-	keyPEM := pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: keyDER})
-	cert, err := tls.X509KeyPair(certPEM, keyPEM)
-	if err != nil {
-		p.t.Fatal(err)
-	}
-	return issued{cert: cert, certFile: p.write(cn+".pem", certPEM), keyFile: p.write(cn+".key", keyPEM)}
-}
 
 // dialTLS returns a gNMI client of addr over TLS trusting roots (nil: the
 // system's), presenting the client certificates given.
@@ -260,23 +150,24 @@ func capabilities(c gpb.GNMIClient, ctx context.Context) error {
 // --- tests ---
 
 func TestServeTLS(t *testing.T) {
-	ca := newPKI(t, "test CA")
-	srv := ca.server()
+	ca, dir := sidecartest.NewPKI(t), t.TempDir()
+	certFile, keyFile := sidecartest.WriteCert(t, dir, "sidecar", ca.Server(t))
+	caFile := ca.WriteCA(t, dir)
 	dev := testbed.StartT(t, testbed.Options{Logger: sidecartest.Logger(t)})
-	s := startServe(t, serveArgs(t, dev, "--listen", "127.0.0.1:0", "--tls-cert", srv.certFile, "--tls-key", srv.keyFile)...)
+	s := startServe(t, serveArgs(t, dev, "--listen", "127.0.0.1:0", "--tls-cert", certFile, "--tls-key", keyFile)...)
 	ctx := t.Context()
 
-	if err := capabilities(dialTLS(t, s.addr, ca.pool), ctx); err != nil {
+	if err := capabilities(dialTLS(t, s.addr, ca.Pool()), ctx); err != nil {
 		t.Errorf("Capabilities over TLS trusting the CA: %v", err)
 	}
-	if err := capabilities(dialTLS(t, "localhost:"+strings.Split(s.addr, ":")[1], ca.pool), ctx); err != nil {
+	if err := capabilities(dialTLS(t, "localhost:"+strings.Split(s.addr, ":")[1], ca.Pool()), ctx); err != nil {
 		t.Errorf("Capabilities over TLS to localhost: %v", err)
 	}
 	wantCode(t, "a plaintext client", capabilities(dial(t, s.addr), ctx), codes.Unavailable)
 	wantCode(t, "a client not trusting the CA", capabilities(dialTLS(t, s.addr, x509.NewCertPool()), ctx), codes.Unavailable)
 
 	// TLS 1.2 is the minimum.
-	conn, err := tls.Dial("tcp", s.addr, &tls.Config{RootCAs: ca.pool, MinVersion: tls.VersionTLS10, MaxVersion: tls.VersionTLS11, NextProtos: []string{"h2"}}) //nolint:gosec // the point of the test
+	conn, err := tls.Dial("tcp", s.addr, &tls.Config{RootCAs: ca.Pool(), MinVersion: tls.VersionTLS10, MaxVersion: tls.VersionTLS11, NextProtos: []string{"h2"}}) //nolint:gosec // the point of the test
 	if err == nil {
 		conn.Close()
 		t.Error("a TLS 1.1 handshake succeeded")
@@ -285,36 +176,38 @@ func TestServeTLS(t *testing.T) {
 	}
 
 	// The operator CLI, trusting the CA.
-	runOpsAt(t, s.addr, "status", "--tls-ca", ca.caFile).wantCode(t, 0)
+	runOpsAt(t, s.addr, "status", "--tls-ca", caFile).wantCode(t, 0)
 	runOpsAt(t, s.addr, "status", "--timeout", "3s").wantCode(t, exitUnreachable)
 }
 
 func TestServeMTLS(t *testing.T) {
-	ca := newPKI(t, "test CA")
-	other := newPKI(t, "another CA")
-	srv := ca.server()
+	ca, other, dir := sidecartest.NewPKI(t), sidecartest.NewPKI(t), t.TempDir()
+	certFile, keyFile := sidecartest.WriteCert(t, dir, "sidecar", ca.Server(t))
+	caFile := ca.WriteCA(t, dir)
 	dev := testbed.StartT(t, testbed.Options{Logger: sidecartest.Logger(t)})
 	s := startServe(t, serveArgs(t, dev, "--listen", "127.0.0.1:0",
-		"--tls-cert", srv.certFile, "--tls-key", srv.keyFile, "--tls-client-ca", ca.caFile)...)
+		"--tls-cert", certFile, "--tls-key", keyFile, "--tls-client-ca", caFile)...)
 	ctx := t.Context()
 
-	bot := ca.client("ops-bot")
-	if err := capabilities(dialTLS(t, s.addr, ca.pool, bot.cert), ctx); err != nil {
+	bot := ca.Client(t, "ops-bot")
+	botCert, botKey := sidecartest.WriteCert(t, dir, "ops-bot", bot)
+	if err := capabilities(dialTLS(t, s.addr, ca.Pool(), bot), ctx); err != nil {
 		t.Errorf("Capabilities with a client certificate from the CA: %v", err)
 	}
-	wantCode(t, "a client without a certificate", capabilities(dialTLS(t, s.addr, ca.pool), ctx), codes.Unavailable)
-	wantCode(t, "a client with a certificate from another CA", capabilities(dialTLS(t, s.addr, ca.pool, other.client("ops-bot").cert), ctx), codes.Unavailable)
+	wantCode(t, "a client without a certificate", capabilities(dialTLS(t, s.addr, ca.Pool()), ctx), codes.Unavailable)
+	wantCode(t, "a client with a certificate from another CA", capabilities(dialTLS(t, s.addr, ca.Pool(), other.Client(t, "ops-bot")), ctx), codes.Unavailable)
 	wantCode(t, "a plaintext client", capabilities(dial(t, s.addr), ctx), codes.Unavailable)
 
-	runOpsAt(t, s.addr, "status", "--tls-ca", ca.caFile, "--tls-cert", bot.certFile, "--tls-key", bot.keyFile).wantCode(t, 0)
-	runOpsAt(t, s.addr, "status", "--tls-ca", ca.caFile, "--timeout", "3s").wantCode(t, exitUnreachable)
+	runOpsAt(t, s.addr, "status", "--tls-ca", caFile, "--tls-cert", botCert, "--tls-key", botKey).wantCode(t, 0)
+	runOpsAt(t, s.addr, "status", "--tls-ca", caFile, "--timeout", "3s").wantCode(t, exitUnreachable)
 }
 
 // TestServeAuthorization runs serve with mTLS and an --authz-file, and
 // the operator CLI as clients of each role.
 func TestServeAuthorization(t *testing.T) {
-	ca := newPKI(t, "test CA")
-	srv := ca.server()
+	ca, dir := sidecartest.NewPKI(t), t.TempDir()
+	certFile, keyFile := sidecartest.WriteCert(t, dir, "sidecar", ca.Server(t))
+	caFile := ca.WriteCA(t, dir)
 	const alicePW, bobPW = "alice-Pa55", "bob-Pa55"
 	hash := func(pw string) string {
 		h, err := bcrypt.GenerateFromPassword([]byte(pw), bcrypt.MinCost)
@@ -338,14 +231,20 @@ default_role: ""
 	}
 	dev := testbed.StartT(t, testbed.Options{Logger: sidecartest.Logger(t)})
 	s := startServe(t, serveArgs(t, dev, "--listen", "127.0.0.1:0",
-		"--tls-cert", srv.certFile, "--tls-key", srv.keyFile, "--tls-client-ca", ca.caFile, "--authz-file", authz)...)
-	tlsArgs := func(c issued) []string {
-		return []string{"--tls-ca", ca.caFile, "--tls-cert", c.certFile, "--tls-key", c.keyFile}
+		"--tls-cert", certFile, "--tls-key", keyFile, "--tls-client-ca", caFile, "--authz-file", authz)...)
+	// client issues a client certificate with common name cn, and returns
+	// it with the operator CLI's options presenting it.
+	client := func(cn string) (tls.Certificate, []string) {
+		cert := ca.Client(t, cn)
+		certFile, keyFile := sidecartest.WriteCert(t, dir, cn, cert)
+		return cert, []string{"--tls-ca", caFile, "--tls-cert", certFile, "--tls-key", keyFile}
 	}
-	bot, viewer, nobody := ca.client("ops-bot"), ca.client("viewer"), ca.client("nobody")
+	bot, botArgs := client("ops-bot")
+	_, viewerArgs := client("viewer")
+	_, nobodyArgs := client("nobody")
 
 	// ops-bot (write) sets; the sidecar may still be connecting.
-	botClient := dialTLS(t, s.addr, ca.pool, bot.cert)
+	botClient := dialTLS(t, s.addr, ca.Pool(), bot)
 	poll(t, 10*time.Second, "a Set by ops-bot", func() (bool, string) {
 		ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
 		defer cancel()
@@ -357,25 +256,25 @@ default_role: ""
 	})
 
 	// viewer (read) reads, and may not roll back.
-	runOpsAt(t, s.addr, append([]string{"status"}, tlsArgs(viewer)...)...).wantCode(t, 0)
-	runOpsAt(t, s.addr, append([]string{"rollback"}, tlsArgs(viewer)...)...).
+	runOpsAt(t, s.addr, append([]string{"status"}, viewerArgs...)...).wantCode(t, 0)
+	runOpsAt(t, s.addr, append([]string{"rollback"}, viewerArgs...)...).
 		wantCode(t, exitFailed, `certificate "viewer" has role read; rollback needs admin`)
-	runOpsAt(t, s.addr, append([]string{"rollback"}, tlsArgs(bot)...)...).
+	runOpsAt(t, s.addr, append([]string{"rollback"}, botArgs...)...).
 		wantCode(t, exitFailed, `certificate "ops-bot" has role write; rollback needs admin`)
 	// A certificate not listed has the default role: none.
-	runOpsAt(t, s.addr, append([]string{"status"}, tlsArgs(nobody)...)...).
+	runOpsAt(t, s.addr, append([]string{"status"}, nobodyArgs...)...).
 		wantCode(t, exitFailed, `certificate "nobody" has no role; Get needs read`)
 
 	// Username and password, over the same certificate.
 	t.Setenv(opsPasswordEnv, bobPW)
-	runOpsAt(t, s.addr, append([]string{"status", "--username", "bob"}, tlsArgs(nobody)...)...).wantCode(t, 0)
-	runOpsAt(t, s.addr, append([]string{"commit", "confirm", "c1", "--username", "bob"}, tlsArgs(nobody)...)...).
+	runOpsAt(t, s.addr, append([]string{"status", "--username", "bob"}, nobodyArgs...)...).wantCode(t, 0)
+	runOpsAt(t, s.addr, append([]string{"commit", "confirm", "c1", "--username", "bob"}, nobodyArgs...)...).
 		wantCode(t, exitFailed, `user "bob" has role read; commit-confirmed confirm needs admin`)
 	t.Setenv(opsPasswordEnv, "Wr0ng-Pa55")
-	runOpsAt(t, s.addr, append([]string{"status", "--username", "alice"}, tlsArgs(bot)...)...).
+	runOpsAt(t, s.addr, append([]string{"status", "--username", "alice"}, botArgs...)...).
 		wantCode(t, exitFailed, "username or password not accepted")
 	t.Setenv(opsPasswordEnv, alicePW)
-	out := mustOps(t, s.addr, append([]string{"rollback", "--username", "alice"}, tlsArgs(nobody)...)...)
+	out := mustOps(t, s.addr, append([]string{"rollback", "--username", "alice"}, nobodyArgs...)...)
 	if !strings.Contains(out, "rolled back proposal 1") {
 		t.Errorf("rollback by alice: %q", out)
 	}
@@ -422,10 +321,10 @@ func TestServeListenRule(t *testing.T) {
 		}
 	})
 	t.Run("with TLS", func(t *testing.T) {
-		ca := newPKI(t, "test CA")
-		srv := ca.server()
-		s := startServe(t, serveArgs(t, nil, "--listen", "0.0.0.0:0", "--tls-cert", srv.certFile, "--tls-key", srv.keyFile)...)
-		_ = capabilities(dialTLS(t, s.local(t), ca.pool), t.Context()) // served; the device is away
+		ca := sidecartest.NewPKI(t)
+		certFile, keyFile := sidecartest.WriteCert(t, t.TempDir(), "sidecar", ca.Server(t))
+		s := startServe(t, serveArgs(t, nil, "--listen", "0.0.0.0:0", "--tls-cert", certFile, "--tls-key", keyFile)...)
+		_ = capabilities(dialTLS(t, s.local(t), ca.Pool()), t.Context()) // served; the device is away
 		if !strings.Contains(s.logs.text(), "no --authz-file: every client that can connect has admin rights") {
 			t.Error("no warning that every client is admin")
 		}
@@ -568,9 +467,10 @@ func TestServeDeviceCredentials(t *testing.T) {
 }
 
 func TestServeRefusesBadSecurityOptions(t *testing.T) {
-	ca := newPKI(t, "test CA")
-	srv, other := ca.server(), newPKI(t, "another CA").server()
-	dir := t.TempDir()
+	ca, dir := sidecartest.NewPKI(t), t.TempDir()
+	certFile, keyFile := sidecartest.WriteCert(t, dir, "sidecar", ca.Server(t))
+	_, otherKeyFile := sidecartest.WriteCert(t, dir, "other", sidecartest.NewPKI(t).Server(t))
+	caFile := ca.WriteCA(t, dir)
 	write := func(name, content string) string {
 		p := filepath.Join(dir, name)
 		if err := os.WriteFile(p, []byte(content), 0o600); err != nil {
@@ -590,7 +490,7 @@ func TestServeRefusesBadSecurityOptions(t *testing.T) {
 		return append([]string{"--target", "127.0.0.1:1", "--journal-dir", journalDir, "--listen", "127.0.0.1:0"}, more...)
 	}
 	withTLS := func(more ...string) []string {
-		return base(append([]string{"--tls-cert", srv.certFile, "--tls-key", srv.keyFile}, more...)...)
+		return base(append([]string{"--tls-cert", certFile, "--tls-key", keyFile}, more...)...)
 	}
 	for _, tt := range []struct {
 		name string
@@ -598,14 +498,14 @@ func TestServeRefusesBadSecurityOptions(t *testing.T) {
 		args []string
 		want []string
 	}{
-		{"missing certificate", "", base("--tls-cert", missing, "--tls-key", srv.keyFile), []string{"--tls-cert", "missing.pem"}},
-		{"certificate not PEM", "", base("--tls-cert", notPEM, "--tls-key", srv.keyFile), []string{"--tls-cert", "no PEM certificate"}},
-		{"missing key", "", base("--tls-cert", srv.certFile, "--tls-key", missing), []string{"--tls-key", "missing.pem"}},
-		{"key not PEM", "", base("--tls-cert", srv.certFile, "--tls-key", notPEM), []string{"--tls-key"}},
-		{"key of another certificate", "", base("--tls-cert", srv.certFile, "--tls-key", other.keyFile), []string{"--tls-key", "does not match"}},
-		{"certificate without key", "", base("--tls-cert", srv.certFile), []string{"--tls-cert and --tls-key go together"}},
-		{"key without certificate", "", base("--tls-key", srv.keyFile), []string{"--tls-cert and --tls-key go together"}},
-		{"client CA without TLS", "", base("--tls-client-ca", ca.caFile), []string{"--tls-client-ca needs --tls-cert and --tls-key"}},
+		{"missing certificate", "", base("--tls-cert", missing, "--tls-key", keyFile), []string{"--tls-cert", "missing.pem"}},
+		{"certificate not PEM", "", base("--tls-cert", notPEM, "--tls-key", keyFile), []string{"--tls-cert", "no PEM certificate"}},
+		{"missing key", "", base("--tls-cert", certFile, "--tls-key", missing), []string{"--tls-key", "missing.pem"}},
+		{"key not PEM", "", base("--tls-cert", certFile, "--tls-key", notPEM), []string{"--tls-key"}},
+		{"key of another certificate", "", base("--tls-cert", certFile, "--tls-key", otherKeyFile), []string{"--tls-key", "does not match"}},
+		{"certificate without key", "", base("--tls-cert", certFile), []string{"--tls-cert and --tls-key go together"}},
+		{"key without certificate", "", base("--tls-key", keyFile), []string{"--tls-cert and --tls-key go together"}},
+		{"client CA without TLS", "", base("--tls-client-ca", caFile), []string{"--tls-client-ca needs --tls-cert and --tls-key"}},
 		{"missing client CA", "", withTLS("--tls-client-ca", missing), []string{"--tls-client-ca", "missing.pem"}},
 		{"client CA not PEM", "", withTLS("--tls-client-ca", notPEM), []string{"--tls-client-ca", "no PEM certificate"}},
 		{"missing authz file", "", base("--authz-file", missing), []string{"--authz-file", "missing.pem"}},

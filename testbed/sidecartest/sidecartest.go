@@ -1,7 +1,8 @@
 // Package sidecartest holds helpers shared by the tests of several
 // packages: a whole sidecar in-process in front of a simulated device
 // (Start), loopback gRPC servers and clients, a logger writing to the test
-// log, path parsing, polling, and the gnmi_cli reference client.
+// log, path parsing, polling, the gnmi_cli reference client, and a CA
+// issuing TLS certificates (NewPKI).
 //
 // It is for tests only: every helper takes a testing.TB, fails the test on
 // an error and releases what it started when the test ends. The product
