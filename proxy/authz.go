@@ -49,13 +49,18 @@ const (
 	RoleAdmin
 )
 
-var roleNames = [...]string{RoleNone: "none", RoleRead: "read", RoleWrite: "write", RoleAdmin: "admin"}
-
 func (r Role) String() string {
-	if r < 0 || int(r) >= len(roleNames) {
-		return fmt.Sprintf("Role(%d)", int(r))
+	switch r {
+	case RoleNone:
+		return "none"
+	case RoleRead:
+		return "read"
+	case RoleWrite:
+		return "write"
+	case RoleAdmin:
+		return "admin"
 	}
-	return roleNames[r]
+	return fmt.Sprintf("Role(%d)", int(r))
 }
 
 // ParseRole parses "read", "write" or "admin".
