@@ -2,7 +2,9 @@
 #
 #   make run      build and start the sidecar in front of a simulated device (journal in ./data)
 #   make test     install test tools into ./bin, vet, and run every test with -race
-#   make bench    Go benchmarks of the hot paths (journal, device), benchstat-comparable output
+#   make bench    Go benchmarks of the hot paths (journal, device), benchstat-comparable output,
+#                 then gnmi-sidecar bench: the sidecar against the device (docs/bench.md)
+#   make bench-short  gnmi-sidecar bench --short only (under a minute)
 #   make lint     go vet + staticcheck, and the deployment files (hack/deploycheck)
 #   make sim      the agent's randomized simulation with more seeds (SEEDS=2000)
 
@@ -22,10 +24,12 @@ export GNMI_CLI
 TEST_TIMEOUT ?= 20m
 TEST_FLAGS   ?=
 BENCH_FLAGS  ?= -benchtime=1x -count=1
+# Extra options of gnmi-sidecar bench, e.g. SIDECAR_BENCH_FLAGS='--scenarios latency,throughput --json'.
+SIDECAR_BENCH_FLAGS ?=
 
 SEEDS ?= 2000
 
-.PHONY: all build run test tools lint bench sim proto clean
+.PHONY: all build run test tools lint bench bench-short sim proto clean
 
 all: build
 
@@ -68,6 +72,13 @@ lint: $(STATICCHECK)
 bench:
 	$(GO) test -run '^$$' -bench . $(BENCH_FLAGS) ./journal/...
 	$(GO) test -run '^$$' -bench . -benchtime=200x -count=1 ./testbed/...
+	$(GO) build -o $(BIN)/gnmi-sidecar ./cmd/gnmi-sidecar
+	$(BIN)/gnmi-sidecar bench $(SIDECAR_BENCH_FLAGS)
+
+# The sidecar against the device, every DESIGN §5 row at small sizes (< 1 min).
+bench-short:
+	$(GO) build -o $(BIN)/gnmi-sidecar ./cmd/gnmi-sidecar
+	$(BIN)/gnmi-sidecar bench --short $(SIDECAR_BENCH_FLAGS)
 
 # The agent's randomized simulation (make test runs 200 seeds).
 sim:

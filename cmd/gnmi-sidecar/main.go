@@ -48,6 +48,7 @@ sidecar over gNMI; see docs/cli.md.
 	}
 	root.AddCommand(newServeCommand(stdout, stderr), newDemoCommand(stdout, stderr))
 	root.AddCommand(newOpsCommands(stdout, stderr)...)
+	root.AddCommand(newBenchCommand(stdout, stderr))
 	// Exit codes scripts rely on: a bad command line exits 2, flag errors
 	// and unknown commands included (cobra reports the latter untyped, so
 	// the root checks its arguments itself). The operator commands print

@@ -1,0 +1,258 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"math"
+	"os"
+	"os/signal"
+	"slices"
+	"strings"
+	"syscall"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+)
+
+// benchConfig holds the options of gnmi-sidecar bench.
+type benchConfig struct {
+	sets          int           // Sets per latency measurement
+	duration      time.Duration // per throughput and subscribe row
+	leaves        int           // the large configuration (size, re-push, RSS)
+	proposals     int           // journal size of the reopen row
+	scenarios     []string      // subset to run; empty: all
+	short         bool
+	json          bool
+	sidecarBinary string // the gnmi-sidecar run as a child process ("": this executable)
+	logLevel      string
+}
+
+// benchScenarios are the scenario names --scenarios accepts, in run order.
+var benchScenarios = []string{"latency", "throughput", "size", "repush", "subscribe", "rss", "reopen"}
+
+// full and short sizes; flags given explicitly override either.
+func (c *benchConfig) applyShort(cmd *cobra.Command) {
+	if !c.short {
+		return
+	}
+	set := func(name string, apply func()) {
+		if !cmd.Flags().Changed(name) {
+			apply()
+		}
+	}
+	set("sets", func() { c.sets = 300 })
+	set("duration", func() { c.duration = time.Second })
+	set("leaves", func() { c.leaves = 3_000 }) // the simulated device absorbs about 1 ms per new leaf: see docs/bench.md
+	set("proposals", func() { c.proposals = 50_000 })
+}
+
+func (c *benchConfig) validate() error {
+	for _, s := range c.scenarios {
+		if !slices.Contains(benchScenarios, s) {
+			return &exitError{code: exitUsage, err: fmt.Errorf("--scenarios: unknown scenario %q (want %s)", s, strings.Join(benchScenarios, ","))}
+		}
+	}
+	if c.sets < 1 || c.duration <= 0 || c.leaves < 100 || c.proposals < 1 {
+		return &exitError{code: exitUsage, err: errors.New("--sets and --proposals must be ≥ 1, --leaves ≥ 100, --duration > 0")}
+	}
+	return nil
+}
+
+func (c *benchConfig) wants(scenario string) bool {
+	return len(c.scenarios) == 0 || slices.Contains(c.scenarios, scenario)
+}
+
+func newBenchCommand(stdout, stderr io.Writer) *cobra.Command {
+	var cfg benchConfig
+	cmd := &cobra.Command{
+		Use:   "bench",
+		Short: "Measure the sidecar against the simulated device (DESIGN §5 targets); see docs/bench.md",
+		Long: `bench starts, in this process, the simulated device and the sidecar in front
+of it exactly as serve runs it (durable journal with fsync in a temporary
+directory, default options, real gRPC on 127.0.0.1), and a second device for
+the direct side, runs the scenarios and prints one table: each row with the
+sidecar's figure, the direct device's, their ratio and the DESIGN §5 target.
+Memory and restart are measured on gnmi-sidecar serve run as a child process.
+
+Progress goes to stderr. --short runs everything small (under a minute on
+two cores). docs/bench.md explains every row.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cfg.applyShort(cmd)
+			if err := cfg.validate(); err != nil {
+				return err
+			}
+			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			log, err := newLogger(stderr, cfg.logLevel, "text")
+			if err != nil {
+				return &exitError{code: exitUsage, err: err}
+			}
+			return runBench(ctx, cfg, stdout, stderr, log)
+		},
+	}
+	f := cmd.Flags()
+	f.IntVar(&cfg.sets, "sets", 2000, "Sets per latency measurement (1 client, one leaf per Set)")
+	f.DurationVar(&cfg.duration, "duration", 5*time.Second, "how long each throughput and subscribe row runs (per side)")
+	f.IntVar(&cfg.leaves, "leaves", 100_000, "the large configuration: Set p50 at this size vs 100 leaves, re-push, RSS")
+	f.IntVar(&cfg.proposals, "proposals", 1_000_000, "proposals in the journal of the reopen row")
+	f.StringSliceVar(&cfg.scenarios, "scenarios", nil, "run only these scenarios: "+strings.Join(benchScenarios, ","))
+	f.BoolVar(&cfg.short, "short", false, "small sizes (300 Sets, 1 s rows, 3,000 leaves, 50,000 proposals) unless set explicitly")
+	f.BoolVar(&cfg.json, "json", false, "print one JSON document instead of the table")
+	f.StringVar(&cfg.sidecarBinary, "sidecar-binary", "", "gnmi-sidecar executable for the child-process rows (default: this executable)")
+	f.StringVar(&cfg.logLevel, "log-level", "error", "log level of the in-process device and sidecar: debug, info, warn, error")
+	return cmd
+}
+
+// row is one line of the result table. Figures are NaN when not measured
+// (JSON: null).
+type row struct {
+	Scenario string  `json:"scenario"`
+	Unit     string  `json:"unit"`
+	Sidecar  float64 `json:"sidecar"`
+	Direct   float64 `json:"direct"`
+	// Ratio is always sidecar / direct; Better says which way is good.
+	Ratio  float64 `json:"ratio_sidecar_over_direct"`
+	Better string  `json:"better"` // "lower" or "higher"
+	Target string  `json:"target,omitempty"`
+	// Met is nil for rows without a DESIGN §5 target.
+	Met  *bool  `json:"met,omitempty"`
+	Note string `json:"note,omitempty"`
+}
+
+func (r row) MarshalJSON() ([]byte, error) {
+	type plain row
+	type out struct {
+		plain
+		Sidecar *float64 `json:"sidecar"`
+		Direct  *float64 `json:"direct"`
+		Ratio   *float64 `json:"ratio_sidecar_over_direct"`
+	}
+	num := func(f float64) *float64 {
+		if math.IsNaN(f) || math.IsInf(f, 0) {
+			return nil
+		}
+		return &f
+	}
+	return json.Marshal(out{plain: plain(r), Sidecar: num(r.Sidecar), Direct: num(r.Direct), Ratio: num(r.Ratio)})
+}
+
+// newRow fills the ratio from the two figures.
+func newRow(scenario, unit, better string, sidecar, direct float64) row {
+	return row{Scenario: scenario, Unit: unit, Better: better, Sidecar: sidecar, Direct: direct, Ratio: sidecar / direct}
+}
+
+// sidecarOnly is a row without a direct counterpart.
+func sidecarOnly(scenario, unit, better string, sidecar float64) row {
+	return row{Scenario: scenario, Unit: unit, Better: better, Sidecar: sidecar, Direct: math.NaN(), Ratio: math.NaN()}
+}
+
+func (r row) withTarget(target string, met bool) row {
+	r.Target, r.Met = target, &met
+	return r
+}
+
+// benchReport is the --json document.
+type benchReport struct {
+	Started  time.Time         `json:"started"`
+	Elapsed  string            `json:"elapsed"`
+	Settings map[string]string `json:"settings"`
+	Rows     []row             `json:"rows"`
+	Errors   []string          `json:"errors,omitempty"`
+}
+
+// step is one progress unit: a label and what it measures.
+type step struct {
+	scenario string
+	label    string
+	run      func(ctx context.Context) ([]row, error)
+}
+
+func runBench(ctx context.Context, cfg benchConfig, stdout, stderr io.Writer, log *slog.Logger) error {
+	b := &bencher{cfg: cfg, log: log}
+	steps := b.steps()
+	rep := benchReport{Started: time.Now(), Settings: cfg.settings()}
+	for i, s := range steps {
+		fmt.Fprintf(stderr, "[%d/%d] %s ...\n", i+1, len(steps), s.label)
+		began := time.Now()
+		rows, err := s.run(ctx)
+		fmt.Fprintf(stderr, "[%d/%d] %s: %v\n", i+1, len(steps), s.label, time.Since(began).Round(time.Millisecond))
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		if err != nil {
+			rep.Errors = append(rep.Errors, fmt.Sprintf("%s: %v", s.label, err))
+			fmt.Fprintf(stderr, "[%d/%d] %s: FAILED: %v\n", i+1, len(steps), s.label, err)
+			continue
+		}
+		rep.Rows = append(rep.Rows, rows...)
+	}
+	rep.Elapsed = time.Since(rep.Started).Round(time.Millisecond).String()
+	if cfg.json {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(rep); err != nil {
+			return err
+		}
+	} else {
+		printTable(stdout, rep)
+	}
+	if len(rep.Errors) > 0 {
+		return fmt.Errorf("%d bench step(s) failed", len(rep.Errors))
+	}
+	return nil
+}
+
+func (c benchConfig) settings() map[string]string {
+	return map[string]string{
+		"sets": fmt.Sprint(c.sets), "duration": c.duration.String(), "leaves": fmt.Sprint(c.leaves),
+		"proposals": fmt.Sprint(c.proposals), "short": fmt.Sprint(c.short),
+	}
+}
+
+func printTable(w io.Writer, rep benchReport) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "scenario\tunit\tsidecar\tdirect\tsidecar/direct\tbetter\tDESIGN §5 target\tmet")
+	for _, r := range rep.Rows {
+		met := ""
+		if r.Met != nil {
+			met = map[bool]string{true: "met", false: "NOT MET"}[*r.Met]
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.Scenario, r.Unit, figure(r.Sidecar), figure(r.Direct),
+			ratio(r.Ratio), r.Better, r.Target, met)
+	}
+	_ = tw.Flush()
+	for _, r := range rep.Rows {
+		if r.Note != "" {
+			fmt.Fprintf(w, "  %s: %s\n", r.Scenario, r.Note)
+		}
+	}
+	for _, e := range rep.Errors {
+		fmt.Fprintf(w, "FAILED %s\n", e)
+	}
+	fmt.Fprintf(w, "(%s in all; settings %v)\n", rep.Elapsed, rep.Settings)
+}
+
+func figure(f float64) string {
+	switch {
+	case math.IsNaN(f):
+		return "-"
+	case f >= 100:
+		return fmt.Sprintf("%.0f", f)
+	case f >= 10:
+		return fmt.Sprintf("%.1f", f)
+	}
+	return fmt.Sprintf("%.3f", f)
+}
+
+func ratio(f float64) string {
+	if math.IsNaN(f) || math.IsInf(f, 0) {
+		return "-"
+	}
+	return fmt.Sprintf("%.2f×", f)
+}

@@ -1,0 +1,442 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	gpb "github.com/openconfig/gnmi/proto/gnmi"
+	"golang.org/x/sync/errgroup"
+	"google.golang.org/grpc"
+
+	"github.com/gnmi-sidecar/gnmi-sidecar/journal"
+)
+
+// child is `gnmi-sidecar serve` running as a child process of the bench.
+type child struct {
+	cmd     *exec.Cmd
+	addr    string
+	conn    *grpc.ClientConn
+	client  gpb.GNMIClient
+	stderr  *lockedBuffer
+	started time.Time
+}
+
+// lockedBuffer collects the child's stderr for error messages.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+func (b *bencher) sidecarBinary() (string, error) {
+	if b.cfg.sidecarBinary != "" {
+		return b.cfg.sidecarBinary, nil
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		return "", fmt.Errorf("finding this executable (set --sidecar-binary): %w", err)
+	}
+	return exe, nil
+}
+
+// startChild runs `serve --target target --journal-dir dir` with default
+// options otherwise, and returns once it printed its address.
+func (b *bencher) startChild(ctx context.Context, target, dir string) (*child, error) {
+	bin, err := b.sidecarBinary()
+	if err != nil {
+		return nil, err
+	}
+	c := &child{stderr: &lockedBuffer{}}
+	c.cmd = exec.Command(bin, "serve", "--target", target, "--journal-dir", dir,
+		"--listen", "127.0.0.1:0", "--metrics", "127.0.0.1:0", "--log-level", "warn")
+	c.cmd.Stderr = c.stderr
+	stdout, err := c.cmd.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
+	c.started = time.Now()
+	if err := c.cmd.Start(); err != nil {
+		return nil, fmt.Errorf("starting %s serve: %w", bin, err)
+	}
+	addr, err := readListenAddr(ctx, stdout)
+	if err != nil {
+		c.stop()
+		return nil, fmt.Errorf("serve child: %w; stderr: %s", err, c.stderr.String())
+	}
+	c.addr = addr
+	if c.conn, err = dialInsecure(addr); err != nil {
+		c.stop()
+		return nil, err
+	}
+	c.client = gpb.NewGNMIClient(c.conn)
+	return c, nil
+}
+
+// readListenAddr reads the child's stdout until "gnmi-sidecar listening on
+// ADDR", then drains the rest in the background.
+func readListenAddr(ctx context.Context, stdout interface{ Read([]byte) (int, error) }) (string, error) {
+	const prefix = "gnmi-sidecar listening on "
+	found := make(chan string, 1)
+	go func() {
+		out := found // nil once the address is sent
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() {
+			if a, ok := strings.CutPrefix(sc.Text(), prefix); ok && out != nil {
+				out <- a
+				out = nil
+			}
+		}
+		if out != nil {
+			close(out)
+		}
+	}()
+	select {
+	case a, ok := <-found:
+		if !ok {
+			return "", fmt.Errorf("exited before listening")
+		}
+		return a, nil
+	case <-ctx.Done():
+		return "", ctx.Err()
+	case <-time.After(2 * time.Minute):
+		return "", fmt.Errorf("no listen address after 2 min")
+	}
+}
+
+// stop ends the child with SIGTERM (SIGKILL after 10 s) and waits for it.
+func (c *child) stop() {
+	if c.conn != nil {
+		_ = c.conn.Close()
+	}
+	_ = c.cmd.Process.Signal(syscall.SIGTERM)
+	done := make(chan struct{})
+	go func() {
+		_ = c.cmd.Wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		_ = c.cmd.Process.Kill()
+		<-done
+	}
+}
+
+// rssMB is the child's VmRSS in MB, from /proc/PID/status.
+func (c *child) rssMB() (float64, error) {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", c.cmd.Process.Pid))
+	if err != nil {
+		return 0, fmt.Errorf("reading the child's RSS: %w", err)
+	}
+	for line := range strings.SplitSeq(string(data), "\n") {
+		if rest, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+			var kb float64
+			if _, err := fmt.Sscan(rest, &kb); err != nil {
+				return 0, fmt.Errorf("VmRSS %q: %w", rest, err)
+			}
+			return kb / 1024, nil
+		}
+	}
+	return 0, fmt.Errorf("no VmRSS in /proc/%d/status", c.cmd.Process.Pid)
+}
+
+// rssSettle is how long the child idles after its work before its RSS is
+// read.
+const rssSettle = time.Second
+
+// rss: scenario 6, the RSS of serve with an empty journal and with
+// cfg.leaves leaves journaled (the journal prepared in this process
+// without fsync; the child re-pushes them to its empty device).
+func (b *bencher) rss(ctx context.Context) ([]row, error) {
+	idle, err := b.childRSS(ctx, 0)
+	if err != nil {
+		return nil, fmt.Errorf("idle: %w", err)
+	}
+	full, err := b.childRSS(ctx, b.cfg.leaves)
+	if err != nil {
+		return nil, fmt.Errorf("%d leaves: %w", b.cfg.leaves, err)
+	}
+	r1 := sidecarOnly("RSS of serve, idle", "MB", "lower", idle).withTarget("≤ 30 MB", idle <= 30)
+	r2 := sidecarOnly(fmt.Sprintf("RSS of serve, %d leaves journaled", b.cfg.leaves), "MB", "lower", full)
+	if b.cfg.leaves == 100_000 {
+		r2 = r2.withTarget("≤ 150 MB", full <= 150)
+	} else {
+		r2.Target = "≤ 150 MB at 100,000 leaves (not this size)"
+	}
+	return []row{r1, r2}, nil
+}
+
+// childRSS starts a serve child over a journal holding leaves leaves,
+// waits until it is connected and has re-pushed, lets it settle, and
+// returns its RSS.
+func (b *bencher) childRSS(ctx context.Context, leaves int) (float64, error) {
+	dev, err := b.startDevice(ctx)
+	if err != nil {
+		return 0, err
+	}
+	defer dev.Stop()
+	dir, err := os.MkdirTemp("", "gnmi-sidecar-bench-rss-")
+	if err != nil {
+		return 0, err
+	}
+	defer os.RemoveAll(dir)
+	if leaves > 0 {
+		if err := b.prepareLeaves(ctx, dir, leaves); err != nil {
+			return 0, err
+		}
+	}
+	c, err := b.startChild(ctx, dev.Addr(), dir)
+	if err != nil {
+		return 0, err
+	}
+	defer c.stop()
+	if err := waitConnected(ctx, c.client); err != nil {
+		return 0, fmt.Errorf("%w; stderr: %s", err, c.stderr.String())
+	}
+	if _, err := setLeaf(ctx, c.client, "rss", "probe"); err != nil {
+		return 0, err
+	}
+	select {
+	case <-ctx.Done():
+		return 0, ctx.Err()
+	case <-time.After(rssSettle):
+	}
+	return c.rssMB()
+}
+
+// reopen: scenario 6, the time from starting serve over a journal of
+// cfg.proposals proposals until it answers Capabilities, and until its
+// agent is connected (re-push done) and a Set succeeds.
+func (b *bencher) reopen(ctx context.Context) ([]row, error) {
+	dir, err := os.MkdirTemp("", "gnmi-sidecar-bench-reopen-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(dir)
+	prep := time.Now()
+	if err := b.prepareProposals(ctx, dir, b.cfg.proposals); err != nil {
+		return nil, err
+	}
+	prepTook := time.Since(prep)
+	dev, err := b.startDevice(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer dev.Stop()
+	c, err := b.startChild(ctx, dev.Addr(), dir)
+	if err != nil {
+		return nil, err
+	}
+	defer c.stop()
+	if err := benchPoll(ctx, 5*time.Minute, "Capabilities", func(ctx context.Context) (bool, error) {
+		_, err := c.client.Capabilities(ctx, &gpb.CapabilityRequest{})
+		return err == nil, nil
+	}); err != nil {
+		return nil, err
+	}
+	answered := time.Since(c.started)
+	if err := waitConnected(ctx, c.client); err != nil {
+		return nil, err
+	}
+	if _, err := setLeaf(ctx, c.client, "reopen", "ok"); err != nil {
+		return nil, err
+	}
+	setOK := time.Since(c.started)
+	label := fmt.Sprintf("restart with %d proposals", b.cfg.proposals)
+	first := sidecarOnly(label+" → Capabilities", "s", "lower", answered.Seconds())
+	if b.cfg.proposals >= 1_000_000 {
+		first = first.withTarget("≤ 2 s", answered <= 2*time.Second)
+	} else {
+		first.Target = "≤ 2 s at 1,000,000 proposals (not this size)"
+	}
+	first.Note = fmt.Sprintf("journal prepared without fsync in %v", prepTook.Round(time.Millisecond))
+	second := sidecarOnly(label+" → Set ok", "s", "lower", setOK.Seconds())
+	return []row{first, second}, nil
+}
+
+// openPrepJournal opens a journal in dir for data preparation: no fsync
+// (documented in docs/bench.md), every proposal kept, and a synced term.
+func (b *bencher) openPrepJournal(ctx context.Context, dir string) (*journal.Journal, uint64, error) {
+	j, err := journal.Open(dir, journal.Options{NoSync: true, Retain: -1, Logger: b.log.With("component", "prep-journal")})
+	if err != nil {
+		return nil, 0, fmt.Errorf("journal %s: %w", dir, err)
+	}
+	m, err := j.Connect(ctx)
+	if err == nil {
+		_, err = j.StartReconcile(ctx, m.Term)
+	}
+	if err == nil {
+		_, err = j.CompleteReconcile(ctx, m.Term, 0)
+	}
+	if err != nil {
+		_ = j.Close()
+		return nil, 0, fmt.Errorf("preparing the journal's term: %w", err)
+	}
+	return j, m.Term, nil
+}
+
+func leafOp(name, value string) *journal.Op {
+	p := benchLeafPath(name)
+	return &journal.Op{Kind: journal.OpUpdate, Path: p, Values: []*journal.Leaf{{Path: p, Value: benchStr(value)}}}
+}
+
+// commitAndApply drives proposal i from proposed to applied.
+func commitAndApply(ctx context.Context, j *journal.Journal, term, i uint64) error {
+	if _, _, err := j.CommitChange(ctx, i); err != nil {
+		return fmt.Errorf("CommitChange(%d): %w", i, err)
+	}
+	return applyProposal(ctx, j, term, i)
+}
+
+func applyProposal(ctx context.Context, j *journal.Journal, term, i uint64) error {
+	if _, _, err := j.StartApply(ctx, i); err != nil {
+		return fmt.Errorf("StartApply(%d): %w", i, err)
+	}
+	if _, _, err := j.CompleteApply(ctx, i, term); err != nil {
+		return fmt.Errorf("CompleteApply(%d): %w", i, err)
+	}
+	return nil
+}
+
+// prepareLeaves writes n applied leaves bench0… into a new journal in dir,
+// preloadBatch leaves per proposal.
+func (b *bencher) prepareLeaves(ctx context.Context, dir string, n int) (err error) {
+	j, term, err := b.openPrepJournal(ctx, dir)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if cerr := j.Close(); err == nil && cerr != nil {
+			err = fmt.Errorf("closing the prepared journal: %w", cerr)
+		}
+	}()
+	for base := 0; base < n; base += preloadBatch {
+		var ops []*journal.Op
+		for i := base; i < min(base+preloadBatch, n); i++ {
+			ops = append(ops, leafOp(fmt.Sprintf("bench%d", i), "preloaded"))
+		}
+		p, err := j.ProposeChange(ctx, ops)
+		if err != nil {
+			return fmt.Errorf("ProposeChange: %w", err)
+		}
+		if err := commitAndApply(ctx, j, term, p.Index); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// prepareProposals writes n one-leaf proposals (over 100 leaves), all
+// committed and applied, into a new journal in dir. Proposing runs 32-wide
+// and overlaps with committing and applying, which go in index order, so
+// the journal's writer batches them together.
+func (b *bencher) prepareProposals(ctx context.Context, dir string, n int) (err error) {
+	j, term, err := b.openPrepJournal(ctx, dir)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if cerr := j.Close(); err == nil && cerr != nil {
+			err = fmt.Errorf("closing the prepared journal: %w", cerr)
+		}
+	}()
+	first, err := j.ProposeChange(ctx, []*journal.Op{leafOp("bench0", "v0")})
+	if err != nil {
+		return fmt.Errorf("ProposeChange: %w", err)
+	}
+	g, gctx := errgroup.WithContext(ctx)
+	proposed := make(chan uint64, 1024)
+	committed := make(chan uint64, 1024)
+	g.Go(func() error { defer close(proposed); return proposeMany(gctx, j, n-1, proposed) })
+	g.Go(func() error {
+		defer close(committed)
+		return commitInOrder(gctx, j, first.Index, proposed, committed)
+	})
+	g.Go(func() error {
+		for i := range committed {
+			if err := applyProposal(gctx, j, term, i); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	return g.Wait()
+}
+
+// proposeMany proposes n one-leaf changes from 32 goroutines and sends each
+// index on out.
+func proposeMany(ctx context.Context, j *journal.Journal, n int, out chan<- uint64) error {
+	const writers = 32
+	g, gctx := errgroup.WithContext(ctx)
+	for w := range writers {
+		g.Go(func() error {
+			for k := w; k < n; k += writers {
+				p, err := j.ProposeChange(gctx, []*journal.Op{leafOp(fmt.Sprintf("bench%d", k%100), fmt.Sprintf("v%d", k))})
+				if err != nil {
+					return fmt.Errorf("ProposeChange: %w", err)
+				}
+				select {
+				case out <- p.Index:
+				case <-gctx.Done():
+					return gctx.Err()
+				}
+			}
+			return nil
+		})
+	}
+	return g.Wait()
+}
+
+// commitInOrder commits first, then every index received on in, in index
+// order (they arrive in any order), passing each on to out.
+func commitInOrder(ctx context.Context, j *journal.Journal, first uint64, in <-chan uint64, out chan<- uint64) error {
+	pending := map[uint64]bool{first: true}
+	next := first
+	commitReady := func() error {
+		for pending[next] {
+			delete(pending, next)
+			if _, _, err := j.CommitChange(ctx, next); err != nil {
+				return fmt.Errorf("CommitChange(%d): %w", next, err)
+			}
+			select {
+			case out <- next:
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+			next++
+		}
+		return nil
+	}
+	for i := range in {
+		pending[i] = true
+		if err := commitReady(); err != nil {
+			return err
+		}
+	}
+	if err := commitReady(); err != nil {
+		return err
+	}
+	if len(pending) > 0 {
+		return fmt.Errorf("%d proposals left uncommitted after index %d", len(pending), next)
+	}
+	return nil
+}

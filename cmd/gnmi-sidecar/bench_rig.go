@@ -1,0 +1,286 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"slices"
+	"time"
+
+	gpb "github.com/openconfig/gnmi/proto/gnmi"
+	"github.com/spf13/pflag"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+
+	"github.com/gnmi-sidecar/gnmi-sidecar/testbed"
+)
+
+// bencher runs the scenarios of one bench run.
+type bencher struct {
+	cfg benchConfig
+	log *slog.Logger
+}
+
+// side is one gNMI endpoint under test with the device behind it: the
+// sidecar in front of its own device, or a device on its own (direct).
+type side struct {
+	dev    *testbed.Device
+	addr   string
+	conn   *grpc.ClientConn
+	client gpb.GNMIClient
+	stop   func()
+}
+
+// rig is the sidecar (with its device) and a separate direct device.
+type rig struct {
+	sidecar, direct *side
+}
+
+func (r *rig) close() {
+	r.sidecar.stop()
+	r.direct.stop()
+}
+
+// startRig starts a fresh sidecar, as serve runs it, in front of a fresh
+// device, and a second device for the direct side.
+func (b *bencher) startRig(ctx context.Context) (*rig, error) {
+	direct, err := b.startDirect(ctx)
+	if err != nil {
+		return nil, err
+	}
+	sc, err := b.startSidecar(ctx)
+	if err != nil {
+		direct.stop()
+		return nil, err
+	}
+	return &rig{sidecar: sc, direct: direct}, nil
+}
+
+func (b *bencher) startDevice(ctx context.Context) (*testbed.Device, error) {
+	dev, err := testbed.New(testbed.Options{Logger: b.log.With("component", "device")})
+	if err != nil {
+		return nil, err
+	}
+	if err := dev.Start(ctx, "127.0.0.1:0"); err != nil {
+		return nil, fmt.Errorf("starting the device: %w", err)
+	}
+	return dev, nil
+}
+
+func (b *bencher) startDirect(ctx context.Context) (*side, error) {
+	dev, err := b.startDevice(ctx)
+	if err != nil {
+		return nil, err
+	}
+	conn, err := dialInsecure(dev.Addr())
+	if err != nil {
+		dev.Stop()
+		return nil, err
+	}
+	return &side{dev: dev, addr: dev.Addr(), conn: conn, client: gpb.NewGNMIClient(conn), stop: func() {
+		_ = conn.Close()
+		dev.Stop()
+	}}, nil
+}
+
+func dialInsecure(addr string) (*grpc.ClientConn, error) {
+	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		return nil, fmt.Errorf("dial %s: %w", addr, err)
+	}
+	return conn, nil
+}
+
+// defaultServeConfig is serve's configuration with every flag at its
+// default, as `gnmi-sidecar serve --target TARGET` would run.
+func defaultServeConfig(target, journalDir string) serveConfig {
+	var cfg serveConfig
+	cfg.addFlags(pflag.NewFlagSet("serve", pflag.ContinueOnError))
+	cfg.target, cfg.journalDir = target, journalDir
+	cfg.listen = "127.0.0.1:0"
+	cfg.metricsAddr = "127.0.0.1:0" // on, as by default, but on a free port
+	return cfg
+}
+
+// startSidecar runs serve() in this process in front of a new device, with
+// its journal (fsync on) in a new temporary directory, and waits until the
+// agent is connected.
+func (b *bencher) startSidecar(ctx context.Context) (*side, error) {
+	dev, err := b.startDevice(ctx)
+	if err != nil {
+		return nil, err
+	}
+	dir, err := os.MkdirTemp("", "gnmi-sidecar-bench-")
+	if err != nil {
+		dev.Stop()
+		return nil, err
+	}
+	serveCtx, cancel := context.WithCancel(context.Background())
+	addrc := make(chan string, 1)
+	done := make(chan error, 1)
+	go func() {
+		done <- serve(serveCtx, defaultServeConfig(dev.Addr(), dir), io.Discard, b.log.With("component", "sidecar"),
+			func(addr string) { addrc <- addr })
+	}()
+	stopServe := func() {
+		cancel()
+		if err := <-done; err != nil {
+			b.log.Error("sidecar", "err", err)
+		}
+		dev.Stop()
+		_ = os.RemoveAll(dir)
+	}
+	var addr string
+	select {
+	case addr = <-addrc:
+	case err := <-done:
+		cancel()
+		dev.Stop()
+		_ = os.RemoveAll(dir)
+		return nil, fmt.Errorf("sidecar: %w", err)
+	case <-ctx.Done():
+		stopServe()
+		return nil, ctx.Err()
+	}
+	conn, err := dialInsecure(addr)
+	if err != nil {
+		stopServe()
+		return nil, err
+	}
+	s := &side{dev: dev, addr: addr, conn: conn, client: gpb.NewGNMIClient(conn), stop: func() {
+		_ = conn.Close()
+		stopServe()
+	}}
+	if err := waitConnected(ctx, s.client); err != nil {
+		s.stop()
+		return nil, err
+	}
+	return s, nil
+}
+
+// waitConnected polls the sidecar's status until its agent is connected to
+// the device and not re-pushing.
+func waitConnected(ctx context.Context, c gpb.GNMIClient) error {
+	return benchPoll(ctx, 2*time.Minute, "the sidecar to connect to its device", func(ctx context.Context) (bool, error) {
+		st, err := fetchStatus(ctx, c)
+		if err != nil {
+			return false, nil //nolint:nilerr // not serving yet: keep polling
+		}
+		return st.Device.Connected && !st.Device.Repushing, nil
+	})
+}
+
+// benchPoll calls cond every 5 ms until it holds, it fails, ctx ends or timeout
+// passes.
+func benchPoll(ctx context.Context, timeout time.Duration, what string, cond func(context.Context) (bool, error)) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	t := time.NewTicker(5 * time.Millisecond)
+	defer t.Stop()
+	for {
+		ok, err := cond(ctx)
+		if err != nil {
+			return err
+		}
+		if ok {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("waiting for %s: %w", what, ctx.Err())
+		case <-t.C:
+		}
+	}
+}
+
+// benchLeafPath is /interfaces/interface[name=NAME]/config/description.
+func benchLeafPath(name string) *gpb.Path {
+	return &gpb.Path{Elem: []*gpb.PathElem{
+		{Name: "interfaces"}, {Name: "interface", Key: map[string]string{"name": name}},
+		{Name: "config"}, {Name: "description"},
+	}}
+}
+
+func benchStr(s string) *gpb.TypedValue {
+	return &gpb.TypedValue{Value: &gpb.TypedValue_StringVal{StringVal: s}}
+}
+
+// setLeaf sets one leaf and returns how long the Set took.
+func setLeaf(ctx context.Context, c gpb.GNMIClient, name, value string) (time.Duration, error) {
+	req := &gpb.SetRequest{Update: []*gpb.Update{{Path: benchLeafPath(name), Val: benchStr(value)}}}
+	start := time.Now()
+	if _, err := c.Set(ctx, req); err != nil {
+		return 0, fmt.Errorf("gNMI Set %s: %w", name, err)
+	}
+	return time.Since(start), nil
+}
+
+// preloadBatch is the number of leaves per preload Set: well under the
+// journal's per-proposal limit (about 20,000 paths at default memtables).
+const preloadBatch = 2000
+
+// preload sets leaves bench0…bench(n-1) in Sets of preloadBatch leaves.
+func preload(ctx context.Context, c gpb.GNMIClient, n int) error {
+	for base := 0; base < n; base += preloadBatch {
+		req := &gpb.SetRequest{}
+		for i := base; i < min(base+preloadBatch, n); i++ {
+			req.Update = append(req.Update, &gpb.Update{Path: benchLeafPath(fmt.Sprintf("bench%d", i)), Val: benchStr("preloaded")})
+		}
+		if _, err := c.Set(ctx, req); err != nil {
+			return fmt.Errorf("preloading leaves %d…: %w", base, err)
+		}
+	}
+	return nil
+}
+
+// measureSets runs n one-leaf Sets from one client over leaves bench0…
+// bench(spread-1) and returns their latencies.
+func measureSets(ctx context.Context, c gpb.GNMIClient, n, spread int) ([]time.Duration, error) {
+	lat := make([]time.Duration, 0, n)
+	for i := range n {
+		d, err := setLeaf(ctx, c, fmt.Sprintf("bench%d", (i*7919)%spread), fmt.Sprintf("v%d", i))
+		if err != nil {
+			return nil, err
+		}
+		lat = append(lat, d)
+	}
+	return lat, nil
+}
+
+// percentile of d (q in [0,1]) by sorting a copy.
+func percentile(d []time.Duration, q float64) time.Duration {
+	if len(d) == 0 {
+		return 0
+	}
+	s := slices.Clone(d)
+	slices.Sort(s)
+	return s[int(q*float64(len(s)-1))]
+}
+
+func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+
+// fsyncTime is the median time to write 4 KiB and fsync it in a temporary
+// directory (the journal's disk), the "one fsync" of the latency target.
+func fsyncTime() (time.Duration, error) {
+	f, err := os.CreateTemp("", "gnmi-sidecar-bench-fsync-")
+	if err != nil {
+		return 0, err
+	}
+	defer os.Remove(f.Name())
+	defer f.Close()
+	buf := make([]byte, 4096)
+	var lat []time.Duration
+	for range 50 {
+		start := time.Now()
+		if _, err := f.Write(buf); err != nil {
+			return 0, err
+		}
+		if err := f.Sync(); err != nil {
+			return 0, err
+		}
+		lat = append(lat, time.Since(start))
+	}
+	return percentile(lat, 0.5), nil
+}

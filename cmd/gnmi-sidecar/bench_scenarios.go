@@ -1,0 +1,345 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	gpb "github.com/openconfig/gnmi/proto/gnmi"
+	"golang.org/x/sync/errgroup"
+)
+
+// steps lists the progress units of the chosen scenarios, in order.
+func (b *bencher) steps() []step {
+	var out []step
+	add := func(scenario, label string, run func(context.Context) ([]row, error)) {
+		if b.cfg.wants(scenario) {
+			out = append(out, step{scenario: scenario, label: label, run: run})
+		}
+	}
+	add("latency", fmt.Sprintf("Set latency, 1 client, %d Sets", b.cfg.sets), b.latency)
+	for _, delay := range []time.Duration{0, 20 * time.Millisecond} {
+		for _, clients := range []int{1, 8, 64} {
+			add("throughput", fmt.Sprintf("throughput %d clients, %v device", clients, delay),
+				func(ctx context.Context) ([]row, error) { return b.throughput(ctx, clients, delay) })
+		}
+	}
+	add("size", fmt.Sprintf("Set p50 at 100 vs %d leaves", b.cfg.leaves), b.configSize)
+	add("repush", fmt.Sprintf("re-push of %d leaves after a device restart", b.cfg.leaves), b.repush)
+	for _, n := range []int{1, 16} {
+		add("subscribe", fmt.Sprintf("Subscribe STREAM, %d subscriber(s)", n),
+			func(ctx context.Context) ([]row, error) { return b.subscribe(ctx, n) })
+	}
+	add("rss", fmt.Sprintf("RSS of serve (child process), idle and with %d leaves", b.cfg.leaves), b.rss)
+	add("reopen", fmt.Sprintf("serve restart with %d proposals (child process)", b.cfg.proposals), b.reopen)
+	return out
+}
+
+// latency: scenario 1, one client, one leaf per Set, over 100 leaves.
+func (b *bencher) latency(ctx context.Context) ([]row, error) {
+	r, err := b.startRig(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer r.close()
+	sc, dr, err := latencyBoth(ctx, r, b.cfg.sets, 100)
+	if err != nil {
+		return nil, err
+	}
+	fsync, err := fsyncTime()
+	if err != nil {
+		return nil, err
+	}
+	p50s, p50d := percentile(sc, 0.5), percentile(dr, 0.5)
+	limit := p50d + fsync + 500*time.Microsecond
+	p50 := newRow("Set latency p50, 1 client", "ms", "lower", ms(p50s), ms(p50d)).
+		withTarget(fmt.Sprintf("≤ direct + fsync (%.2f ms) + 0.5 ms = %.2f ms", ms(fsync), ms(limit)), p50s <= limit)
+	p99 := newRow("Set latency p99, 1 client", "ms", "lower", ms(percentile(sc, 0.99)), ms(percentile(dr, 0.99)))
+	return []row{p50, p99}, nil
+}
+
+// latencyBoth preloads spread leaves on both sides and measures n Sets on
+// each, alternating in blocks so that both see the same machine.
+func latencyBoth(ctx context.Context, r *rig, n, spread int) (sc, dr []time.Duration, err error) {
+	for _, s := range []*side{r.sidecar, r.direct} {
+		if err := preload(ctx, s.client, spread); err != nil {
+			return nil, nil, err
+		}
+	}
+	const block = 50
+	for done := 0; done < n; done += block {
+		k := min(block, n-done)
+		a, err := measureSets(ctx, r.sidecar.client, k, spread)
+		if err != nil {
+			return nil, nil, fmt.Errorf("sidecar: %w", err)
+		}
+		d, err := measureSets(ctx, r.direct.client, k, spread)
+		if err != nil {
+			return nil, nil, fmt.Errorf("direct: %w", err)
+		}
+		sc, dr = append(sc, a...), append(dr, d...)
+	}
+	return sc, dr, nil
+}
+
+// throughput: scenario 2, clients concurrent clients each setting its own
+// leaf as fast as it can for the configured duration, against a device
+// that takes delay to commit a Set.
+func (b *bencher) throughput(ctx context.Context, clients int, delay time.Duration) ([]row, error) {
+	r, err := b.startRig(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer r.close()
+	r.sidecar.dev.SetDelay(delay)
+	r.direct.dev.SetDelay(delay)
+	sc, err := setsPerSecond(ctx, r.sidecar, clients, b.cfg.duration)
+	if err != nil {
+		return nil, fmt.Errorf("sidecar: %w", err)
+	}
+	dr, err := setsPerSecond(ctx, r.direct, clients, b.cfg.duration)
+	if err != nil {
+		return nil, fmt.Errorf("direct: %w", err)
+	}
+	out := newRow(fmt.Sprintf("Set throughput, %d clients, %v device", clients, delay), "Sets/s", "higher", sc, dr)
+	switch {
+	case clients == 64 && delay > 0:
+		out = out.withTarget("≥ 10× direct", out.Ratio >= 10)
+	case clients == 64:
+		out = out.withTarget("≥ 0.5× direct", out.Ratio >= 0.5)
+	}
+	return []row{out}, nil
+}
+
+// setsPerSecond runs clients goroutines (one gRPC connection each, as
+// separate clients would) for d and returns the completed Sets per second.
+func setsPerSecond(ctx context.Context, s *side, clients int, d time.Duration) (float64, error) {
+	conns := make([]gpb.GNMIClient, clients)
+	for i := range conns {
+		conn, err := dialInsecure(s.addr)
+		if err != nil {
+			return 0, err
+		}
+		defer conn.Close()
+		conns[i] = gpb.NewGNMIClient(conn)
+	}
+	var count atomic.Int64
+	// Cancelled rather than a deadline: a deadline would travel with the
+	// Sets, and the server could answer DeadlineExceeded before the client
+	// noticed the end of the run.
+	runCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	timer := time.AfterFunc(d, cancel)
+	defer timer.Stop()
+	start := time.Now()
+	g, gctx := errgroup.WithContext(runCtx)
+	for i, c := range conns {
+		g.Go(func() error {
+			for n := 0; gctx.Err() == nil; n++ {
+				if _, err := setLeaf(gctx, c, fmt.Sprintf("client%d", i), fmt.Sprintf("v%d", n)); err != nil {
+					if gctx.Err() != nil {
+						return nil // the run ended during this Set
+					}
+					return err
+				}
+				count.Add(1)
+			}
+			return nil
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return 0, err
+	}
+	if ctx.Err() != nil {
+		return 0, ctx.Err()
+	}
+	return float64(count.Load()) / time.Since(start).Seconds(), nil
+}
+
+// configSize: scenario 3, Set p50 at 100 leaves and at cfg.leaves, each on
+// a fresh rig.
+func (b *bencher) configSize(ctx context.Context) ([]row, error) {
+	n := min(b.cfg.sets, 500)
+	var p50s, p50d [2]time.Duration
+	for i, leaves := range []int{100, b.cfg.leaves} {
+		r, err := b.startRig(ctx)
+		if err != nil {
+			return nil, err
+		}
+		sc, dr, err := latencyBoth(ctx, r, n, leaves)
+		r.close()
+		if err != nil {
+			return nil, err
+		}
+		p50s[i], p50d[i] = percentile(sc, 0.5), percentile(dr, 0.5)
+	}
+	small := newRow("Set p50 at 100 leaves", "ms", "lower", ms(p50s[0]), ms(p50d[0]))
+	growth := float64(p50s[1]) / float64(p50s[0])
+	large := newRow(fmt.Sprintf("Set p50 at %d leaves", b.cfg.leaves), "ms", "lower", ms(p50s[1]), ms(p50d[1])).
+		withTarget(fmt.Sprintf("sidecar ≤ 1.2× its p50 at 100 leaves (is %.2f×)", growth), growth <= 1.2)
+	large.Note = fmt.Sprintf("direct device grows %.2f× from 100 leaves", float64(p50d[1])/float64(p50d[0]))
+	return []row{small, large}, nil
+}
+
+// repush: scenario 4. The sidecar holds cfg.leaves leaves (preloaded
+// through it); its device restarts empty; the sidecar-side time is the
+// agent's last re-push duration, the total runs from the restart until a
+// preloaded leaf is back on the device and a new Set succeeded.
+func (b *bencher) repush(ctx context.Context) ([]row, error) {
+	s, err := b.startSidecar(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer s.stop()
+	if err := preload(ctx, s.client, b.cfg.leaves); err != nil {
+		return nil, err
+	}
+	before, err := fetchStatus(ctx, s.client)
+	if err != nil {
+		return nil, err
+	}
+	s.dev.Stop()
+	start := time.Now()
+	if err := s.dev.Start(ctx, ""); err != nil {
+		return nil, fmt.Errorf("restarting the device: %w", err)
+	}
+	if err := waitRepushed(ctx, s, before.Device.LastRepushTime, b.cfg.leaves); err != nil {
+		return nil, err
+	}
+	total := time.Since(start)
+	after, err := fetchStatus(ctx, s.client)
+	if err != nil {
+		return nil, err
+	}
+	var took time.Duration
+	if after.Device.LastRepushDuration != nil {
+		took = time.Duration(*after.Device.LastRepushDuration)
+	}
+	label := fmt.Sprintf("re-push %d leaves", b.cfg.leaves)
+	side := sidecarOnly(label+", sidecar-side", "s", "lower", took.Seconds()).withTarget("≤ 1 s", took <= time.Second)
+	if after.Device.LastRepushValues != nil {
+		side.Note = fmt.Sprintf("agent re-pushed %d values", *after.Device.LastRepushValues)
+	}
+	all := sidecarOnly(label+", restart → Set ok", "s", "lower", total.Seconds())
+	return []row{side, all}, nil
+}
+
+// waitRepushed waits until a re-push newer than since completed, the last
+// preloaded leaf is on the device and a Set through the sidecar succeeds.
+func waitRepushed(ctx context.Context, s *side, since time.Time, leaves int) error {
+	last := fmt.Sprintf("/interfaces/interface[name=bench%d]/config/description", leaves-1)
+	err := benchPoll(ctx, 5*time.Minute, "the re-push", func(ctx context.Context) (bool, error) {
+		st, err := fetchStatus(ctx, s.client)
+		if err != nil || !st.Device.Connected || st.Device.Repushing || !st.Device.LastRepushTime.After(since) {
+			return false, nil //nolint:nilerr // keep polling
+		}
+		got, err := s.dev.ConfigLeaves()
+		if err != nil {
+			return false, err
+		}
+		return got[last] != nil, nil
+	})
+	if err != nil {
+		return err
+	}
+	_, err = setLeaf(ctx, s.client, "after-restart", "ok")
+	return err
+}
+
+// subscribe: scenario 5. subscribers STREAM subscriptions to /interfaces
+// on each side; Sets go straight to that side's device from 4 drivers;
+// the figure is updates received per second per subscriber.
+func (b *bencher) subscribe(ctx context.Context, subscribers int) ([]row, error) {
+	r, err := b.startRig(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer r.close()
+	sc, err := updatesPerSecond(ctx, r.sidecar, subscribers, b.cfg.duration)
+	if err != nil {
+		return nil, fmt.Errorf("sidecar: %w", err)
+	}
+	dr, err := updatesPerSecond(ctx, r.direct, subscribers, b.cfg.duration)
+	if err != nil {
+		return nil, fmt.Errorf("direct: %w", err)
+	}
+	out := newRow(fmt.Sprintf("Subscribe STREAM, %d subscriber(s)", subscribers), "updates/s/sub", "higher", sc, dr)
+	return []row{out.withTarget("≥ 0.9× direct", out.Ratio >= 0.9)}, nil
+}
+
+// subscribeDrivers Set leaves on the device concurrently during a
+// subscribe row.
+const subscribeDrivers = 4
+
+func updatesPerSecond(ctx context.Context, s *side, subscribers int, d time.Duration) (float64, error) {
+	subCtx, cancelSubs := context.WithCancel(ctx)
+	counts := make([]atomic.Int64, subscribers)
+	var wg sync.WaitGroup
+	defer func() {
+		cancelSubs()
+		wg.Wait()
+	}()
+	synced := make(chan error, subscribers)
+	for i := range subscribers {
+		wg.Go(func() { countUpdates(subCtx, s.client, &counts[i], synced) })
+	}
+	for range subscribers {
+		if err := <-synced; err != nil {
+			return 0, err
+		}
+	}
+	for i := range counts {
+		counts[i].Store(0)
+	}
+	start := time.Now()
+	if _, err := setsPerSecond(ctx, &side{addr: s.dev.Addr()}, subscribeDrivers, d); err != nil {
+		return 0, fmt.Errorf("driving Sets: %w", err)
+	}
+	elapsed := time.Since(start)
+	var total int64
+	for i := range counts {
+		total += counts[i].Load()
+	}
+	return float64(total) / float64(subscribers) / elapsed.Seconds(), nil
+}
+
+// countUpdates subscribes STREAM ON_CHANGE to /interfaces, reports on
+// synced once the initial sync arrived (or the failure), then adds every
+// update received to n until ctx ends.
+func countUpdates(ctx context.Context, c gpb.GNMIClient, n *atomic.Int64, synced chan<- error) {
+	report := func(err error) {
+		if synced != nil {
+			synced <- err
+			synced = nil
+		}
+	}
+	stream, err := c.Subscribe(ctx)
+	if err != nil {
+		report(fmt.Errorf("gNMI Subscribe: %w", err))
+		return
+	}
+	req := &gpb.SubscribeRequest{Request: &gpb.SubscribeRequest_Subscribe{Subscribe: &gpb.SubscriptionList{
+		Mode: gpb.SubscriptionList_STREAM, Encoding: gpb.Encoding_PROTO,
+		Subscription: []*gpb.Subscription{{Path: &gpb.Path{Elem: []*gpb.PathElem{{Name: "interfaces"}}}, Mode: gpb.SubscriptionMode_ON_CHANGE}},
+	}}}
+	if err := stream.Send(req); err != nil {
+		report(fmt.Errorf("gNMI Subscribe send: %w", err))
+		return
+	}
+	for {
+		resp, err := stream.Recv()
+		if err != nil {
+			report(fmt.Errorf("gNMI Subscribe, before the sync: %w", err))
+			return
+		}
+		if resp.GetSyncResponse() {
+			report(nil)
+			continue
+		}
+		if u := resp.GetUpdate(); u != nil {
+			n.Add(int64(len(u.GetUpdate()) + len(u.GetDelete())))
+		}
+	}
+}

@@ -1,0 +1,116 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"strings"
+	"testing"
+)
+
+// tinyBench are --short with even smaller sizes: a few seconds per run.
+var tinyBench = []string{"bench", "--short", "--sets", "20", "--duration", "200ms", "--leaves", "200", "--proposals", "300"}
+
+// runBenchCommand runs gnmi-sidecar bench in-process with args added to
+// tinyBench and returns its stdout and stderr.
+func runBenchCommand(t *testing.T, args ...string) (string, string) {
+	t.Helper()
+	sidecar, _ := binaries(t)
+	var stdout, stderr bytes.Buffer
+	root := newRootCommand(&stdout, &stderr)
+	root.SetArgs(append(append(append([]string{}, tinyBench...), "--sidecar-binary", sidecar), args...))
+	root.SetOut(&stderr)
+	root.SetErr(&stderr)
+	if err := root.ExecuteContext(t.Context()); err != nil {
+		t.Fatalf("bench: %v\nstdout:\n%s\nstderr:\n%s", err, stdout.String(), stderr.String())
+	}
+	return stdout.String(), stderr.String()
+}
+
+// wantBenchRows are the row labels (prefixes) of a run at the tinyBench
+// sizes, one per row.
+var wantBenchRows = []string{
+	"Set latency p50, 1 client", "Set latency p99, 1 client",
+	"Set throughput, 1 clients, 0s device", "Set throughput, 8 clients, 0s device", "Set throughput, 64 clients, 0s device",
+	"Set throughput, 1 clients, 20ms device", "Set throughput, 8 clients, 20ms device", "Set throughput, 64 clients, 20ms device",
+	"Set p50 at 100 leaves", "Set p50 at 200 leaves",
+	"re-push 200 leaves, sidecar-side", "re-push 200 leaves, restart → Set ok",
+	"Subscribe STREAM, 1 subscriber(s)", "Subscribe STREAM, 16 subscriber(s)",
+	"RSS of serve, idle", "RSS of serve, 200 leaves journaled",
+	"restart with 300 proposals → Capabilities", "restart with 300 proposals → Set ok",
+}
+
+// TestBenchJSON runs every scenario at tiny sizes and checks that the JSON
+// document has every row with figures (no timing assertions).
+func TestBenchJSON(t *testing.T) {
+	stdout, stderr := runBenchCommand(t, "--json")
+	var rep struct {
+		Rows []struct {
+			Scenario string   `json:"scenario"`
+			Sidecar  *float64 `json:"sidecar"`
+			Direct   *float64 `json:"direct"`
+			Ratio    *float64 `json:"ratio_sidecar_over_direct"`
+			Better   string   `json:"better"`
+		} `json:"rows"`
+		Errors []string `json:"errors"`
+	}
+	if err := json.Unmarshal([]byte(stdout), &rep); err != nil {
+		t.Fatalf("--json output does not parse: %v\n%s", err, stdout)
+	}
+	if len(rep.Errors) > 0 || len(rep.Rows) != len(wantBenchRows) {
+		t.Fatalf("got %d rows (want %d), errors %v:\n%s", len(rep.Rows), len(wantBenchRows), rep.Errors, stdout)
+	}
+	for i, r := range rep.Rows {
+		if r.Scenario != wantBenchRows[i] {
+			t.Errorf("row %d is %q, want %q", i, r.Scenario, wantBenchRows[i])
+		}
+		if r.Sidecar == nil || *r.Sidecar <= 0 {
+			t.Errorf("row %q: no sidecar figure", r.Scenario)
+		}
+		direct := !strings.HasPrefix(r.Scenario, "re-push") && !strings.HasPrefix(r.Scenario, "RSS") && !strings.HasPrefix(r.Scenario, "restart")
+		if direct && (r.Direct == nil || *r.Direct <= 0 || r.Ratio == nil) {
+			t.Errorf("row %q: no direct figure or ratio", r.Scenario)
+		}
+		if r.Better != "lower" && r.Better != "higher" {
+			t.Errorf("row %q: better = %q", r.Scenario, r.Better)
+		}
+	}
+	if !strings.Contains(stderr, "[1/13] Set latency") || !strings.Contains(stderr, "[13/13] serve restart") {
+		t.Errorf("no progress lines on stderr:\n%s", stderr)
+	}
+}
+
+// TestBenchTable checks the table of a subset of scenarios.
+func TestBenchTable(t *testing.T) {
+	stdout, _ := runBenchCommand(t, "--scenarios", "latency,subscribe")
+	lines := strings.Split(stdout, "\n")
+	if !strings.Contains(lines[0], "sidecar/direct") || !strings.Contains(lines[0], "better") || !strings.Contains(lines[0], "DESIGN §5 target") {
+		t.Fatalf("no header: %q", lines[0])
+	}
+	for _, want := range []string{"Set latency p50, 1 client", "Set latency p99, 1 client", "Subscribe STREAM, 1 subscriber(s)", "Subscribe STREAM, 16 subscriber(s)"} {
+		found := false
+		for _, l := range lines[1:] {
+			if rest, ok := strings.CutPrefix(l, want); ok {
+				found = true
+				if f := strings.Fields(rest); len(f) < 5 || f[1] == "-" || f[2] == "-" || !strings.HasSuffix(f[3], "×") {
+					t.Errorf("row %q has no figures: %q", want, l)
+				}
+			}
+		}
+		if !found {
+			t.Errorf("no row %q in:\n%s", want, stdout)
+		}
+	}
+}
+
+// TestBenchBadScenario: an unknown scenario is a usage error.
+func TestBenchBadScenario(t *testing.T) {
+	var out bytes.Buffer
+	root := newRootCommand(&out, &out)
+	root.SetArgs([]string{"bench", "--scenarios", "nope"})
+	root.SetOut(&out)
+	root.SetErr(&out)
+	err := root.Execute()
+	if exitCode(err) != exitUsage {
+		t.Fatalf("exit code %d (%v), want %d", exitCode(err), err, exitUsage)
+	}
+}
