@@ -319,7 +319,15 @@ func applyProposal(ctx context.Context, j *journal.Journal, term, i uint64) erro
 
 // prepareLeaves writes n applied leaves bench0… into a new journal in dir,
 // preloadBatch leaves per proposal.
-func (b *bencher) prepareLeaves(ctx context.Context, dir string, n int) (err error) {
+func (b *bencher) prepareLeaves(ctx context.Context, dir string, n int) error {
+	return b.withPrepJournal(ctx, dir, func(j *journal.Journal, term uint64) error {
+		return preloadLeaves(ctx, j, term, n)
+	})
+}
+
+// withPrepJournal opens a new journal in dir for data preparation, runs fn
+// on it and closes it.
+func (b *bencher) withPrepJournal(ctx context.Context, dir string, fn func(j *journal.Journal, term uint64) error) (err error) {
 	j, term, err := b.openPrepJournal(ctx, dir)
 	if err != nil {
 		return err
@@ -329,6 +337,12 @@ func (b *bencher) prepareLeaves(ctx context.Context, dir string, n int) (err err
 			err = fmt.Errorf("closing the prepared journal: %w", cerr)
 		}
 	}()
+	return fn(j, term)
+}
+
+// preloadLeaves proposes, commits and applies n leaves bench0…,
+// preloadBatch leaves per proposal.
+func preloadLeaves(ctx context.Context, j *journal.Journal, term uint64, n int) error {
 	for base := 0; base < n; base += preloadBatch {
 		var ops []*journal.Op
 		for i := base; i < min(base+preloadBatch, n); i++ {
@@ -349,16 +363,15 @@ func (b *bencher) prepareLeaves(ctx context.Context, dir string, n int) (err err
 // committed and applied, into a new journal in dir. Proposing runs 32-wide
 // and overlaps with committing and applying, which go in index order, so
 // the journal's writer batches them together.
-func (b *bencher) prepareProposals(ctx context.Context, dir string, n int) (err error) {
-	j, term, err := b.openPrepJournal(ctx, dir)
-	if err != nil {
-		return err
-	}
-	defer func() {
-		if cerr := j.Close(); err == nil && cerr != nil {
-			err = fmt.Errorf("closing the prepared journal: %w", cerr)
-		}
-	}()
+func (b *bencher) prepareProposals(ctx context.Context, dir string, n int) error {
+	return b.withPrepJournal(ctx, dir, func(j *journal.Journal, term uint64) error {
+		return prepareProposals(ctx, j, term, n)
+	})
+}
+
+// prepareProposals writes n one-leaf proposals into j (see
+// bencher.prepareProposals).
+func prepareProposals(ctx context.Context, j *journal.Journal, term uint64, n int) error {
 	first, err := j.ProposeChange(ctx, []*journal.Op{leafOp("bench0", "v0")})
 	if err != nil {
 		return fmt.Errorf("ProposeChange: %w", err)
