@@ -46,34 +46,15 @@ func (j *Journal) ProposeConfirmedChange(ctx context.Context, ops []*Op, id stri
 	if deadline.IsZero() {
 		return nil, fmt.Errorf("journal: commit-confirmed: no rollback deadline: %w", ErrInvalid)
 	}
-	clean, err := cleanOps(ops)
-	if err != nil {
-		return nil, err
-	}
-	var out *Proposal
-	err = j.submit(ctx, func(w *writeTxn) error {
-		out = nil
-		if err := commitConfirmGuard(w.txn, "a commit-confirmed is already outstanding",
-			"confirm or cancel it before starting another"); err != nil {
-			return err
-		}
-		p, _, err := w.proposeChange(clean)
-		if err != nil {
-			return err
-		}
-		rec := &CommitConfirm{
-			Id:       id,
-			Proposal: p.GetIndex(),
-			Deadline: timestamppb.New(deadline),
-			Started:  timestamppb.New(w.now),
-		}
-		if err := w.putCommitConfirm(rec); err != nil {
-			return err
-		}
-		out = p
-		return nil
-	})
-	return out, err
+	return j.propose(ctx, ops, "a commit-confirmed is already outstanding", "confirm or cancel it before starting another",
+		func(w *writeTxn, p *Proposal) error {
+			return w.putCommitConfirm(&CommitConfirm{
+				Id:       id,
+				Proposal: p.GetIndex(),
+				Deadline: timestamppb.New(deadline),
+				Started:  timestamppb.New(w.now),
+			})
+		})
 }
 
 // ConfirmCommit confirms the outstanding commit-confirmed with the given id

@@ -30,6 +30,14 @@ const codeAborted = 10
 // §4): until it is confirmed, cancelled or rolled back, no other change may
 // be stacked on top of the change the client may still have undone.
 func (j *Journal) ProposeChange(ctx context.Context, ops []*Op) (*Proposal, error) {
+	return j.propose(ctx, ops, "a commit-confirmed is outstanding", "confirm or cancel it first, or wait for its rollback", nil)
+}
+
+// propose cleans ops and journals them as a new proposal, refused while a
+// commit-confirmed is outstanding (the refusal's words: lead and advice);
+// then, in the same transaction, it calls also (if set) with the new
+// proposal.
+func (j *Journal) propose(ctx context.Context, ops []*Op, lead, advice string, also func(w *writeTxn, p *Proposal) error) (*Proposal, error) {
 	clean, err := cleanOps(ops)
 	if err != nil {
 		return nil, err
@@ -37,13 +45,17 @@ func (j *Journal) ProposeChange(ctx context.Context, ops []*Op) (*Proposal, erro
 	var out *Proposal
 	err = j.submit(ctx, func(w *writeTxn) error {
 		out = nil
-		if err := commitConfirmGuard(w.txn, "a commit-confirmed is outstanding",
-			"confirm or cancel it first, or wait for its rollback"); err != nil {
+		if err := commitConfirmGuard(w.txn, lead, advice); err != nil {
 			return err
 		}
 		p, _, err := w.proposeChange(clean)
 		if err != nil {
 			return err
+		}
+		if also != nil {
+			if err := also(w, p); err != nil {
+				return err
+			}
 		}
 		out = p
 		return nil

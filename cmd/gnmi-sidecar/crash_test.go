@@ -179,6 +179,29 @@ func (w *writer) run(c gpb.GNMIClient, stop *atomic.Bool, total *atomic.Int64) {
 	}
 }
 
+// startWriters starts n writers (client k writes interface eth<k+1>),
+// each with its own connection to addr. total counts the Sets acknowledged
+// to all of them; stop stops them and waits (it is also a cleanup).
+func startWriters(t *testing.T, addr string, n int) (writers []*writer, total *atomic.Int64, stop func()) {
+	t.Helper()
+	var stopped atomic.Bool
+	total = new(atomic.Int64)
+	var wg sync.WaitGroup
+	for k := range n {
+		w := &writer{k: k, intf: fmt.Sprintf("eth%d", k+1), errs: map[codes.Code]int{}}
+		writers = append(writers, w)
+		c := dial(t, addr)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			w.run(c, &stopped, total)
+		}()
+	}
+	stop = sync.OnceFunc(func() { stopped.Store(true); wg.Wait() })
+	t.Cleanup(stop)
+	return writers, total, stop
+}
+
 // lastAckedBefore is the highest seq acknowledged before time at (0 if none).
 func (w *writer) lastAckedBefore(at int64) int {
 	i := sort.Search(len(w.acked), func(i int) bool { return w.acked[i].at >= at })
@@ -197,22 +220,7 @@ func TestSidecarKilledDuringConcurrentSets(t *testing.T) {
 	s := startStack(t, nil, nil)
 	mon := startDeviceMonitor(t, s.devClient)
 
-	var stop atomic.Bool
-	var total atomic.Int64
-	writers := make([]*writer, clients)
-	var wg sync.WaitGroup
-	for k := range writers {
-		w := &writer{k: k, intf: fmt.Sprintf("eth%d", k+1), errs: map[codes.Code]int{}}
-		writers[k] = w
-		c := dial(t, s.sidecar.addr)
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			w.run(c, &stop, &total)
-		}()
-	}
-	stopWriters := sync.OnceFunc(func() { stop.Store(true); wg.Wait() })
-	t.Cleanup(stopWriters)
+	writers, total, stopWriters := startWriters(t, s.sidecar.addr, clients)
 
 	killAt := int64(30 + rand.IntN(50))
 	poll(t, 20*time.Second, fmt.Sprintf("%d acknowledged Sets", killAt), func() (bool, string) {

@@ -9,13 +9,9 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
-
-	"google.golang.org/grpc/codes"
 
 	"github.com/gnmi-sidecar/gnmi-sidecar/journal"
 )
@@ -28,22 +24,7 @@ func TestSIGTERMDuringSets(t *testing.T) {
 	const clients = 6
 	s := startStack(t, []string{"--set-delay", "20ms"}, nil)
 
-	var stop atomic.Bool
-	var total atomic.Int64
-	writers := make([]*writer, clients)
-	var wg sync.WaitGroup
-	for k := range writers {
-		w := &writer{k: k, intf: fmt.Sprintf("eth%d", k+1), errs: map[codes.Code]int{}}
-		writers[k] = w
-		c := dial(t, s.sidecar.addr)
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			w.run(c, &stop, &total)
-		}()
-	}
-	stopWriters := sync.OnceFunc(func() { stop.Store(true); wg.Wait() })
-	t.Cleanup(stopWriters)
+	writers, total, stopWriters := startWriters(t, s.sidecar.addr, clients)
 
 	poll(t, 20*time.Second, "30 acknowledged Sets", func() (bool, string) {
 		n := total.Load()
