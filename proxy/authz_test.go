@@ -3,7 +3,6 @@ package proxy_test
 import (
 	"context"
 	"crypto/tls"
-	"crypto/x509"
 	"io"
 	"strings"
 	"testing"
@@ -163,22 +162,6 @@ default_role: read
 	}
 }
 
-// --- certificates ---
-
-// dialTLS returns a gNMI client of addr over TLS trusting roots,
-// presenting the client certificates given.
-func dialTLS(t testing.TB, addr string, roots *x509.CertPool, certs ...tls.Certificate) gpb.GNMIClient {
-	t.Helper()
-	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(credentials.NewTLS(&tls.Config{
-		RootCAs: roots, Certificates: certs, MinVersion: tls.VersionTLS12,
-	})))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = conn.Close() })
-	return gpb.NewGNMIClient(conn)
-}
-
 // --- authorization end to end ---
 
 // as returns a context carrying username/password metadata.
@@ -215,10 +198,10 @@ default_role: read
 		grpc.ChainUnaryInterceptor(a.UnaryInterceptor()),
 		grpc.ChainStreamInterceptor(a.StreamInterceptor()),
 	}})
-	anon := dialTLS(t, r.Addr, pki.Pool())
-	opsBot := dialTLS(t, r.Addr, pki.Pool(), pki.Client(t, "ops-bot"))
-	noc := dialTLS(t, r.Addr, pki.Pool(), pki.Client(t, "noc"))
-	stranger := dialTLS(t, r.Addr, pki.Pool(), pki.Client(t, "stranger"))
+	anon := sidecartest.DialTLS(t, r.Addr, pki.Pool())
+	opsBot := sidecartest.DialTLS(t, r.Addr, pki.Pool(), pki.Client(t, "ops-bot"))
+	noc := sidecartest.DialTLS(t, r.Addr, pki.Pool(), pki.Client(t, "noc"))
+	stranger := sidecartest.DialTLS(t, r.Addr, pki.Pool(), pki.Client(t, "stranger"))
 
 	ctx := func(t *testing.T) context.Context {
 		c, cancel := context.WithTimeout(t.Context(), waitFor)

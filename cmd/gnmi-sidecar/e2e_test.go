@@ -6,11 +6,11 @@ package main
 import (
 	"context"
 	"fmt"
-	"os"
 	"os/exec"
 	"reflect"
 	"regexp"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -466,18 +466,7 @@ func testShutdown(t *testing.T, sidecarArgs []string, wantOK bool) {
 		return n > sets, fmt.Sprintf("device set count %d", n)
 	})
 
-	if err := s.sidecar.cmd.Process.Signal(os.Interrupt); err != nil {
-		t.Fatal(err)
-	}
-	signalled := time.Now()
-	exited, exitErr := s.sidecar.exited(5 * time.Second)
-	if !exited {
-		t.Fatalf("gnmi-sidecar still running 5 s after SIGINT")
-	}
-	if exitErr != nil {
-		t.Fatalf("gnmi-sidecar exited with %v after SIGINT; want status 0", exitErr)
-	}
-	t.Logf("gnmi-sidecar exited 0, %v after SIGINT", time.Since(signalled).Round(time.Millisecond))
+	s.stopWith(t, syscall.SIGINT, 5*time.Second)
 
 	var res result
 	select {

@@ -16,11 +16,13 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
 	gpb "github.com/openconfig/gnmi/proto/gnmi"
 	"github.com/openconfig/gnmi/proto/gnmi_ext"
+	"golang.org/x/sys/unix"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/backoff"
 	"google.golang.org/grpc/codes"
@@ -352,16 +354,26 @@ func (s *stack) waitSynced(t *testing.T, d time.Duration) {
 // stop stops the sidecar with SIGINT and requires a clean exit.
 func (s *stack) stop(t *testing.T) {
 	t.Helper()
-	if err := s.sidecar.cmd.Process.Signal(os.Interrupt); err != nil {
+	s.stopWith(t, syscall.SIGINT, 10*time.Second)
+}
+
+// stopWith sends the sidecar sig and requires it to exit with status 0
+// within d.
+func (s *stack) stopWith(t *testing.T, sig syscall.Signal, d time.Duration) {
+	t.Helper()
+	name := unix.SignalName(sig)
+	if err := s.sidecar.cmd.Process.Signal(sig); err != nil {
 		t.Fatal(err)
 	}
-	exited, err := s.sidecar.exited(10 * time.Second)
+	signalled := time.Now()
+	exited, err := s.sidecar.exited(d)
 	if !exited {
-		t.Fatal("gnmi-sidecar still running 10 s after SIGINT")
+		t.Fatalf("gnmi-sidecar still running %v after %s", d, name)
 	}
 	if err != nil {
-		t.Fatalf("gnmi-sidecar exited with %v after SIGINT; want status 0", err)
+		t.Fatalf("gnmi-sidecar exited with %v after %s; want status 0", err, name)
 	}
+	t.Logf("gnmi-sidecar exited 0, %v after %s", time.Since(signalled).Round(time.Millisecond), name)
 }
 
 // traceLines reads the sidecar's trace.

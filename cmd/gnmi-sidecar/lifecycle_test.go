@@ -30,18 +30,7 @@ func TestSIGTERMDuringSets(t *testing.T) {
 		n := total.Load()
 		return n >= 30, fmt.Sprintf("%d acknowledged", n)
 	})
-	if err := s.sidecar.cmd.Process.Signal(syscall.SIGTERM); err != nil {
-		t.Fatal(err)
-	}
-	signalled := time.Now()
-	exited, err := s.sidecar.exited(20 * time.Second)
-	if !exited {
-		t.Fatal("gnmi-sidecar still running 20 s after SIGTERM")
-	}
-	if err != nil {
-		t.Fatalf("gnmi-sidecar exited with %v after SIGTERM; want status 0", err)
-	}
-	t.Logf("gnmi-sidecar exited 0, %v after SIGTERM", time.Since(signalled).Round(time.Millisecond))
+	s.stopWith(t, syscall.SIGTERM, 20*time.Second)
 	stopWriters()
 
 	// With the sidecar stopped: every acknowledged Set is on the device.

@@ -8,7 +8,6 @@ package main
 import (
 	"context"
 	"crypto/tls"
-	"crypto/x509"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -142,32 +141,8 @@ func (c *opsConfig) addFlags(f *pflag.FlagSet) {
 
 // tlsConfig builds the TLS configuration, nil for plaintext.
 func (c *opsConfig) tlsConfig() (*tls.Config, error) {
-	if !c.tls && c.tlsCA == "" && c.tlsCert == "" && c.tlsKey == "" && c.tlsServerName == "" && !c.tlsSkipVerify {
-		return nil, nil
-	}
-	cfg := &tls.Config{MinVersion: tls.VersionTLS12, ServerName: c.tlsServerName, InsecureSkipVerify: c.tlsSkipVerify} //nolint:gosec // explicit operator choice
-	if c.tlsCA != "" {
-		pem, err := os.ReadFile(c.tlsCA)
-		if err != nil {
-			return nil, fmt.Errorf("--tls-ca: %w", err)
-		}
-		pool := x509.NewCertPool()
-		if !pool.AppendCertsFromPEM(pem) {
-			return nil, fmt.Errorf("--tls-ca %s: no PEM certificate in it", c.tlsCA)
-		}
-		cfg.RootCAs = pool
-	}
-	if (c.tlsCert == "") != (c.tlsKey == "") {
-		return nil, errors.New("--tls-cert and --tls-key go together")
-	}
-	if c.tlsCert != "" {
-		cert, err := tls.LoadX509KeyPair(c.tlsCert, c.tlsKey)
-		if err != nil {
-			return nil, fmt.Errorf("--tls-cert/--tls-key: %w", err)
-		}
-		cfg.Certificates = []tls.Certificate{cert}
-	}
-	return cfg, nil
+	return clientTLS{prefix: "tls-", on: c.tls, ca: c.tlsCA, cert: c.tlsCert, key: c.tlsKey,
+		serverName: c.tlsServerName, skipVerify: c.tlsSkipVerify}.config()
 }
 
 // check validates the flags that need more than their type.

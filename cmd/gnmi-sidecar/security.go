@@ -6,7 +6,6 @@ package main
 
 import (
 	"crypto/tls"
-	"crypto/x509"
 	"encoding/pem"
 	"errors"
 	"fmt"
@@ -137,13 +136,9 @@ func (c *securityConfig) loadServerTLS() (*tls.Config, error) {
 	}
 	cfg := &tls.Config{MinVersion: tls.VersionTLS12, Certificates: []tls.Certificate{cert}}
 	if c.tlsClientCA != "" {
-		caPEM, err := os.ReadFile(c.tlsClientCA)
+		pool, err := loadCertPool("--tls-client-ca", c.tlsClientCA)
 		if err != nil {
-			return nil, fmt.Errorf("--tls-client-ca: %w", err)
-		}
-		pool := x509.NewCertPool()
-		if !pool.AppendCertsFromPEM(caPEM) {
-			return nil, fmt.Errorf("--tls-client-ca %s: no PEM certificate in it", c.tlsClientCA)
+			return nil, err
 		}
 		cfg.ClientCAs = pool
 		cfg.ClientAuth = tls.RequireAndVerifyClientCert

@@ -22,7 +22,6 @@ import (
 	"golang.org/x/crypto/bcrypt"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
@@ -30,22 +29,6 @@ import (
 	"github.com/gnmi-sidecar/gnmi-sidecar/testbed"
 	"github.com/gnmi-sidecar/gnmi-sidecar/testbed/sidecartest"
 )
-
-// --- certificates ---
-
-// dialTLS returns a gNMI client of addr over TLS trusting roots (nil: the
-// system's), presenting the client certificates given.
-func dialTLS(t *testing.T, addr string, roots *x509.CertPool, certs ...tls.Certificate) gpb.GNMIClient {
-	t.Helper()
-	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(credentials.NewTLS(&tls.Config{
-		RootCAs: roots, Certificates: certs, MinVersion: tls.VersionTLS12,
-	})))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = conn.Close() })
-	return gpb.NewGNMIClient(conn)
-}
 
 // --- serve in-process ---
 
@@ -157,14 +140,14 @@ func TestServeTLS(t *testing.T) {
 	s := startServe(t, serveArgs(t, dev, "--listen", "127.0.0.1:0", "--tls-cert", certFile, "--tls-key", keyFile)...)
 	ctx := t.Context()
 
-	if err := capabilities(dialTLS(t, s.addr, ca.Pool()), ctx); err != nil {
+	if err := capabilities(sidecartest.DialTLS(t, s.addr, ca.Pool()), ctx); err != nil {
 		t.Errorf("Capabilities over TLS trusting the CA: %v", err)
 	}
-	if err := capabilities(dialTLS(t, "localhost:"+strings.Split(s.addr, ":")[1], ca.Pool()), ctx); err != nil {
+	if err := capabilities(sidecartest.DialTLS(t, "localhost:"+strings.Split(s.addr, ":")[1], ca.Pool()), ctx); err != nil {
 		t.Errorf("Capabilities over TLS to localhost: %v", err)
 	}
 	wantCode(t, "a plaintext client", capabilities(dial(t, s.addr), ctx), codes.Unavailable)
-	wantCode(t, "a client not trusting the CA", capabilities(dialTLS(t, s.addr, x509.NewCertPool()), ctx), codes.Unavailable)
+	wantCode(t, "a client not trusting the CA", capabilities(sidecartest.DialTLS(t, s.addr, x509.NewCertPool()), ctx), codes.Unavailable)
 
 	// TLS 1.2 is the minimum.
 	conn, err := tls.Dial("tcp", s.addr, &tls.Config{RootCAs: ca.Pool(), MinVersion: tls.VersionTLS10, MaxVersion: tls.VersionTLS11, NextProtos: []string{"h2"}}) //nolint:gosec // the point of the test
@@ -191,11 +174,11 @@ func TestServeMTLS(t *testing.T) {
 
 	bot := ca.Client(t, "ops-bot")
 	botCert, botKey := sidecartest.WriteCert(t, dir, "ops-bot", bot)
-	if err := capabilities(dialTLS(t, s.addr, ca.Pool(), bot), ctx); err != nil {
+	if err := capabilities(sidecartest.DialTLS(t, s.addr, ca.Pool(), bot), ctx); err != nil {
 		t.Errorf("Capabilities with a client certificate from the CA: %v", err)
 	}
-	wantCode(t, "a client without a certificate", capabilities(dialTLS(t, s.addr, ca.Pool()), ctx), codes.Unavailable)
-	wantCode(t, "a client with a certificate from another CA", capabilities(dialTLS(t, s.addr, ca.Pool(), other.Client(t, "ops-bot")), ctx), codes.Unavailable)
+	wantCode(t, "a client without a certificate", capabilities(sidecartest.DialTLS(t, s.addr, ca.Pool()), ctx), codes.Unavailable)
+	wantCode(t, "a client with a certificate from another CA", capabilities(sidecartest.DialTLS(t, s.addr, ca.Pool(), other.Client(t, "ops-bot")), ctx), codes.Unavailable)
 	wantCode(t, "a plaintext client", capabilities(dial(t, s.addr), ctx), codes.Unavailable)
 
 	runOpsAt(t, s.addr, "status", "--tls-ca", caFile, "--tls-cert", botCert, "--tls-key", botKey).wantCode(t, 0)
@@ -244,7 +227,7 @@ default_role: ""
 	_, nobodyArgs := client("nobody")
 
 	// ops-bot (write) sets; the sidecar may still be connecting.
-	botClient := dialTLS(t, s.addr, ca.Pool(), bot)
+	botClient := sidecartest.DialTLS(t, s.addr, ca.Pool(), bot)
 	poll(t, 10*time.Second, "a Set by ops-bot", func() (bool, string) {
 		ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
 		defer cancel()
@@ -324,7 +307,7 @@ func TestServeListenRule(t *testing.T) {
 		ca := sidecartest.NewPKI(t)
 		certFile, keyFile := sidecartest.WriteCert(t, t.TempDir(), "sidecar", ca.Server(t))
 		s := startServe(t, serveArgs(t, nil, "--listen", "0.0.0.0:0", "--tls-cert", certFile, "--tls-key", keyFile)...)
-		_ = capabilities(dialTLS(t, s.local(t), ca.Pool()), t.Context()) // served; the device is away
+		_ = capabilities(sidecartest.DialTLS(t, s.local(t), ca.Pool()), t.Context()) // served; the device is away
 		if !strings.Contains(s.logs.text(), "no --authz-file: every client that can connect has admin rights") {
 			t.Error("no warning that every client is admin")
 		}

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"crypto/tls"
-	"crypto/x509"
 	"errors"
 	"fmt"
 	"io"
@@ -128,34 +127,11 @@ func newLogger(w io.Writer, level, format string) (*slog.Logger, error) {
 	return nil, fmt.Errorf("--log-format %q: want text or json", format)
 }
 
-// deviceTLS builds the device-side TLS configuration, nil for plaintext.
+// deviceTLSConfig builds the device-side TLS configuration, nil for
+// plaintext.
 func (c *serveConfig) deviceTLSConfig() (*tls.Config, error) {
-	if !c.deviceTLS && c.deviceCA == "" && c.deviceCert == "" && !c.deviceSkipVerify && c.deviceServerName == "" {
-		return nil, nil
-	}
-	cfg := &tls.Config{MinVersion: tls.VersionTLS12, ServerName: c.deviceServerName, InsecureSkipVerify: c.deviceSkipVerify} //nolint:gosec // explicit operator choice
-	if c.deviceCA != "" {
-		pem, err := os.ReadFile(c.deviceCA)
-		if err != nil {
-			return nil, fmt.Errorf("--device-ca: %w", err)
-		}
-		pool := x509.NewCertPool()
-		if !pool.AppendCertsFromPEM(pem) {
-			return nil, fmt.Errorf("--device-ca %s: no PEM certificate in it", c.deviceCA)
-		}
-		cfg.RootCAs = pool
-	}
-	if (c.deviceCert == "") != (c.deviceKey == "") {
-		return nil, errors.New("--device-cert and --device-key go together")
-	}
-	if c.deviceCert != "" {
-		cert, err := tls.LoadX509KeyPair(c.deviceCert, c.deviceKey)
-		if err != nil {
-			return nil, fmt.Errorf("--device-cert/--device-key: %w", err)
-		}
-		cfg.Certificates = []tls.Certificate{cert}
-	}
-	return cfg, nil
+	return clientTLS{prefix: "device-", on: c.deviceTLS, ca: c.deviceCA, cert: c.deviceCert, key: c.deviceKey,
+		serverName: c.deviceServerName, skipVerify: c.deviceSkipVerify}.config()
 }
 
 // serve runs the sidecar until ctx ends. banner, if set, is called with the
