@@ -37,6 +37,7 @@ type securityConfig struct {
 	nonLoopback bool // --listen is not a loopback address
 	serverTLS   *tls.Config
 	policy      *proxy.Policy
+	password    string // the device password
 }
 
 func (c *securityConfig) addFlags(f *pflag.FlagSet) {
@@ -85,7 +86,8 @@ func (c *securityConfig) prepare() error {
 	if c.prepared {
 		return nil
 	}
-	if _, err := c.devicePassword(); err != nil {
+	password, err := c.readDevicePassword()
+	if err != nil {
 		return err
 	}
 	cfg, err := c.loadServerTLS()
@@ -103,7 +105,7 @@ func (c *securityConfig) prepare() error {
 			return fmt.Errorf("--authz-file %s: %w", c.authzFile, err)
 		}
 	}
-	c.serverTLS, c.policy, c.prepared = cfg, policy, true
+	c.serverTLS, c.policy, c.password, c.prepared = cfg, policy, password, true
 	return nil
 }
 
@@ -205,6 +207,15 @@ func (c *securityConfig) serverOptions(log *slog.Logger) ([]grpc.ServerOption, e
 // the content of --device-password-file (trailing newlines trimmed) or
 // $GNMI_SIDECAR_DEVICE_PASSWORD, never both. No error carries it.
 func (c *securityConfig) devicePassword() (string, error) {
+	if err := c.prepare(); err != nil {
+		return "", err
+	}
+	return c.password, nil
+}
+
+// readDevicePassword reads the device password from --device-password-file
+// or $GNMI_SIDECAR_DEVICE_PASSWORD.
+func (c *securityConfig) readDevicePassword() (string, error) {
 	env := os.Getenv(passwordEnv)
 	if c.devicePasswordFile == "" {
 		return env, nil
