@@ -48,10 +48,7 @@ func DecideExpiry(rec *journal.CommitConfirm, p *journal.Proposal, now time.Time
 		return Expiry{Kind: ExpiryWait, Until: deadline}
 	}
 	if p != nil && p.GetPhase() == journal.PhaseChange {
-		ch := p.GetChange()
-		failed := ch.GetCommit() == journal.StatusFailed || ch.GetCommit() == journal.StatusAborted ||
-			ch.GetApply() == journal.StatusFailed || ch.GetApply() == journal.StatusAborted
-		if !failed && ch.GetApply() != journal.StatusComplete {
+		if !journal.ChangeFailed(p) && p.GetChange().GetApply() != journal.StatusComplete {
 			return Expiry{Kind: ExpiryIdle} // rolled back once applied
 		}
 	}

@@ -194,9 +194,7 @@ func (j *Journal) ExpireCommit(ctx context.Context, id string) (*Proposal, *Conf
 		}
 		ch := p.GetChange()
 		switch {
-		case p.GetPhase() == PhaseRollback,
-			ch.GetCommit() == StatusFailed, ch.GetCommit() == StatusAborted,
-			ch.GetApply() == StatusFailed, ch.GetApply() == StatusAborted:
+		case p.GetPhase() == PhaseRollback, ChangeFailed(p):
 			if err := w.clearCommitConfirm(rec); err != nil {
 				return err
 			}

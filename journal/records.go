@@ -57,6 +57,14 @@ func Finished(s Status) bool {
 	return s == StatusComplete || s == StatusAborted || s == StatusFailed
 }
 
+// ChangeFailed reports whether proposal p's change did not take effect:
+// its commit or its apply failed or was aborted.
+func ChangeFailed(p *Proposal) bool {
+	ch := p.GetChange()
+	return ch.GetCommit() == StatusFailed || ch.GetCommit() == StatusAborted ||
+		ch.GetApply() == StatusFailed || ch.GetApply() == StatusAborted
+}
+
 // Working reports whether s is Pending or InProgress.
 func Working(s Status) bool {
 	return s == StatusPending || s == StatusInProgress

@@ -141,10 +141,3 @@ func (s *Server) commitAnswer(ctx context.Context, rec *journal.CommitConfirm) (
 	resp.Extension = append(resp.Extension, responseExtension(changeResponse(p)))
 	return resp, nil
 }
-
-// changeFailed reports whether proposal p's change did not take effect.
-func changeFailed(p *journal.Proposal) bool {
-	ch := p.GetChange()
-	return ch.GetCommit() == journal.StatusFailed || ch.GetCommit() == journal.StatusAborted ||
-		ch.GetApply() == journal.StatusFailed || ch.GetApply() == journal.StatusAborted
-}

@@ -137,7 +137,7 @@ func (s *Server) waitRollback(ctx context.Context, i uint64, sync, orFailed bool
 	wctx, cancel := s.waitContext(ctx)
 	defer cancel()
 	p, err := s.opts.Agent.Wait(wctx, i, func(p *journal.Proposal) bool {
-		if orFailed && changeFailed(p) {
+		if orFailed && journal.ChangeFailed(p) {
 			return true
 		}
 		if sync {
@@ -150,7 +150,7 @@ func (s *Server) waitRollback(ctx context.Context, i uint64, sync, orFailed bool
 	}
 	resp := &gpb.SetResponse{Timestamp: time.Now().UnixNano()}
 	r := rollbackResponse(p)
-	if orFailed && changeFailed(p) {
+	if orFailed && journal.ChangeFailed(p) {
 		r = changeResponse(p)
 	} else if t := p.GetRollback().GetApplied(); sync && t != nil {
 		resp.Timestamp = t.AsTime().UnixNano()
@@ -224,7 +224,7 @@ func (s *Server) waitError(ctx context.Context, i uint64, err error) error {
 // own code and message when it rejected the change, with the sidecar's
 // Response extension as a status detail.
 func changeError(p *journal.Proposal) error {
-	if !changeFailed(p) {
+	if !journal.ChangeFailed(p) {
 		return nil
 	}
 	ch := p.GetChange()
