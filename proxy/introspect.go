@@ -139,7 +139,7 @@ func updatesOf(leaves []treeLeaf, prefix *gpb.Path) []*gpb.Update {
 // relativePath is the path of a leaf relative to a request's (concrete)
 // prefix; it names the origin when the prefix does not.
 func relativePath(path []*gpb.PathElem, prefix *gpb.Path) *gpb.Path {
-	out := &gpb.Path{Elem: path[min(len(prefix.GetElem()), len(path)):]}
+	out := relativeTo(&gpb.Path{Elem: path}, prefix)
 	if prefix.GetOrigin() == "" {
 		out.Origin = IntrospectionOrigin
 	}

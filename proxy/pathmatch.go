@@ -17,7 +17,7 @@ func fullPath(prefix, p *gpb.Path) *gpb.Path {
 	if prefix.GetOrigin() != "" {
 		out.Origin = prefix.GetOrigin()
 	}
-	out.Elem = append(append(out.Elem, prefix.GetElem()...), p.GetElem()...)
+	out.Elem = concatElems(prefix.GetElem(), p.GetElem())
 	return out
 }
 
