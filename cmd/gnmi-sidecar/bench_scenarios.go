@@ -114,7 +114,8 @@ func (b *bencher) throughput(ctx context.Context, clients int, delay time.Durati
 }
 
 // setsPerSecond runs clients goroutines (one gRPC connection each, as
-// separate clients would) for d and returns the completed Sets per second.
+// separate clients would) for d (or until the first Set completed, if
+// later) and returns the completed Sets per second.
 func setsPerSecond(ctx context.Context, s *side, clients int, d time.Duration) (float64, error) {
 	conns := make([]gpb.GNMIClient, clients)
 	for i := range conns {
@@ -129,10 +130,24 @@ func setsPerSecond(ctx context.Context, s *side, clients int, d time.Duration) (
 	// Cancelled rather than a deadline: a deadline would travel with the
 	// Sets, and the server could answer DeadlineExceeded before the client
 	// noticed the end of the run.
+	// The run lasts d, and longer if no Set has completed by then: a rate
+	// needs at least one (a short run on a loaded machine may see none).
 	runCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	timer := time.AfterFunc(d, cancel)
-	defer timer.Stop()
+	first := make(chan struct{})
+	var firstOnce sync.Once
+	go func() {
+		select {
+		case <-time.After(d):
+		case <-runCtx.Done():
+			return
+		}
+		select {
+		case <-first:
+			cancel()
+		case <-runCtx.Done():
+		}
+	}()
 	start := time.Now()
 	g, gctx := errgroup.WithContext(runCtx)
 	for i, c := range conns {
@@ -145,6 +160,7 @@ func setsPerSecond(ctx context.Context, s *side, clients int, d time.Duration) (
 					return err
 				}
 				count.Add(1)
+				firstOnce.Do(func() { close(first) })
 			}
 			return nil
 		})
