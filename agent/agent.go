@@ -144,14 +144,23 @@ type Agent struct {
 	responses     map[uint64]*gpb.SetResponse
 	responseOrder []uint64
 
-	// attempt counts the Sends of the apply in progress, to know whether a
-	// definitive rejection may follow an earlier attempt that reached the
-	// device. Only the applier goroutine uses it.
-	attempt struct {
-		index           uint64
-		sends           int
-		restoresRefused int
-	}
+	// Only the applier goroutine uses these. reached is the newest
+	// proposal an earlier Set may have carried to the device without its
+	// outcome being recorded: a rejection of a proposal up to it must be
+	// restored first (see restore). At the start of Run it is every
+	// proposal: an earlier run may have sent any of them. isolateThrough:
+	// the device rejected a batch ending there, so the proposals up to it go
+	// one at a time until the offending one is found. restoresRefused counts
+	// the device's refusals to restore proposal restoringIndex.
+	reached         uint64
+	isolateThrough  uint64
+	restoringIndex  uint64
+	restoresRefused int
+
+	// progress is the newest index up to which every proposal's commit
+	// (committed) and change apply (applied) are Finished; both only grow,
+	// as commits and applies finish in index order. Guarded by mu.
+	progress struct{ committed, applied uint64 }
 }
 
 // New returns an agent for journal j. It does not connect until Run.
@@ -179,12 +188,20 @@ func New(j *journal.Journal, opts Options) (*Agent, error) {
 // returns nil when ctx ended; an apply in flight then stays in progress in
 // the journal and is sent again by the next run.
 func (a *Agent) Run(ctx context.Context) error {
+	c, err := a.j.Configuration(ctx)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil
+		}
+		return fmt.Errorf("agent: %w", err)
+	}
+	a.reached = c.GetLastIndex()
 	g, ctx := errgroup.WithContext(ctx)
 	g.Go(func() error { return a.connectLoop(ctx) })
 	g.Go(func() error { return a.loop(ctx, "committer", a.commitWake, a.nextCommit) })
 	g.Go(func() error { return a.loop(ctx, "applier", a.applyWake, a.nextApply) })
 	g.Go(func() error { return a.confirmLoop(ctx) })
-	err := g.Wait()
+	err = g.Wait()
 	if s := a.session(); s != nil {
 		s.end(errors.New("agent stopped"))
 	}
@@ -360,11 +377,15 @@ func (a *Agent) view(ctx context.Context) (View, error) {
 	if err != nil {
 		return View{}, err
 	}
-	v := View{Config: c, Mastership: m, Persistent: a.opts.Persistent}
+	return View{Config: c, Mastership: m, Link: a.link(), Persistent: a.opts.Persistent}, nil
+}
+
+// link is the southbound connection as the decisions see it.
+func (a *Agent) link() Link {
 	if s := a.session(); s.up() {
-		v.Link = Link{Up: true, Term: s.getTerm()}
+		return Link{Up: true, Term: s.getTerm()}
 	}
-	return v, nil
+	return Link{}
 }
 
 // proposal loads proposal i, or nil if it does not exist or retention
@@ -381,19 +402,29 @@ func (a *Agent) proposal(ctx context.Context, i uint64) (*journal.Proposal, erro
 }
 
 // oldest returns the oldest kept proposal with index >= from for which
-// pending holds, and its predecessor; nil if there is none.
-func (a *Agent) oldest(ctx context.Context, c *journal.Configuration, from uint64, pending func(*journal.Proposal) bool) (next, prev *journal.Proposal, err error) {
+// pending holds, and its predecessor, as load (nil for a missing one) gives
+// them; nil if there is none.
+func oldest(c *journal.Configuration, from uint64, pending func(*journal.Proposal) bool,
+	load func(uint64) (*journal.Proposal, error)) (next, prev *journal.Proposal, err error) {
 	for i := max(from, c.GetFirstIndex(), 1); i <= c.GetLastIndex(); i++ {
-		p, err := a.proposal(ctx, i)
+		p, err := load(i)
 		if err != nil {
 			return nil, nil, err
 		}
 		if p != nil && pending(p) {
-			prev, err := a.proposal(ctx, i-1)
+			prev, err := load(i - 1)
 			return p, prev, err
 		}
 	}
 	return nil, nil, nil
+}
+
+func pendingCommit(p *journal.Proposal) bool {
+	return p.GetChange().GetCommit() == journal.StatusPending
+}
+
+func unfinishedApply(p *journal.Proposal) bool {
+	return !journal.Finished(p.GetChange().GetApply())
 }
 
 // nextCommit decides the committer's next step. Commits happen in index
@@ -403,7 +434,7 @@ func (a *Agent) oldest(ctx context.Context, c *journal.Configuration, from uint6
 func (a *Agent) nextCommit(ctx context.Context) (Step, error) {
 	return a.next(ctx, NextCommit,
 		func(c *journal.Configuration) uint64 { return c.GetCommitted().GetProposal() + 1 },
-		func(p *journal.Proposal) bool { return p.GetChange().GetCommit() == journal.StatusPending })
+		pendingCommit, a.noteCommitted)
 }
 
 // nextApply decides the applier's next step. The oldest unfinished apply
@@ -411,14 +442,15 @@ func (a *Agent) nextCommit(ctx context.Context) (Step, error) {
 func (a *Agent) nextApply(ctx context.Context) (Step, error) {
 	return a.next(ctx, NextApply,
 		func(c *journal.Configuration) uint64 { return c.GetApplied().GetProposal() },
-		func(p *journal.Proposal) bool { return !journal.Finished(p.GetChange().GetApply()) })
+		unfinishedApply, a.noteApplied)
 }
 
 // next loads what decide needs, the rollback under way or else the oldest
 // proposal from from(configuration) on for which pending holds (with its
-// predecessor), and decides.
+// predecessor), and decides. Every proposal before that oldest one is
+// done: next reports it to progressed.
 func (a *Agent) next(ctx context.Context, decide func(v View, rollingBack, next, prev *journal.Proposal) Step,
-	from func(*journal.Configuration) uint64, pending func(*journal.Proposal) bool) (Step, error) {
+	from func(*journal.Configuration) uint64, pending func(*journal.Proposal) bool, progressed func(uint64)) (Step, error) {
 	v, err := a.view(ctx)
 	if err != nil {
 		return wait, err
@@ -427,7 +459,14 @@ func (a *Agent) next(ctx context.Context, decide func(v View, rollingBack, next,
 	if i := v.Config.GetRollingBack(); i != 0 {
 		rolling, err = a.proposal(ctx, i)
 	} else {
-		next, prev, err = a.oldest(ctx, v.Config, from(v.Config), pending)
+		next, prev, err = oldest(v.Config, from(v.Config), pending, func(i uint64) (*journal.Proposal, error) { return a.proposal(ctx, i) })
+		if err == nil {
+			if next != nil {
+				progressed(next.GetIndex() - 1)
+			} else {
+				progressed(v.Config.GetLastIndex())
+			}
+		}
 	}
 	if err != nil {
 		return wait, err
@@ -462,23 +501,13 @@ func (a *Agent) perform(ctx context.Context, step Step) error {
 	case StepRepush:
 		return a.repush(ctx, step.Term, log)
 	case StepCommitChange:
-		_, _, err = j.CommitChange(ctx, step.Index)
-		if errors.Is(err, journal.ErrTooLarge) {
-			// Spec CommitChange's invalid branch: this proposal can never
-			// be committed; fail it rather than block every later one.
-			log.Warn("proposal too large to commit", "err", err)
-			_, _, err = j.FailCommit(ctx, step.Index, uint32(codes.ResourceExhausted),
-				fmt.Sprintf("the change touches more paths than one journal transaction holds: %v", err))
-		}
+		err = a.commitRun(ctx, step.Index, log)
 	case StepAbortApply:
 		_, _, err = j.AbortApply(ctx, step.Index)
 	case StepStartApply:
 		_, _, err = j.StartApply(ctx, step.Index)
-		if err == nil {
-			a.attempt.index, a.attempt.sends, a.attempt.restoresRefused = step.Index, 0, 0
-		}
 	case StepSendChange:
-		return a.sendChange(ctx, step, log)
+		return a.sendChanges(ctx, step, log)
 	case StepCommitRollback:
 		_, _, err = j.CommitRollback(ctx, step.Index)
 	case StepStartApplyRollback:
@@ -613,93 +642,6 @@ func (a *Agent) stepProposal(ctx context.Context, step Step) (*session, *journal
 		return nil, nil, err
 	}
 	return s, p, nil
-}
-
-// sendChange sends proposal step.Index to the device and records the
-// outcome (spec ApplyChange, second branch).
-func (a *Agent) sendChange(ctx context.Context, step Step, log *slog.Logger) error {
-	s, p, err := a.stepProposal(ctx, step)
-	if s == nil || err != nil {
-		return err
-	}
-	req, err := changeRequest(p.GetChange().GetOps())
-	if err != nil {
-		log.Error("proposal cannot be sent", "err", err)
-		_, _, err = a.j.FailApply(ctx, step.Index, uint32(codes.Internal), err.Error())
-		return err
-	}
-	// Started by an earlier run, or sent before without an answer: an
-	// earlier attempt may have reached the device.
-	retried := a.attempt.index != step.Index || a.attempt.sends > 0
-	if a.attempt.index != step.Index {
-		a.attempt.index, a.attempt.restoresRefused = step.Index, 0
-	}
-	a.attempt.sends++
-	resp, err := a.send(s, step.Term, req)
-	switch classify(err, a.opts.Fencing) {
-	case accepted:
-		a.keepResponse(step.Index, resp)
-		_, _, err = a.j.CompleteApply(ctx, step.Index, step.Term)
-		if err == nil {
-			log.Debug("applied")
-		}
-		return err
-	case rejected:
-		st := status.Convert(err)
-		log.Warn("device rejected proposal", "code", st.Code(), "err", st.Message(), "retried", retried)
-		a.noteError(err)
-		if retried {
-			if done, err := a.restore(ctx, s, step, p, log); !done || err != nil {
-				return err
-			}
-		}
-		_, _, err = a.j.FailApply(ctx, step.Index, uint32(st.Code()), st.Message())
-		return err
-	default:
-		return a.endSession(ctx, s, err, log)
-	}
-}
-
-// maxRestoresRefused is how many times the device may refuse to restore
-// the paths of a rejected proposal (each time on a new session) before the
-// failure is recorded anyway, with the paths possibly out of step.
-const maxRestoresRefused = 3
-
-// restore undoes on the device whatever an earlier attempt of the rejected
-// proposal p may have written, before the failure is recorded: every path p
-// wrote gets its applied value back. done is false if the session ended
-// first (p stays in progress and is tried again on the next term, re-push
-// included).
-func (a *Agent) restore(ctx context.Context, s *session, step Step, p *journal.Proposal, log *slog.Logger) (done bool, err error) {
-	tops := topTombstones(p.GetChange().GetValues())
-	var applied []*journal.PathValue
-	for _, top := range tops {
-		err := a.j.Applied(ctx, top.GetPath(), func(v *journal.PathValue) error {
-			applied = append(applied, v)
-			return nil
-		})
-		if err != nil {
-			return false, err
-		}
-	}
-	values := append(tops, inWriteOrder(applied)...)
-	err = a.sendAll(s, step.Term, batchValues(values, a.opts.MaxSetBytes))
-	switch classify(err, a.opts.Fencing) {
-	case accepted:
-		log.Info("restored the paths of a rejected proposal an earlier attempt may have written", "values", len(values))
-		return true, nil
-	case rejected:
-		a.attempt.restoresRefused++
-		if a.attempt.restoresRefused >= maxRestoresRefused {
-			log.Error("device keeps refusing to restore the paths of a rejected proposal; recording the failure, the paths may differ from the journal",
-				"refusals", a.attempt.restoresRefused, "err", err)
-			return true, nil
-		}
-		log.Warn("device refused to restore the paths of a rejected proposal; retrying on a new connection", "err", err)
-		return false, a.endSession(ctx, s, err, log)
-	default:
-		return false, a.endSession(ctx, s, err, log)
-	}
 }
 
 // sendRollback sends the rollback values of proposal step.Index and

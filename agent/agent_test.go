@@ -54,11 +54,12 @@ func TestRejectFailsProposalAndAbortsLaterOnes(t *testing.T) {
 	base := r.propose(updateOp(t, descPath("eth0"), str("base")))
 	r.waitApplied(base)
 
-	// The device takes a while, then rejects the next Set: by then the two
-	// proposals after it are committed on top of it.
+	// The device takes a while, then rejects a Set whose value does not
+	// fit the schema: by then the two proposals after it are committed on
+	// top of it (and may have gone out with it in one batch, which the
+	// agent then splits to find the offending one).
 	r.dev.SetDelay(300 * time.Millisecond)
-	r.dev.RejectNextSets(1, codes.InvalidArgument)
-	bad := r.propose(updateOp(t, descPath("eth0"), str("rejected")))
+	bad := r.propose(updateOp(t, mtuPath("eth0"), str("rejected")))
 	later1 := r.propose(updateOp(t, mtuPath("eth0"), uintv(1500)))
 	later2 := r.propose(updateOp(t, descPath("eth1"), str("later")))
 	r.wait(later2, func(p *journal.Proposal) bool { return p.GetChange().GetCommit() == journal.StatusComplete })
@@ -504,6 +505,77 @@ func TestTooLargeToCommitFailsAndWorkGoesOn(t *testing.T) {
 		t.Fatalf("proposal after the huge one: apply %v", p.GetChange().GetApply())
 	}
 	wantLeaf(t, r, descPath("eth0"), str("after the huge one"))
+	r.waitQuiescent()
+	r.verify()
+}
+
+// proposeThroughAgent journals a Set the way the proxy does, through
+// Agent.ProposeChange.
+func proposeThroughAgent(t *testing.T, r *rig, ops ...*journal.Op) uint64 {
+	t.Helper()
+	p, err := r.a.ProposeChange(context.Background(), ops)
+	if err != nil {
+		t.Fatalf("Agent.ProposeChange: %v", err)
+	}
+	return p.GetIndex()
+}
+
+func TestProposalsReadyTogetherGoInOneSet(t *testing.T) {
+	r := newRig(t, testbed.Options{}, agent.Options{})
+	r.waitApplied(proposeThroughAgent(t, r, updateOp(t, descPath("eth0"), str("base"))))
+	before := r.dev.SetCount()
+
+	// While the device takes its time with the first Set, ten more
+	// proposals are committed: they go out together once it answers.
+	r.dev.SetDelay(300 * time.Millisecond)
+	first := proposeThroughAgent(t, r, updateOp(t, descPath("eth0"), str("first")))
+	var last uint64
+	for n := range 10 {
+		last = proposeThroughAgent(t, r, updateOp(t, mtuPath(fmt.Sprintf("eth%d", n)), uintv(uint64(1500+n))))
+	}
+	for i := first; i <= last; i++ {
+		if p := r.waitApplied(i); p.GetChange().GetApply() != journal.StatusComplete {
+			t.Errorf("proposal %d apply %v, want COMPLETE", i, p.GetChange().GetApply())
+		}
+	}
+	for n := range 10 {
+		wantLeaf(t, r, mtuPath(fmt.Sprintf("eth%d", n)), uintv(uint64(1500+n)))
+	}
+	if sets := r.dev.SetCount() - before; sets > 3 {
+		t.Errorf("the device received %d Sets for %d proposals ready together, want at most 3", sets, last-first+1)
+	}
+	r.dev.SetDelay(0)
+	r.waitQuiescent()
+	r.verify()
+}
+
+func TestRejectedBatchIsolatesTheOffendingProposal(t *testing.T) {
+	r := newRig(t, testbed.Options{}, agent.Options{})
+	r.waitApplied(proposeThroughAgent(t, r, updateOp(t, descPath("eth0"), str("base"))))
+
+	r.dev.SetDelay(300 * time.Millisecond)
+	slow := proposeThroughAgent(t, r, updateOp(t, descPath("eth0"), str("slow")))
+	good := proposeThroughAgent(t, r, updateOp(t, mtuPath("eth1"), uintv(1500)))
+	bad := proposeThroughAgent(t, r, updateOp(t, mtuPath("eth2"), str("not a number")))
+	after := proposeThroughAgent(t, r, updateOp(t, descPath("eth3"), str("after")))
+	r.waitApplied(after)
+	r.dev.SetDelay(0)
+
+	for _, tc := range []struct {
+		i    uint64
+		want journal.Status
+	}{{slow, journal.StatusComplete}, {good, journal.StatusComplete}, {bad, journal.StatusFailed}, {after, journal.StatusAborted}} {
+		if got := r.waitApplied(tc.i).GetChange().GetApply(); got != tc.want {
+			t.Errorf("proposal %d apply %v, want %v", tc.i, got, tc.want)
+		}
+	}
+	if e := r.waitApplied(bad).GetChange().GetError(); codes.Code(e.GetCode()) != codes.InvalidArgument {
+		t.Errorf("the offending proposal's error = %v, want the device's InvalidArgument", e)
+	}
+	wantLeaf(t, r, mtuPath("eth1"), uintv(1500))
+	if v, ok := r.deviceLeaf(descPath("eth3")); ok {
+		t.Errorf("an aborted proposal's value is on the device: %v", v)
+	}
 	r.waitQuiescent()
 	r.verify()
 }

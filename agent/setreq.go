@@ -92,6 +92,19 @@ func inWriteOrder(values []*journal.PathValue) []*journal.PathValue {
 	return out
 }
 
+// inPathOrder returns a copy of values sorted by path key, the order
+// topTombstones needs (a path's key sorts before those of the paths under
+// it).
+func inPathOrder(values []*journal.PathValue) []*journal.PathValue {
+	keys := make(map[*journal.PathValue][]byte, len(values))
+	for _, pv := range values {
+		keys[pv] = journal.PathKey(pv.GetPath())
+	}
+	out := slices.Clone(values)
+	slices.SortStableFunc(out, func(a, b *journal.PathValue) int { return bytes.Compare(keys[a], keys[b]) })
+	return out
+}
+
 // batchValues packs values, already in the order they must take effect,
 // into requests with a setBatcher.
 func batchValues(values []*journal.PathValue, maxBytes int) []*gpb.SetRequest {

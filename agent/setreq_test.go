@@ -511,14 +511,19 @@ func pathString(tb testing.TB, p *gpb.Path) string {
 }
 
 // applySet applies req the way a gNMI target does: deletes first, then
-// updates in list order.
+// replaces (a delete and a write of the path), then updates, each in list
+// order.
 func (m *targetModel) applySet(tb testing.TB, req *gpb.SetRequest) {
 	tb.Helper()
-	if len(req.Replace) > 0 || req.Prefix != nil {
-		tb.Fatalf("request has a prefix or replaces: %v", req)
+	if req.Prefix != nil {
+		tb.Fatalf("request has a prefix: %v", req)
 	}
 	for _, p := range req.Delete {
 		m.delete(pathString(tb, p))
+	}
+	for _, u := range req.Replace {
+		m.delete(pathString(tb, u.Path))
+		m.update(pathString(tb, u.Path), string(u.Val.GetJsonIetfVal()))
 	}
 	for _, u := range req.Update {
 		m.update(pathString(tb, u.Path), string(u.Val.GetJsonIetfVal()))

@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"math/rand/v2"
+	"sync"
 	"testing"
 	"time"
 
@@ -95,7 +96,7 @@ func (s *sim) note(format string, args ...any) {
 func (s *sim) step() {
 	r, rng := s.r, s.rng
 	switch n := rng.IntN(100); {
-	case n < 38:
+	case n < 24:
 		ops := s.randomOps()
 		p, err := r.j.ProposeChange(context.Background(), ops)
 		if err != nil && !errors.Is(err, journal.ErrGuard) { // a commit-confirmed is outstanding
@@ -103,6 +104,15 @@ func (s *sim) step() {
 		}
 		r.a.Notify()
 		s.note("propose %d (%d ops): %v", p.GetIndex(), len(ops), err)
+	case n < 32:
+		ops := s.randomOps()
+		p, err := r.a.ProposeChange(context.Background(), ops)
+		if err != nil && !errors.Is(err, journal.ErrGuard) {
+			s.t.Fatalf("Agent.ProposeChange: %v", err)
+		}
+		s.note("propose through the agent %d (%d ops): %v", p.GetIndex(), len(ops), err)
+	case n < 38:
+		s.burst()
 	case n < 42:
 		ops := s.randomOps()
 		id := fmt.Sprintf("c%d", rng.IntN(1000))
@@ -157,14 +167,47 @@ func (s *sim) step() {
 	}
 }
 
+// burst proposes two to eight changes at once through Agent.ProposeChange,
+// as concurrent clients do, while the device is slowed down for a moment,
+// so that the agent sends them in batches.
+func (s *sim) burst() {
+	r, rng := s.r, s.rng
+	n := 2 + rng.IntN(7)
+	batches := make([][]*journal.Op, n)
+	for k := range batches {
+		batches[k] = s.randomOps()
+	}
+	r.dev.SetDelay(time.Duration(1+rng.IntN(10)) * time.Millisecond)
+	defer r.dev.SetDelay(0)
+	results := make([]string, n)
+	var wg sync.WaitGroup
+	for k, ops := range batches {
+		wg.Go(func() {
+			p, err := r.a.ProposeChange(context.Background(), ops)
+			if err != nil && !errors.Is(err, journal.ErrGuard) {
+				s.t.Errorf("Agent.ProposeChange: %v", err)
+			}
+			results[k] = fmt.Sprintf("%d (%d ops): %v", p.GetIndex(), len(ops), err)
+		})
+	}
+	wg.Wait()
+	s.note("burst of %d proposals: %v", n, results)
+}
+
 // randomOps draws one to three operations over a small tree, so changes
 // overlap: descriptions and MTUs of four interfaces, leaf deletes and
-// whole-entry deletes.
+// whole-entry deletes, and now and then a value the device refuses (a
+// string for an MTU), which fails its proposal and, in a batch, makes the
+// agent isolate it.
 func (s *sim) randomOps() []*journal.Op {
 	t, rng := s.t, s.rng
 	var ops []*journal.Op
 	for range 1 + rng.IntN(3) {
 		intf := fmt.Sprintf("eth%d", rng.IntN(4))
+		if rng.IntN(40) == 0 {
+			ops = append(ops, updateOp(t, mtuPath(intf), str("not a number")))
+			continue
+		}
 		switch rng.IntN(10) {
 		case 0, 1, 2, 3:
 			ops = append(ops, updateOp(t, descPath(intf), str(fmt.Sprintf("d%d", rng.IntN(1000)))))

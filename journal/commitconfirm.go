@@ -38,8 +38,8 @@ import (
 // another commit-confirmed is outstanding; an empty id or a zero deadline
 // wraps ErrInvalid. The deadline is not checked against the clock: one
 // already past only makes the rollback due as soon as the change is
-// applied.
-func (j *Journal) ProposeConfirmedChange(ctx context.Context, ops []*Op, id string, deadline time.Time) (*Proposal, error) {
+// applied. The then functions run as ProposeChange's do.
+func (j *Journal) ProposeConfirmedChange(ctx context.Context, ops []*Op, id string, deadline time.Time, then ...func(*Tx) error) (*Proposal, error) {
 	if id == "" {
 		return nil, fmt.Errorf("journal: commit-confirmed: the commit id is empty: %w", ErrInvalid)
 	}
@@ -54,7 +54,7 @@ func (j *Journal) ProposeConfirmedChange(ctx context.Context, ops []*Op, id stri
 				Deadline: timestamppb.New(deadline),
 				Started:  timestamppb.New(w.now),
 			})
-		})
+		}, then)
 }
 
 // ConfirmCommit confirms the outstanding commit-confirmed with the given id

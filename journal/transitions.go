@@ -29,15 +29,20 @@ const codeAborted = 10
 // It is refused (ErrGuard) while a commit-confirmed is outstanding (DESIGN
 // §4): until it is confirmed, cancelled or rolled back, no other change may
 // be stacked on top of the change the client may still have undone.
-func (j *Journal) ProposeChange(ctx context.Context, ops []*Op) (*Proposal, error) {
-	return j.propose(ctx, ops, "a commit-confirmed is outstanding", "confirm or cancel it first, or wait for its rollback", nil)
+//
+// Each then function runs after the proposal is written, in the same
+// transaction (see Tx): the agent uses it to take the steps the new proposal
+// enables without another fsync. An error from one of them fails the whole
+// transition, proposal included.
+func (j *Journal) ProposeChange(ctx context.Context, ops []*Op, then ...func(*Tx) error) (*Proposal, error) {
+	return j.propose(ctx, ops, "a commit-confirmed is outstanding", "confirm or cancel it first, or wait for its rollback", nil, then)
 }
 
 // propose cleans ops and journals them as a new proposal, refused while a
 // commit-confirmed is outstanding (the refusal's words: lead and advice);
 // then, in the same transaction, it calls also (if set) with the new
-// proposal.
-func (j *Journal) propose(ctx context.Context, ops []*Op, lead, advice string, also func(w *writeTxn, p *Proposal) error) (*Proposal, error) {
+// proposal, and the then functions.
+func (j *Journal) propose(ctx context.Context, ops []*Op, lead, advice string, also func(w *writeTxn, p *Proposal) error, then []func(*Tx) error) (*Proposal, error) {
 	clean, err := cleanOps(ops)
 	if err != nil {
 		return nil, err
@@ -54,6 +59,11 @@ func (j *Journal) propose(ctx context.Context, ops []*Op, lead, advice string, a
 		}
 		if also != nil {
 			if err := also(w, p); err != nil {
+				return err
+			}
+		}
+		for _, fn := range then {
+			if err := fn(&Tx{w: w}); err != nil {
 				return err
 			}
 		}
@@ -134,39 +144,51 @@ func cleanOps(ops []*Op) ([]*Op, error) {
 	return out, nil
 }
 
-// proposalTransition runs one transition of proposal i in the writer: fn
-// checks its guards against the configuration c and proposal p and, only if
-// they hold, changes them (and may write other keys); then both are written
-// back in the same transaction, and the transition's event is emitted,
-// followed by the events fn queued in w.followUps. fn returning errUnchanged
-// succeeds without writing anything (a re-entry). The results are c and p as
-// the transition left them.
-func (j *Journal) proposalTransition(ctx context.Context, action Action, i uint64, fn func(w *writeTxn, c *Configuration, p *Proposal) error) (*Proposal, *Configuration, error) {
+// proposalTransition is one transition of one proposal: fn checks its
+// guards against the configuration c and proposal p and, only if they hold,
+// changes them (and may write other keys). fn returning errUnchanged means
+// the transition holds but has nothing to write (a re-entry).
+type proposalTransition struct {
+	action Action
+	index  uint64
+	fn     func(w *writeTxn, c *Configuration, p *Proposal) error
+}
+
+// proposalTransition runs t in a transaction of its own.
+func (j *Journal) proposalTransition(ctx context.Context, t proposalTransition) (*Proposal, *Configuration, error) {
 	var outP *Proposal
 	var outC *Configuration
-	err := j.submit(ctx, func(w *writeTxn) error {
-		c, p, err := w.load(i)
-		if err != nil {
-			return err
-		}
-		w.aborted, w.followUps = nil, nil
-		switch err := fn(w, c, p); {
-		case errors.Is(err, errUnchanged):
-		case err != nil:
-			return err
-		default:
-			if err := w.putProposalAndConfiguration(p, c); err != nil {
-				return err
-			}
-			w.emit(Event{Action: action, Index: i, Proposal: p, Configuration: c, Aborted: w.aborted})
-			for _, e := range w.followUps {
-				w.emit(e)
-			}
-		}
-		outP, outC = p, c
-		return nil
+	err := j.submit(ctx, func(w *writeTxn) (err error) {
+		outP, outC, err = w.proposalTransition(t)
+		return err
 	})
 	return outP, outC, err
+}
+
+// proposalTransition runs t in w: after t.fn, the proposal and the
+// configuration are written back, and the transition's event is emitted,
+// followed by the events t.fn queued in w.followUps. The results are c and
+// p as the transition left them.
+func (w *writeTxn) proposalTransition(t proposalTransition) (*Proposal, *Configuration, error) {
+	c, p, err := w.load(t.index)
+	if err != nil {
+		return nil, nil, err
+	}
+	w.aborted, w.followUps = nil, nil
+	switch err := t.fn(w, c, p); {
+	case errors.Is(err, errUnchanged):
+	case err != nil:
+		return nil, nil, err
+	default:
+		if err := w.putProposalAndConfiguration(p, c); err != nil {
+			return nil, nil, err
+		}
+		w.emit(Event{Action: t.action, Index: t.index, Proposal: p, Configuration: c, Aborted: w.aborted})
+		for _, e := range w.followUps {
+			w.emit(e)
+		}
+	}
+	return p, c, nil
 }
 
 // errUnchanged tells proposalTransition that a transition holds but has
@@ -180,7 +202,16 @@ var errUnchanged = errors.New("unchanged")
 // the rollback values, writes the effective values with index i and marks
 // the commit Complete.
 func (j *Journal) CommitChange(ctx context.Context, i uint64) (*Proposal, *Configuration, error) {
-	return j.proposalTransition(ctx, ActionCommitChange, i, func(w *writeTxn, c *Configuration, p *Proposal) error {
+	return j.proposalTransition(ctx, commitChangeTransition(i))
+}
+
+// CommitChange is Journal.CommitChange inside tx.
+func (tx *Tx) CommitChange(i uint64) (*Proposal, *Configuration, error) {
+	return tx.w.proposalTransition(commitChangeTransition(i))
+}
+
+func commitChangeTransition(i uint64) proposalTransition {
+	return proposalTransition{action: ActionCommitChange, index: i, fn: func(w *writeTxn, c *Configuration, p *Proposal) error {
 		if err := w.commitChangeGuard(c, p, i); err != nil {
 			return err
 		}
@@ -224,7 +255,7 @@ func (j *Journal) CommitChange(ctx context.Context, i uint64) (*Proposal, *Confi
 		c.Committed.Proposal = i
 		c.Committed.Index = i
 		return nil
-	})
+	}}
 }
 
 // FailCommit marks proposal i's commit Failed (spec CommitChange, invalid
@@ -234,7 +265,16 @@ func (j *Journal) CommitChange(ctx context.Context, i uint64) (*Proposal, *Confi
 // gnmi-commit-confirmed.md v0.1.0): a failed commit leaves nothing to
 // confirm or roll back, so the client may commit again at once.
 func (j *Journal) FailCommit(ctx context.Context, i uint64, code uint32, message string) (*Proposal, *Configuration, error) {
-	return j.proposalTransition(ctx, ActionFailCommit, i, func(w *writeTxn, c *Configuration, p *Proposal) error {
+	return j.proposalTransition(ctx, failCommitTransition(i, code, message))
+}
+
+// FailCommit is Journal.FailCommit inside tx.
+func (tx *Tx) FailCommit(i uint64, code uint32, message string) (*Proposal, *Configuration, error) {
+	return tx.w.proposalTransition(failCommitTransition(i, code, message))
+}
+
+func failCommitTransition(i uint64, code uint32, message string) proposalTransition {
+	return proposalTransition{action: ActionFailCommit, index: i, fn: func(w *writeTxn, c *Configuration, p *Proposal) error {
 		if err := w.commitChangeGuard(c, p, i); err != nil {
 			return err
 		}
@@ -243,7 +283,7 @@ func (j *Journal) FailCommit(ctx context.Context, i uint64, code uint32, message
 		p.Change.Error = &journalpb.Error{Code: code, Message: message}
 		c.Committed.Proposal = i
 		return w.clearFailedCommitConfirm(i)
-	})
+	}}
 }
 
 func (w *writeTxn) commitChangeGuard(c *Configuration, p *Proposal, i uint64) error {
@@ -266,7 +306,16 @@ func (w *writeTxn) commitChangeGuard(c *Configuration, p *Proposal, i uint64) er
 // progress (after a transient failure and a re-push) is allowed and writes
 // nothing.
 func (j *Journal) StartApply(ctx context.Context, i uint64) (*Proposal, *Configuration, error) {
-	return j.proposalTransition(ctx, ActionStartApply, i, func(w *writeTxn, c *Configuration, p *Proposal) error {
+	return j.proposalTransition(ctx, startApplyTransition(i))
+}
+
+// StartApply is Journal.StartApply inside tx.
+func (tx *Tx) StartApply(i uint64) (*Proposal, *Configuration, error) {
+	return tx.w.proposalTransition(startApplyTransition(i))
+}
+
+func startApplyTransition(i uint64) proposalTransition {
+	return proposalTransition{action: ActionStartApply, index: i, fn: func(w *writeTxn, c *Configuration, p *Proposal) error {
 		if err := w.requireSynced(c, "apply proposal", i); err != nil {
 			return err
 		}
@@ -289,7 +338,7 @@ func (j *Journal) StartApply(ctx context.Context, i uint64) (*Proposal, *Configu
 		p.Change.ApplyStarted = timestamppb.New(w.now)
 		c.Applied.Proposal = i
 		return nil
-	})
+	}}
 }
 
 // CompleteApply records that the device accepted proposal i, sent over the
@@ -299,7 +348,16 @@ func (j *Journal) StartApply(ctx context.Context, i uint64) (*Proposal, *Configu
 // moved on since: the device may have restarted, so the agent must re-push
 // and apply again.
 func (j *Journal) CompleteApply(ctx context.Context, i, term uint64) (*Proposal, *Configuration, error) {
-	return j.proposalTransition(ctx, ActionCompleteApply, i, func(w *writeTxn, c *Configuration, p *Proposal) error {
+	return j.proposalTransition(ctx, completeApplyTransition(i, term))
+}
+
+// CompleteApply is Journal.CompleteApply inside tx.
+func (tx *Tx) CompleteApply(i, term uint64) (*Proposal, *Configuration, error) {
+	return tx.w.proposalTransition(completeApplyTransition(i, term))
+}
+
+func completeApplyTransition(i, term uint64) proposalTransition {
+	return proposalTransition{action: ActionCompleteApply, index: i, fn: func(w *writeTxn, c *Configuration, p *Proposal) error {
 		if err := w.applyInProgressGuard(c, p, i, term); err != nil {
 			return err
 		}
@@ -310,7 +368,7 @@ func (j *Journal) CompleteApply(ctx context.Context, i, term uint64) (*Proposal,
 		p.Change.Applied = timestamppb.New(w.now)
 		c.Applied.Index = i
 		return nil
-	})
+	}}
 }
 
 func (w *writeTxn) applyInProgressGuard(c *Configuration, p *Proposal, i, term uint64) error {
@@ -335,7 +393,16 @@ func (w *writeTxn) applyInProgressGuard(c *Configuration, p *Proposal, i, term u
 // naming i. A commit-confirmed of i or of an aborted proposal is cleared
 // with it (DESIGN §4): its change did not take effect.
 func (j *Journal) FailApply(ctx context.Context, i uint64, code uint32, message string) (*Proposal, *Configuration, error) {
-	return j.proposalTransition(ctx, ActionFailApply, i, func(w *writeTxn, c *Configuration, p *Proposal) error {
+	return j.proposalTransition(ctx, failApplyTransition(i, code, message))
+}
+
+// FailApply is Journal.FailApply inside tx.
+func (tx *Tx) FailApply(i uint64, code uint32, message string) (*Proposal, *Configuration, error) {
+	return tx.w.proposalTransition(failApplyTransition(i, code, message))
+}
+
+func failApplyTransition(i uint64, code uint32, message string) proposalTransition {
+	return proposalTransition{action: ActionFailApply, index: i, fn: func(w *writeTxn, c *Configuration, p *Proposal) error {
 		if p.GetPhase() != PhaseChange || p.GetChange().GetApply() != StatusInProgress || c.Applied.Proposal != i {
 			return guardf("fail apply of proposal %d: apply is %v, not in progress", i, p.GetChange().GetApply())
 		}
@@ -393,7 +460,7 @@ func (j *Journal) FailApply(ctx context.Context, i uint64, code uint32, message 
 		}
 		c.Committed.Index = c.Applied.Index
 		return w.clearFailedCommitConfirm(append([]uint64{i}, w.aborted...)...)
-	})
+	}}
 }
 
 // restoreCommitted sets the committed value of key to its applied value (or
@@ -427,7 +494,16 @@ func (w *writeTxn) restoreCommitted(key []byte) (*journalpb.HistoryEntry, error)
 // commit-confirmed of proposal i, if still there, is cleared with it (DESIGN
 // §4).
 func (j *Journal) AbortApply(ctx context.Context, i uint64) (*Proposal, *Configuration, error) {
-	return j.proposalTransition(ctx, ActionAbortApply, i, func(w *writeTxn, c *Configuration, p *Proposal) error {
+	return j.proposalTransition(ctx, abortApplyTransition(i))
+}
+
+// AbortApply is Journal.AbortApply inside tx.
+func (tx *Tx) AbortApply(i uint64) (*Proposal, *Configuration, error) {
+	return tx.w.proposalTransition(abortApplyTransition(i))
+}
+
+func abortApplyTransition(i uint64) proposalTransition {
+	return proposalTransition{action: ActionAbortApply, index: i, fn: func(w *writeTxn, c *Configuration, p *Proposal) error {
 		ch := p.GetChange()
 		if ch.GetApply() != StatusPending {
 			return guardf("abort apply of proposal %d: apply is %v, not pending", i, ch.GetApply())
@@ -441,7 +517,7 @@ func (j *Journal) AbortApply(ctx context.Context, i uint64) (*Proposal, *Configu
 		ch.Apply = StatusAborted
 		ch.Applied = timestamppb.New(w.now)
 		return w.clearFailedCommitConfirm(i)
-	})
+	}}
 }
 
 // ProposeRollback starts the rollback of proposal i (spec ProposeRollback,
@@ -452,13 +528,17 @@ func (j *Journal) AbortApply(ctx context.Context, i uint64) (*Proposal, *Configu
 // outstanding (DESIGN §4): that change is undone by cancelling it, which
 // ExpireCommit turns into this same rollback.
 func (j *Journal) ProposeRollback(ctx context.Context, i uint64) (*Proposal, *Configuration, error) {
-	return j.proposalTransition(ctx, ActionProposeRollback, i, func(w *writeTxn, c *Configuration, p *Proposal) error {
+	return j.proposalTransition(ctx, proposeRollbackTransition(i))
+}
+
+func proposeRollbackTransition(i uint64) proposalTransition {
+	return proposalTransition{action: ActionProposeRollback, index: i, fn: func(w *writeTxn, c *Configuration, p *Proposal) error {
 		if err := commitConfirmGuard(w.txn, "a commit-confirmed is outstanding",
 			"cancel it with the commit extension (or `gnmi-sidecar commit cancel`) instead"); err != nil {
 			return err
 		}
 		return w.proposeRollback(c, p)
-	})
+	}}
 }
 
 // proposeRollback is ProposeRollback's guards and effect on c and p, for
@@ -512,7 +592,11 @@ func rollbackGuard(txn *badger.Txn, c *Configuration, p *Proposal) error {
 // values and moves committed.index back to rollback.index (spec
 // CommitRollback, its steps merged).
 func (j *Journal) CommitRollback(ctx context.Context, i uint64) (*Proposal, *Configuration, error) {
-	return j.proposalTransition(ctx, ActionCommitRollback, i, func(w *writeTxn, c *Configuration, p *Proposal) error {
+	return j.proposalTransition(ctx, commitRollbackTransition(i))
+}
+
+func commitRollbackTransition(i uint64) proposalTransition {
+	return proposalTransition{action: ActionCommitRollback, index: i, fn: func(w *writeTxn, c *Configuration, p *Proposal) error {
 		rb := p.GetRollback()
 		switch {
 		case p.GetPhase() != PhaseRollback || rb.GetCommit() != StatusPending:
@@ -543,7 +627,7 @@ func (j *Journal) CommitRollback(ctx context.Context, i uint64) (*Proposal, *Con
 		c.Committed.Index = rb.GetIndex()
 		c.Committed.Proposal = rb.GetIndex()
 		return nil
-	})
+	}}
 }
 
 // StartApplyRollback marks proposal i's rollback apply InProgress (spec
@@ -551,7 +635,11 @@ func (j *Journal) CommitRollback(ctx context.Context, i uint64) (*Proposal, *Con
 // values to the device. Re-entry for a rollback already in progress writes
 // nothing.
 func (j *Journal) StartApplyRollback(ctx context.Context, i uint64) (*Proposal, *Configuration, error) {
-	return j.proposalTransition(ctx, ActionStartApplyRollback, i, func(w *writeTxn, c *Configuration, p *Proposal) error {
+	return j.proposalTransition(ctx, startApplyRollbackTransition(i))
+}
+
+func startApplyRollbackTransition(i uint64) proposalTransition {
+	return proposalTransition{action: ActionStartApplyRollback, index: i, fn: func(w *writeTxn, c *Configuration, p *Proposal) error {
 		if err := w.requireSynced(c, "apply rollback of proposal", i); err != nil {
 			return err
 		}
@@ -570,7 +658,7 @@ func (j *Journal) StartApplyRollback(ctx context.Context, i uint64) (*Proposal, 
 		rb.ApplyStarted = timestamppb.New(w.now)
 		c.Applied.Proposal = rb.GetIndex()
 		return nil
-	})
+	}}
 }
 
 // CompleteApplyRollback records that the device accepted proposal i's
@@ -579,7 +667,11 @@ func (j *Journal) StartApplyRollback(ctx context.Context, i uint64) (*Proposal, 
 // rollback.index, rollback apply Complete. A rollback the device refuses
 // stays InProgress for the agent to retry; there is no failed rollback.
 func (j *Journal) CompleteApplyRollback(ctx context.Context, i, term uint64) (*Proposal, *Configuration, error) {
-	return j.proposalTransition(ctx, ActionCompleteApplyRollback, i, func(w *writeTxn, c *Configuration, p *Proposal) error {
+	return j.proposalTransition(ctx, completeApplyRollbackTransition(i, term))
+}
+
+func completeApplyRollbackTransition(i, term uint64) proposalTransition {
+	return proposalTransition{action: ActionCompleteApplyRollback, index: i, fn: func(w *writeTxn, c *Configuration, p *Proposal) error {
 		rb := p.GetRollback()
 		if p.GetPhase() != PhaseRollback || rb.GetApply() != StatusInProgress || c.Applied.Index != i {
 			return guardf("complete rollback apply of proposal %d: rollback apply is %v, not in progress", i, rb.GetApply())
@@ -599,7 +691,7 @@ func (j *Journal) CompleteApplyRollback(ctx context.Context, i, term uint64) (*P
 		c.Applied.Proposal = rb.GetIndex()
 		c.RollingBack = 0
 		return nil
-	})
+	}}
 }
 
 // Connect records a new southbound connection: it increments the

@@ -42,7 +42,7 @@ func (s *Server) commitConfirmed(ctx context.Context, req *gpb.SetRequest, c *gn
 		}
 		s.log.Info("commit-confirmed requested", "id", id, "rollback_duration", d)
 		return s.propose(ctx, req, sync, func() (*journal.Proposal, error) {
-			return j.ProposeConfirmedChange(ctx, ops, id, time.Now().Add(d))
+			return s.opts.Agent.ProposeConfirmedChange(ctx, ops, id, time.Now().Add(d))
 		})
 	case *gnmi_ext.Commit_Confirm:
 		if err := noOps(req, "confirm"); err != nil {

@@ -44,7 +44,7 @@ func (s *Server) Set(ctx context.Context, req *gpb.SetRequest) (*gpb.SetResponse
 		return nil, err
 	}
 	return s.propose(ctx, req, sync, func() (*journal.Proposal, error) {
-		return s.opts.Journal.ProposeChange(ctx, ops)
+		return s.opts.Agent.ProposeChange(ctx, ops)
 	})
 }
 
@@ -53,8 +53,10 @@ func hasOps(req *gpb.SetRequest) bool {
 	return len(req.GetDelete())+len(req.GetReplace())+len(req.GetUpdate())+len(req.GetUnionReplace()) > 0
 }
 
-// propose journals a change with journalIt and answers req when the agent
-// is done with it: once applied (sync) or committed.
+// propose journals a change with journalIt (through the agent, which takes
+// the steps the new proposal enables in the same transaction and is then
+// notified) and answers req when the agent is done with it: once applied
+// (sync) or committed.
 func (s *Server) propose(ctx context.Context, req *gpb.SetRequest, sync bool, journalIt func() (*journal.Proposal, error)) (*gpb.SetResponse, error) {
 	if err := s.refuseIfDisconnected(sync); err != nil {
 		return nil, err
@@ -63,19 +65,12 @@ func (s *Server) propose(ctx context.Context, req *gpb.SetRequest, sync bool, jo
 	if err != nil {
 		return nil, journalError(err)
 	}
-	s.opts.Agent.Notify()
 	log := s.log.With("proposal", p.GetIndex())
 	log.Debug("set journaled", "ops", len(p.GetChange().GetOps()), "sync", sync)
-	done := func(p *journal.Proposal) bool {
-		if sync {
-			return journal.Finished(p.GetChange().GetApply())
-		}
-		return journal.Finished(p.GetChange().GetCommit())
-	}
 	wctx, cancel := s.waitContext(ctx)
 	defer cancel()
 	i := p.GetIndex()
-	p, err = s.opts.Agent.Wait(wctx, i, done)
+	p, err = s.opts.Agent.WaitChange(wctx, i, sync)
 	if err != nil {
 		return nil, s.waitError(wctx, i, err)
 	}

@@ -1,0 +1,202 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+
+	gpb "github.com/openconfig/gnmi/proto/gnmi"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/gnmi-sidecar/gnmi-sidecar/journal"
+)
+
+// sendChanges sends proposal step.Index, in progress, to the device
+// together with the consecutive proposals committed after it that one Set
+// can carry (batchChanges), and records the outcome (spec ApplyChange,
+// second branch, once per proposal in index order).
+func (a *Agent) sendChanges(ctx context.Context, step Step, log *slog.Logger) error {
+	s := a.termSession(step.Term)
+	if s == nil {
+		return nil
+	}
+	ps, err := a.readyChanges(ctx, step.Index)
+	if err != nil {
+		return err
+	}
+	b, err := batchChanges(ps, a.opts.MaxSetBytes)
+	if err != nil {
+		log.Error("proposal cannot be sent", "err", err)
+		_, _, err = a.j.FailApply(ctx, step.Index, uint32(codes.Internal), err.Error())
+		return err
+	}
+	// A proposal sent before without an answer, or by an earlier run, may
+	// have reached the device.
+	mayHaveReached := b.first <= a.reached
+	reachedBefore := a.reached
+	a.reached = max(a.reached, b.last)
+	resp, err := a.send(s, step.Term, b.req)
+	switch classify(err, a.opts.Fencing) {
+	case accepted:
+		return a.completeBatch(ctx, b, resp, step.Term, log)
+	case rejected:
+		// A Set is atomic: a rejected one left the device as it was.
+		a.reached = reachedBefore
+		if b.size() > 1 {
+			log.Info("device rejected a batch; sending its proposals one at a time",
+				"first", b.first, "last", b.last, "code", status.Code(err))
+			a.isolateThrough = b.last
+			return nil
+		}
+		st := status.Convert(err)
+		log.Warn("device rejected proposal", "code", st.Code(), "err", st.Message(), "retried", mayHaveReached)
+		a.noteError(err)
+		if mayHaveReached {
+			if done, err := a.restore(ctx, s, step, reachedBefore, log); !done || err != nil {
+				return err
+			}
+		}
+		_, _, err = a.j.FailApply(ctx, step.Index, uint32(st.Code()), st.Message())
+		return err
+	default:
+		return a.endSession(ctx, s, err, log)
+	}
+}
+
+// errEnough stops a journal scan early.
+var errEnough = errors.New("enough")
+
+// readyChanges returns proposal i (in progress) and the consecutive
+// proposals after it that are committed and wait to be applied: the
+// candidates of one batch. After a rejected batch, the proposals up to
+// isolateThrough go alone.
+func (a *Agent) readyChanges(ctx context.Context, i uint64) ([]*journal.Proposal, error) {
+	last := i + maxBatchProposals - 1
+	if i <= a.isolateThrough {
+		last = i
+	}
+	var ps []*journal.Proposal
+	err := a.j.Proposals(ctx, i, last, func(p *journal.Proposal) error {
+		ch := p.GetChange()
+		ready := p.GetPhase() == journal.PhaseChange && ch.GetCommit() == journal.StatusComplete && ch.GetApply() == journal.StatusPending
+		if len(ps) > 0 && !ready {
+			return errEnough
+		}
+		ps = append(ps, p)
+		return nil
+	})
+	if err != nil && !errors.Is(err, errEnough) {
+		return nil, err
+	}
+	if len(ps) == 0 || ps[0].GetIndex() != i {
+		return nil, journal.ErrNotFound
+	}
+	return ps, nil
+}
+
+// completeBatch records that the device accepted batch b, sent under term:
+// in one transaction, CompleteApply of its first proposal and StartApply
+// then CompleteApply of each of the others, in index order, and the
+// StartApply of the next proposal if it is ready (see startApplyIn). A
+// refusal (the term moved on) leaves the rest in progress or pending, to
+// be sent again after the re-push.
+func (a *Agent) completeBatch(ctx context.Context, b *changeBatch, resp *gpb.SetResponse, term uint64, log *slog.Logger) error {
+	for k, r := range b.split(resp) {
+		if r != nil {
+			a.keepResponse(b.first+uint64(k), r)
+		}
+	}
+	var done uint64
+	err := a.j.Update(ctx, func(tx *journal.Tx) error {
+		done = 0
+		for i := b.first; i <= b.last; i++ {
+			if i != b.first {
+				if _, _, err := tx.StartApply(i); err != nil {
+					return a.stopAt(err, i, log)
+				}
+			}
+			if _, _, err := tx.CompleteApply(i, term); err != nil {
+				if i == b.first {
+					return err
+				}
+				return a.stopAt(err, i, log)
+			}
+			done = i
+		}
+		return a.startApplyIn(tx)
+	})
+	if err != nil {
+		return err
+	}
+	a.noteApplied(done)
+	log.Debug("applied", "through", done, "batch", b.size())
+	return nil
+}
+
+// stopAt ends a batch's completion at proposal i, whose transition the
+// journal refused: what is recorded so far stays (the refusal wrote
+// nothing). Any other error drops the transaction.
+func (a *Agent) stopAt(err error, i uint64, log *slog.Logger) error {
+	if !errors.Is(err, journal.ErrGuard) {
+		return err
+	}
+	log.Info("batch completion stopped", "proposal", i, "err", err)
+	return nil
+}
+
+// maxRestoresRefused is how many times the device may refuse to restore
+// the paths of a rejected proposal (each time on a new session) before the
+// failure is recorded anyway, with the paths possibly out of step.
+const maxRestoresRefused = 3
+
+// restore undoes on the device whatever earlier Sets carrying proposals
+// step.Index..through (at most the committed ones) may have written,
+// before the rejection of step.Index is recorded: every path they wrote
+// gets its applied value back, as FailApply gives it back in the committed
+// values. done is false if the session ended first (the proposal stays in
+// progress and is tried again on the next term, re-push included).
+func (a *Agent) restore(ctx context.Context, s *session, step Step, through uint64, log *slog.Logger) (done bool, err error) {
+	if a.restoringIndex != step.Index {
+		a.restoringIndex, a.restoresRefused = step.Index, 0
+	}
+	var written []*journal.PathValue
+	err = a.j.Proposals(ctx, step.Index, through, func(p *journal.Proposal) error {
+		if p.GetPhase() == journal.PhaseChange && p.GetChange().GetCommit() == journal.StatusComplete {
+			written = append(written, p.GetChange().GetValues()...)
+		}
+		return nil
+	})
+	if err != nil {
+		return false, err
+	}
+	tops := topTombstones(inPathOrder(written))
+	var applied []*journal.PathValue
+	for _, top := range tops {
+		err := a.j.Applied(ctx, top.GetPath(), func(v *journal.PathValue) error {
+			applied = append(applied, v)
+			return nil
+		})
+		if err != nil {
+			return false, err
+		}
+	}
+	values := append(tops, inWriteOrder(applied)...)
+	err = a.sendAll(s, step.Term, batchValues(values, a.opts.MaxSetBytes))
+	switch classify(err, a.opts.Fencing) {
+	case accepted:
+		log.Info("restored the paths of a rejected proposal an earlier attempt may have written", "values", len(values))
+		return true, nil
+	case rejected:
+		a.restoresRefused++
+		if a.restoresRefused >= maxRestoresRefused {
+			log.Error("device keeps refusing to restore the paths of a rejected proposal; recording the failure, the paths may differ from the journal",
+				"refusals", a.restoresRefused, "err", err)
+			return true, nil
+		}
+		log.Warn("device refused to restore the paths of a rejected proposal; retrying on a new connection", "err", err)
+		return false, a.endSession(ctx, s, err, log)
+	default:
+		return false, a.endSession(ctx, s, err, log)
+	}
+}

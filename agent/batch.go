@@ -1,0 +1,155 @@
+package agent
+
+import (
+	"google.golang.org/protobuf/proto"
+
+	gpb "github.com/openconfig/gnmi/proto/gnmi"
+
+	"github.com/gnmi-sidecar/gnmi-sidecar/journal"
+)
+
+// This file packs consecutive proposals into one southbound Set (DESIGN §5:
+// batching consecutive ready proposals into one device Set). The journal
+// still records the applies one by one (StartApply and CompleteApply of each
+// proposal in index order, in one transaction once the device answered), so
+// the spec's Order and Sequential hold for the journal; the device sees the
+// batch as one atomic Set that has the effect of the proposals applied in
+// index order.
+
+// maxBatchProposals bounds the proposals one southbound Set carries.
+const maxBatchProposals = 256
+
+// changeBatch is the southbound Set of one or more consecutive proposals.
+type changeBatch struct {
+	// first and last are the proposal indexes the batch carries.
+	first, last uint64
+	req         *gpb.SetRequest
+	// counts is, per proposal, how many deletes, replaces and updates it
+	// contributed to req, to split the device's response.
+	counts []opCounts
+}
+
+type opCounts struct{ deletes, replaces, updates int }
+
+// batchChanges returns the Set that applies the longest prefix of ps (at
+// least ps[0], at most maxBatchProposals) with the same effect as sending
+// each proposal's own Set in turn, within maxBytes unless ps[0] alone
+// exceeds it. ps must be consecutive proposals in index order.
+//
+// The device runs a Set's deletes first, then its replaces, then its
+// updates, each list in order. Concatenating the lists of proposals keeps
+// that equivalent to applying them one by one unless a later proposal
+// deletes or replaces a path that overlaps (is at, above or below) a path an
+// earlier one in the batch writes: the delete or replace would take effect
+// before the earlier write instead of after it. Such a proposal starts the
+// next batch. (A later delete overlapping an earlier delete, or a later
+// replace overlapping an earlier delete or replace, is harmless.)
+func batchChanges(ps []*journal.Proposal, maxBytes int) (*changeBatch, error) {
+	b := &changeBatch{req: &gpb.SetRequest{}}
+	// Path keys written so far (by replaces and by updates): at the path
+	// itself, and at every path covering it (see coveringKeys).
+	replacedAt, replacedUnder := make(map[string]bool), make(map[string]bool)
+	updatedAt, updatedUnder := make(map[string]bool), make(map[string]bool)
+	overlaps := func(p *gpb.Path, at, under map[string]bool) bool {
+		if under[string(journal.PathKey(p))] {
+			return true
+		}
+		for key := range coveringKeys(p) {
+			if at[string(key)] {
+				return true
+			}
+		}
+		return false
+	}
+	size := 0
+	for n, p := range ps {
+		if n == maxBatchProposals {
+			break
+		}
+		req, err := changeRequest(p.GetChange().GetOps())
+		if err != nil {
+			if n == 0 {
+				return nil, err
+			}
+			break
+		}
+		if n > 0 {
+			if size+proto.Size(req) > maxBytes {
+				break
+			}
+			conflict := false
+			for _, d := range req.GetDelete() {
+				conflict = conflict || overlaps(d, updatedAt, updatedUnder) || overlaps(d, replacedAt, replacedUnder)
+			}
+			for _, r := range req.GetReplace() {
+				conflict = conflict || overlaps(r.GetPath(), updatedAt, updatedUnder)
+			}
+			if conflict {
+				break
+			}
+		}
+		mark := func(ups []*gpb.Update, at, under map[string]bool) {
+			for _, u := range ups {
+				at[string(journal.PathKey(u.GetPath()))] = true
+				for key := range coveringKeys(u.GetPath()) {
+					under[string(key)] = true
+				}
+			}
+		}
+		mark(req.GetReplace(), replacedAt, replacedUnder)
+		mark(req.GetUpdate(), updatedAt, updatedUnder)
+		size += proto.Size(req)
+		b.req.Delete = append(b.req.Delete, req.GetDelete()...)
+		b.req.Replace = append(b.req.Replace, req.GetReplace()...)
+		b.req.Update = append(b.req.Update, req.GetUpdate()...)
+		b.counts = append(b.counts, opCounts{len(req.GetDelete()), len(req.GetReplace()), len(req.GetUpdate())})
+		if n == 0 {
+			b.first = p.GetIndex()
+		}
+		b.last = p.GetIndex()
+	}
+	return b, nil
+}
+
+// size is the number of proposals in the batch.
+func (b *changeBatch) size() int { return len(b.counts) }
+
+// split returns, per proposal of the batch, the device's answer about its
+// own operations: the response's results cut at the proposal's share of
+// each list, with the response's timestamp and extensions. If the device
+// did not answer one result per operation, in request order, the answers
+// are nil (the proxy then describes the Set itself).
+func (b *changeBatch) split(resp *gpb.SetResponse) []*gpb.SetResponse {
+	out := make([]*gpb.SetResponse, b.size())
+	if b.size() == 1 {
+		out[0] = resp
+		return out
+	}
+	results := resp.GetResponse()
+	nd, nr := len(b.req.GetDelete()), len(b.req.GetReplace())
+	if len(results) != nd+nr+len(b.req.GetUpdate()) || resp.GetPrefix() != nil {
+		return out
+	}
+	for k, r := range results {
+		want := gpb.UpdateResult_UPDATE
+		switch {
+		case k < nd:
+			want = gpb.UpdateResult_DELETE
+		case k < nd+nr:
+			want = gpb.UpdateResult_REPLACE
+		}
+		if r.GetOp() != want {
+			return out
+		}
+	}
+	dels, reps, ups := results[:nd], results[nd:nd+nr], results[nd+nr:]
+	for k, c := range b.counts {
+		own := make([]*gpb.UpdateResult, 0, c.deletes+c.replaces+c.updates)
+		own = append(own, dels[:c.deletes]...)
+		own = append(own, reps[:c.replaces]...)
+		own = append(own, ups[:c.updates]...)
+		dels, reps, ups = dels[c.deletes:], reps[c.replaces:], ups[c.updates:]
+		out[k] = &gpb.SetResponse{Timestamp: resp.GetTimestamp(), Response: own, Extension: resp.GetExtension()}
+	}
+	return out
+}
