@@ -10,6 +10,9 @@
 
 GO          ?= go
 BIN         := $(CURDIR)/bin
+# The developer commands (demo, bench) link the simulated device; the
+# product binary bin/gnmi-sidecar does not (cmd/gnmi-sidecar/main.go).
+DEVTAGS     := -tags devtools
 GNMI_CLI    := $(BIN)/gnmi_cli
 STATICCHECK := $(BIN)/staticcheck
 PROTOC_GEN_GO := $(BIN)/protoc-gen-go
@@ -51,17 +54,19 @@ tools: $(GNMI_CLI) $(STATICCHECK)
 # (127.0.0.1:9340), journal in ./data: state survives stopping and starting.
 run: $(GNMI_CLI)
 	$(GO) build -o $(BIN)/gnmi-sidecar ./cmd/gnmi-sidecar
-	$(BIN)/gnmi-sidecar demo --listen 127.0.0.1:9339 --device-listen 127.0.0.1:9340 --journal-dir ./data --gnmi-cli ./bin/gnmi_cli
+	$(GO) build $(DEVTAGS) -o $(BIN)/gnmi-sidecar-dev ./cmd/gnmi-sidecar
+	$(BIN)/gnmi-sidecar-dev demo --listen 127.0.0.1:9339 --device-listen 127.0.0.1:9340 --journal-dir ./data --gnmi-cli ./bin/gnmi_cli
 
 test: tools lint
-	$(GO) test -race -timeout $(TEST_TIMEOUT) $(TEST_FLAGS) ./...
+	$(GO) test $(DEVTAGS) -race -timeout $(TEST_TIMEOUT) $(TEST_FLAGS) ./...
 
 # The deployment files (deploy/, Dockerfile) are checked offline by
 # hack/deploycheck, a module of its own (k8s.io stays out of the sidecar's
 # go.mod); every option in them is parsed by the gnmi-sidecar built here.
 lint: $(STATICCHECK)
 	$(GO) vet ./...
-	$(STATICCHECK) ./...
+	$(GO) vet $(DEVTAGS) ./...
+	$(STATICCHECK) $(DEVTAGS) ./...
 	$(GO) build -o $(BIN)/gnmi-sidecar ./cmd/gnmi-sidecar
 	cd hack/deploycheck && $(GO) vet ./... && $(STATICCHECK) ./... && $(GO) test ./...
 	$(GO) -C hack/deploycheck build -o $(BIN)/deploycheck .
@@ -73,12 +78,14 @@ bench:
 	$(GO) test -run '^$$' -bench . $(BENCH_FLAGS) ./journal/...
 	$(GO) test -run '^$$' -bench . -benchtime=200x -count=1 ./testbed/...
 	$(GO) build -o $(BIN)/gnmi-sidecar ./cmd/gnmi-sidecar
-	$(BIN)/gnmi-sidecar bench $(SIDECAR_BENCH_FLAGS)
+	$(GO) build $(DEVTAGS) -o $(BIN)/gnmi-sidecar-dev ./cmd/gnmi-sidecar
+	$(BIN)/gnmi-sidecar-dev bench $(SIDECAR_BENCH_FLAGS)
 
 # The sidecar against the device, every DESIGN §5 row at small sizes (< 1 min).
 bench-short:
 	$(GO) build -o $(BIN)/gnmi-sidecar ./cmd/gnmi-sidecar
-	$(BIN)/gnmi-sidecar bench --short $(SIDECAR_BENCH_FLAGS)
+	$(GO) build $(DEVTAGS) -o $(BIN)/gnmi-sidecar-dev ./cmd/gnmi-sidecar
+	$(BIN)/gnmi-sidecar-dev bench --short $(SIDECAR_BENCH_FLAGS)
 
 # The agent's randomized simulation (make test runs 200 seeds).
 sim:

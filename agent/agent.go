@@ -115,6 +115,11 @@ type Status struct {
 	LastRepush         time.Time
 	LastRepushValues   int
 	LastRepushDuration time.Duration
+	// LastRepushDeviceDuration is the part of LastRepushDuration spent
+	// waiting for the device to answer the re-push's Sets; the rest is
+	// the sidecar's own (reading the journal, building and sending Sets,
+	// recording the term).
+	LastRepushDeviceDuration time.Duration
 	// Repushes counts the re-pushes completed since New.
 	Repushes uint64
 	// LastError is the newest device error the agent met ("" if none).
@@ -569,6 +574,11 @@ func (a *Agent) adoptTerm(ctx context.Context, term uint64, log *slog.Logger) er
 // it was written (spec ReconcileConfiguration, second branch) and records
 // the term only once the device acknowledged all of it. Any failure ends
 // the session: the next one re-pushes under a new term.
+//
+// It streams: one goroutine scans the journal and packs the next Set while
+// the device works on the previous one, so the sidecar's own work hides
+// behind the device's. Status.LastRepushDeviceDuration is the time spent
+// waiting for the device's answers.
 func (a *Agent) repush(ctx context.Context, term uint64, log *slog.Logger) error {
 	s := a.termSession(term)
 	if s == nil {
@@ -577,30 +587,52 @@ func (a *Agent) repush(ctx context.Context, term uint64, log *slog.Logger) error
 	a.setRepushing(true)
 	defer a.setRepushing(false)
 	start := time.Now()
-	b := newSetBatcher(a.opts.MaxSetBytes)
-	values, sets := 0, 0
-	send := func(req *gpb.SetRequest) error {
-		sets++
-		_, err := a.send(s, term, req)
-		return err
-	}
-	order := &tombstonesFirst{emit: func(pv *journal.PathValue) error {
-		values++
-		if req := b.add(pv); req != nil {
-			return send(req)
+	var values, sets int
+	var onDevice time.Duration
+	reqs := make(chan *gpb.SetRequest, 1)
+	g, gctx := errgroup.WithContext(ctx)
+	g.Go(func() error {
+		defer close(reqs)
+		put := func(req *gpb.SetRequest) error {
+			select {
+			case reqs <- req:
+				return nil
+			case <-gctx.Done():
+				return gctx.Err()
+			}
+		}
+		b := newSetBatcher(a.opts.MaxSetBytes)
+		order := &tombstonesFirst{emit: func(pv *journal.PathValue) error {
+			values++
+			if req := b.add(pv); req != nil {
+				return put(req)
+			}
+			return nil
+		}}
+		if err := a.j.ScanAppliedByIndex(gctx, order.add); err != nil {
+			return err
+		}
+		if err := order.flush(); err != nil {
+			return err
+		}
+		if req := b.flush(); req != nil {
+			return put(req)
 		}
 		return nil
-	}}
-	err := a.j.ScanAppliedByIndex(ctx, order.add)
-	if err == nil {
-		err = order.flush()
-	}
-	if err == nil {
-		if req := b.flush(); req != nil {
-			err = send(req)
+	})
+	g.Go(func() error {
+		for req := range reqs {
+			sets++
+			sent := time.Now()
+			_, err := a.send(s, term, req)
+			onDevice += time.Since(sent)
+			if err != nil {
+				return err
+			}
 		}
-	}
-	if err != nil {
+		return nil
+	})
+	if err := g.Wait(); err != nil {
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
@@ -616,10 +648,11 @@ func (a *Agent) repush(ctx context.Context, term uint64, log *slog.Logger) error
 	took := time.Since(start)
 	a.mu.Lock()
 	a.status.LastRepush, a.status.LastRepushValues, a.status.LastRepushDuration = time.Now(), values, took
+	a.status.LastRepushDeviceDuration = onDevice
 	a.status.Repushes++
 	a.mu.Unlock()
 	a.broadcast()
-	log.Info("re-pushed applied configuration", "values", values, "sets", sets, "took", took)
+	log.Info("re-pushed applied configuration", "values", values, "sets", sets, "took", took, "device", onDevice)
 	return nil
 }
 

@@ -83,6 +83,9 @@ type Journal struct {
 	state  map[uint64]proposalState
 	counts counts
 	queued int
+	// While Load reads, loading is set and events wait in pending.
+	loading bool
+	pending []journal.Event
 }
 
 // proposalState is what the counts need of one proposal: the status of
@@ -173,6 +176,17 @@ func (t *Journal) Observe(e journal.Event) {
 
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	if t.loading {
+		t.pending = append(t.pending, e)
+		return
+	}
+	t.apply(e)
+}
+
+// apply updates the counts with an event. It sets states rather than
+// adding to them, so applying an event the state already reflects changes
+// nothing (see Load).
+func (t *Journal) apply(e journal.Event) {
 	if e.Proposal != nil && e.Index != 0 {
 		t.set(e.Index, stateOf(e.Proposal))
 	}
@@ -227,23 +241,34 @@ func (t *Journal) count(s proposalState, delta int) {
 }
 
 // Load binds the collector to j and reads the state of every retained
-// proposal. Events Observe receives while it reads wait for it and are
-// applied after, so none is lost or counted twice; the journal's writer
-// waits meanwhile, so call it at start-up, before the journal is busy.
+// proposal, which takes a while on a large journal: the proposal counts
+// are collected once it is done. Events Observe receives meanwhile are kept
+// and applied after the read, in order. Each event sets its proposal's
+// state, so an event the read already saw is applied again harmlessly, and
+// the last event of a proposal is its newest state: none is lost or counted
+// twice, and the journal's writer never waits for the read.
 func (t *Journal) Load(ctx context.Context, j *journal.Journal) error {
 	t.mu.Lock()
-	defer t.mu.Unlock()
+	t.loading, t.pending = true, nil
+	t.mu.Unlock()
 	state := make(map[uint64]proposalState)
 	err := j.Proposals(ctx, 0, 0, func(p *journal.Proposal) error {
 		state[p.GetIndex()] = stateOf(p)
 		return nil
 	})
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	pending := t.pending
+	t.loading, t.pending = false, nil
 	if err != nil {
 		return err
 	}
 	t.state, t.counts, t.queued = state, counts{}, 0
 	for _, s := range state {
 		t.count(s, 1)
+	}
+	for _, e := range pending {
+		t.apply(e)
 	}
 	t.j = j
 	return nil

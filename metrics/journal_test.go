@@ -438,3 +438,59 @@ func TestJournalMetricsClosed(t *testing.T) {
 		t.Error("gather of a closed journal lacks gnmi_sidecar_queue_depth")
 	}
 }
+
+// TestJournalMetricsLoadWhileBusy loads a collector while the journal keeps
+// changing (proposals committed and applied, new ones proposed): the
+// events during the read are neither lost nor counted twice, and the
+// writer does not wait for the read.
+func TestJournalMetricsLoadWhileBusy(t *testing.T) {
+	ctx := context.Background()
+	c := NewJournal()
+	j, err := journal.Open(t.TempDir(), journal.Options{NoSync: true, MemTableSize: 1 << 20, Observer: c.Observe})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = j.Close() })
+	term := connect(t, ctx, j)
+	const preloaded = 3000
+	for n := range preloaded {
+		if _, err := j.ProposeChange(ctx, update(fmt.Sprintf("l%d", n%50), "v")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	loaded := make(chan error, 1)
+	go func() { loaded <- c.Load(ctx, j) }()
+	busy := 0
+	for i := uint64(1); ; i++ {
+		select {
+		case err := <-loaded:
+			if err != nil {
+				t.Fatal(err)
+			}
+			if busy == 0 {
+				t.Fatal("the load finished before any transition ran alongside it")
+			}
+			want, queue := scanned(t, j)
+			checkProposals(t, c, want)
+			if got := one(t, c, "gnmi_sidecar_queue_depth"); got != queue {
+				t.Errorf("queue depth %v, want %v", got, queue)
+			}
+			t.Logf("%d transitions ran during the load", busy)
+			return
+		default:
+		}
+		if i > preloaded {
+			t.Fatal("every proposal applied before the load finished: load a larger journal")
+		}
+		p, c2, err := j.CommitChange(ctx, i)
+		must(t, p, c2, err)
+		p, c2, err = j.StartApply(ctx, i)
+		must(t, p, c2, err)
+		p, c2, err = j.CompleteApply(ctx, i, term)
+		must(t, p, c2, err)
+		if _, err := j.ProposeChange(ctx, update("new", fmt.Sprint(i))); err != nil {
+			t.Fatal(err)
+		}
+		busy += 4
+	}
+}

@@ -66,7 +66,7 @@ func introspectSchema() *schemaNode {
 			"applied-proposal", "applied-term", "applied-target", "status", "first-index", "last-index",
 			"rolling-back", "history-floor")),
 		schemaContainer(elemDevice, schemaState("address", "connected", "term", "repushing", "last-repush-time",
-			"last-repush-values", "last-repush-duration", "last-error")),
+			"last-repush-values", "last-repush-duration", "last-repush-device-duration", "last-error")),
 		schemaContainer(elemCommitConfirm, schemaState("id", "proposal", "started", "deadline", "cancelled")),
 		schemaContainer(elemProposals, schemaList("proposal", "index",
 			schemaState("index", "phase", "commit-status", "apply-status", "proposed", "committed",

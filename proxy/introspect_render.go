@@ -215,6 +215,7 @@ func deviceLeaves(address string, st agent.Status) []treeLeaf {
 		b.add("last-repush-time", tvInt(st.LastRepush.UnixNano()))
 		b.add("last-repush-values", tvUint(uint64(st.LastRepushValues)))
 		b.add("last-repush-duration", tvInt(int64(st.LastRepushDuration)))
+		b.add("last-repush-device-duration", tvInt(int64(st.LastRepushDeviceDuration)))
 	}
 	b.add("last-error", tvString(st.LastError))
 	return out

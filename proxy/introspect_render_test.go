@@ -149,13 +149,14 @@ func TestRenderer(t *testing.T) {
 		name: "connected device after a re-push",
 		leaves: func() []treeLeaf {
 			return deviceLeaves("dev:1", agent.Status{Connected: true, Term: 4, LastRepush: fixtureTime,
-				LastRepushValues: 12, LastRepushDuration: 3 * time.Millisecond, LastError: "boom"})
+				LastRepushValues: 12, LastRepushDuration: 3 * time.Millisecond, LastRepushDeviceDuration: 2 * time.Millisecond, LastError: "boom"})
 		},
 		base: "/device/state/",
 		want: map[string]string{
 			"address": "str:dev:1", "connected": "bool:true", "term": "uint:4", "repushing": "bool:false",
 			"last-repush-time": nanos(0), "last-repush-values": "uint:12", "last-repush-duration": "int:3000000",
-			"last-error": "str:boom",
+			"last-repush-device-duration": "int:2000000",
+			"last-error":                  "str:boom",
 		},
 	}, {
 		name:   "disconnected device: no term",

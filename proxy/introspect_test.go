@@ -196,6 +196,7 @@ func TestIntrospectGet(t *testing.T) {
 		deviceState["/device/state/last-repush-time"] = &gpb.TypedValue{Value: &gpb.TypedValue_IntVal{IntVal: st.LastRepush.UnixNano()}}
 		deviceState["/device/state/last-repush-values"] = uintVal(uint64(st.LastRepushValues))
 		deviceState["/device/state/last-repush-duration"] = &gpb.TypedValue{Value: &gpb.TypedValue_IntVal{IntVal: int64(st.LastRepushDuration)}}
+		deviceState["/device/state/last-repush-device-duration"] = &gpb.TypedValue{Value: &gpb.TypedValue_IntVal{IntVal: int64(st.LastRepushDeviceDuration)}}
 	}
 
 	for _, tc := range []struct {

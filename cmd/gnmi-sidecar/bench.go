@@ -1,3 +1,5 @@
+//go:build devtools
+
 package main
 
 import (
@@ -28,7 +30,7 @@ type benchConfig struct {
 	scenarios     []string      // subset to run; empty: all
 	short         bool
 	json          bool
-	sidecarBinary string // the gnmi-sidecar run as a child process ("": this executable)
+	sidecarBinary string // the gnmi-sidecar run as a child process ("": gnmi-sidecar next to this executable)
 	logLevel      string
 }
 
@@ -104,7 +106,7 @@ two cores). docs/bench.md explains every row.`,
 	f.StringSliceVar(&cfg.scenarios, "scenarios", nil, "run only these scenarios: "+strings.Join(benchScenarios, ","))
 	f.BoolVar(&cfg.short, "short", false, "small sizes (300 Sets, 1 s rows, 3,000 leaves, 50,000 proposals) unless set explicitly")
 	f.BoolVar(&cfg.json, "json", false, "print one JSON document instead of the table")
-	f.StringVar(&cfg.sidecarBinary, "sidecar-binary", "", "gnmi-sidecar executable for the child-process rows (default: this executable)")
+	f.StringVar(&cfg.sidecarBinary, "sidecar-binary", "", "the product gnmi-sidecar executable run for the child-process rows (default: gnmi-sidecar next to this executable)")
 	f.StringVar(&cfg.logLevel, "log-level", "error", "log level of the in-process device and sidecar: debug, info, warn, error")
 	return cmd
 }

@@ -1,3 +1,5 @@
+//go:build devtools
+
 package main
 
 import (
@@ -7,6 +9,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"sync"
 	"syscall"
@@ -47,6 +50,10 @@ func (l *lockedBuffer) String() string {
 	return l.b.String()
 }
 
+// sidecarBinary is the gnmi-sidecar run for the child-process rows: the
+// product build (without the devtools tag, so without the simulated
+// device this executable links), by default next to this executable, where
+// make puts both.
 func (b *bencher) sidecarBinary() (string, error) {
 	if b.cfg.sidecarBinary != "" {
 		return b.cfg.sidecarBinary, nil
@@ -55,7 +62,11 @@ func (b *bencher) sidecarBinary() (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("finding this executable (set --sidecar-binary): %w", err)
 	}
-	return exe, nil
+	bin := filepath.Join(filepath.Dir(exe), "gnmi-sidecar")
+	if _, err := os.Stat(bin); err != nil {
+		return "", fmt.Errorf("no product gnmi-sidecar next to this executable (build it with go build ./cmd/gnmi-sidecar, or set --sidecar-binary): %w", err)
+	}
+	return bin, nil
 }
 
 // startChild runs `serve --target target --journal-dir dir` with default

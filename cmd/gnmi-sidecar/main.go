@@ -1,7 +1,6 @@
 // Command gnmi-sidecar runs the gNMI sidecar in front of one device.
 //
 //	gnmi-sidecar serve --target 10.0.0.1:9339 [--listen 127.0.0.1:9339] [--journal-dir ./data]
-//	gnmi-sidecar demo  (the sidecar in front of an in-process simulated device)
 //
 // and the operator commands, which talk to a running sidecar over gNMI
 // (docs/cli.md):
@@ -14,6 +13,15 @@
 // Exit codes: 0 success, 1 the sidecar refused or failed the operation,
 // 2 bad command line, 3 sidecar unreachable or timed out, 4 not found,
 // 5 precondition failed.
+//
+// Built with the devtools tag (make run, make bench), it also has the
+// developer commands, which link the simulated device of package testbed
+// (and its OpenConfig schema, about 16 MB of heap):
+//
+//	gnmi-sidecar demo   (the sidecar in front of an in-process simulated device)
+//	gnmi-sidecar bench  (the sidecar against the device, docs/bench.md)
+//
+// The product binary leaves them out, so that serve carries no simulator.
 package main
 
 import (
@@ -46,9 +54,9 @@ sidecar over gNMI; see docs/cli.md.
 ` + exitCodesHelp,
 		SilenceUsage: true,
 	}
-	root.AddCommand(newServeCommand(stdout, stderr), newDemoCommand(stdout, stderr))
+	root.AddCommand(newServeCommand(stdout, stderr))
 	root.AddCommand(newOpsCommands(stdout, stderr)...)
-	root.AddCommand(newBenchCommand(stdout, stderr))
+	root.AddCommand(devCommands(stdout, stderr)...)
 	// Exit codes scripts rely on: a bad command line exits 2, flag errors
 	// and unknown commands included (cobra reports the latter untyped, so
 	// the root checks its arguments itself). The operator commands print

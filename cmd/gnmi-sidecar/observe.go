@@ -112,25 +112,35 @@ func (o *observability) register(g *grpc.Server) {
 	}
 }
 
-// start reads the journal's retained proposals for the metrics, starts
-// serving them, and starts following the agent for the health status.
-// stop undoes it.
+// start starts reading the journal's retained proposals for the metrics
+// (in the background: on a large journal it takes seconds, and serving must
+// not wait for it), starts serving them, and starts following the agent
+// for the health status. stop undoes it.
 func (o *observability) start() (stop func(), err error) {
 	if o.j == nil || o.a == nil {
 		return nil, errors.New("observability: start before attach")
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	err = o.m.Journal.Load(ctx, o.j)
-	cancel()
-	if err != nil {
-		return nil, fmt.Errorf("metrics: reading the journal: %w", err)
-	}
+	loadCtx, stopLoad := context.WithCancel(context.Background())
+	loaded := make(chan struct{})
+	go func() {
+		defer close(loaded)
+		start := time.Now()
+		if err := o.m.Journal.Load(loadCtx, o.j); err != nil {
+			if loadCtx.Err() == nil {
+				o.log.Error("metrics: reading the journal's proposals failed; the proposal counts are not exported", "err", err)
+			}
+			return
+		}
+		o.log.Debug("metrics: journal proposals read", "took", time.Since(start))
+	}()
 
 	var srv *http.Server
 	served := make(chan struct{})
 	if o.cfg.metricsAddr != "" {
 		lis, err := net.Listen("tcp", o.cfg.metricsAddr)
 		if err != nil {
+			stopLoad()
+			<-loaded
 			return nil, fmt.Errorf("--metrics: %w", err)
 		}
 		mux := http.NewServeMux()
@@ -159,6 +169,8 @@ func (o *observability) start() (stop func(), err error) {
 	var once sync.Once
 	return func() {
 		once.Do(func() {
+			stopLoad()
+			<-loaded
 			stopFollow()
 			<-followed
 			o.drain()

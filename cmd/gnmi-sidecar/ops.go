@@ -707,9 +707,12 @@ func printStatus(w io.Writer, v *StatusView, now time.Time) error {
 		return err
 	}
 	fmt.Fprintln(w, "\nDevice")
-	dur := ""
+	dur, onDevice := "", ""
 	if d.LastRepushDuration != nil {
 		dur = time.Duration(*d.LastRepushDuration).String()
+	}
+	if d.LastRepushDeviceDuration != nil {
+		onDevice = time.Duration(*d.LastRepushDeviceDuration).String()
 	}
 	if err := keyValues(w, "  ",
 		"address", d.Address,
@@ -719,6 +722,7 @@ func printStatus(w io.Writer, v *StatusView, now time.Time) error {
 		"last-repush-time", optTime(d.LastRepushTime),
 		"last-repush-values", optUintText(d.LastRepushValues),
 		"last-repush-duration", dur,
+		"last-repush-device-duration", onDevice,
 		"last-error", d.LastError,
 	); err != nil {
 		return err

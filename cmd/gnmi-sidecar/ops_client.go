@@ -60,7 +60,10 @@ type DeviceState struct {
 	LastRepushTime     time.Time `json:"last_repush_time,omitzero"`
 	LastRepushValues   *uint64   `json:"last_repush_values,omitempty"`
 	LastRepushDuration *int64    `json:"last_repush_duration,omitempty"` // nanoseconds
-	LastError          string    `json:"last_error,omitempty"`
+	// LastRepushDeviceDuration is the part of LastRepushDuration spent
+	// waiting for the device (nanoseconds).
+	LastRepushDeviceDuration *int64 `json:"last_repush_device_duration,omitempty"`
+	LastError                string `json:"last_error,omitempty"`
 }
 
 // CommitConfirmState is commit-confirm/state: the outstanding
@@ -490,6 +493,10 @@ func deviceState(m map[string]*gpb.TypedValue) DeviceState {
 	if tv := m["last-repush-duration"]; tv != nil {
 		n := intOf(tv)
 		d.LastRepushDuration = &n
+	}
+	if tv := m["last-repush-device-duration"]; tv != nil {
+		n := intOf(tv)
+		d.LastRepushDeviceDuration = &n
 	}
 	return d
 }

@@ -838,6 +838,7 @@ func TestOpsContractStatus(t *testing.T) {
 	dev("last-repush-time", iv(fakeTime.UnixNano()))
 	dev("last-repush-values", uv(12))
 	dev("last-repush-duration", iv(int64(1500*time.Millisecond)))
+	dev("last-repush-device-duration", iv(int64(1200*time.Millisecond)))
 	dev("last-error", opsStr("connection refused"))
 	cc := func(name string, v *gpb.TypedValue) { f.add(v, elem("commit-confirm"), elem("state"), elem(name)) }
 	cc("id", opsStr("c1"))
@@ -849,13 +850,14 @@ func TestOpsContractStatus(t *testing.T) {
 
 	out := mustOps(t, addr, "status")
 	for key, want := range map[string]string{
-		"connected":            "false",
-		"last-error":           "connection refused",
-		"last-repush-duration": "1.5s",
-		"last-repush-time":     "2025-03-04T05:06:07Z",
-		"id":                   "c1",
-		"proposal":             "2",
-		"applied-index":        "2",
+		"connected":                   "false",
+		"last-error":                  "connection refused",
+		"last-repush-duration":        "1.5s",
+		"last-repush-device-duration": "1.2s",
+		"last-repush-time":            "2025-03-04T05:06:07Z",
+		"id":                          "c1",
+		"proposal":                    "2",
+		"applied-index":               "2",
 	} {
 		if got := keyValue(t, out, key); got != want {
 			t.Errorf("%s: %q, want %q", key, got, want)
