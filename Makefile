@@ -73,10 +73,13 @@ lint: $(STATICCHECK)
 	$(BIN)/deploycheck -sidecar $(BIN)/gnmi-sidecar Dockerfile deploy
 
 # The journal's benchmarks run a fixed workload each (hence -benchtime=1x) and
-# report their figures as custom metrics; the device's are ordinary per-op ones.
+# report their figures as custom metrics; the device's, the agent's (batching,
+# southbound requests) and the proxy's (request decomposition) are ordinary
+# per-op ones.
 bench:
 	$(GO) test -run '^$$' -bench . $(BENCH_FLAGS) ./journal/...
 	$(GO) test -run '^$$' -bench . -benchtime=200x -count=1 ./testbed/...
+	$(GO) test -run '^$$' -bench . -benchmem -count=1 ./agent/ ./proxy/
 	$(GO) build -o $(BIN)/gnmi-sidecar ./cmd/gnmi-sidecar
 	$(GO) build $(DEVTAGS) -o $(BIN)/gnmi-sidecar-dev ./cmd/gnmi-sidecar
 	$(BIN)/gnmi-sidecar-dev bench $(SIDECAR_BENCH_FLAGS)

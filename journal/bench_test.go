@@ -447,3 +447,61 @@ func runRSSHelper(dir string) error {
 	fmt.Printf("%s %s\n", rss, anon)
 	return j.Close()
 }
+
+// BenchmarkPathKey: the key of a typical configuration path (every
+// journaled value and every read is keyed by it), 100,000 times.
+func BenchmarkPathKey(b *testing.B) {
+	p := leafOp(7, 1500).GetPath()
+	const keys = 100_000
+	var allocs runtime.MemStats
+	runtime.ReadMemStats(&allocs)
+	before := allocs.Mallocs
+	start := time.Now()
+	for range b.N {
+		for range keys {
+			_ = PathKey(p)
+		}
+	}
+	runtime.ReadMemStats(&allocs)
+	n := float64(b.N * keys)
+	b.ReportMetric(float64(time.Since(start).Nanoseconds())/n, "ns/key")
+	b.ReportMetric(float64(allocs.Mallocs-before)/n, "allocs/key")
+	b.ReportMetric(0, "ns/op")
+}
+
+// BenchmarkFusedChange: one writer, durable; a one-leaf change as the agent
+// takes it now: propose, commit and start-apply in one transaction (a then
+// function), complete-apply in a second one.
+func BenchmarkFusedChange(b *testing.B) {
+	j := openTest(b, "", Options{})
+	term := synced(b, j)
+	ctx := context.Background()
+	const changes = 200
+	var lat []time.Duration
+	for range b.N {
+		for n := range changes {
+			start := time.Now()
+			p, err := j.ProposeChange(ctx, []*Op{leafOp(n%50, int64(n))}, func(tx *Tx) error {
+				c, err := tx.Configuration()
+				if err != nil {
+					return err
+				}
+				if _, _, err := tx.CommitChange(c.GetLastIndex()); err != nil {
+					return err
+				}
+				_, _, err = tx.StartApply(c.GetLastIndex())
+				return err
+			})
+			if err != nil {
+				b.Fatal(err)
+			}
+			if _, _, err := j.CompleteApply(ctx, p.GetIndex(), term); err != nil {
+				b.Fatal(err)
+			}
+			lat = append(lat, time.Since(start))
+		}
+	}
+	b.ReportMetric(micros(percentile(lat, 0.5)), "p50-µs/change")
+	b.ReportMetric(micros(percentile(lat, 0.99)), "p99-µs/change")
+	b.ReportMetric(0, "ns/op")
+}
