@@ -14,7 +14,7 @@ import (
 // (the baseline the sidecar's Set latency is compared with), at several
 // configuration sizes. Each interface holds 3 config leaves.
 func BenchmarkSet(b *testing.B) {
-	for _, interfaces := range []int{30, 3000} {
+	for _, interfaces := range []int{30, 3000, 33334} {
 		b.Run(fmt.Sprintf("leaves=%d", interfaces*3), func(b *testing.B) {
 			d := testbed.StartT(b, testbed.Options{})
 			c := dialB(b, d.Addr())

@@ -70,6 +70,12 @@ type Device struct {
 	// arrival order; a Set waits for it with its context.
 	setSem chan struct{}
 
+	// tree guards the contents of root: a Set that writes only entries of
+	// top-level lists changes them in place under it (write), so its cost
+	// does not grow with the size of those lists; readers walk the tree
+	// under it (read, see readTree). Other Sets install a new root.
+	tree sync.RWMutex
+
 	mu       sync.Mutex
 	running  bool
 	addr     string
@@ -172,7 +178,7 @@ func (d *Device) startupConfig() (ygot.ValidatedGoStruct, error) {
 		if d.root == nil {
 			return d.model.NewRoot(), nil
 		}
-		return d.root, nil // the tree is never mutated in place
+		return d.root, nil
 	}
 	data, err := os.ReadFile(d.opts.StateFile)
 	if errors.Is(err, os.ErrNotExist) {
@@ -307,8 +313,18 @@ func (d *Device) DropConnections() {
 	}
 }
 
-// snapshot returns the current tree. Trees are immutable once served.
-func (d *Device) snapshot() ygot.ValidatedGoStruct {
+// readTree calls fn with the current tree, which holds still until fn
+// returns: fn must not keep it, nor anything in it, afterwards.
+func (d *Device) readTree(fn func(root ygot.ValidatedGoStruct) error) error {
+	d.tree.RLock()
+	defer d.tree.RUnlock()
+	return fn(d.current())
+}
+
+// current returns the current tree (an empty one before the first Start).
+// Reading it without the tree lock is safe only for the Set in progress,
+// the only writer.
+func (d *Device) current() ygot.ValidatedGoStruct {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if d.root == nil {
@@ -320,7 +336,11 @@ func (d *Device) snapshot() ygot.ValidatedGoStruct {
 // ConfigJSON returns the running configuration (config and state leaves)
 // as RFC 7951 JSON.
 func (d *Device) ConfigJSON() ([]byte, error) {
-	s, err := ygot.EmitJSON(d.snapshot(), &ygot.EmitJSONConfig{Format: ygot.RFC7951, Indent: "  ", RFC7951Config: &ygot.RFC7951JSONConfig{AppendModuleName: true}})
+	var s string
+	err := d.readTree(func(root ygot.ValidatedGoStruct) (err error) {
+		s, err = ygot.EmitJSON(root, &ygot.EmitJSONConfig{Format: ygot.RFC7951, Indent: "  ", RFC7951Config: &ygot.RFC7951JSONConfig{AppendModuleName: true}})
+		return err
+	})
 	return []byte(s), err
 }
 
@@ -330,7 +350,11 @@ func (d *Device) ConfigJSON() ([]byte, error) {
 // out. A list key appears both as the key leaf ("…/name") and in config
 // ("…/config/name"), as the schema has both.
 func (d *Device) ConfigLeaves() (map[string]*gpb.TypedValue, error) {
-	leaves, err := leavesOf(d.snapshot(), nil, 0)
+	var leaves []leaf
+	err := d.readTree(func(root ygot.ValidatedGoStruct) (err error) {
+		leaves, err = leavesOf(root, nil, 0)
+		return err
+	})
 	if err != nil {
 		return nil, err
 	}

@@ -2,6 +2,7 @@ package testbed
 
 import (
 	"context"
+	"reflect"
 	"time"
 
 	gpb "github.com/openconfig/gnmi/proto/gnmi"
@@ -42,7 +43,6 @@ func (s *gnmiServer) Get(ctx context.Context, req *gpb.GetRequest) (*gpb.GetResp
 		return nil, status.Errorf(codes.Unimplemented, "encoding %v is not supported; use JSON, JSON_IETF or PROTO", enc)
 	}
 	dt := req.GetType()
-	root := s.d.snapshot()
 	schema := s.d.model.RootSchema()
 	paths := req.GetPath()
 	if len(paths) == 0 {
@@ -50,19 +50,25 @@ func (s *gnmiServer) Get(ctx context.Context, req *gpb.GetRequest) (*gpb.GetResp
 	}
 	ts := time.Now().UnixNano()
 	resp := &gpb.GetResponse{}
-	for _, p := range paths {
-		full, err := joinPath(req.GetPrefix(), p)
-		if err != nil {
-			return nil, status.Errorf(codes.InvalidArgument, "%s: %v", pathString(p), err)
+	err := s.d.readTree(func(root ygot.ValidatedGoStruct) error {
+		for _, p := range paths {
+			full, err := joinPath(req.GetPrefix(), p)
+			if err != nil {
+				return status.Errorf(codes.InvalidArgument, "%s: %v", pathString(p), err)
+			}
+			updates, err := resolveGet(schema, root, full, len(req.GetPrefix().GetElem()), enc, dt)
+			if err != nil {
+				return err
+			}
+			if len(updates) == 0 {
+				return pathError(codes.NotFound, full, "no %v data at this path", dt)
+			}
+			resp.Notification = append(resp.Notification, &gpb.Notification{Timestamp: ts, Prefix: req.GetPrefix(), Update: updates})
 		}
-		updates, err := resolveGet(schema, root, full, len(req.GetPrefix().GetElem()), enc, dt)
-		if err != nil {
-			return nil, err
-		}
-		if len(updates) == 0 {
-			return nil, pathError(codes.NotFound, full, "no %v data at this path", dt)
-		}
-		resp.Notification = append(resp.Notification, &gpb.Notification{Timestamp: ts, Prefix: req.GetPrefix(), Update: updates})
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	return resp, nil
 }
@@ -115,26 +121,30 @@ func (s *gnmiServer) Set(ctx context.Context, req *gpb.SetRequest) (*gpb.SetResp
 		}
 	}
 
-	old := d.snapshot()
-	next, touched, err := applyOps(d.model.RootSchema(), d.model.NewRoot, old, ops)
+	// This Set is the only writer: reading the tree needs no lock.
+	old := d.current()
+	saved := d.opts.Persistent && d.opts.StateFile != ""
+	ch, err := applyOps(d.model.RootSchema(), d.model.NewRoot, old, ops, !saved)
 	if err != nil {
 		d.log.Info("set rejected", "err", err)
 		return nil, err
 	}
-	// A Set cannot change state: restore boot-time if a replace or delete
-	// of the root or of /system dropped it. Only a /system the Set rebuilt
-	// can differ, and that one is not shared with the served tree.
-	if boot := uint64(d.BootTime().UnixNano()); d.model.BootTime(next) != boot {
-		d.model.SetBootTime(next, boot)
-	}
-
-	if d.opts.Persistent && d.opts.StateFile != "" {
-		if err := d.saveState(next); err != nil {
-			return nil, status.Errorf(codes.Internal, "saving configuration to %s: %v", d.opts.StateFile, err)
+	if ch.next != nil {
+		// A Set cannot change state: restore boot-time if a replace or
+		// delete of the root or of /system dropped it. Only a /system the
+		// Set rebuilt can differ, and that one is not shared with the
+		// served tree.
+		if boot := uint64(d.BootTime().UnixNano()); d.model.BootTime(ch.next) != boot {
+			d.model.SetBootTime(ch.next, boot)
+		}
+		if saved {
+			if err := d.saveState(ch.next); err != nil {
+				return nil, status.Errorf(codes.Internal, "saving configuration to %s: %v", d.opts.StateFile, err)
+			}
 		}
 	}
 	ts := time.Now().UnixNano()
-	d.commit(old, next, touched, ts)
+	d.commit(old, ch, ts)
 
 	results := make([]*gpb.UpdateResult, len(ops))
 	for i, o := range ops {
@@ -144,17 +154,38 @@ func (s *gnmiServer) Set(ctx context.Context, req *gpb.SetRequest) (*gpb.SetResp
 	return &gpb.SetResponse{Prefix: req.GetPrefix(), Response: results, Timestamp: ts}, nil
 }
 
-// commit installs next as the running configuration and tells subscribers
-// what changed.
-func (d *Device) commit(old, next ygot.ValidatedGoStruct, t *touched, ts int64) {
+// commit installs a Set's change in the running configuration and tells
+// subscribers what changed, both under the tree lock, so that a new
+// subscription (watch) sees either the tree before the change and then
+// the change, or the tree after it.
+func (d *Device) commit(old ygot.ValidatedGoStruct, ch *change, ts int64) {
+	d.tree.Lock()
+	defer d.tree.Unlock()
+	var before ygot.GoStruct
+	watching := false
 	d.mu.Lock()
-	d.root = next
-	watching := len(d.watchers) > 0
+	for w := range d.watchers {
+		if w.cares(reflect.TypeOf(old).Elem(), ch.touched) {
+			watching = true
+			break
+		}
+	}
+	d.mu.Unlock()
+	if watching {
+		before = ch.touched.restrict(old)
+	}
+	after := ch.install(old)
+	d.mu.Lock()
+	d.root = after
 	d.mu.Unlock()
 	if !watching {
 		return
 	}
-	diff, err := ygot.Diff(t.restrict(old), t.restrict(next))
+	afterView := ch.scratch
+	if afterView == nil {
+		afterView = ch.touched.restrict(after)
+	}
+	diff, err := ygot.Diff(before, afterView)
 	if err != nil {
 		d.log.Error("computing change notification", "err", err)
 		return

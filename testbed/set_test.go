@@ -390,8 +390,22 @@ func TestMasterArbitration(t *testing.T) {
 }
 
 // TestConcurrentSetsAndReads lets the race detector check that Sets never
-// modify the tree that Gets, Subscribes and ConfigLeaves are reading.
+// modify the tree while Gets, Subscribes and ConfigLeaves are reading it:
+// Sets that install a new root (they touch /system) and Sets that change
+// list entries in place.
 func TestConcurrentSetsAndReads(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		other *gpb.Update
+	}{
+		{"new root", upd(t, "/system/config/hostname", str("h"))},
+		{"in place", upd(t, "/interfaces/interface[name=eth2]/config/mtu", uintV(1500))},
+	} {
+		t.Run(tc.name, func(t *testing.T) { concurrentSetsAndReads(t, tc.other) })
+	}
+}
+
+func concurrentSetsAndReads(t *testing.T, other *gpb.Update) {
 	d, c := startDevice(t, testbed.Options{})
 	setLeaf(t, c, eth0Desc, str("start"))
 	done := make(chan struct{})
@@ -418,10 +432,14 @@ func TestConcurrentSetsAndReads(t *testing.T) {
 	untilSync(t, sub)
 	const sets = 50
 	for i := 0; i < sets; i++ {
-		mustSet(t, c, &gpb.SetRequest{
-			Update: []*gpb.Update{upd(t, eth0Desc, str(strings.Repeat("x", i+1))), upd(t, "/system/config/hostname", str("h"))},
+		req := &gpb.SetRequest{
+			Update: []*gpb.Update{upd(t, eth0Desc, str(strings.Repeat("x", i+1))), other},
 			Delete: []*gpb.Path{p(t, "/interfaces/interface[name=eth1]")},
-		})
+		}
+		if i%2 == 1 {
+			req.Update = append(req.Update, upd(t, "/interfaces/interface[name=eth1]/config/description", str("back")))
+		}
+		mustSet(t, c, req)
 	}
 	close(done)
 	if err := <-errs; err != nil {

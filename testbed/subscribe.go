@@ -3,7 +3,10 @@ package testbed
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
+	"reflect"
+	"strings"
 	"sync"
 	"time"
 
@@ -33,9 +36,69 @@ const maxUpdatesPerNotification = 1000
 
 // watcher receives the change notifications of every committed Set.
 type watcher struct {
+	subs    []subscription // what the stream asked for
 	mu      sync.Mutex
 	pending []*gpb.Notification
 	signal  chan struct{}
+}
+
+// cares reports whether a change that touched t (nil: anything) of a root
+// of type rootType can concern one of the watcher's subscriptions. It is
+// conservative: it looks at top-level fields and list keys only.
+func (w *watcher) cares(rootType reflect.Type, t *touched) bool {
+	if t == nil {
+		return true
+	}
+	for _, s := range w.subs {
+		elems := s.path.GetElem()
+		for i := 0; i < rootType.NumField(); i++ {
+			_, whole := t.whole[i]
+			keys, entries := t.entries[i]
+			if !whole && !entries {
+				continue
+			}
+			tag, ok := rootType.Field(i).Tag.Lookup("path")
+			if !ok {
+				continue
+			}
+			for _, alt := range strings.Split(tag, "|") {
+				if subReaches(elems, strings.Split(alt, "/"), keys, whole) {
+					return true
+				}
+			}
+		}
+	}
+	return false
+}
+
+// subReaches reports whether subscription path elems can match data at or
+// under the field path parts (a list field, when keys lists the entries
+// touched, unless whole).
+func subReaches(elems []*gpb.PathElem, parts []string, keys []reflect.Value, whole bool) bool {
+	for j, part := range parts {
+		if j >= len(elems) || elems[j].GetName() == "..." {
+			return true
+		}
+		e := elems[j]
+		if e.GetName() != "*" && e.GetName() != part {
+			return false
+		}
+		if j != len(parts)-1 || whole || len(e.GetKey()) != 1 {
+			continue
+		}
+		for _, v := range e.GetKey() {
+			if v == "*" {
+				return true
+			}
+			for _, k := range keys {
+				if fmt.Sprint(k.Interface()) == v {
+					return true
+				}
+			}
+			return false
+		}
+	}
+	return true
 }
 
 func (w *watcher) push(n *gpb.Notification) {
@@ -56,22 +119,28 @@ func (w *watcher) take() []*gpb.Notification {
 	return p
 }
 
-// watch registers a watcher and returns it with the tree it starts from, so
-// no change between the two is lost.
-func (d *Device) watch() (*watcher, ygot.ValidatedGoStruct, func()) {
-	w := &watcher{signal: make(chan struct{}, 1)}
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	d.watchers[w] = struct{}{}
-	root := d.root
-	if root == nil {
-		root = d.model.NewRoot()
-	}
-	return w, root, func() {
+// watch registers a watcher for subs and returns it with the leaves of the
+// tree it starts from, so no change between the two is lost or seen twice.
+func (d *Device) watch(subs []subscription) (*watcher, []leaf, func(), error) {
+	w := &watcher{subs: subs, signal: make(chan struct{}, 1)}
+	var leaves []leaf
+	err := d.readTree(func(root ygot.ValidatedGoStruct) (err error) {
+		d.mu.Lock()
+		d.watchers[w] = struct{}{}
+		d.mu.Unlock()
+		leaves, err = leavesOf(root, nil, time.Now().UnixNano())
+		return err
+	})
+	unwatch := func() {
 		d.mu.Lock()
 		delete(d.watchers, w)
 		d.mu.Unlock()
 	}
+	if err != nil {
+		unwatch()
+		return nil, nil, nil, status.Errorf(codes.Internal, "walking the configuration: %v", err)
+	}
+	return w, leaves, unwatch, nil
 }
 
 func (d *Device) broadcast(n *gpb.Notification) {
@@ -168,13 +237,13 @@ func (s *gnmiServer) Subscribe(stream gpb.GNMI_SubscribeServer) error {
 
 	switch sl.GetMode() {
 	case gpb.SubscriptionList_ONCE:
-		if err := ss.sendTree(s.d.snapshot(), subs); err != nil {
+		if err := ss.sendTree(s.d, subs); err != nil {
 			return err
 		}
 		return ss.sendSync()
 	case gpb.SubscriptionList_POLL:
 		for {
-			if err := ss.sendTree(s.d.snapshot(), subs); err != nil {
+			if err := ss.sendTree(s.d, subs); err != nil {
 				return err
 			}
 			if err := ss.sendSync(); err != nil {
@@ -199,11 +268,14 @@ func (s *gnmiServer) Subscribe(stream gpb.GNMI_SubscribeServer) error {
 
 func (s *gnmiServer) stream(ss *subscribeStream, subs []subscription, updatesOnly bool) error {
 	ctx := ss.stream.Context()
-	w, root, unwatch := s.d.watch()
+	w, leaves, unwatch, err := s.d.watch(subs)
+	if err != nil {
+		return err
+	}
 	defer unwatch()
 
 	if !updatesOnly {
-		if err := ss.sendTree(root, subs); err != nil {
+		if err := ss.sendLeaves(leaves, subs); err != nil {
 			return err
 		}
 	}
@@ -243,7 +315,7 @@ func (s *gnmiServer) stream(ss *subscribeStream, subs []subscription, updatesOnl
 		case <-ctx.Done():
 			return status.FromContextError(ctx.Err()).Err()
 		case i := <-ticks:
-			if err := ss.sendTree(s.d.snapshot(), subs[i:i+1]); err != nil {
+			if err := ss.sendTree(s.d, subs[i:i+1]); err != nil {
 				return err
 			}
 		case <-w.signal:
@@ -266,12 +338,22 @@ func (ss *subscribeStream) sendSync() error {
 }
 
 // sendTree sends every leaf of root that matches subs.
-func (ss *subscribeStream) sendTree(root ygot.GoStruct, subs []subscription) error {
-	ts := time.Now().UnixNano()
-	leaves, err := leavesOf(root, nil, ts)
+func (ss *subscribeStream) sendTree(d *Device, subs []subscription) error {
+	var leaves []leaf
+	err := d.readTree(func(root ygot.ValidatedGoStruct) (err error) {
+		leaves, err = leavesOf(root, nil, time.Now().UnixNano())
+		return err
+	})
 	if err != nil {
 		return status.Errorf(codes.Internal, "walking the configuration: %v", err)
 	}
+	return ss.sendLeaves(leaves, subs)
+}
+
+// sendLeaves sends the leaves that match subs, in notifications of at most
+// maxUpdatesPerNotification updates.
+func (ss *subscribeStream) sendLeaves(leaves []leaf, subs []subscription) error {
+	ts := time.Now().UnixNano()
 	var batch []*gpb.Update
 	flush := func() error {
 		if len(batch) == 0 {

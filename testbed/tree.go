@@ -18,9 +18,11 @@ import (
 	"google.golang.org/protobuf/proto"
 )
 
-// This file holds the schema-aware operations on a configuration tree. A
-// tree is never modified once the device serves it: Set works on a deep copy
-// and swaps it in on success, which is what makes Set atomic.
+// This file holds the schema-aware operations on a configuration tree. A Set
+// works on copies of what it touches and installs them only on success,
+// which is what makes it atomic: a new root, or, when it writes only
+// entries of top-level lists, new versions of those entries put into the
+// running tree in place (under Device.tree).
 
 // pathString renders p for messages; it never fails.
 func pathString(p *gpb.Path) string {
@@ -135,25 +137,80 @@ type setOp struct {
 	val  *gpb.TypedValue
 }
 
-// applyOps applies ops in order to a copy of root and validates the result.
-// On any error root is untouched and the error is a status naming the path.
-//
-// The returned touched (nil: anything) bounds what changed.
-func applyOps(schema *yang.Entry, newRoot func() ygot.ValidatedGoStruct, root ygot.ValidatedGoStruct, ops []setOp) (ygot.ValidatedGoStruct, *touched, error) {
+// change is what a Set does to the running configuration once it is
+// validated: a new root (next), or new versions of entries of top-level
+// lists (in scratch, a root holding only those entries) to put into the
+// running root in place. touched (nil: anything) bounds what changed.
+type change struct {
+	next    ygot.ValidatedGoStruct
+	scratch ygot.GoStruct
+	touched *touched
+}
+
+// install makes the change to root and returns the running root: next, or
+// root with the touched entries replaced (or deleted) in place.
+func (c *change) install(root ygot.ValidatedGoStruct) ygot.ValidatedGoStruct {
+	if c.next != nil {
+		return c.next
+	}
+	live, scratch := reflect.ValueOf(root).Elem(), reflect.ValueOf(c.scratch).Elem()
+	for field, keys := range c.touched.entries {
+		m := live.Field(field)
+		if m.IsNil() {
+			m.Set(reflect.MakeMap(m.Type()))
+		}
+		for _, k := range keys {
+			// A key the Set deleted is absent from scratch: the zero Value
+			// deletes it here too.
+			m.SetMapIndex(k, scratch.Field(field).MapIndex(k))
+		}
+	}
+	return root
+}
+
+// applyOps applies ops in order to copies of what they touch in root and
+// validates the result. On any error root is untouched and the error is a
+// status naming the path. inPlace allows a change to be installed in place.
+func applyOps(schema *yang.Entry, newRoot func() ygot.ValidatedGoStruct, root ygot.ValidatedGoStruct, ops []setOp, inPlace bool) (*change, error) {
+	if refs, ok := entryRefs(root, ops); ok && inPlace {
+		return applyEntryOps(schema, newRoot, root, ops, refs)
+	}
 	work, t, err := copyForOps(root, ops)
 	if err != nil {
-		return nil, nil, status.Errorf(codes.Internal, "copying the configuration: %v", err)
+		return nil, status.Errorf(codes.Internal, "copying the configuration: %v", err)
 	}
+	if work, err = runOps(schema, newRoot, work, ops); err != nil {
+		return nil, err
+	}
+	return &change{next: work, touched: t}, nil
+}
+
+// runOps applies ops in order to work (which it may replace, for the root)
+// and validates what they wrote.
+func runOps(schema *yang.Entry, newRoot func() ygot.ValidatedGoStruct, work ygot.ValidatedGoStruct, ops []setOp) (ygot.ValidatedGoStruct, error) {
+	work, err := writeOps(schema, newRoot, work, ops)
+	if err != nil {
+		return nil, err
+	}
+	if err := validateChanged(schema, work, ops); err != nil {
+		return nil, status.Errorf(codes.InvalidArgument, "the resulting configuration fails schema validation: %s", errMsg(err))
+	}
+	return work, nil
+}
+
+// writeOps applies ops in order to work (which it may replace, for the
+// root), without validating the result.
+func writeOps(schema *yang.Entry, newRoot func() ygot.ValidatedGoStruct, work ygot.ValidatedGoStruct, ops []setOp) (ygot.ValidatedGoStruct, error) {
 	for _, o := range ops {
 		if hasElem(o.full, "state") {
-			return nil, nil, pathError(codes.InvalidArgument, o.full, "%s of a read-only (state) path", opName(o.op))
+			return nil, pathError(codes.InvalidArgument, o.full, "%s of a read-only (state) path", opName(o.op))
 		}
 		isRoot := len(o.full.GetElem()) == 0
 		if o.op == gpb.UpdateResult_DELETE || o.op == gpb.UpdateResult_REPLACE {
 			if isRoot {
 				work = newRoot()
 			} else if err := deleteNode(schema, work, o.full); err != nil {
-				return nil, nil, pathError(schemaCode(err), o.full, "%s: %s", opName(o.op), errMsg(err))
+				return nil, pathError(schemaCode(err), o.full, "%s: %s", opName(o.op), errMsg(err))
 			}
 		}
 		if o.op == gpb.UpdateResult_DELETE {
@@ -161,19 +218,127 @@ func applyOps(schema *yang.Entry, newRoot func() ygot.ValidatedGoStruct, root yg
 		}
 		val, err := normalizeValue(o.val)
 		if err != nil {
-			return nil, nil, pathError(codes.InvalidArgument, o.full, "%s: %v", opName(o.op), err)
+			return nil, pathError(codes.InvalidArgument, o.full, "%s: %v", opName(o.op), err)
 		}
 		if isRoot && val.GetJsonIetfVal() == nil {
-			return nil, nil, pathError(codes.InvalidArgument, o.full, "%s of the root needs a JSON_IETF value", opName(o.op))
+			return nil, pathError(codes.InvalidArgument, o.full, "%s of the root needs a JSON_IETF value", opName(o.op))
 		}
 		if err := setNode(schema, work, o.full, val); err != nil {
-			return nil, nil, pathError(schemaCode(err), o.full, "%s: %s", opName(o.op), errMsg(err))
+			return nil, pathError(schemaCode(err), o.full, "%s: %s", opName(o.op), errMsg(err))
 		}
 	}
-	if err := validateChanged(schema, work, ops); err != nil {
-		return nil, nil, status.Errorf(codes.InvalidArgument, "the resulting configuration fails schema validation: %s", errMsg(err))
+	return work, nil
+}
+
+// entryRef names one entry of a top-level single-key list: the root
+// struct's field and the map key.
+type entryRef struct {
+	field int
+	key   reflect.Value
+}
+
+// entryRefs returns, for each op, the top-level list entry its path goes
+// through, if every op's does (and no other top-level field matches it).
+func entryRefs(root ygot.ValidatedGoStruct, ops []setOp) ([]entryRef, bool) {
+	rt := reflect.ValueOf(root).Elem().Type()
+	refs := make([]entryRef, len(ops))
+	for n, o := range ops {
+		elems := o.full.GetElem()
+		found := false
+		for i := 0; i < rt.NumField(); i++ {
+			f := rt.Field(i)
+			tag, ok := f.Tag.Lookup("path")
+			if !ok || f.Tag.Get("ygotAnnotation") != "" {
+				continue
+			}
+			parts, matches := tagMatches(tag, elems)
+			if !matches {
+				continue
+			}
+			if found || f.Type.Kind() != reflect.Map || len(elems) < len(parts) {
+				return nil, false
+			}
+			key, ok := scalarMapKey(f.Type.Key(), elems[len(parts)-1].GetKey())
+			if !ok {
+				return nil, false
+			}
+			refs[n], found = entryRef{field: i, key: key}, true
+		}
+		if !found {
+			return nil, false
+		}
 	}
-	return work, t, nil
+	return refs, true
+}
+
+// applyEntryOps is applyOps for ops that all go through entries of
+// top-level lists (refs): they run against copies of only those entries,
+// each op and each entry's validation on a root holding just its entry
+// (ygot looks list entries up by scanning the map), so the Set costs what
+// it touches, not the size of the lists.
+func applyEntryOps(schema *yang.Entry, newRoot func() ygot.ValidatedGoStruct, root ygot.ValidatedGoStruct, ops []setOp, refs []entryRef) (*change, error) {
+	src := reflect.ValueOf(root).Elem()
+	scratchPtr := reflect.New(src.Type())
+	scratch := scratchPtr.Elem()
+	t := &touched{whole: map[int]bool{}, entries: map[int][]reflect.Value{}}
+	seen := map[int]map[any]bool{}
+	for _, r := range refs {
+		if seen[r.field] == nil {
+			seen[r.field] = map[any]bool{}
+			scratch.Field(r.field).Set(reflect.MakeMap(src.Field(r.field).Type()))
+		}
+		if seen[r.field][r.key.Interface()] {
+			continue
+		}
+		seen[r.field][r.key.Interface()] = true
+		t.entries[r.field] = append(t.entries[r.field], r.key)
+		if e := src.Field(r.field).MapIndex(r.key); e.IsValid() {
+			cp, err := ygot.DeepCopy(e.Interface().(ygot.GoStruct))
+			if err != nil {
+				return nil, status.Errorf(codes.Internal, "copying the configuration: %v", err)
+			}
+			scratch.Field(r.field).SetMapIndex(r.key, reflect.ValueOf(cp))
+		}
+	}
+	// alone is a root holding only entry r of scratch; back puts what it
+	// holds for r into scratch.
+	alone := func(r entryRef) ygot.ValidatedGoStruct {
+		v := reflect.New(src.Type())
+		m := reflect.MakeMap(src.Field(r.field).Type())
+		if e := scratch.Field(r.field).MapIndex(r.key); e.IsValid() {
+			m.SetMapIndex(r.key, e)
+		}
+		v.Elem().Field(r.field).Set(m)
+		return v.Interface().(ygot.ValidatedGoStruct)
+	}
+	back := func(r entryRef, v ygot.ValidatedGoStruct) {
+		scratch.Field(r.field).SetMapIndex(r.key, reflect.ValueOf(v).Elem().Field(r.field).MapIndex(r.key))
+	}
+	type entryID struct {
+		field int
+		key   any
+	}
+	var order []entryRef // each touched entry once, in op order
+	byEntry := map[entryID][]setOp{}
+	for n, o := range ops {
+		r := refs[n]
+		v, err := writeOps(schema, newRoot, alone(r), []setOp{o})
+		if err != nil {
+			return nil, err
+		}
+		back(r, v)
+		id := entryID{r.field, r.key.Interface()}
+		if _, ok := byEntry[id]; !ok {
+			order = append(order, r)
+		}
+		byEntry[id] = append(byEntry[id], o)
+	}
+	for _, r := range order {
+		if err := validateChanged(schema, alone(r), byEntry[entryID{r.field, r.key.Interface()}]); err != nil {
+			return nil, status.Errorf(codes.InvalidArgument, "the resulting configuration fails schema validation: %s", errMsg(err))
+		}
+	}
+	return &change{scratch: scratchPtr.Interface().(ygot.GoStruct), touched: t}, nil
 }
 
 // validateChanged validates what ops wrote: for a path through a list entry,
