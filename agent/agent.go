@@ -227,19 +227,30 @@ func (a *Agent) Notify() {
 // Wait blocks until done(proposal i) holds, ctx ends or the journal closes,
 // and returns the proposal as it then was.
 func (a *Agent) Wait(ctx context.Context, i uint64, done func(*journal.Proposal) bool) (*journal.Proposal, error) {
+	return a.wait(ctx, i, done, func() bool { return true })
+}
+
+// wait is Wait that, after a change, reads proposal i again only if worth
+// reports it may be done now; it reads it anyway once per resync period.
+func (a *Agent) wait(ctx context.Context, i uint64, done func(*journal.Proposal) bool, worth func() bool) (*journal.Proposal, error) {
+	read := true
 	for {
 		changed := a.Changes()
-		p, err := a.j.Proposal(ctx, i)
-		if err != nil {
-			return nil, err
-		}
-		if done(p) {
-			return p, nil
+		if read || worth() {
+			p, err := a.j.Proposal(ctx, i)
+			if err != nil {
+				return nil, err
+			}
+			if done(p) {
+				return p, nil
+			}
 		}
 		t := time.NewTimer(a.opts.Resync)
 		select {
 		case <-changed:
+			read = false
 		case <-t.C:
+			read = true
 		case <-ctx.Done():
 			t.Stop()
 			return nil, ctx.Err()

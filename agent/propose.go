@@ -217,28 +217,5 @@ func (a *Agent) WaitChange(ctx context.Context, i uint64, applied bool) (*journa
 		}
 		return journal.Finished(p.GetChange().GetCommit())
 	}
-	read := true
-	for {
-		changed := a.Changes()
-		if read || a.passed(i, applied) {
-			p, err := a.j.Proposal(ctx, i)
-			if err != nil {
-				return nil, err
-			}
-			if done(p) {
-				return p, nil
-			}
-		}
-		t := time.NewTimer(a.opts.Resync)
-		select {
-		case <-changed:
-			read = false
-		case <-t.C:
-			read = true
-		case <-ctx.Done():
-			t.Stop()
-			return nil, ctx.Err()
-		}
-		t.Stop()
-	}
+	return a.wait(ctx, i, done, func() bool { return a.passed(i, applied) })
 }
