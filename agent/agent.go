@@ -57,6 +57,10 @@ type Options struct {
 	// MaxSetBytes caps one re-push or rollback SetRequest (default 3 MiB,
 	// under gRPC's default 4 MiB message limit).
 	MaxSetBytes int
+	// MaxSetValues caps the values (paths) of one re-push or rollback
+	// SetRequest (default 2,000), so that a device that takes long per
+	// value still answers each Set well within ApplyTimeout.
+	MaxSetValues int
 	// MaxRecvBytes caps a device response (default 64 MiB).
 	MaxRecvBytes int
 	// Resync is how often the loops re-read the journal even without a
@@ -91,6 +95,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.MaxSetBytes <= 0 {
 		o.MaxSetBytes = 3 << 20
+	}
+	if o.MaxSetValues <= 0 {
+		o.MaxSetValues = 2000
 	}
 	if o.MaxRecvBytes <= 0 {
 		o.MaxRecvBytes = 64 << 20
@@ -612,7 +619,7 @@ func (a *Agent) repush(ctx context.Context, term uint64, log *slog.Logger) error
 				return gctx.Err()
 			}
 		}
-		b := newSetBatcher(a.opts.MaxSetBytes)
+		b := newSetBatcher(a.setLimits())
 		order := &tombstonesFirst{emit: func(pv *journal.PathValue) error {
 			values++
 			if req := b.add(pv); req != nil {
@@ -667,6 +674,11 @@ func (a *Agent) repush(ctx context.Context, term uint64, log *slog.Logger) error
 	return nil
 }
 
+// setLimits bounds the re-push, rollback and restore Sets.
+func (a *Agent) setLimits() setLimits {
+	return setLimits{bytes: a.opts.MaxSetBytes, values: a.opts.MaxSetValues}
+}
+
 func (a *Agent) setRepushing(on bool) {
 	a.mu.Lock()
 	a.status.Repushing = on
@@ -696,7 +708,7 @@ func (a *Agent) sendRollback(ctx context.Context, step Step, log *slog.Logger) e
 	if s == nil || err != nil {
 		return err
 	}
-	err = a.sendAll(s, step.Term, rollbackRequests(p.GetRollback().GetValues(), a.opts.MaxSetBytes))
+	err = a.sendAll(s, step.Term, rollbackRequests(p.GetRollback().GetValues(), a.setLimits()))
 	switch classify(err, a.opts.Fencing) {
 	case accepted:
 		_, _, err = a.j.CompleteApplyRollback(ctx, step.Index, step.Term)

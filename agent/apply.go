@@ -182,7 +182,7 @@ func (a *Agent) restore(ctx context.Context, s *session, step Step, through uint
 		}
 	}
 	values := append(tops, inWriteOrder(applied)...)
-	err = a.sendAll(s, step.Term, batchValues(values, a.opts.MaxSetBytes))
+	err = a.sendAll(s, step.Term, batchValues(values, a.setLimits()))
 	switch classify(err, a.opts.Fencing) {
 	case accepted:
 		log.Info("restored the paths of a rejected proposal an earlier attempt may have written", "values", len(values))

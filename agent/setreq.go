@@ -58,8 +58,8 @@ func appendLeaves(dst []*gpb.Update, leaves []*journal.Leaf) []*gpb.Update {
 // each group by path key. Tombstones go first because that is how the
 // original Set took effect (gNMI deletes before it writes); setBatcher
 // relies on it. values is not modified.
-func rollbackRequests(values []*journal.PathValue, maxBytes int) []*gpb.SetRequest {
-	return batchValues(inWriteOrder(values), maxBytes)
+func rollbackRequests(values []*journal.PathValue, limits setLimits) []*gpb.SetRequest {
+	return batchValues(inWriteOrder(values), limits)
 }
 
 // inWriteOrder returns a copy of values sorted the way they were originally
@@ -107,9 +107,9 @@ func inPathOrder(values []*journal.PathValue) []*journal.PathValue {
 
 // batchValues packs values, already in the order they must take effect,
 // into requests with a setBatcher.
-func batchValues(values []*journal.PathValue, maxBytes int) []*gpb.SetRequest {
+func batchValues(values []*journal.PathValue, limits setLimits) []*gpb.SetRequest {
 	var reqs []*gpb.SetRequest
-	b := newSetBatcher(maxBytes)
+	b := newSetBatcher(limits)
 	for _, pv := range values {
 		if req := b.add(pv); req != nil {
 			reqs = append(reqs, req)
@@ -168,13 +168,17 @@ func topTombstones(changeValues []*journal.PathValue) []*journal.PathValue {
 // an update of the same index alone does not split the request, since
 // deletes take effect first inside it, as they did in the original Set.)
 //
-// Requests are kept within maxBytes (their proto.Size), so that they stay
-// under gRPC's maximum message size; callers leave room for what they add to
-// a request (extensions). A single value larger than maxBytes is sent alone.
+// Requests are kept within limits.bytes (their proto.Size), so that they
+// stay under gRPC's maximum message size; callers leave room for what they
+// add to a request (extensions). A single value larger than that is sent
+// alone. They also hold at most limits.values values, so that a device
+// that takes long per value answers each one within the agent's
+// ApplyTimeout.
 //
 // A setBatcher is not safe for concurrent use.
 type setBatcher struct {
-	maxBytes int
+	limits setLimits
+	values int // in pending
 
 	// pending is the request being filled and size its encoded size.
 	pending *gpb.SetRequest
@@ -197,11 +201,17 @@ const (
 	setRequestUpdateField protowire.Number = 4
 )
 
-// newSetBatcher returns an empty batcher whose requests have an encoded size
-// of at most maxBytes, except for a single value that alone exceeds it.
-func newSetBatcher(maxBytes int) *setBatcher {
+// setLimits bound the requests of a setBatcher: their encoded size and
+// their number of values (0: no bound).
+type setLimits struct {
+	bytes, values int
+}
+
+// newSetBatcher returns an empty batcher whose requests keep within limits,
+// except for a single value that alone exceeds them.
+func newSetBatcher(limits setLimits) *setBatcher {
 	return &setBatcher{
-		maxBytes:     maxBytes,
+		limits:       limits,
 		updatesAt:    make(map[string]indexSpan),
 		updatesUnder: make(map[string]indexSpan),
 	}
@@ -221,13 +231,15 @@ func (b *setBatcher) add(pv *journal.PathValue) *gpb.SetRequest {
 	}
 
 	var ready *gpb.SetRequest
-	if b.pending != nil && (b.size+size > b.maxBytes || pv.GetDeleted() && b.overlapsOtherUpdate(pv)) {
+	full := b.size+size > b.limits.bytes || b.limits.values > 0 && b.values >= b.limits.values
+	if b.pending != nil && (full || pv.GetDeleted() && b.overlapsOtherUpdate(pv)) {
 		ready = b.flush()
 	}
 	if b.pending == nil {
 		b.pending = &gpb.SetRequest{}
 	}
 	b.size += size
+	b.values++
 	if update == nil {
 		b.pending.Delete = append(b.pending.Delete, pv.GetPath())
 		return ready
@@ -245,7 +257,7 @@ func (b *setBatcher) add(pv *journal.PathValue) *gpb.SetRequest {
 func (b *setBatcher) flush() *gpb.SetRequest {
 	req := b.pending
 	b.pending = nil
-	b.size = 0
+	b.size, b.values = 0, 0
 	clear(b.updatesAt)
 	clear(b.updatesUnder)
 	return req

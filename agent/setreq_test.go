@@ -298,7 +298,7 @@ func TestSetBatcher(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got := batchValues(tt.values, 1<<20)
+			got := batchValues(tt.values, setLimits{bytes: 1 << 20})
 			if diff := cmp.Diff(tt.want, got, protocmp.Transform()); diff != "" {
 				t.Errorf("requests mismatch (-want +got):\n%s", diff)
 			}
@@ -317,7 +317,7 @@ func TestSetBatcherSizeLimit(t *testing.T) {
 			values = append(values, value(t, path, uint64(n), stringVal(strings.Repeat("d", n%50))))
 		}
 	}
-	reqs := batchValues(values, maxBytes)
+	reqs := batchValues(values, setLimits{bytes: maxBytes})
 	if len(reqs) < 2 {
 		t.Fatalf("got %d requests, want several", len(reqs))
 	}
@@ -366,7 +366,7 @@ func TestSetBatcherSizeIsExact(t *testing.T) {
 		value(t, "/e", 3, jsonVal(strings.Repeat("x", 300))), // a length of two varint bytes
 		value(t, "/f", 4, stringVal("4")),
 	}
-	exact := proto.Size(batchValues(values[:3], 1<<20)[0])
+	exact := proto.Size(batchValues(values[:3], setLimits{bytes: 1 << 20})[0])
 	for _, tt := range []struct {
 		maxBytes int
 		want     []int // entries per request
@@ -375,7 +375,7 @@ func TestSetBatcherSizeIsExact(t *testing.T) {
 		{maxBytes: exact - 1, want: []int{2, 2}},
 	} {
 		var got []int
-		for _, req := range batchValues(values, tt.maxBytes) {
+		for _, req := range batchValues(values, setLimits{bytes: tt.maxBytes}) {
 			got = append(got, len(req.Delete)+len(req.Update))
 		}
 		if !slices.Equal(got, tt.want) {
@@ -420,7 +420,7 @@ func TestSetBatcherOversizeValueGoesAlone(t *testing.T) {
 				}
 				want = append(want, req)
 			}
-			got := batchValues(tt.values, 100)
+			got := batchValues(tt.values, setLimits{bytes: 100})
 			if diff := cmp.Diff(want, got, protocmp.Transform()); diff != "" {
 				t.Errorf("requests mismatch (-want +got):\n%s", diff)
 			}
@@ -442,7 +442,7 @@ func TestRollbackRequests(t *testing.T) {
 	values := []*journal.PathValue{delA5, valC3, valZ2, absentE, valB3, valA2, delAB2, absentX}
 	before := slices.Clone(values)
 
-	got := rollbackRequests(values, 1<<20)
+	got := rollbackRequests(values, setLimits{bytes: 1 << 20})
 	want := []*gpb.SetRequest{
 		{
 			// Index 0, then index 2 with its tombstone first, then index 3,
@@ -459,7 +459,7 @@ func TestRollbackRequests(t *testing.T) {
 	if !slices.Equal(before, values) {
 		t.Error("rollbackRequests() reordered its argument")
 	}
-	if got := rollbackRequests(nil, 1<<20); got != nil {
+	if got := rollbackRequests(nil, setLimits{bytes: 1 << 20}); got != nil {
 		t.Errorf("rollbackRequests(nil) = %v, want nil", got)
 	}
 }
@@ -604,20 +604,25 @@ func TestSetBatcherMatchesOneByOne(t *testing.T) {
 	for seed := range uint64(500) {
 		r := rand.New(rand.NewPCG(seed, 1))
 		values := randomWrites(t, r)
-		for _, maxBytes := range []int{1, 80, 200, 1 << 20} {
+		for _, limits := range []setLimits{{bytes: 1}, {bytes: 80}, {bytes: 200}, {bytes: 1 << 20}, {bytes: 1 << 20, values: 1}, {bytes: 1 << 20, values: 3}} {
 			want := newTargetModel(modelNodes())
 			want.applyOneByOne(t, values)
 
-			reqs := batchValues(values, maxBytes)
+			reqs := batchValues(values, limits)
 			got := newTargetModel(modelNodes())
 			for _, req := range reqs {
 				got.applySet(t, req)
 			}
 			if diff := cmp.Diff(want.state, got.state); diff != "" {
-				t.Fatalf("seed %d, maxBytes %d: target state mismatch (-one by one +batched):\n%s\nvalues: %v\nrequests: %v",
-					seed, maxBytes, diff, values, reqs)
+				t.Fatalf("seed %d, limits %+v: target state mismatch (-one by one +batched):\n%s\nvalues: %v\nrequests: %v",
+					seed, limits, diff, values, reqs)
 			}
-			checkSizes(t, reqs, maxBytes)
+			checkSizes(t, reqs, limits.bytes)
+			for n, req := range reqs {
+				if v := len(req.Delete) + len(req.Update); limits.values > 0 && v > limits.values {
+					t.Fatalf("seed %d, limits %+v: request %d holds %d values", seed, limits, n, v)
+				}
+			}
 		}
 	}
 }
@@ -635,7 +640,7 @@ func TestRollbackRequestsMatchesOneByOne(t *testing.T) {
 		shuffled := slices.Clone(values)
 		r.Shuffle(len(shuffled), func(i, j int) { shuffled[i], shuffled[j] = shuffled[j], shuffled[i] })
 		for _, maxBytes := range []int{80, 1 << 20} {
-			reqs := rollbackRequests(shuffled, maxBytes)
+			reqs := rollbackRequests(shuffled, setLimits{bytes: maxBytes})
 			got := newTargetModel(modelNodes())
 			for _, req := range reqs {
 				got.applySet(t, req)
