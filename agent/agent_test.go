@@ -579,3 +579,26 @@ func TestRejectedBatchIsolatesTheOffendingProposal(t *testing.T) {
 	r.waitQuiescent()
 	r.verify()
 }
+
+func TestRepushSetsHoldAtMostMaxSetValues(t *testing.T) {
+	r := newRig(t, testbed.Options{}, agent.Options{MaxSetValues: 10})
+	var ops []*journal.Op
+	for n := range 35 {
+		ops = append(ops, updateOp(t, descPath(fmt.Sprintf("eth%d", n)), str("kept")))
+	}
+	r.waitApplied(r.propose(ops...))
+	sets := r.dev.SetCount()
+	repushes := r.a.Status().Repushes
+
+	r.restartDevice()
+	r.eventually("re-push after the device restart", func() bool { return r.a.Status().Repushes > repushes })
+	if st := r.a.Status(); st.LastRepushValues != 35 {
+		t.Errorf("re-pushed %d values, want 35", st.LastRepushValues)
+	}
+	if got := r.dev.SetCount() - sets; got != 4 {
+		t.Errorf("re-push of 35 values took %d Sets, want 4 of at most 10 values", got)
+	}
+	wantLeaf(t, r, descPath("eth34"), str("kept"))
+	r.waitQuiescent()
+	r.verify()
+}
