@@ -12,6 +12,7 @@ import (
 	"math"
 	"os"
 	"os/signal"
+	"runtime/pprof"
 	"slices"
 	"strings"
 	"syscall"
@@ -32,6 +33,7 @@ type benchConfig struct {
 	json          bool
 	sidecarBinary string // the gnmi-sidecar run as a child process ("": gnmi-sidecar next to this executable)
 	logLevel      string
+	cpuProfile    string // write a CPU profile of the bench process (device and sidecar) here
 }
 
 // benchScenarios are the scenario names --scenarios accepts, in run order.
@@ -106,6 +108,7 @@ two cores). docs/bench.md explains every row.`,
 	f.StringSliceVar(&cfg.scenarios, "scenarios", nil, "run only these scenarios: "+strings.Join(benchScenarios, ","))
 	f.BoolVar(&cfg.short, "short", false, "small sizes (300 Sets, 1 s rows, 3,000 leaves, 50,000 proposals) unless set explicitly")
 	f.BoolVar(&cfg.json, "json", false, "print one JSON document instead of the table")
+	f.StringVar(&cfg.cpuProfile, "cpuprofile", "", "write a CPU profile of this process (the in-process device and sidecar, and the clients) to this file, for go tool pprof")
 	f.StringVar(&cfg.sidecarBinary, "sidecar-binary", "", "the product gnmi-sidecar executable run for the child-process rows (default: gnmi-sidecar next to this executable)")
 	f.StringVar(&cfg.logLevel, "log-level", "error", "log level of the in-process device and sidecar: debug, info, warn, error")
 	return cmd
@@ -176,6 +179,17 @@ type step struct {
 }
 
 func runBench(ctx context.Context, cfg benchConfig, stdout, stderr io.Writer, log *slog.Logger) error {
+	if cfg.cpuProfile != "" {
+		f, err := os.Create(cfg.cpuProfile)
+		if err != nil {
+			return fmt.Errorf("--cpuprofile: %w", err)
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return fmt.Errorf("--cpuprofile: %w", err)
+		}
+		defer pprof.StopCPUProfile()
+	}
 	b := &bencher{cfg: cfg, log: log}
 	steps := b.steps()
 	rep := benchReport{Started: time.Now(), Settings: cfg.settings()}
