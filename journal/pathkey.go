@@ -114,7 +114,10 @@ func IsUnder(child, parent *gnmi.Path) bool {
 // "/interfaces/interface[name=eth0]/config/mtu" (prefixed by "origin:" when
 // the path has an origin).
 func PathString(p *gnmi.Path) string {
-	s, err := ygot.PathToString(p)
+	// Not ygot.PathToString: it cleans the string like a file path, which
+	// rewrites key values holding "//" or "/../" (and drops elements).
+	elems, err := ygot.PathToStrings(p)
+	s := "/" + strings.Join(elems, "/")
 	if err != nil {
 		s = p.String()
 	}

@@ -40,3 +40,29 @@ func TestValidatePath(t *testing.T) {
 		})
 	}
 }
+
+func TestPathString(t *testing.T) {
+	keyed := func(v string) *gnmi.Path {
+		return &gnmi.Path{Elem: []*gnmi.PathElem{{Name: "a"}, {Name: "b", Key: map[string]string{"k": v}}, {Name: "c"}}}
+	}
+	tests := []struct {
+		name string
+		p    *gnmi.Path
+		want string
+	}{
+		{"root", &gnmi.Path{}, "/"},
+		{"origin", mustPath(t, "openconfig:/system"), "openconfig:/system"},
+		{"keys sorted", mustPath(t, "/a[y=2][x=1]/b"), "/a[x=1][y=2]/b"},
+		{"slash in a key", keyed("Ethernet1/1"), "/a/b[k=Ethernet1/1]/c"},
+		{"double slash in a key", keyed("x//y"), "/a/b[k=x//y]/c"},
+		{"dot-dot in a key", keyed("x/../y"), "/a/b[k=x/../y]/c"},
+		{"escapes in a key", keyed(`x]\=`), `/a/b[k=x\]\\\=]/c`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := PathString(tt.p); got != tt.want {
+				t.Errorf("PathString(%v) = %q, want %q", tt.p, got, tt.want)
+			}
+		})
+	}
+}
