@@ -182,7 +182,10 @@ func (j *Journal) ScanAppliedByIndex(ctx context.Context, fn func(*PathValue) er
 			if err := ctx.Err(); err != nil {
 				return err
 			}
-			_, pathKey := splitIndexKey(nsAppliedIndex, it.Item().Key())
+			_, pathKey, err := splitIndexKey(nsAppliedIndex, it.Item().Key())
+			if err != nil {
+				return fmt.Errorf("journal: %w", err)
+			}
 			pv := &PathValue{}
 			found, err := getRecord(txn, valueKey(nsApplied, pathKey), pv)
 			if err != nil {

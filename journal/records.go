@@ -107,9 +107,12 @@ func appliedTombstoneKey(index uint64, pathKey []byte) []byte {
 }
 
 // splitIndexKey splits an ai/ or at/ key into its index and path key.
-func splitIndexKey(ns, key []byte) (uint64, []byte) {
+func splitIndexKey(ns, key []byte) (uint64, []byte, error) {
 	rest := key[len(ns):]
-	return binary.BigEndian.Uint64(rest[:8]), rest[8:]
+	if len(rest) < 8 {
+		return 0, nil, fmt.Errorf("malformed key %q: no index after %q", key, ns)
+	}
+	return binary.BigEndian.Uint64(rest[:8]), rest[8:], nil
 }
 
 // proposalDone reports whether every step of p is finished, so retention may

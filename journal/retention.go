@@ -2,6 +2,7 @@ package journal
 
 import (
 	"context"
+	"fmt"
 	"slices"
 
 	"github.com/dgraph-io/badger/v4"
@@ -113,7 +114,10 @@ func (j *Journal) dropTombstones(ctx context.Context) error {
 			it := txn.NewIterator(opts)
 			defer it.Close()
 			for it.Seek(from); it.ValidForPrefix(nsAppliedDeleted) && len(candidates) < compactChunk; it.Next() {
-				index, _ := splitIndexKey(nsAppliedDeleted, it.Item().Key())
+				index, _, err := splitIndexKey(nsAppliedDeleted, it.Item().Key())
+				if err != nil {
+					return fmt.Errorf("journal: %w", err)
+				}
 				if index >= c.FirstIndex {
 					break
 				}
@@ -131,7 +135,10 @@ func (j *Journal) dropTombstones(ctx context.Context) error {
 			}
 			var history []*journalpb.HistoryEntry
 			for _, candidate := range candidates {
-				index, pathKey := splitIndexKey(nsAppliedDeleted, candidate)
+				index, pathKey, err := splitIndexKey(nsAppliedDeleted, candidate)
+				if err != nil {
+					return err
+				}
 				committed, ok, err := w.droppableTombstone(c, index, pathKey)
 				if err != nil {
 					return err
