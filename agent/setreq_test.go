@@ -572,18 +572,24 @@ func randomWrites(tb testing.TB, r *rand.Rand) []*journal.PathValue {
 				writes = append(writes, value(tb, n, index, jsonVal(fmt.Sprintf("%d%s", index, n))))
 			}
 		}
-		slices.SortFunc(writes, func(a, b *journal.PathValue) int {
-			if a.Deleted != b.Deleted {
-				if a.Deleted {
-					return -1
-				}
-				return 1
-			}
-			return bytes.Compare(journal.PathKey(a.Path), journal.PathKey(b.Path))
-		})
-		values = append(values, writes...)
+		values = append(values, inSetOrder(writes)...)
 	}
 	return values
+}
+
+// inSetOrder sorts one proposal's writes in the order its Set took effect:
+// tombstones first, each group by path key.
+func inSetOrder(writes []*journal.PathValue) []*journal.PathValue {
+	slices.SortFunc(writes, func(a, b *journal.PathValue) int {
+		if a.Deleted != b.Deleted {
+			if a.Deleted {
+				return -1
+			}
+			return 1
+		}
+		return bytes.Compare(journal.PathKey(a.Path), journal.PathKey(b.Path))
+	})
+	return writes
 }
 
 // checkSizes checks that every request holding more than one entry is within
