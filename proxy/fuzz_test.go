@@ -1,0 +1,398 @@
+package proxy
+
+import (
+	"context"
+	"log/slog"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	gpb "github.com/openconfig/gnmi/proto/gnmi"
+	"github.com/openconfig/gnmi/proto/gnmi_ext"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/durationpb"
+
+	"github.com/gnmi-sidecar/gnmi-sidecar/agent"
+	"github.com/gnmi-sidecar/gnmi-sidecar/journal"
+	"github.com/gnmi-sidecar/gnmi-sidecar/proxy/sidecarpb"
+)
+
+// FuzzSetRequest decodes a SetRequest from the fuzzer's bytes and runs
+// what Set checks before it journals anything: the extension decoder, the
+// commit-confirmed rollback_duration and the operations. Every refusal is
+// a gRPC status: InvalidArgument, or Unimplemented for union_replace.
+// What is accepted is what the request says: the sidecar extension's mode
+// is a known one, the commit-confirmed extension is the request's only
+// one, a rollback_duration is positive, and there is one operation per
+// delete, replace and update, at the prefix and path joined, with the
+// value as sent, which the journal then accepts.
+func FuzzSetRequest(f *testing.F) {
+	j := openJournal(f)
+	desc := parsePath(f, "/interfaces/interface[name=eth0]/config/description")
+	val := strLeaf("x")
+	sidecar := func(m *sidecarpb.Request) *gnmi_ext.Extension {
+		msg, err := proto.Marshal(m)
+		if err != nil {
+			f.Fatal(err)
+		}
+		return &gnmi_ext.Extension{Ext: &gnmi_ext.Extension_RegisteredExt{RegisteredExt: &gnmi_ext.RegisteredExtension{Id: ExtensionID, Msg: msg}}}
+	}
+	commit := func(c *gnmi_ext.Commit) *gnmi_ext.Extension {
+		return &gnmi_ext.Extension{Ext: &gnmi_ext.Extension_Commit{Commit: c}}
+	}
+	for _, req := range []*gpb.SetRequest{
+		{Update: []*gpb.Update{{Path: desc, Val: val}}},
+		{Prefix: parsePath(f, "/interfaces/interface[name=eth0]"), Delete: []*gpb.Path{parsePath(f, "/config/mtu")},
+			Replace: []*gpb.Update{{Path: parsePath(f, "/config"), Val: &gpb.TypedValue{Value: &gpb.TypedValue_JsonIetfVal{JsonIetfVal: []byte(`{"mtu":1500}`)}}}}},
+		{Update: []*gpb.Update{{Path: desc, Val: val}}, Extension: []*gnmi_ext.Extension{sidecar(&sidecarpb.Request{Mode: sidecarpb.SetMode_SET_MODE_ASYNC})}},
+		{Extension: []*gnmi_ext.Extension{sidecar(&sidecarpb.Request{Rollback: &sidecarpb.Rollback{Index: 3}})}},
+		{Update: []*gpb.Update{{Path: desc, Val: val}}, Extension: []*gnmi_ext.Extension{commit(&gnmi_ext.Commit{Id: "c",
+			Action: &gnmi_ext.Commit_Commit{Commit: &gnmi_ext.CommitRequest{RollbackDuration: durationpb.New(time.Minute)}}})}},
+		{Extension: []*gnmi_ext.Extension{commit(&gnmi_ext.Commit{Id: "c", Action: &gnmi_ext.Commit_SetRollbackDuration{
+			SetRollbackDuration: &gnmi_ext.CommitSetRollbackDuration{RollbackDuration: &durationpb.Duration{Seconds: -1}}}})}},
+		{Prefix: &gpb.Path{Origin: IntrospectionOrigin}, Update: []*gpb.Update{{Path: desc, Val: val}},
+			Extension: []*gnmi_ext.Extension{{Ext: &gnmi_ext.Extension_History{History: &gnmi_ext.History{}}}}},
+		{UnionReplace: []*gpb.Update{{Path: desc, Val: val}}},
+	} {
+		f.Add(marshalMsg(f, req))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		req := &gpb.SetRequest{}
+		if proto.Unmarshal(data, req) != nil {
+			return
+		}
+		ext, commit, err := requestExtension(req.GetExtension())
+		if err != nil {
+			wantCode(t, "requestExtension", err, codes.InvalidArgument)
+			return
+		}
+		checkExtensions(t, req.GetExtension(), ext, commit)
+		switch action := commit.GetAction().(type) {
+		case *gnmi_ext.Commit_Commit:
+			checkRollbackDuration(t, action.Commit.GetRollbackDuration(), true)
+		case *gnmi_ext.Commit_SetRollbackDuration:
+			checkRollbackDuration(t, action.SetRollbackDuration.GetRollbackDuration(), false)
+		}
+		ops, err := requestOps(req)
+		if err != nil {
+			if len(req.GetUnionReplace()) > 0 {
+				wantCode(t, "requestOps", err, codes.Unimplemented)
+			} else {
+				wantCode(t, "requestOps", err, codes.InvalidArgument)
+			}
+			return
+		}
+		checkOps(t, req, ops)
+		if _, err := j.ProposeChange(context.Background(), ops); err != nil {
+			t.Fatalf("the journal refuses the operations %v of %v: %v", ops, req, err)
+		}
+	})
+}
+
+// checkExtensions checks what requestExtension made of exts.
+func checkExtensions(t *testing.T, exts []*gnmi_ext.Extension, ext *sidecarpb.Request, commit *gnmi_ext.Commit) {
+	t.Helper()
+	if _, ok := sidecarpb.SetMode_name[int32(ext.GetMode())]; !ok {
+		t.Fatalf("requestExtension(%v) accepts set mode %d", exts, ext.GetMode())
+	}
+	var commits []*gnmi_ext.Commit
+	for _, e := range exts {
+		if c := e.GetCommit(); c != nil {
+			commits = append(commits, c)
+		}
+	}
+	if len(commits) > 1 || (len(commits) == 1) != (commit != nil) || commit != nil && commit != commits[0] {
+		t.Fatalf("requestExtension(%v) returns commit-confirmed %v", exts, commit)
+	}
+}
+
+// checkRollbackDuration checks rollbackDuration on d.
+func checkRollbackDuration(t *testing.T, d *durationpb.Duration, defaultIfMissing bool) {
+	t.Helper()
+	got, err := rollbackDuration(d, defaultIfMissing)
+	switch {
+	case err != nil:
+		wantCode(t, "rollbackDuration", err, codes.InvalidArgument)
+	case got <= 0 || d == nil && got != DefaultRollbackDuration || d != nil && got != d.AsDuration():
+		t.Fatalf("rollbackDuration(%v, %v) = %v", d, defaultIfMissing, got)
+	}
+}
+
+// checkOps checks the operations requestOps made of req.
+func checkOps(t *testing.T, req *gpb.SetRequest, ops []*journal.Op) {
+	t.Helper()
+	want := make([]*gpb.Update, 0, len(ops))
+	for _, p := range req.GetDelete() {
+		want = append(want, &gpb.Update{Path: p})
+	}
+	want = append(append(want, req.GetReplace()...), req.GetUpdate()...)
+	if len(ops) != len(want) {
+		t.Fatalf("%d operations from %v", len(ops), req)
+	}
+	prefix := req.GetPrefix()
+	for n, op := range ops {
+		u, path := want[n], op.GetPath()
+		origin := prefix.GetOrigin()
+		if origin == "" {
+			origin = u.GetPath().GetOrigin()
+		}
+		switch {
+		case journal.ValidatePath(path) != nil, path.GetOrigin() == IntrospectionOrigin, path.GetTarget() != "":
+			t.Fatalf("operation %d of %v has path %v", n, req, path)
+		case path.GetOrigin() != origin || !slices.Equal(path.GetElem(), concatElems(prefix.GetElem(), u.GetPath().GetElem())):
+			t.Fatalf("operation %d of %v is at %v, not at its prefix and path joined", n, req, path)
+		case u.GetVal() == nil && (op.GetKind() != journal.OpDelete || len(op.GetValues()) > 0):
+			t.Fatalf("operation %d of %v is %v, want a delete", n, req, op)
+		case u.GetVal() != nil && (len(op.GetValues()) != 1 || op.GetValues()[0].GetPath() != path || op.GetValues()[0].GetValue() != u.GetVal()):
+			t.Fatalf("operation %d of %v is %v, want the value as sent at its path", n, req, op)
+		}
+	}
+}
+
+func wantCode(t *testing.T, what string, err error, want codes.Code) {
+	t.Helper()
+	if st, ok := status.FromError(err); !ok || st.Code() != want || st.Message() == "" {
+		t.Fatalf("%s: %v, want a gRPC status with code %v and a message", what, err, want)
+	}
+}
+
+func marshalMsg(tb testing.TB, m proto.Message) []byte {
+	tb.Helper()
+	b, err := proto.Marshal(m)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return b
+}
+
+// FuzzGetRequest decodes a GetRequest from the fuzzer's bytes and sends it
+// to a Server over a journal with changes, a rollback and history, whose
+// device is unreachable. Nothing panics; an error is a gRPC status with a
+// code a client can act on (Unavailable only from the passthrough to the
+// device). An introspection Get answers, for each path, exactly the leaves
+// of the whole tree the path selects; a History Get answers values at and
+// under each path, timestamped with the snapshot time.
+func FuzzGetRequest(f *testing.F) {
+	s, fixture := fuzzServer(f)
+	all, err := s.Get(context.Background(), &gpb.GetRequest{Prefix: &gpb.Path{Origin: IntrospectionOrigin}})
+	if err != nil {
+		f.Fatal(err)
+	}
+	tree := map[string][]*gpb.PathElem{} // the whole tree's leaves by elemsString
+	for _, u := range all.GetNotification()[0].GetUpdate() {
+		tree[elemsString(u.GetPath().GetElem())] = u.GetPath().GetElem()
+	}
+	history := func(ns int64) []*gnmi_ext.Extension {
+		return []*gnmi_ext.Extension{{Ext: &gnmi_ext.Extension_History{History: &gnmi_ext.History{
+			Request: &gnmi_ext.History_SnapshotTime{SnapshotTime: ns}}}}}
+	}
+	own := &gpb.Path{Origin: IntrospectionOrigin}
+	for _, req := range []*gpb.GetRequest{
+		{Prefix: own},
+		{Prefix: own, Path: []*gpb.Path{parsePath(f, "/proposals/proposal[index=02]/state"), parsePath(f, "/.../apply-status")}},
+		{Path: []*gpb.Path{{Origin: IntrospectionOrigin, Elem: parsePath(f, "/proposals/*/changes/change[path=*]").GetElem()}}},
+		{Prefix: &gpb.Path{Origin: IntrospectionOrigin, Elem: proposalElems(1)}, Path: []*gpb.Path{parsePath(f, "/operations")}, Type: gpb.GetRequest_STATE},
+		{Prefix: own, Path: []*gpb.Path{parsePath(f, "/configuration/state/nosuch")}},
+		{Prefix: own, Type: gpb.GetRequest_CONFIG, Encoding: gpb.Encoding_JSON_IETF},
+		{Path: []*gpb.Path{parsePath(f, "/a")}, Extension: history(fixture.UnixNano())},
+		{Prefix: parsePath(f, "/a"), Path: []*gpb.Path{parsePath(f, "/*")}, Extension: history(fixture.UnixNano())},
+		{Path: []*gpb.Path{parsePath(f, "/a")}, Extension: append(history(1), history(2)...)},
+		{Path: []*gpb.Path{parsePath(f, "/a")}, Extension: []*gnmi_ext.Extension{{Ext: &gnmi_ext.Extension_History{History: &gnmi_ext.History{
+			Request: &gnmi_ext.History_Range{Range: &gnmi_ext.TimeRange{Start: 1, End: 2}}}}}}},
+		{Prefix: own, Extension: history(fixture.UnixNano())},
+		{Path: []*gpb.Path{parsePath(f, "/a")}},
+	} {
+		f.Add(marshalMsg(f, req))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		req := &gpb.GetRequest{}
+		if proto.Unmarshal(data, req) != nil {
+			return
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		resp, err := s.Get(ctx, req)
+		if introspection, _ := isIntrospection(req.GetPrefix(), req.GetPath()); introspection {
+			checkIntrospectionGet(t, req, resp, err, tree)
+			return
+		}
+		if err != nil {
+			checkReadError(t, err)
+			return
+		}
+		hist, _ := historyExtension(req.GetExtension())
+		if hist == nil {
+			t.Fatalf("Get(%v) of the unreachable device answered %v", req, resp)
+		}
+		checkHistoryGet(t, req, resp, hist)
+	})
+}
+
+// checkReadError checks that err is a status a client can act on.
+func checkReadError(t *testing.T, err error) {
+	t.Helper()
+	st, ok := status.FromError(err)
+	switch {
+	case !ok || st.Message() == "":
+		t.Fatalf("%v: not a gRPC status with a message", err)
+	case st.Code() == codes.Unavailable && !strings.HasPrefix(st.Message(), "device "):
+		t.Fatalf("%v: Unavailable, but not from the device", err)
+	case !slices.Contains([]codes.Code{codes.InvalidArgument, codes.NotFound, codes.Unimplemented, codes.OutOfRange, codes.Unavailable}, st.Code()):
+		t.Fatalf("%v: unexpected code %v", err, st.Code())
+	}
+}
+
+// checkIntrospectionGet checks the answer (resp or err) to an
+// introspection Get: each notification holds exactly the leaves of tree
+// its request path selects, and a path that is valid is NotFound only if
+// it selects none.
+func checkIntrospectionGet(t *testing.T, req *gpb.GetRequest, resp *gpb.GetResponse, err error, tree map[string][]*gpb.PathElem) {
+	t.Helper()
+	patterns, patternErr := requestPatterns(req.GetPrefix(), req.GetPath())
+	selected := func(p treePattern) map[string]bool {
+		out := map[string]bool{}
+		for key, elems := range tree {
+			if req.GetType() != gpb.GetRequest_CONFIG && p.matches(elems) {
+				out[key] = true
+			}
+		}
+		return out
+	}
+	if err != nil {
+		checkReadError(t, err)
+		if status.Code(err) == codes.NotFound && patternErr == nil &&
+			!slices.ContainsFunc(patterns, func(p treePattern) bool { return len(selected(p)) == 0 }) {
+			t.Fatalf("Get(%v): %v, but every path selects leaves", req, err)
+		}
+		return
+	}
+	if patternErr != nil || len(patterns) != len(resp.GetNotification()) {
+		t.Fatalf("Get(%v) answered %d notifications for patterns %v (%v)", req, len(resp.GetNotification()), patterns, patternErr)
+	}
+	for n, p := range patterns {
+		got := map[string]bool{}
+		for _, u := range resp.GetNotification()[n].GetUpdate() {
+			got[elemsString(concatElems(req.GetPrefix().GetElem(), u.GetPath().GetElem()))] = true
+		}
+		want := selected(p)
+		for key := range want {
+			if !got[key] {
+				t.Fatalf("Get(%v): pattern %s selects %s, which the answer lacks", req, p, key)
+			}
+		}
+		for key := range got {
+			if !want[key] {
+				t.Fatalf("Get(%v): pattern %s does not select %s, which the answer holds", req, p, key)
+			}
+		}
+	}
+}
+
+// checkHistoryGet checks that each notification of resp is at the snapshot
+// time and holds values at or under its request path.
+func checkHistoryGet(t *testing.T, req *gpb.GetRequest, resp *gpb.GetResponse, hist *gnmi_ext.History) {
+	t.Helper()
+	paths := req.GetPath()
+	if len(paths) == 0 {
+		paths = []*gpb.Path{{}}
+	}
+	if len(resp.GetNotification()) != len(paths) {
+		t.Fatalf("Get(%v) answered %d notifications", req, len(resp.GetNotification()))
+	}
+	for n, notif := range resp.GetNotification() {
+		pattern := fullPath(req.GetPrefix(), paths[n])
+		if notif.GetTimestamp() != hist.GetSnapshotTime() || len(notif.GetUpdate()) == 0 {
+			t.Fatalf("Get(%v) answered %v", req, notif)
+		}
+		for _, u := range notif.GetUpdate() {
+			full := concatElems(req.GetPrefix().GetElem(), u.GetPath().GetElem())
+			if u.GetVal() == nil || !matchesOrUnder(pattern.GetElem(), full) {
+				t.Fatalf("Get(%v) answered %v, not a value under %v", req, u, pattern)
+			}
+		}
+	}
+}
+
+// fuzzServer returns a Server over a journal holding three applied
+// changes, the rollback of the last one and an outstanding
+// commit-confirmed, with an agent that does not run and an unreachable
+// device, and the time between the first two changes.
+func fuzzServer(f *testing.F) (*Server, time.Time) {
+	ctx := context.Background()
+	discard := slog.New(slog.DiscardHandler)
+	j := openJournal(f)
+	m, err := j.Connect(ctx)
+	if err != nil {
+		f.Fatal(err)
+	}
+	if _, err := j.StartReconcile(ctx, m.Term); err != nil {
+		f.Fatal(err)
+	}
+	if _, err := j.CompleteReconcile(ctx, m.Term, 0); err != nil {
+		f.Fatal(err)
+	}
+	must := func(_ *journal.Proposal, _ *journal.Configuration, err error) {
+		f.Helper()
+		if err != nil {
+			f.Fatal(err)
+		}
+	}
+	var between time.Time
+	for n, ops := range [][]*journal.Op{
+		{{Kind: journal.OpUpdate, Path: parsePath(f, "/a/b[k=1]/c"), Values: []*journal.Leaf{{Path: parsePath(f, "/a/b[k=1]/c"), Value: strLeaf("one")}}}},
+		{{Kind: journal.OpDelete, Path: parsePath(f, "/a/b[k=1]")}, {Kind: journal.OpUpdate, Path: parsePath(f, "/a/d"),
+			Values: []*journal.Leaf{{Path: parsePath(f, "/a/d"), Value: &gpb.TypedValue{Value: &gpb.TypedValue_JsonIetfVal{JsonIetfVal: []byte(`{"e":1}`)}}}}}},
+		{{Kind: journal.OpUpdate, Path: parsePath(f, "/a/b[k=2]/c"), Values: []*journal.Leaf{{Path: parsePath(f, "/a/b[k=2]/c"), Value: strLeaf("two")}}}},
+	} {
+		if n == 1 {
+			time.Sleep(time.Millisecond)
+			between = time.Now()
+			time.Sleep(time.Millisecond)
+		}
+		p, err := j.ProposeChange(ctx, ops)
+		if err != nil {
+			f.Fatal(err)
+		}
+		must(j.CommitChange(ctx, p.GetIndex()))
+		must(j.StartApply(ctx, p.GetIndex()))
+		must(j.CompleteApply(ctx, p.GetIndex(), m.Term))
+	}
+	must(j.ProposeRollback(ctx, 3))
+	must(j.CommitRollback(ctx, 3))
+	must(j.StartApplyRollback(ctx, 3))
+	must(j.CompleteApplyRollback(ctx, 3, m.Term))
+	if _, err := j.ProposeConfirmedChange(ctx, []*journal.Op{{Kind: journal.OpDelete, Path: parsePath(f, "/a/d")}}, "cc", time.Now().Add(time.Hour)); err != nil {
+		f.Fatal(err)
+	}
+	const unreachable = "127.0.0.1:1"
+	a, err := agent.New(j, agent.Options{Target: unreachable, Logger: discard})
+	if err != nil {
+		f.Fatal(err)
+	}
+	s, err := New(Options{Target: unreachable, Journal: j, Agent: a, Logger: discard})
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Cleanup(func() { _ = s.Close() })
+	return s, between
+}
+
+// openJournal opens a journal in a temporary directory, without fsync or
+// logs, closed when the test ends. (sidecartest.OpenJournal would import
+// this package.)
+func openJournal(tb testing.TB) *journal.Journal {
+	tb.Helper()
+	j, err := journal.Open(tb.TempDir(), journal.Options{NoSync: true, MemTableSize: 1 << 20, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() {
+		if err := j.Close(); err != nil {
+			tb.Error(err)
+		}
+	})
+	return j
+}
