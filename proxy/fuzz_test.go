@@ -396,3 +396,58 @@ func openJournal(tb testing.TB) *journal.Journal {
 	})
 	return j
 }
+
+// FuzzMatchesOrUnder checks matchesOrUnder on a pattern and a path decoded
+// from the fuzzer's bytes (gnmi.Path in wire format) against its
+// definition, matchesByBacktracking, for patterns with few "..." (the
+// definition takes time that grows combinatorially with their number).
+func FuzzMatchesOrUnder(f *testing.F) {
+	for _, pair := range [][2]string{
+		{"/proposals/proposal[index=*]/state", "/proposals/proposal[index=7]/state/apply-status"},
+		{"/.../apply-status", "/proposals/proposal[index=7]/state/apply-status"},
+		{"/.../state/...", "/configuration/state"},
+		{"/*/.../*/x/...", "/a/x/b/x"},
+		{"/a/...", "/"},
+		{"/a[k=1]/b", "/a[k=1][l=2]/b/c"},
+		{"/.../a/...", "/b/a/a"},
+	} {
+		f.Add(marshalMsg(f, parsePath(f, pair[0])), marshalMsg(f, parsePath(f, pair[1])))
+	}
+	f.Fuzz(func(t *testing.T, a, b []byte) {
+		pattern, path := &gpb.Path{}, &gpb.Path{}
+		if proto.Unmarshal(a, pattern) != nil || proto.Unmarshal(b, path) != nil {
+			return
+		}
+		anyDepths := 0
+		for _, e := range pattern.GetElem() {
+			if e.GetName() == anyDepth {
+				anyDepths++
+			}
+		}
+		if anyDepths > 4 {
+			return
+		}
+		got, want := matchesOrUnder(pattern.GetElem(), path.GetElem()), matchesByBacktracking(pattern.GetElem(), path.GetElem())
+		if got != want {
+			t.Fatalf("matchesOrUnder(%v, %v) = %v, want %v", pattern, path, got, want)
+		}
+	})
+}
+
+// matchesByBacktracking is matchesOrUnder's definition: "..." matches any
+// number of elements, including none; any other pattern element matches
+// one element; the path may go on below the pattern.
+func matchesByBacktracking(pattern, path []*gpb.PathElem) bool {
+	if len(pattern) == 0 {
+		return true
+	}
+	if pattern[0].GetName() == anyDepth {
+		for skip := 0; skip <= len(path); skip++ {
+			if matchesByBacktracking(pattern[1:], path[skip:]) {
+				return true
+			}
+		}
+		return false
+	}
+	return len(path) > 0 && elemMatches(pattern[0], path[0]) && matchesByBacktracking(pattern[1:], path[1:])
+}

@@ -366,6 +366,28 @@ func TestPatternMatches(t *testing.T) {
 	}
 }
 
+// TestPatternMatchesManyAnyDepth: a client may send a path of many "...";
+// matching it against a leaf must not take time that grows
+// combinatorially with their number.
+func TestPatternMatchesManyAnyDepth(t *testing.T) {
+	leafPath := parsePath(t, "/proposals/proposal[index=7]/state/apply-status").GetElem()
+	many := strings.Repeat("/...", 1000)
+	for pat, want := range map[string]bool{
+		many + "/nosuch":                   false,
+		many + "/apply-status":             true,
+		many + "/state" + many + "/nosuch": false,
+		many + "/proposal[index=7]" + many: true,
+	} {
+		p, err := newPattern(nil, parsePath(t, pat))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := p.matches(leafPath); got != want {
+			t.Errorf("%s…%s matches %s = %v, want %v", pat[:8], pat[len(pat)-20:], elemsString(leafPath), got, want)
+		}
+	}
+}
+
 // --- views ---
 
 // fakeJournal is an in-memory journalReader counting the proposals read.

@@ -1,6 +1,8 @@
 package proxy
 
 import (
+	"slices"
+
 	gpb "github.com/openconfig/gnmi/proto/gnmi"
 )
 
@@ -48,22 +50,30 @@ func concretePart(pattern *gpb.Path) *gpb.Path {
 // including none), and list keys "*" (any value); a pattern element without
 // a key matches any keys.
 func matchesOrUnder(pattern, path []*gpb.PathElem) bool {
-	if len(pattern) == 0 {
-		return true
-	}
-	pe := pattern[0]
-	if pe.GetName() == anyDepth {
-		for skip := 0; skip <= len(path); skip++ {
-			if matchesOrUnder(pattern[1:], path[skip:]) {
-				return true
+	// matched[k] reports whether the pattern's elements so far match
+	// path[:k]: one pass per element, O(len(pattern)·len(path)). Trying
+	// every split at each "..." instead takes time that grows
+	// combinatorially with their number, and a client chooses the pattern.
+	matched := make([]bool, len(path)+1)
+	matched[0] = true
+	for _, pe := range pattern {
+		if pe.GetName() == anyDepth {
+			for k := 1; k <= len(path); k++ {
+				matched[k] = matched[k] || matched[k-1]
 			}
+			continue
 		}
-		return false
+		alive := false
+		for k := len(path); k > 0; k-- {
+			matched[k] = matched[k-1] && elemMatches(pe, path[k-1])
+			alive = alive || matched[k]
+		}
+		matched[0] = false
+		if !alive {
+			return false
+		}
 	}
-	if len(path) == 0 || !elemMatches(pe, path[0]) {
-		return false
-	}
-	return matchesOrUnder(pattern[1:], path[1:])
+	return slices.Contains(matched, true)
 }
 
 func elemMatches(pattern, e *gpb.PathElem) bool {
