@@ -316,6 +316,120 @@ func checkHistoryGet(t *testing.T, req *gpb.GetRequest, resp *gpb.GetResponse, h
 	}
 }
 
+// FuzzSubscribeRequest decodes a first SubscribeRequest from the fuzzer's
+// bytes and subscribes with it, for at most 20 ms, to fuzzServer's Server.
+// Nothing panics; an error is a gRPC status a client can act on (or the
+// end of the 20 ms); the History extension's answers are updates and
+// deletes under the subscribed paths, at the snapshot time or within the
+// range.
+func FuzzSubscribeRequest(f *testing.F) {
+	s, fixture := fuzzServer(f)
+	history := func(h *gnmi_ext.History) []*gnmi_ext.Extension {
+		return []*gnmi_ext.Extension{{Ext: &gnmi_ext.Extension_History{History: h}}}
+	}
+	snapshot := history(&gnmi_ext.History{Request: &gnmi_ext.History_SnapshotTime{SnapshotTime: fixture.UnixNano()}})
+	since := history(&gnmi_ext.History{Request: &gnmi_ext.History_Range{Range: &gnmi_ext.TimeRange{Start: fixture.UnixNano(), End: fixture.Add(time.Hour).UnixNano()}}})
+	subscribe := func(list *gpb.SubscriptionList, exts []*gnmi_ext.Extension) *gpb.SubscribeRequest {
+		return &gpb.SubscribeRequest{Request: &gpb.SubscribeRequest_Subscribe{Subscribe: list}, Extension: exts}
+	}
+	paths := func(mode gpb.SubscriptionList_Mode, ps ...string) *gpb.SubscriptionList {
+		list := &gpb.SubscriptionList{Mode: mode}
+		for _, p := range ps {
+			list.Subscription = append(list.Subscription, &gpb.Subscription{Path: parsePath(f, p)})
+		}
+		return list
+	}
+	own := paths(gpb.SubscriptionList_ONCE, "/proposals/proposal[index=1]/state")
+	own.Prefix = &gpb.Path{Origin: IntrospectionOrigin}
+	for _, req := range []*gpb.SubscribeRequest{
+		subscribe(paths(gpb.SubscriptionList_ONCE, "/a"), snapshot),
+		subscribe(paths(gpb.SubscriptionList_STREAM, "/a/b", "/a/d"), since),
+		subscribe(paths(gpb.SubscriptionList_ONCE, "/.../c"), since),
+		subscribe(paths(gpb.SubscriptionList_POLL, "/a"), since),
+		subscribe(paths(gpb.SubscriptionList_STREAM, "/a"), snapshot),
+		subscribe(paths(gpb.SubscriptionList_ONCE, "/a"), history(&gnmi_ext.History{Request: &gnmi_ext.History_Range{Range: &gnmi_ext.TimeRange{Start: 2, End: 1}}})),
+		subscribe(own, nil),
+		subscribe(own, snapshot),
+		{Request: &gpb.SubscribeRequest_Poll{Poll: &gpb.Poll{}}},
+	} {
+		f.Add(marshalMsg(f, req))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		req := &gpb.SubscribeRequest{}
+		if proto.Unmarshal(data, req) != nil {
+			return
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+		defer cancel()
+		stream := &fuzzStream{ctx: ctx, first: req}
+		if err := s.Subscribe(stream); err != nil && status.Code(err) != codes.DeadlineExceeded {
+			checkReadError(t, err)
+		}
+		hist, _ := historyExtension(req.GetExtension())
+		if hist == nil {
+			return
+		}
+		list := req.GetSubscribe()
+		var patterns []*gpb.Path
+		for _, sub := range list.GetSubscription() {
+			patterns = append(patterns, fullPath(list.GetPrefix(), sub.GetPath()))
+		}
+		if len(patterns) == 0 {
+			patterns = append(patterns, fullPath(list.GetPrefix(), &gpb.Path{}))
+		}
+		for _, resp := range stream.sent {
+			n := resp.GetUpdate()
+			if n == nil {
+				continue
+			}
+			if r := hist.GetRange(); r == nil && n.GetTimestamp() != hist.GetSnapshotTime() ||
+				r != nil && (n.GetTimestamp() < r.GetStart() || n.GetTimestamp() >= r.GetEnd()) {
+				t.Fatalf("Subscribe(%v) sent %v, not at the History time", req, n)
+			}
+			for _, u := range n.GetUpdate() {
+				checkUnder(t, req, patterns, n.GetPrefix(), u.GetPath())
+			}
+			for _, d := range n.GetDelete() {
+				checkUnder(t, req, patterns, n.GetPrefix(), d)
+			}
+		}
+	})
+}
+
+// checkUnder checks that the path prefix + p lies under one of patterns.
+func checkUnder(t *testing.T, req *gpb.SubscribeRequest, patterns []*gpb.Path, prefix, p *gpb.Path) {
+	t.Helper()
+	full := concatElems(prefix.GetElem(), p.GetElem())
+	if !slices.ContainsFunc(patterns, func(pattern *gpb.Path) bool { return matchesOrUnder(pattern.GetElem(), full) }) {
+		t.Fatalf("Subscribe(%v) sent %v, under none of %v", req, elemsString(full), patterns)
+	}
+}
+
+// fuzzStream is a Subscribe stream whose client sends first and then
+// waits until ctx ends; it keeps what the server sends.
+type fuzzStream struct {
+	gpb.GNMI_SubscribeServer
+	ctx   context.Context
+	first *gpb.SubscribeRequest
+	sent  []*gpb.SubscribeResponse
+}
+
+func (s *fuzzStream) Context() context.Context { return s.ctx }
+
+func (s *fuzzStream) Recv() (*gpb.SubscribeRequest, error) {
+	if req := s.first; req != nil {
+		s.first = nil
+		return req, nil
+	}
+	<-s.ctx.Done()
+	return nil, s.ctx.Err()
+}
+
+func (s *fuzzStream) Send(resp *gpb.SubscribeResponse) error {
+	s.sent = append(s.sent, resp)
+	return s.ctx.Err()
+}
+
 // fuzzServer returns a Server over a journal holding three applied
 // changes, the rollback of the last one and an outstanding
 // commit-confirmed, with an agent that does not run and an unreachable
