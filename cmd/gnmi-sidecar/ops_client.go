@@ -307,7 +307,13 @@ func compactJSON(b []byte) json.RawMessage {
 	return buf.Bytes()
 }
 
-// decimalJSON renders a Decimal64 (digits × 10^-precision) as a number.
+// maxFractionDigits is the most fraction digits a YANG decimal64 has.
+const maxFractionDigits = 18
+
+// decimalJSON renders a Decimal64 (digits × 10^-precision) as a number,
+// with an exponent beyond maxFractionDigits: a client may send any
+// precision, up to 2^32-1, and a value of a few bytes must not become
+// gigabytes of zeros.
 //
 //lint:ignore SA1019 a client may still send it
 func decimalJSON(d *gpb.Decimal64) json.RawMessage {
@@ -317,7 +323,10 @@ func decimalJSON(d *gpb.Decimal64) json.RawMessage {
 	if neg {
 		s = strconv.FormatUint(uint64(-digits), 10)
 	}
-	if prec > 0 {
+	switch {
+	case prec > maxFractionDigits:
+		s += "e-" + strconv.Itoa(prec)
+	case prec > 0:
 		if len(s) <= prec {
 			s = strings.Repeat("0", prec-len(s)+1) + s
 		}

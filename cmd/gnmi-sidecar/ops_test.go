@@ -1008,6 +1008,7 @@ func TestOpsValues(t *testing.T) {
 		{&gpb.TypedValue{Value: &gpb.TypedValue_LeaflistVal{LeaflistVal: &gpb.ScalarArray{Element: []*gpb.TypedValue{opsStr("a"), uv(2)}}}}, `["a",2]`, `["a",2]`},
 		{&gpb.TypedValue{Value: &gpb.TypedValue_DecimalVal{DecimalVal: &gpb.Decimal64{Digits: -1234, Precision: 3}}}, "-1.234", "-1.234"}, //lint:ignore SA1019 still decoded
 		{&gpb.TypedValue{Value: &gpb.TypedValue_DecimalVal{DecimalVal: &gpb.Decimal64{Digits: 5, Precision: 2}}}, "0.05", "0.05"},         //lint:ignore SA1019 still decoded
+		{&gpb.TypedValue{Value: &gpb.TypedValue_DecimalVal{DecimalVal: &gpb.Decimal64{Digits: 5, Precision: 40}}}, "5e-40", "5e-40"},      //lint:ignore SA1019 still decoded
 	} {
 		v := &Value{TV: tt.tv}
 		b, err := json.Marshal(v)
