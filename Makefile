@@ -7,6 +7,7 @@
 #   make bench-short  gnmi-sidecar bench --short only (under a minute)
 #   make lint     go vet + staticcheck, and the deployment files (hack/deploycheck)
 #   make sim      the agent's randomized simulation with more seeds (SEEDS=2000)
+#   make fuzz     each fuzz target for FUZZTIME (30s) in turn (docs/testing.md)
 
 GO          ?= go
 BIN         := $(CURDIR)/bin
@@ -32,7 +33,17 @@ SIDECAR_BENCH_FLAGS ?=
 
 SEEDS ?= 2000
 
-.PHONY: all build run test tools lint bench bench-short sim proto clean
+# make fuzz: package:target, one go test -fuzz each (it takes one target).
+# New inputs are minimized for at most 10 s, not Go's 60 s, so that the
+# slower targets keep fuzzing.
+FUZZTIME    ?= 30s
+FUZZ_FLAGS  ?= -fuzzminimizetime 10s
+FUZZ_TARGETS := journal:FuzzPathKey journal:FuzzPathKeyRoundTrip journal:FuzzRecordDecoding journal:FuzzCommitChange \
+	agent:FuzzChangeRequest agent:FuzzSetBatcher agent:FuzzCoveringKeys agent/trace:FuzzParsePath agent/trace:FuzzRead \
+	proxy:FuzzSetRequest proxy:FuzzGetRequest proxy:FuzzSubscribeRequest proxy:FuzzMatchesOrUnder \
+	cmd/gnmi-sidecar:FuzzValueJSON
+
+.PHONY: all build run test tools lint bench bench-short sim fuzz proto clean
 
 all: build
 
@@ -93,6 +104,13 @@ bench-short:
 # The agent's randomized simulation (make test runs 200 seeds).
 sim:
 	$(GO) test -race -timeout 60m ./agent/ -run TestSimulation -sim.seeds=$(SEEDS)
+
+# The seed corpora (f.Add and testdata/fuzz) also run in make test.
+fuzz:
+	@for t in $(FUZZ_TARGETS); do \
+		echo "== $${t#*:} (./$${t%%:*})"; \
+		$(GO) test -run '^$$' -fuzz "^$${t#*:}$$" -fuzztime $(FUZZTIME) $(FUZZ_FLAGS) ./$${t%%:*}/ || exit 1; \
+	done
 
 # Regenerates the checked-in Go code of the repo's .proto files (needs protoc).
 proto: $(PROTOC_GEN_GO)
