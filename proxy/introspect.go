@@ -83,7 +83,8 @@ func keptRange(c *journal.Configuration) string {
 
 // requestPatterns checks a request's prefix and paths and returns one
 // pattern per path (the prefix alone if there is no path). The prefix must
-// be concrete, so that update paths can be relative to it.
+// be concrete (no wildcard, every list entry named by its key), so that
+// update paths can be relative to it.
 func requestPatterns(prefix *gpb.Path, paths []*gpb.Path) ([]treePattern, error) {
 	pp, err := newPattern(prefix, nil)
 	if err != nil {
@@ -91,6 +92,11 @@ func requestPatterns(prefix *gpb.Path, paths []*gpb.Path) ([]treePattern, error)
 	}
 	if !pp.concrete() {
 		return nil, status.Errorf(codes.InvalidArgument, "prefix %s has a wildcard: put wildcards in the paths", pp)
+	}
+	if list, ok := pp.keylessList(); ok {
+		// It stands for every entry, and the updates, relative to the
+		// prefix, could not say which one they belong to.
+		return nil, status.Errorf(codes.InvalidArgument, "prefix %s names list %s without its key: put the list in the paths", pp, list)
 	}
 	if len(paths) == 0 {
 		return []treePattern{pp}, nil

@@ -187,6 +187,21 @@ func (p treePattern) concrete() bool {
 	return true
 }
 
+// keylessList returns the name of the first list p names without its key,
+// if any.
+func (p treePattern) keylessList() (string, bool) {
+	node := introspectSchema()
+	for _, e := range p.elems {
+		if node = node.child(e.GetName()); node == nil {
+			return "", false
+		}
+		if _, ok := e.GetKey()[node.key]; node.key != "" && !ok {
+			return node.name, true
+		}
+	}
+	return "", false
+}
+
 // treeSelection is which parts of the tree some patterns select, so that only
 // those are read and rendered.
 type treeSelection struct {

@@ -448,6 +448,10 @@ func TestIntrospectGetErrors(t *testing.T) {
 		req:  &gpb.GetRequest{Prefix: sidecarPath(t, "/proposals/proposal[index=*]"), Path: path("state")},
 		code: codes.InvalidArgument, msg: []string{"prefix", "wildcard"},
 	}, {
+		name: "list without its key in the prefix",
+		req:  &gpb.GetRequest{Prefix: sidecarPath(t, "/proposals/proposal"), Path: path("state")},
+		code: codes.InvalidArgument, msg: []string{"prefix gnmi-sidecar:/proposals/proposal names list proposal without its key"},
+	}, {
 		name: "encoding BYTES",
 		req:  &gpb.GetRequest{Prefix: sidecarPrefix(), Path: path("/configuration"), Encoding: gpb.Encoding_BYTES},
 		code: codes.Unimplemented, msg: []string{"BYTES"},
