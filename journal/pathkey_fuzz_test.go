@@ -32,6 +32,7 @@ func FuzzPathKeyRoundTrip(f *testing.F) {
 		f.Add(marshalPath(f, pair[0]), marshalPath(f, pair[1]))
 	}
 	f.Add(marshalMsg(f, &gnmi.Path{Origin: "o\x00", Target: "dev", Elem: []*gnmi.PathElem{{Name: ""}, {Name: "\x03", Key: map[string]string{"": "\x01"}}}}),
+		//lint:ignore SA1019 the deprecated field is set on purpose: PathKey ignores it
 		marshalMsg(f, &gnmi.Path{Elem: []*gnmi.PathElem{{Name: "a"}}, Element: []string{"a"}}))
 	f.Fuzz(func(t *testing.T, a, b []byte) {
 		p, q := &gnmi.Path{}, &gnmi.Path{}

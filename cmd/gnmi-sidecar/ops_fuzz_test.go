@@ -75,8 +75,8 @@ func jsonNumberOf(tv *gpb.TypedValue) (*big.Rat, bool) {
 		return new(big.Rat).SetInt64(x.IntVal), true
 	case *gpb.TypedValue_UintVal:
 		return new(big.Rat).SetUint64(x.UintVal), true
-	case *gpb.TypedValue_DecimalVal: //lint:ignore SA1019 still rendered
-		d := x.DecimalVal
+	case *gpb.TypedValue_DecimalVal:
+		d := x.DecimalVal //lint:ignore SA1019 still rendered
 		if d.GetPrecision() > 1000 {
 			return nil, false // the size check covers it
 		}
