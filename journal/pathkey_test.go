@@ -1,6 +1,8 @@
 package journal
 
 import (
+	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -27,6 +29,10 @@ func TestValidatePath(t *testing.T) {
 		{"any depth", mustPath(t, "/a/.../c"), "wildcard"},
 		{"wildcard key", &gnmi.Path{Elem: []*gnmi.PathElem{elem("a", map[string]string{"k": "*"})}}, "wildcard key"},
 		{"empty key name", &gnmi.Path{Elem: []*gnmi.PathElem{elem("a", map[string]string{"": "v"})}}, "empty key name"},
+		{"as deep as allowed", deep(MaxPathElems), ""},
+		{"too deep", deep(MaxPathElems + 1), "has 257 elements; the journal takes paths of at most 256"},
+		{"as long as allowed", longest(), ""},
+		{"too long", &gnmi.Path{Elem: append(longest().GetElem(), elem("x", nil))}, "takes 16386 bytes; the journal takes paths of at most 16384 bytes"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -64,5 +70,79 @@ func TestPathString(t *testing.T) {
 				t.Errorf("PathString(%v) = %q, want %q", tt.p, got, tt.want)
 			}
 		})
+	}
+}
+
+// deep is a path of n elements.
+func deep(n int) *gnmi.Path {
+	p := &gnmi.Path{}
+	for range n {
+		p.Elem = append(p.Elem, &gnmi.PathElem{Name: "a"})
+	}
+	return p
+}
+
+// longest is a path whose PathKey takes MaxPathBytes.
+func longest() *gnmi.Path {
+	// PathKey: 0x01 "a" 0x02 "k" 0x03 value.
+	return &gnmi.Path{Elem: []*gnmi.PathElem{{Name: "a", Key: map[string]string{"k": strings.Repeat("v", MaxPathBytes-5)}}}}
+}
+
+// The longest path the journal takes is committed, applied and rolled
+// back; a longer one is refused before anything is written.
+func TestLongestPath(t *testing.T) {
+	j := openTest(t, "", Options{NoSync: true})
+	term := synced(t, j)
+	long := longest()
+	if n := len(PathKey(long)); n != MaxPathBytes {
+		t.Fatalf("longest() takes %d bytes, want %d", n, MaxPathBytes)
+	}
+	op := &Op{Kind: OpUpdate, Path: long, Values: []*Leaf{{Path: long, Value: strVal("x")}}}
+	i := applyChange(t, j, term, op)
+	rollback(t, j, term, i)
+
+	tooLong := &gnmi.Path{Elem: append(long.GetElem(), &gnmi.PathElem{Name: "x"})}
+	_, err := j.ProposeChange(t.Context(), []*Op{{Kind: OpUpdate, Path: tooLong, Values: []*Leaf{{Path: tooLong, Value: strVal("x")}}}})
+	if !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), "at most 16384 bytes") {
+		t.Errorf("ProposeChange of a path over MaxPathBytes: %v, want ErrInvalid saying the limit", err)
+	}
+	c, err := j.Configuration(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.GetLastIndex() != i {
+		t.Errorf("last index %d after the refused proposal, want %d", c.GetLastIndex(), i)
+	}
+	checkInvariants(t, j)
+}
+
+func TestShortPathString(t *testing.T) {
+	keys := map[string]string{}
+	for k := range 1000 {
+		keys[fmt.Sprintf("k%04d", k)] = "v"
+	}
+	for _, tt := range []struct {
+		name string
+		p    *gnmi.Path
+		want string
+	}{
+		{"short", mustPath(t, "openconfig:/interfaces/interface[name=eth0]/config"), "openconfig:/interfaces/interface[name=eth0]/config"},
+		{"deep", deep(100_000), strings.Repeat("/a", 16) + "..."},
+		{"many keys", &gnmi.Path{Elem: []*gnmi.PathElem{{Name: "a", Key: keys}}}, "/a[k0000=v][k0001=v][k0002=v][k0003=v][k0004=v][k0005=v][k0006=v][k0007=v]..."},
+		{"long name", &gnmi.Path{Elem: []*gnmi.PathElem{{Name: strings.Repeat("é", 1000)}}}, "/" + strings.Repeat("é", 32) + "..."},
+		{"long in all", deep(16), strings.Repeat("/a", 16)},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := ShortPathString(tt.p); got != tt.want {
+				t.Errorf("ShortPathString = %q, want %q", got, tt.want)
+			}
+		})
+	}
+	long := &gnmi.Path{}
+	for range 16 {
+		long.Elem = append(long.Elem, &gnmi.PathElem{Name: strings.Repeat("n", 60)})
+	}
+	if got := ShortPathString(long); len(got) > 200 || !strings.HasSuffix(got, "...") {
+		t.Errorf("ShortPathString of 16 elements of 60 bytes = %q (%d bytes), want at most about 160 bytes ending in ...", got, len(got))
 	}
 }
