@@ -36,6 +36,9 @@ func (s *Server) commitConfirmed(ctx context.Context, req *gpb.SetRequest, c *gn
 		if err != nil {
 			return nil, err
 		}
+		if !hasOps(req) {
+			return nil, status.Error(codes.InvalidArgument, "commit-confirmed commit carries no operations: it commits the Set's configuration")
+		}
 		ops, err := requestOps(req)
 		if err != nil {
 			return nil, err

@@ -67,6 +67,12 @@ func (s *Server) historyGet(ctx context.Context, req *gpb.GetRequest, h *gnmi_ex
 	if h.GetRange() != nil {
 		return nil, status.Error(codes.InvalidArgument, "a History range applies to Subscribe; Get takes a snapshot_time")
 	}
+	if _, ok := gpb.GetRequest_DataType_name[int32(req.GetType())]; !ok {
+		return nil, status.Errorf(codes.InvalidArgument, "unknown Get data type %d", req.GetType())
+	}
+	if _, ok := gpb.Encoding_name[int32(req.GetEncoding())]; !ok {
+		return nil, status.Errorf(codes.InvalidArgument, "unknown encoding %d", req.GetEncoding())
+	}
 	t, err := snapshotTime(h)
 	if err != nil {
 		return nil, err
@@ -83,7 +89,7 @@ func (s *Server) historyGet(ctx context.Context, req *gpb.GetRequest, h *gnmi_ex
 			return nil, err
 		}
 		if len(ups) == 0 {
-			return nil, status.Errorf(codes.NotFound, "%s: nothing was configured there at %s", journal.PathString(pattern), t.UTC().Format(time.RFC3339Nano))
+			return nil, status.Errorf(codes.NotFound, "%s: nothing was configured there at %s", journal.ShortPathString(pattern), t.UTC().Format(time.RFC3339Nano))
 		}
 		resp.Notification = append(resp.Notification, &gpb.Notification{Timestamp: t.UnixNano(), Prefix: req.GetPrefix(), Update: ups})
 	}
@@ -112,6 +118,12 @@ func (s *Server) historySubscribe(stream gpb.GNMI_SubscribeServer, first *gpb.Su
 	ctx := stream.Context()
 	list := first.GetSubscribe()
 	mode := list.GetMode()
+	if _, ok := gpb.SubscriptionList_Mode_name[int32(mode)]; !ok {
+		return status.Errorf(codes.InvalidArgument, "unknown subscription list mode %d", mode)
+	}
+	if _, ok := gpb.Encoding_name[int32(list.GetEncoding())]; !ok {
+		return status.Errorf(codes.InvalidArgument, "unknown encoding %d", list.GetEncoding())
+	}
 	patterns := make([]*gpb.Path, 0, len(list.GetSubscription()))
 	for _, sub := range list.GetSubscription() {
 		patterns = append(patterns, fullPath(list.GetPrefix(), sub.GetPath()))

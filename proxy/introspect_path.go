@@ -86,7 +86,7 @@ type treePattern struct {
 
 // String is the pattern with the origin, for messages.
 func (p treePattern) String() string {
-	return journal.PathString(&gpb.Path{Origin: IntrospectionOrigin, Elem: p.elems})
+	return journal.ShortPathString(&gpb.Path{Origin: IntrospectionOrigin, Elem: p.elems})
 }
 
 // matches reports whether the leaf at path is selected by p: it matches p

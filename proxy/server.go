@@ -131,6 +131,11 @@ func (s *Server) Get(ctx context.Context, req *gpb.GetRequest) (*gpb.GetResponse
 	if err != nil {
 		return nil, err
 	}
+	if own || hist != nil {
+		if err := noPathTargets(req.GetPath()...); err != nil {
+			return nil, err
+		}
+	}
 	switch {
 	case own && hist != nil:
 		return nil, status.Errorf(codes.InvalidArgument, "the History extension applies to the device's configuration, not to origin %q", IntrospectionOrigin)
@@ -166,6 +171,11 @@ func (s *Server) Subscribe(stream gpb.GNMI_SubscribeServer) error {
 		own, err := isIntrospection(list.GetPrefix(), paths)
 		if err != nil {
 			return err
+		}
+		if own || hist != nil {
+			if err := noPathTargets(paths...); err != nil {
+				return err
+			}
 		}
 		switch {
 		case own && hist != nil:
@@ -259,6 +269,19 @@ func isIntrospection(prefix *gpb.Path, paths []*gpb.Path) (bool, error) {
 			"the request mixes origin %q (the sidecar's journal) with the device's paths: send them in separate requests", IntrospectionOrigin)
 	}
 	return own > 0, nil
+}
+
+// noPathTargets refuses a target on a path of a request the sidecar
+// answers itself: gNMI allows one only in the prefix (specification
+// 2.2.2.1). The prefix's target is not checked: a sidecar serves one
+// device, whatever name the client gives it.
+func noPathTargets(paths ...*gpb.Path) error {
+	for _, p := range paths {
+		if t := p.GetTarget(); t != "" {
+			return status.Errorf(codes.InvalidArgument, "path %s has target %q: gNMI allows a target only in the prefix", journal.ShortPathString(p), t)
+		}
+	}
+	return nil
 }
 
 // outgoing forwards the client's request metadata (credentials and any

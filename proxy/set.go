@@ -2,9 +2,12 @@ package proxy
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
+	"unicode/utf8"
 
 	gpb "github.com/openconfig/gnmi/proto/gnmi"
 	"github.com/openconfig/gnmi/proto/gnmi_ext"
@@ -241,7 +244,7 @@ func requestExtension(exts []*gnmi_ext.Extension) (*sidecarpb.Request, *gnmi_ext
 	out := &sidecarpb.Request{}
 	var commit *gnmi_ext.Commit
 	seen := false
-	for _, e := range exts {
+	for n, e := range exts {
 		switch ext := e.GetExt().(type) {
 		case *gnmi_ext.Extension_RegisteredExt:
 			reg := ext.RegisteredExt
@@ -269,8 +272,12 @@ func requestExtension(exts []*gnmi_ext.Extension) (*sidecarpb.Request, *gnmi_ext
 				return nil, nil, status.Error(codes.InvalidArgument, "more than one commit-confirmed extension in one SetRequest")
 			}
 			commit = ext.Commit
+		case nil:
+			return nil, nil, status.Errorf(codes.InvalidArgument,
+				"extension %d carries no extension the sidecar knows (it is empty, or of a kind newer than the sidecar's gNMI)", n+1)
 		default:
-			return nil, nil, status.Errorf(codes.InvalidArgument, "extension %T is not valid on Set", ext)
+			return nil, nil, status.Errorf(codes.InvalidArgument, "extension %d (%s) is not valid on Set",
+				n+1, strings.TrimPrefix(fmt.Sprintf("%T", ext), "*gnmi_ext.Extension_"))
 		}
 	}
 	return out, commit, nil
@@ -303,10 +310,13 @@ func requestOps(req *gpb.SetRequest) ([]*journal.Op, error) {
 			}
 			//lint:ignore SA1019 the deprecated field is read only to refuse it
 			if u.GetValue() != nil {
-				return nil, status.Errorf(codes.InvalidArgument, "%s of %s uses the deprecated value field; send val (a TypedValue)", group.name, journal.PathString(full))
+				return nil, status.Errorf(codes.InvalidArgument, "%s of %s uses the deprecated value field; send val (a TypedValue)", group.name, journal.ShortPathString(full))
 			}
 			if u.GetVal().GetValue() == nil {
-				return nil, status.Errorf(codes.InvalidArgument, "%s of %s has no value", group.name, journal.PathString(full))
+				return nil, status.Errorf(codes.InvalidArgument, "%s of %s has no value", group.name, journal.ShortPathString(full))
+			}
+			if err := checkJSON(u.GetVal()); err != nil {
+				return nil, status.Errorf(codes.InvalidArgument, "%s of %s: %v", group.name, journal.ShortPathString(full), err)
 			}
 			ops = append(ops, &journal.Op{Kind: group.kind, Path: full,
 				Values: []*journal.Leaf{{Path: full, Value: u.GetVal()}}})
@@ -328,6 +338,9 @@ func joinPath(prefix, p *gpb.Path) (*gpb.Path, error) {
 	if len(p.GetElement()) > 0 || len(prefix.GetElement()) > 0 {
 		return nil, status.Error(codes.InvalidArgument, "path uses the deprecated element field; send elem")
 	}
+	if err := noPathTargets(p); err != nil {
+		return nil, err
+	}
 	origin := p.GetOrigin()
 	if po := prefix.GetOrigin(); po != "" {
 		if origin != "" && origin != po {
@@ -345,6 +358,29 @@ func joinPath(prefix, p *gpb.Path) (*gpb.Path, error) {
 		return nil, status.Error(codes.InvalidArgument, err.Error())
 	}
 	return full, nil
+}
+
+// checkJSON refuses a JSON value that is not JSON (RFC 8259: UTF-8 text):
+// no device takes it, and an ASYNC client would learn only from the
+// journal that the device refused it.
+func checkJSON(v *gpb.TypedValue) error {
+	var field string
+	var b []byte
+	switch x := v.GetValue().(type) {
+	case *gpb.TypedValue_JsonVal:
+		field, b = "json_val", x.JsonVal
+	case *gpb.TypedValue_JsonIetfVal:
+		field, b = "json_ietf_val", x.JsonIetfVal
+	default:
+		return nil
+	}
+	if !utf8.Valid(b) {
+		return fmt.Errorf("%s is not UTF-8, as JSON must be", field)
+	}
+	if !json.Valid(b) {
+		return fmt.Errorf("%s is not valid JSON", field)
+	}
+	return nil
 }
 
 // inClientTerms rewrites the device's answer to the sidecar's southbound

@@ -43,6 +43,9 @@ func (s *gnmiServer) Get(ctx context.Context, req *gpb.GetRequest) (*gpb.GetResp
 		return nil, status.Errorf(codes.Unimplemented, "encoding %v is not supported; use JSON, JSON_IETF or PROTO", enc)
 	}
 	dt := req.GetType()
+	if _, ok := gpb.GetRequest_DataType_name[int32(dt)]; !ok {
+		return nil, status.Errorf(codes.InvalidArgument, "unknown Get data type %d (ALL, CONFIG, STATE or OPERATIONAL)", dt)
+	}
 	schema := s.d.model.RootSchema()
 	paths := req.GetPath()
 	if len(paths) == 0 {

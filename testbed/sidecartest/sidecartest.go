@@ -114,12 +114,19 @@ func Serve(t testing.TB, register func(*grpc.Server), opts ...grpc.ServerOption)
 // ends.
 func Dial(t testing.TB, addr string) gpb.GNMIClient {
 	t.Helper()
+	return gpb.NewGNMIClient(Conn(t, addr))
+}
+
+// Conn returns a plaintext gRPC connection to addr, closed when the test
+// ends: for calls a generated client cannot make (raw bytes).
+func Conn(t testing.TB, addr string) *grpc.ClientConn {
+	t.Helper()
 	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
 	if err != nil {
 		t.Fatalf("dial %s: %v", addr, err)
 	}
 	t.Cleanup(func() { _ = conn.Close() })
-	return gpb.NewGNMIClient(conn)
+	return conn
 }
 
 // GNMICLI returns the path of the OpenConfig reference client gnmi_cli:
