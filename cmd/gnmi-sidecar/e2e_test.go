@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"reflect"
 	"regexp"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -290,17 +291,24 @@ func TestRollbackExtension(t *testing.T) {
 	trace.Verify(t, s.tracePath, trace.VerifyOptions{Quiescent: true, Device: cfg})
 }
 
-// TestBadInputRefused sends malformed Sets through the running sidecar:
-// the ones it refuses itself leave the journal unchanged; the one the
-// device refuses is recorded as failed and changes nothing.
+// TestBadInputRefused sends malformed Sets through the running sidecar
+// (with --max-recv-msg-size 64 KiB): the ones it refuses itself leave the
+// journal unchanged; the one the device refuses is recorded as failed and
+// changes nothing.
 func TestBadInputRefused(t *testing.T) {
-	s := startStack(t, nil, nil)
-	base := mustSetDesc(t, s.client, "eth0", "good-0")
+	const maxRecv = 64 << 10
+	s := startStack(t, nil, []string{"--max-recv-msg-size", strconv.Itoa(maxRecv)})
+	base := mustSetDesc(t, s.client, "eth0", strings.Repeat("0", maxRecv-1024)) // just under the limit
 	good := &gpb.Update{Path: descPath("eth0"), Val: strVal("refused")}
 	badPath := descPath("eth0")
 	badPath.Elem[2].Name = ""
+	tooLarge := &gpb.SetRequest{Update: []*gpb.Update{{Path: descPath("eth0"), Val: strVal(strings.Repeat("1", maxRecv))}}}
+	manyKeys := descPath("eth0")
+	for k := range 1000 {
+		manyKeys.Elem[1].Key[fmt.Sprintf("key%04d", k)] = strings.Repeat("v", 16)
+	}
 
-	for _, tc := range []struct {
+	refused := []struct {
 		name string
 		req  *gpb.SetRequest
 		code codes.Code
@@ -324,7 +332,12 @@ func TestBadInputRefused(t *testing.T) {
 		{"unknown set mode", &gpb.SetRequest{Update: []*gpb.Update{good},
 			Extension: []*gnmi_ext.Extension{sidecarExt(t, &sidecarpb.Request{Mode: 7})}},
 			codes.InvalidArgument, "unknown set mode 7"},
-	} {
+		{"larger than --max-recv-msg-size", tooLarge,
+			codes.ResourceExhausted, fmt.Sprintf("larger than max (%d vs. %d)", proto.Size(tooLarge), maxRecv)},
+		{"a path the journal cannot key", &gpb.SetRequest{Update: []*gpb.Update{{Path: manyKeys, Val: strVal("x")}}},
+			codes.InvalidArgument, "the journal takes paths of at most 16384 bytes"},
+	}
+	for _, tc := range refused {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		_, err := s.client.Set(ctx, tc.req)
 		cancel()
@@ -344,7 +357,7 @@ func TestBadInputRefused(t *testing.T) {
 	}
 	lines := s.traceLines(t)
 	if n := countAction(lines, "ProposeChange"); n != 2 {
-		t.Errorf("trace has %d ProposeChange lines after 2 good and 7 refused Sets; want 2", n)
+		t.Errorf("trace has %d ProposeChange lines after 2 good and %d refused Sets; want 2", n, len(refused))
 	}
 	appliedBefore := trace.Check(lines).Applied
 	devBefore, err := deviceConfig(t, s.devAdmin)

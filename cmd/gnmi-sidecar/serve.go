@@ -23,6 +23,10 @@ import (
 	"github.com/gnmi-sidecar/gnmi-sidecar/proxy"
 )
 
+// defaultMaxRecvMsgSize is --max-recv-msg-size's default: gRPC's, and
+// that of most gNMI targets.
+const defaultMaxRecvMsgSize = 4 << 20
+
 // passwordEnv holds the device password: never a flag, so it does not
 // show in ps.
 const passwordEnv = "GNMI_SIDECAR_DEVICE_PASSWORD"
@@ -44,6 +48,7 @@ type serveConfig struct {
 	tracePath             string
 	applyTimeout          time.Duration
 	shutdownTimeout       time.Duration
+	maxRecvMsgSize        int
 	logLevel              string
 	logFormat             string
 	configPath            string
@@ -68,6 +73,7 @@ func (c *serveConfig) addFlags(f *pflag.FlagSet) {
 	f.StringVar(&c.tracePath, "trace", "", "append every journal transition as a JSON line to this file (also $"+trace.Env+")")
 	f.DurationVar(&c.applyTimeout, "apply-timeout", 30*time.Second, "longest a device Set may take before it counts as a transient failure")
 	f.DurationVar(&c.shutdownTimeout, "shutdown-timeout", 10*time.Second, "on SIGINT/SIGTERM, how long in-flight Sets may take to finish (they stay journaled either way)")
+	f.IntVar(&c.maxRecvMsgSize, "max-recv-msg-size", defaultMaxRecvMsgSize, "largest gNMI request accepted, in bytes; larger ones are refused with RESOURCE_EXHAUSTED (the device has its own limit for what the sidecar forwards)")
 	f.StringVar(&c.logLevel, "log-level", "info", "log level: debug, info, warn, error")
 	f.StringVar(&c.logFormat, "log-format", "text", "log format: text or json")
 	f.StringVar(&c.configPath, configFlag, "", "YAML file of options: keys are these flags' names (listen: ..., journal-dir: ...); flags on the command line override it")
@@ -151,6 +157,9 @@ func serve(ctx context.Context, cfg serveConfig, stdout io.Writer, log *slog.Log
 	if err := cfg.checkListen(cfg.listen); err != nil {
 		return err
 	}
+	if cfg.maxRecvMsgSize <= 0 {
+		return fmt.Errorf("--max-recv-msg-size %d: want a positive number of bytes", cfg.maxRecvMsgSize)
+	}
 	obs, err := newObservability(cfg.observabilityConfig, log)
 	if err != nil {
 		return err
@@ -226,7 +235,7 @@ func serve(ctx context.Context, cfg serveConfig, stdout io.Writer, log *slog.Log
 		return err
 	}
 	obs.attach(j, a)
-	g := grpc.NewServer(append(obs.serverOptions(), secOpts...)...)
+	g := grpc.NewServer(append(append(obs.serverOptions(), secOpts...), grpc.MaxRecvMsgSize(cfg.maxRecvMsgSize))...)
 	p.Register(g)
 	obs.register(g)
 	stopObs, err := obs.start()
