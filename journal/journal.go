@@ -69,6 +69,10 @@ type Options struct {
 	// Clock returns the time recorded in timestamps and history (default
 	// time.Now).
 	Clock func() time.Time
+	// MinFreeBytes is the free space the journal's filesystem must keep:
+	// below it every write is refused with ErrNoSpace (default 4 ×
+	// MemTableSize, 64 MiB; negative: no reserve). See disk.go.
+	MinFreeBytes int64
 	// Observer, if set, is called with every transition once it is durable,
 	// in the order the transitions took effect, before the caller of the
 	// transition gets its result. It runs on the writer goroutine: it must
@@ -91,6 +95,10 @@ func (o Options) withDefaults() Options {
 		o.MemTableSize = 16 << 20
 	}
 	o.MemTableSize = max(o.MemTableSize, 1<<20)
+	if o.MinFreeBytes == 0 {
+		o.MinFreeBytes = defaultMinFree * o.MemTableSize
+	}
+	o.MinFreeBytes = max(o.MinFreeBytes, 0)
 	if o.Logger == nil {
 		o.Logger = slog.Default()
 	}
@@ -152,7 +160,8 @@ type Journal struct {
 	queue  chan *request
 
 	closing atomic.Bool
-	commits atomic.Uint64 // write transactions committed, for benchmarks
+	failed  atomic.Pointer[error] // set once by fail (disk.go)
+	commits atomic.Uint64         // write transactions committed, for benchmarks
 
 	writerDone chan struct{}
 	stopBg     context.CancelFunc
@@ -288,7 +297,7 @@ func (j *Journal) Close() error {
 	<-j.writerDone
 	j.dbMu.Lock()
 	defer j.dbMu.Unlock()
-	err := j.db.Close()
+	err := j.closeDB()
 	if lerr := j.lock.Close(); err == nil {
 		err = lerr
 	}
@@ -313,7 +322,7 @@ func (j *Journal) every(ctx context.Context, interval time.Duration, fn func(con
 }
 
 func (j *Journal) runValueLogGC(ctx context.Context) {
-	for ctx.Err() == nil {
+	for ctx.Err() == nil && j.failure() == nil {
 		err := j.db.RunValueLogGC(0.5)
 		if err == nil {
 			continue // a file was rewritten; there may be more
@@ -423,6 +432,12 @@ func (j *Journal) writer() {
 // the transaction early: the requests before it are committed without it,
 // and it is retried alone.
 func (j *Journal) runBatch(batch []*request) int {
+	if err := j.usable(); err != nil {
+		for _, r := range batch {
+			r.finish(err)
+		}
+		return len(batch)
+	}
 	txn := j.db.NewTransaction(true)
 	defer txn.Discard()
 	w := &writeTxn{txn: txn, now: j.opts.Clock(), observed: j.opts.Observer != nil}
@@ -451,7 +466,7 @@ func (j *Journal) runBatch(batch []*request) int {
 		results[k] = err
 	}
 	if err := txn.Commit(); err != nil {
-		err = fmt.Errorf("journal: commit: %w", err)
+		err = j.fail(err)
 		for _, r := range batch {
 			r.finish(err)
 		}

@@ -29,6 +29,9 @@ func (j *Journal) view(ctx context.Context, fn func(txn *badger.Txn) error) erro
 	if j.closing.Load() {
 		return ErrClosed
 	}
+	if err := j.failure(); err != nil {
+		return err
+	}
 	return j.db.View(fn)
 }
 

@@ -214,6 +214,9 @@ func (s *Server) waitError(ctx context.Context, i uint64, err error) error {
 	case ctx.Err() != nil:
 		st := status.FromContextError(ctx.Err())
 		return status.Errorf(st.Code(), "%s; the Set is journaled as proposal %d and will still be applied", st.Message(), i)
+	case errors.Is(err, journal.ErrFailed):
+		// Aborted, as for a shutdown: the Set is journaled.
+		return status.Errorf(codes.Aborted, "the sidecar's journal failed a write to its disk and the sidecar stops to recover; the Set is journaled as proposal %d and will be applied when it runs again", i)
 	}
 	return journalError(err)
 }
@@ -460,6 +463,14 @@ func journalError(err error) error {
 		return status.Error(codes.InvalidArgument, err.Error())
 	case errors.Is(err, journal.ErrTooLarge):
 		return status.Error(codes.ResourceExhausted, err.Error())
+	// The journal's disk: the sidecar's log says which directory and why.
+	case errors.Is(err, journal.ErrNoSpace):
+		return status.Error(codes.ResourceExhausted, "the sidecar's journal is short of disk space: nothing was journaled; retry once its operator has freed space")
+	case errors.Is(err, journal.ErrUnwritable):
+		return status.Error(codes.Unavailable, "the sidecar's journal cannot be written (its filesystem is read-only): nothing was journaled; retry later")
+	case errors.Is(err, journal.ErrFailed):
+		return status.Error(codes.Unavailable, "the sidecar's journal failed a write to its disk and the sidecar stops to recover: "+
+			"what was being journaled may or may not be; once the sidecar runs again, check (gnmi-sidecar journal list) before retrying")
 	case errors.Is(err, journal.ErrClosed):
 		return status.Error(codes.Unavailable, "the sidecar is shutting down")
 	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):

@@ -141,7 +141,11 @@ type writer struct {
 	sent   int   // highest seq sent (every seq up to it was sent once)
 	acked  []ack // in order
 	errs   map[codes.Code]int
+	failed map[int]codes.Code // the code of each seq not acknowledged
 	nacked atomic.Int64
+	// byCode counts the Sets not acknowledged by code, for reading while
+	// the writer runs.
+	byCode [codes.Unauthenticated + 1]atomic.Int64
 }
 
 type ack struct {
@@ -172,7 +176,12 @@ func (w *writer) run(c gpb.GNMIClient, stop *atomic.Bool, total *atomic.Int64) {
 			total.Add(1)
 			continue
 		}
-		w.errs[status.Code(err)]++
+		code := status.Code(err)
+		w.errs[code]++
+		w.failed[w.sent] = code
+		if int(code) < len(w.byCode) {
+			w.byCode[code].Add(1)
+		}
 		// The sidecar is down or not yet reconnected: back off a little
 		// before the next value.
 		time.Sleep(20 * time.Millisecond)
@@ -188,7 +197,7 @@ func startWriters(t *testing.T, addr string, n int) (writers []*writer, total *a
 	total = new(atomic.Int64)
 	var wg sync.WaitGroup
 	for k := range n {
-		w := &writer{k: k, intf: fmt.Sprintf("eth%d", k+1), errs: map[codes.Code]int{}}
+		w := &writer{k: k, intf: fmt.Sprintf("eth%d", k+1), errs: map[codes.Code]int{}, failed: map[int]codes.Code{}}
 		writers = append(writers, w)
 		c := dial(t, addr)
 		wg.Add(1)
@@ -201,6 +210,9 @@ func startWriters(t *testing.T, addr string, n int) (writers []*writer, total *a
 	t.Cleanup(stop)
 	return writers, total, stop
 }
+
+// refusals counts the writer's Sets that failed with code so far.
+func (w *writer) refusals(code codes.Code) int64 { return w.byCode[code].Load() }
 
 // lastAckedBefore is the highest seq acknowledged before time at (0 if none).
 func (w *writer) lastAckedBefore(at int64) int {

@@ -10,6 +10,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"os/exec"
@@ -94,12 +95,13 @@ func binaries(t *testing.T) (sidecar, testbed string) {
 
 // process is a running gnmi-sidecar or gnmi-testbed binary.
 type process struct {
-	name string
-	cmd  *exec.Cmd
-	addr string // the address of its first stdout line
-	out  *lineWriter
-	done chan struct{}
-	err  error // cmd.Wait's, once done is closed
+	name   string
+	cmd    *exec.Cmd
+	addr   string // the address of its first stdout line
+	out    *lineWriter
+	errOut *lineWriter // stderr, also in the test log
+	done   chan struct{}
+	err    error // cmd.Wait's, once done is closed
 }
 
 // startProcess runs bin and waits for the first stdout line,
@@ -108,8 +110,9 @@ func startProcess(t *testing.T, name, bin string, args ...string) *process {
 	t.Helper()
 	p := &process{name: name, cmd: exec.Command(bin, args...), done: make(chan struct{})}
 	p.out = newLineWriter(t, name+" stdout")
+	p.errOut = newLineWriter(t, "")
 	p.cmd.Stdout = p.out
-	p.cmd.Stderr = &logWriter{t: t, prefix: name}
+	p.cmd.Stderr = io.MultiWriter(&logWriter{t: t, prefix: name}, p.errOut)
 	p.cmd.WaitDelay = 5 * time.Second
 	if err := p.cmd.Start(); err != nil {
 		t.Fatalf("start %s: %v", name, err)
@@ -172,8 +175,8 @@ func (p *process) exited(d time.Duration) (bool, error) {
 	}
 }
 
-// lineWriter collects a process's stdout by lines, logs them, and lets a
-// test wait for a line.
+// lineWriter collects a process's output by lines, logs them (unless its
+// prefix is empty), and lets a test wait for a line.
 type lineWriter struct {
 	t       *testing.T
 	prefix  string
@@ -201,7 +204,7 @@ func (w *lineWriter) Write(b []byte) (int, error) {
 		w.partial = w.partial[i+1:]
 		w.lines = append(w.lines, line)
 		grew = true
-		if line != "" {
+		if line != "" && w.prefix != "" {
 			w.t.Logf("%s: %s", w.prefix, line)
 		}
 	}
@@ -282,6 +285,15 @@ type stack struct {
 // directory, and waits until the sidecar has connected to the device.
 func startStack(t *testing.T, devArgs, sidecarArgs []string) *stack {
 	t.Helper()
+	s := newStack(t, devArgs, sidecarArgs)
+	s.startSidecar(t, "127.0.0.1:0")
+	return s
+}
+
+// newStack is startStack without the sidecar, for a test to set up its
+// journal directory before s.startSidecar.
+func newStack(t *testing.T, devArgs, sidecarArgs []string) *stack {
+	t.Helper()
 	sb, tb := binaries(t)
 	dir := t.TempDir()
 	s := &stack{sidecarBin: sb, testbedBin: tb, journalDir: filepath.Join(dir, "journal"),
@@ -290,7 +302,6 @@ func startStack(t *testing.T, devArgs, sidecarArgs []string) *stack {
 	s.dev = startProcess(t, "gnmi-testbed", tb, append([]string{"--listen", "127.0.0.1:0", "--admin", "127.0.0.1:0"}, devArgs...)...)
 	s.devAdmin = s.dev.adminURL(t)
 	s.devClient = dial(t, s.dev.addr)
-	s.startSidecar(t, "127.0.0.1:0")
 	return s
 }
 

@@ -35,6 +35,7 @@ type serveConfig struct {
 	listen                string
 	target                string
 	journalDir            string
+	journalMinFree        int64
 	persistentDevice      bool
 	queueWhenDisconnected bool
 	masterArbitration     bool
@@ -60,6 +61,7 @@ type serveConfig struct {
 func (c *serveConfig) addFlags(f *pflag.FlagSet) {
 	f.StringVar(&c.listen, "listen", "127.0.0.1:9339", "northbound gNMI listen address (port 0 picks a free port; the bound address is printed)")
 	f.StringVar(&c.journalDir, "journal-dir", "./data", "directory of the journal (created if missing; one sidecar per directory)")
+	f.Int64Var(&c.journalMinFree, "journal-min-free", 64<<20, "bytes the journal's filesystem must keep free: below it Sets are refused with RESOURCE_EXHAUSTED, nothing journaled, until there is room (0: no reserve, and a full disk kills the sidecar)")
 	f.BoolVar(&c.persistentDevice, "persistent-device", false, "the device keeps its configuration across restarts: no re-push on reconnect")
 	f.BoolVar(&c.queueWhenDisconnected, "queue-when-disconnected", false, "journal SYNC Sets while the device is unreachable instead of refusing them with UNAVAILABLE")
 	f.BoolVar(&c.masterArbitration, "master-arbitration", false, "send MasterArbitration{election_id: term} with every device Set (fencing)")
@@ -160,11 +162,17 @@ func serve(ctx context.Context, cfg serveConfig, stdout io.Writer, log *slog.Log
 	if cfg.maxRecvMsgSize <= 0 {
 		return fmt.Errorf("--max-recv-msg-size %d: want a positive number of bytes", cfg.maxRecvMsgSize)
 	}
+	if cfg.journalMinFree < 0 {
+		return fmt.Errorf("--journal-min-free %d: want a number of bytes, or 0", cfg.journalMinFree)
+	}
 	obs, err := newObservability(cfg.observabilityConfig, log)
 	if err != nil {
 		return err
 	}
-	jopts := journal.Options{Logger: log, Observer: obs.Observe}
+	jopts := journal.Options{Logger: log, Observer: obs.Observe, MinFreeBytes: cfg.journalMinFree}
+	if jopts.MinFreeBytes == 0 {
+		jopts.MinFreeBytes = -1 // none
+	}
 	if tracer != nil {
 		jopts.Observer = func(e journal.Event) {
 			tracer.Observe(e)
@@ -266,7 +274,24 @@ func serve(ctx context.Context, cfg serveConfig, stdout io.Writer, log *slog.Log
 		<-agentDone
 		return fmt.Errorf("gRPC server: %w", err)
 	case err := <-agentDone:
-		g.Stop()
+		// Answer the Sets waiting for the agent (they stay journaled)
+		// before the connections close.
+		p.Drain()
+		obs.drain()
+		p.StopWaiting()
+		stopped := make(chan struct{})
+		go func() {
+			g.GracefulStop()
+			close(stopped)
+		}()
+		select {
+		case <-stopped:
+		case <-time.After(time.Second):
+			g.Stop()
+		}
+		if errors.Is(err, journal.ErrFailed) {
+			return fmt.Errorf("%w; gnmi-sidecar stops: start it again once the cause is fixed, it recovers every Set it acknowledged", err)
+		}
 		return fmt.Errorf("agent: %w", err)
 	}
 	log.Info("shutting down: finishing in-flight Sets", "timeout", cfg.shutdownTimeout)

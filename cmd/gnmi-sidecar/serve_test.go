@@ -49,6 +49,7 @@ func TestServeRefusesBadStartUp(t *testing.T) {
 		{"missing CA file", []string{"--target", "127.0.0.1:1", "--journal-dir", t.TempDir(), "--device-ca", "/nonexistent/ca.pem"}, "--device-ca"},
 		{"malformed listen address", []string{"--target", "127.0.0.1:1", "--journal-dir", t.TempDir(), "--listen", "not-an-address"}, "--listen"},
 		{"unknown flag", []string{"--target", "127.0.0.1:1", "--frobnicate"}, "unknown flag"},
+		{"negative journal reserve", []string{"--target", "127.0.0.1:1", "--journal-dir", t.TempDir(), "--journal-min-free", "-1"}, "--journal-min-free -1"},
 		{"no request size", []string{"--target", "127.0.0.1:1", "--journal-dir", t.TempDir(), "--max-recv-msg-size", "0"}, "--max-recv-msg-size 0: want a positive number of bytes"},
 	}
 	for _, tt := range tests {
