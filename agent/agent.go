@@ -368,7 +368,7 @@ func (a *Agent) loop(ctx context.Context, name string, wake chan struct{}, next 
 		case err == nil:
 		case ctx.Err() != nil:
 			return ctx.Err()
-		case errors.Is(err, journal.ErrClosed), errors.Is(err, journal.ErrFailed):
+		case errors.Is(err, journal.ErrClosed), errors.Is(err, journal.ErrFailed), errors.Is(err, journal.ErrCorrupt):
 			return fmt.Errorf("agent %s: %w", name, err)
 		case errors.Is(err, journal.ErrGuard):
 			// Decided on a view the journal has since moved past (a term

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/dgraph-io/badger/v4"
+	"github.com/dgraph-io/badger/v4/options"
 	"golang.org/x/sys/unix"
 	"google.golang.org/protobuf/proto"
 
@@ -141,6 +142,9 @@ func (o Options) badgerOptions(dir string) badger.Options {
 		// Records above 64 KiB (large proposals) go to the value log, so
 		// they count against a transaction's size only as pointers.
 		WithValueThreshold(64 << 10).
+		// A damaged block or value is an error, not garbage (verify.go).
+		WithChecksumVerificationMode(options.OnBlockRead).
+		WithVerifyValueChecksum(true).
 		WithDetectConflicts(false). // one writer goroutine: no conflicts to detect
 		WithMetricsEnabled(false).  // the sidecar exports its own metrics
 		WithLogger(badgerLogger{o.Logger.With("component", "badger")})
@@ -179,10 +183,16 @@ func Open(dir string, opts Options) (*Journal, error) {
 	if err != nil {
 		return nil, err
 	}
-	db, err := badger.Open(opts.badgerOptions(dir))
-	if err != nil {
+	bopts := opts.badgerOptions(dir)
+	valueLog := hasValueLog(dir) // before Badger preallocates its next file
+	if err := verifyTables(dir, bopts); err != nil {
 		_ = lock.Close()
 		return nil, fmt.Errorf("journal: open %s: %w", dir, err)
+	}
+	db, err := badger.Open(bopts)
+	if err != nil {
+		_ = lock.Close()
+		return nil, fmt.Errorf("journal: open %s: %w", dir, namingFile(dir, err))
 	}
 	j := &Journal{
 		dir:        dir,
@@ -193,7 +203,11 @@ func Open(dir string, opts Options) (*Journal, error) {
 		queue:      make(chan *request, 1024),
 		writerDone: make(chan struct{}),
 	}
-	if err := j.initialize(); err != nil {
+	err = j.initialize()
+	if err == nil {
+		err = verifyRecords(db, dir, valueLog, bopts.ValueThreshold)
+	}
+	if err != nil {
 		_ = db.Close()
 		_ = lock.Close()
 		return nil, fmt.Errorf("journal: open %s: %w", dir, err)
@@ -544,7 +558,7 @@ func getRecord(txn *badger.Txn, key []byte, m proto.Message) (bool, error) {
 	if err != nil {
 		return false, fmt.Errorf("read %q: %w", key, err)
 	}
-	err = item.Value(func(v []byte) error { return proto.Unmarshal(v, m) })
+	err = readValue(item, func(v []byte) error { return proto.Unmarshal(v, m) })
 	if err != nil {
 		return false, fmt.Errorf("decode %q: %w", key, err)
 	}

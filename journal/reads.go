@@ -109,7 +109,7 @@ func (j *Journal) Proposals(ctx context.Context, from, to uint64, fn func(*Propo
 				return nil
 			}
 			p := &Proposal{}
-			if err := item.Value(func(v []byte) error { return proto.Unmarshal(v, p) }); err != nil {
+			if err := readValue(item, func(v []byte) error { return proto.Unmarshal(v, p) }); err != nil {
 				return fmt.Errorf("journal: decode %q: %w", item.Key(), err)
 			}
 			if err := fn(p); err != nil {
@@ -301,7 +301,7 @@ func (j *Journal) History(ctx context.Context, from, to time.Time, fn func(*Hist
 				return err
 			}
 			d := &HistoryDelta{}
-			if err := it.Item().Value(func(v []byte) error { return proto.Unmarshal(v, d) }); err != nil {
+			if err := readValue(it.Item(), func(v []byte) error { return proto.Unmarshal(v, d) }); err != nil {
 				return fmt.Errorf("journal: decode %q: %w", it.Item().Key(), err)
 			}
 			t := d.GetTime().AsTime()
@@ -333,7 +333,7 @@ func changesAfter(ctx context.Context, txn *badger.Txn, t time.Time) (map[string
 			return nil, err
 		}
 		delta := &journalpb.HistoryDelta{}
-		if err := it.Item().Value(func(v []byte) error { return proto.Unmarshal(v, delta) }); err != nil {
+		if err := readValue(it.Item(), func(v []byte) error { return proto.Unmarshal(v, delta) }); err != nil {
 			return nil, fmt.Errorf("journal: decode %q: %w", it.Item().Key(), err)
 		}
 		if !delta.GetTime().AsTime().After(t) {
@@ -367,7 +367,7 @@ func scanValues(ctx context.Context, txn *badger.Txn, ns []byte, prefix *gnmi.Pa
 	item, err := txn.Get(valueKey(ns, sub.key))
 	switch {
 	case err == nil:
-		if err := item.Value(func(val []byte) error { return fn(sub.key, val) }); err != nil {
+		if err := readValue(item, func(val []byte) error { return fn(sub.key, val) }); err != nil {
 			return err
 		}
 	case err != badger.ErrKeyNotFound:

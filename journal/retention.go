@@ -235,7 +235,7 @@ func oldHistory(txn *badger.Txn, firstKept uint64) ([][]byte, *journalpb.History
 	var last *journalpb.HistoryDelta
 	for it.Seek(nsHistory); it.ValidForPrefix(nsHistory) && len(keys) < compactChunk; it.Next() {
 		d := &journalpb.HistoryDelta{}
-		if err := it.Item().Value(func(v []byte) error { return proto.Unmarshal(v, d) }); err != nil {
+		if err := readValue(it.Item(), func(v []byte) error { return proto.Unmarshal(v, d) }); err != nil {
 			return nil, nil, err
 		}
 		if d.GetProposal() >= firstKept {

@@ -1029,7 +1029,7 @@ func iteratePrefix(txn *badger.Txn, prefix []byte, fn func(key, val []byte) erro
 	for it.Seek(prefix); it.ValidForPrefix(prefix); it.Next() {
 		item := it.Item()
 		key := item.KeyCopy(nil)
-		if err := item.Value(func(val []byte) error { return fn(key, val) }); err != nil {
+		if err := readValue(item, func(val []byte) error { return fn(key, val) }); err != nil {
 			return err
 		}
 	}

@@ -471,6 +471,8 @@ func journalError(err error) error {
 	case errors.Is(err, journal.ErrFailed):
 		return status.Error(codes.Unavailable, "the sidecar's journal failed a write to its disk and the sidecar stops to recover: "+
 			"what was being journaled may or may not be; once the sidecar runs again, check (gnmi-sidecar journal list) before retrying")
+	case errors.Is(err, journal.ErrCorrupt):
+		return status.Error(codes.DataLoss, "the sidecar's journal is damaged (its log names the file): its operator must restore it")
 	case errors.Is(err, journal.ErrClosed):
 		return status.Error(codes.Unavailable, "the sidecar is shutting down")
 	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):

@@ -77,8 +77,9 @@ func TestSIGTERMDuringSets(t *testing.T) {
 }
 
 // TestServeRefusesBadJournal: a journal directory that is locked by
-// another process, cannot be created, or is corrupt stops gnmi-sidecar at
-// start-up with a non-zero exit and one line saying what is wrong.
+// another process, cannot be created, or whose files are damaged stops
+// gnmi-sidecar at start-up with a non-zero exit and one line saying what is
+// wrong, naming the damaged file.
 func TestServeRefusesBadJournal(t *testing.T) {
 	sidecarBin, _ := binaries(t)
 
@@ -94,17 +95,50 @@ func TestServeRefusesBadJournal(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	corrupt := t.TempDir()
-	j2, err := journal.Open(corrupt, journal.Options{NoSync: true, MemTableSize: 1 << 20})
-	if err != nil {
-		t.Fatal(err)
+	// Journals with a table, a value log entry (a 100 KiB value) and the
+	// other files of Badger's, one of which is damaged.
+	damaged := func(file string, damage func([]byte) []byte) (dir, name string) {
+		dir = t.TempDir()
+		j, err := journal.Open(dir, journal.Options{NoSync: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for k, v := range []string{"small", strings.Repeat("x", 100<<10)} {
+			p := leafPath(fmt.Sprintf("eth%d", k), "description")
+			if _, err := j.ProposeChange(context.Background(), []*journal.Op{{Kind: journal.OpUpdate, Path: p,
+				Values: []*journal.Leaf{{Path: p, Value: strVal(v)}}}}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := j.Close(); err != nil {
+			t.Fatal(err)
+		}
+		names, err := filepath.Glob(filepath.Join(dir, file))
+		if err != nil || len(names) == 0 {
+			t.Fatalf("no %s in the journal: %v", file, err)
+		}
+		name = names[0]
+		b, err := os.ReadFile(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(name, damage(b), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return dir, name
 	}
-	if err := j2.Close(); err != nil {
-		t.Fatal(err)
+	middle := func(b []byte) []byte {
+		for k := len(b) / 2; k < len(b)/2+64 && k < len(b); k++ {
+			b[k] ^= 0x5a
+		}
+		return b
 	}
-	if err := os.WriteFile(filepath.Join(corrupt, "MANIFEST"), []byte("not a manifest"), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	zeroed := func(b []byte) []byte { return make([]byte, len(b)) }
+	manifest, manifestFile := damaged("MANIFEST", func([]byte) []byte { return []byte("not a manifest") })
+	table, tableFile := damaged("*.sst", middle)
+	zeroTable, zeroTableFile := damaged("*.sst", zeroed)
+	vlog, vlogFile := damaged("000001.vlog", middle)
+	registry, registryFile := damaged("KEYREGISTRY", zeroed)
 
 	for _, c := range []struct {
 		name, dir string
@@ -112,7 +146,11 @@ func TestServeRefusesBadJournal(t *testing.T) {
 	}{
 		{"locked by another process", locked, []string{locked, "in use by another gnmi-sidecar"}},
 		{"cannot be created", filepath.Join(file, "journal"), []string{"--journal-dir", "not a directory"}},
-		{"corrupt", corrupt, []string{corrupt, "manifest"}},
+		{"a MANIFEST that is not one", manifest, []string{manifestFile + " is damaged", "bad magic"}},
+		{"a damaged table", table, []string{"table " + tableFile + " is damaged"}},
+		{"a zeroed table", zeroTable, []string{"table " + zeroTableFile + " is damaged"}},
+		{"a damaged value log", vlog, []string{vlogFile, "cannot be read", "journal is damaged"}},
+		{"a damaged key registry", registry, []string{registryFile + " is damaged"}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
@@ -131,9 +169,13 @@ func TestServeRefusesBadJournal(t *testing.T) {
 			if stdout.Len() > 0 {
 				t.Errorf("it printed %q before failing", stdout.String())
 			}
+			// One line says what is wrong; Badger may have logged before it.
 			lines := strings.Split(strings.TrimSpace(stderr.String()), "\n")
-			if len(lines) != 1 {
-				t.Errorf("stderr has %d lines, want one:\n%s", len(lines), stderr.String())
+			for _, l := range lines[:len(lines)-1] {
+				if !strings.Contains(l, "level=") {
+					t.Errorf("stderr has more than the error and log lines:\n%s", stderr.String())
+					break
+				}
 			}
 			for _, want := range c.want {
 				if !strings.Contains(strings.ToLower(lines[len(lines)-1]), strings.ToLower(want)) {

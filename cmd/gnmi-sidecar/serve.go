@@ -289,8 +289,11 @@ func serve(ctx context.Context, cfg serveConfig, stdout io.Writer, log *slog.Log
 		case <-time.After(time.Second):
 			g.Stop()
 		}
-		if errors.Is(err, journal.ErrFailed) {
+		switch {
+		case errors.Is(err, journal.ErrFailed):
 			return fmt.Errorf("%w; gnmi-sidecar stops: start it again once the cause is fixed, it recovers every Set it acknowledged", err)
+		case errors.Is(err, journal.ErrCorrupt):
+			return fmt.Errorf("%w; gnmi-sidecar stops: restore the journal (docs/faults.md)", err)
 		}
 		return fmt.Errorf("agent: %w", err)
 	}
