@@ -66,6 +66,11 @@ type Options struct {
 	// Resync is how often the loops re-read the journal even without a
 	// notification (default 1 s).
 	Resync time.Duration
+	// CompletionLinger is how long the record of the device's answer to a
+	// Set waits for the next proposal to share its journal transaction
+	// (default 2 ms; see completeBatch). A client answered at once
+	// typically sends its next Set within a few hundred microseconds.
+	CompletionLinger time.Duration
 	// Logger receives structured logs (default slog.Default()).
 	Logger *slog.Logger
 }
@@ -95,6 +100,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.MaxSetBytes <= 0 {
 		o.MaxSetBytes = 3 << 20
+	}
+	if o.CompletionLinger <= 0 {
+		o.CompletionLinger = 2 * time.Millisecond
 	}
 	if o.MaxSetValues <= 0 {
 		o.MaxSetValues = 2000
@@ -155,6 +163,9 @@ type Agent struct {
 	// oldest beyond maxResponses (replies nobody waited for).
 	responses     map[uint64]*gpb.SetResponse
 	responseOrder []uint64
+	// accepted holds, as applied, the proposals the device accepted whose
+	// completion is not yet recorded (see completeBatch).
+	accepted map[uint64]*journal.Proposal
 
 	// Only the applier goroutine uses these. reached is the newest
 	// proposal an earlier Set may have carried to the device without its
@@ -189,6 +200,7 @@ func New(j *journal.Journal, opts Options) (*Agent, error) {
 		applyWake:  make(chan struct{}, 1),
 		changed:    make(chan struct{}),
 		responses:  make(map[uint64]*gpb.SetResponse),
+		accepted:   make(map[uint64]*journal.Proposal),
 	}
 	if opts.TLS == nil && (opts.Username != "" || opts.Password != "") {
 		a.log.Warn("device credentials are sent over a plaintext connection")
@@ -234,15 +246,24 @@ func (a *Agent) Notify() {
 // Wait blocks until done(proposal i) holds, ctx ends or the journal closes,
 // and returns the proposal as it then was.
 func (a *Agent) Wait(ctx context.Context, i uint64, done func(*journal.Proposal) bool) (*journal.Proposal, error) {
-	return a.wait(ctx, i, done, func() bool { return true })
+	return a.wait(ctx, i, done, func() bool { return true }, nil)
 }
 
 // wait is Wait that, after a change, reads proposal i again only if worth
 // reports it may be done now; it reads it anyway once per resync period.
-func (a *Agent) wait(ctx context.Context, i uint64, done func(*journal.Proposal) bool, worth func() bool) (*journal.Proposal, error) {
+//
+// early, if not nil, may return proposal i as done before the journal
+// records it; it is asked after every change.
+func (a *Agent) wait(ctx context.Context, i uint64, done func(*journal.Proposal) bool, worth func() bool,
+	early func() *journal.Proposal) (*journal.Proposal, error) {
 	read := true
 	for {
 		changed := a.Changes()
+		if early != nil {
+			if p := early(); p != nil {
+				return p, nil
+			}
+		}
 		if read || worth() {
 			p, err := a.j.Proposal(ctx, i)
 			if err != nil {
@@ -591,7 +612,9 @@ func (a *Agent) adoptTerm(ctx context.Context, term uint64, log *slog.Logger) er
 // repush sends the whole applied configuration to the device in the order
 // it was written (spec ReconcileConfiguration, second branch) and records
 // the term only once the device acknowledged all of it. Any failure ends
-// the session: the next one re-pushes under a new term.
+// the session: the next one re-pushes under a new term. Values the
+// proposals in doubt overwrite are left out (see inDoubtPaths): those
+// proposals are sent right after.
 //
 // It streams: one goroutine scans the journal and packs the next Set while
 // the device works on the previous one, so the sidecar's own work hides
@@ -605,7 +628,11 @@ func (a *Agent) repush(ctx context.Context, term uint64, log *slog.Logger) error
 	a.setRepushing(true)
 	defer a.setRepushing(false)
 	start := time.Now()
-	var values, sets int
+	doubt, err := a.inDoubt(ctx)
+	if err != nil {
+		return err
+	}
+	var values, sets, held int
 	var onDevice time.Duration
 	reqs := make(chan *gpb.SetRequest, 1)
 	g, gctx := errgroup.WithContext(ctx)
@@ -627,7 +654,14 @@ func (a *Agent) repush(ctx context.Context, term uint64, log *slog.Logger) error
 			}
 			return nil
 		}}
-		if err := a.j.ScanAppliedByIndex(gctx, order.add); err != nil {
+		err := a.j.ScanAppliedByIndex(gctx, func(pv *journal.PathValue) error {
+			if doubt.holds(pv) {
+				held++
+				return nil
+			}
+			return order.add(pv)
+		})
+		if err != nil {
 			return err
 		}
 		if err := order.flush(); err != nil {
@@ -670,7 +704,8 @@ func (a *Agent) repush(ctx context.Context, term uint64, log *slog.Logger) error
 	a.status.Repushes++
 	a.mu.Unlock()
 	a.broadcast()
-	log.Info("re-pushed applied configuration", "values", values, "sets", sets, "took", took, "device", onDevice)
+	log.Info("re-pushed applied configuration", "values", values, "sets", sets, "took", took, "device", onDevice,
+		"held_for_proposals_in_doubt", held)
 	return nil
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -601,4 +602,163 @@ func TestRepushSetsHoldAtMostMaxSetValues(t *testing.T) {
 	wantLeaf(t, r, descPath("eth34"), str("kept"))
 	r.waitQuiescent()
 	r.verify()
+}
+
+// TestSequentialSetsShareTransactions: a client sending Sets one after the
+// other, as the proxy serves them (Agent.ProposeChange, then WaitChange for
+// the device's answer), costs one journal transaction per Set, not two: the
+// record of the device's answer waits for the next proposal and shares its
+// fsync. After Settle the journal records every answered Set as applied.
+func TestSequentialSetsShareTransactions(t *testing.T) {
+	// A linger no scheduling delay outlasts: every answer's record waits
+	// for the next proposal.
+	r := newRig(t, testbed.Options{}, agent.Options{CompletionLinger: time.Second})
+	r.waitApplied(proposeThroughAgent(t, r, updateOp(t, descPath("eth0"), str("base"))))
+	ctx := context.Background()
+	if err := r.a.Settle(ctx); err != nil {
+		t.Fatal(err)
+	}
+
+	const sets = 60
+	before := r.j.Transactions()
+	var last uint64
+	for n := range sets {
+		last = proposeThroughAgent(t, r, updateOp(t, descPath("eth0"), str(fmt.Sprint(n))))
+		p, err := r.a.WaitChange(ctx, last, true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if p.GetChange().GetApply() != journal.StatusComplete {
+			t.Fatalf("proposal %d answered with apply %v, want COMPLETE", last, p.GetChange().GetApply())
+		}
+	}
+	// One each (the last answer's record still waits); without sharing,
+	// two each.
+	if n := r.j.Transactions() - before; n > sets+2 {
+		t.Errorf("%d sequential Sets took %d journal transactions, want one each (two each without sharing)", sets, n)
+	}
+	if err := r.a.Settle(ctx); err != nil {
+		t.Fatal(err)
+	}
+	p, err := r.j.Proposal(ctx, last)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.GetChange().GetApply() != journal.StatusComplete {
+		t.Errorf("after Settle, the journal records proposal %d with apply %v, want COMPLETE", last, p.GetChange().GetApply())
+	}
+	wantLeaf(t, r, descPath("eth0"), str(fmt.Sprint(sets-1)))
+	r.waitQuiescent()
+	r.verify()
+}
+
+// An earlier run sent a proposal, the device took it, and the run died
+// before recording the device's answer: its client may have been answered
+// already (the answer is recorded after it). The re-push on restart must
+// not put the older value back on the device, even for a moment: the
+// device never goes back behind a Set its client saw succeed.
+func TestRepushKeepsWhatTheDeviceMayHaveTaken(t *testing.T) {
+	r := newRig(t, testbed.Options{}, agent.Options{})
+	r.waitApplied(r.propose(updateOp(t, descPath("eth0"), str("base")), updateOp(t, mtuPath("eth0"), uintv(1500))))
+	ctx := context.Background()
+	var i uint64
+	var seen func() []string
+	r.offline(func(j *journal.Journal) {
+		p, err := j.ProposeChange(ctx, []*journal.Op{updateOp(t, descPath("eth0"), str("answered"))})
+		if err != nil {
+			t.Fatal(err)
+		}
+		i = p.GetIndex()
+		if _, _, err := j.CommitChange(ctx, i); err != nil {
+			t.Fatal(err)
+		}
+		if _, _, err := j.StartApply(ctx, i); err != nil {
+			t.Fatal(err)
+		}
+		c := sidecartest.Dial(t, r.dev.Addr())
+		if _, err := c.Set(ctx, &gpb.SetRequest{Update: []*gpb.Update{
+			{Path: sidecartest.Path(t, descPath("eth0")), Val: str("answered")},
+		}}); err != nil {
+			t.Fatal(err)
+		}
+		seen = watchLeaf(t, c, descPath("eth0"))
+	})
+	if p := r.waitApplied(i); p.GetChange().GetApply() != journal.StatusComplete {
+		t.Fatalf("proposal %d apply %v after the restart, want COMPLETE", i, p.GetChange().GetApply())
+	}
+	r.waitQuiescent()
+	if st := r.a.Status(); st.Repushes == 0 {
+		t.Fatal("the restart did not re-push")
+	}
+	for _, v := range seen() {
+		if v != "answered" {
+			t.Errorf("the device went back to description %q after the restart (values seen: %q)", v, seen())
+			break
+		}
+	}
+	wantLeaf(t, r, descPath("eth0"), str("answered"))
+	wantLeaf(t, r, mtuPath("eth0"), uintv(1500))
+	r.verify()
+}
+
+// watchLeaf subscribes (STREAM, ON_CHANGE) to the device's leaf at path and
+// returns a function listing the values it reported since the subscription
+// synced.
+func watchLeaf(t *testing.T, c gpb.GNMIClient, path string) func() []string {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	stream, err := c.Subscribe(ctx)
+	if err != nil {
+		cancel()
+		t.Fatal(err)
+	}
+	err = stream.Send(&gpb.SubscribeRequest{Request: &gpb.SubscribeRequest_Subscribe{Subscribe: &gpb.SubscriptionList{
+		Mode:         gpb.SubscriptionList_STREAM,
+		Subscription: []*gpb.Subscription{{Path: sidecartest.Path(t, path), Mode: gpb.SubscriptionMode_ON_CHANGE}},
+	}}})
+	if err != nil {
+		cancel()
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var values []string
+	synced := make(chan struct{})
+	done := make(chan struct{})
+	t.Cleanup(func() { cancel(); <-done })
+	go func() {
+		defer close(done)
+		inSync := false
+		for {
+			resp, err := stream.Recv()
+			if err != nil {
+				return
+			}
+			if resp.GetSyncResponse() {
+				inSync = true
+				close(synced)
+				continue
+			}
+			if !inSync {
+				continue
+			}
+			mu.Lock()
+			for _, u := range resp.GetUpdate().GetUpdate() {
+				values = append(values, u.GetVal().GetStringVal())
+			}
+			for range resp.GetUpdate().GetDelete() {
+				values = append(values, "<deleted>")
+			}
+			mu.Unlock()
+		}
+	}()
+	select {
+	case <-synced:
+	case <-time.After(20 * time.Second):
+		t.Fatal("no sync_response from the device subscription")
+	}
+	return func() []string {
+		mu.Lock()
+		defer mu.Unlock()
+		return append([]string(nil), values...)
+	}
 }

@@ -4,10 +4,13 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"time"
 
 	gpb "github.com/openconfig/gnmi/proto/gnmi"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/gnmi-sidecar/gnmi-sidecar/journal"
 )
@@ -39,7 +42,7 @@ func (a *Agent) sendChanges(ctx context.Context, step Step, log *slog.Logger) er
 	resp, err := a.send(s, step.Term, b.req)
 	switch classify(err, a.opts.Fencing) {
 	case accepted:
-		return a.completeBatch(ctx, b, resp, step.Term, log)
+		return a.completeBatch(ctx, ps[:b.size()], b, resp, step.Term, log)
 	case rejected:
 		// A Set is atomic: a rejected one left the device as it was.
 		a.reached = reachedBefore
@@ -95,20 +98,30 @@ func (a *Agent) readyChanges(ctx context.Context, i uint64) ([]*journal.Proposal
 	return ps, nil
 }
 
-// completeBatch records that the device accepted batch b, sent under term:
-// in one transaction, CompleteApply of its first proposal and StartApply
-// then CompleteApply of each of the others, in index order, and the
-// StartApply of the next proposal if it is ready (see startApplyIn). A
-// refusal (the term moved on) leaves the rest in progress or pending, to
-// be sent again after the re-push.
-func (a *Agent) completeBatch(ctx context.Context, b *changeBatch, resp *gpb.SetResponse, term uint64, log *slog.Logger) error {
+// completeBatch records that the device accepted batch b (proposals ps),
+// sent under term: in one transaction, CompleteApply of its first proposal
+// and StartApply then CompleteApply of each of the others, in index order,
+// and the StartApply of the next proposal if it is ready (see
+// startApplyIn). A refusal (the term moved on) leaves the rest in progress
+// or pending, to be sent again after the re-push.
+//
+// The proposals' clients are answered first (see accept): the device's
+// answer is all they wait for, and their proposals are durably committed
+// and so will reach the device again should the answer not be recorded.
+// The transaction then waits a little for company (UpdateLingering) when
+// nothing else waits for the applier, so that a client's next proposal
+// shares its fsync: one fsync per Set, not two.
+func (a *Agent) completeBatch(ctx context.Context, ps []*journal.Proposal, b *changeBatch, resp *gpb.SetResponse, term uint64, log *slog.Logger) error {
 	for k, r := range b.split(resp) {
 		if r != nil {
 			a.keepResponse(b.first+uint64(k), r)
 		}
 	}
+	defer a.unaccept(ps)
 	var done uint64
-	err := a.j.Update(ctx, func(tx *journal.Tx) error {
+	// Recorded even if the agent is stopping: its clients may have been
+	// answered already, and a graceful stop leaves the journal at rest.
+	err := a.j.UpdateLingering(context.WithoutCancel(ctx), a.lingerAfter(ctx, b.last), func(tx *journal.Tx) error {
 		done = 0
 		for i := b.first; i <= b.last; i++ {
 			if i != b.first {
@@ -125,13 +138,91 @@ func (a *Agent) completeBatch(ctx context.Context, b *changeBatch, resp *gpb.Set
 			done = i
 		}
 		return a.startApplyIn(tx)
-	})
+	}, func() { a.accept(ps) })
 	if err != nil {
 		return err
 	}
 	a.noteApplied(done)
 	log.Debug("applied", "through", done, "batch", b.size())
 	return nil
+}
+
+// lingerAfter is how long the completion of a batch ending at proposal
+// last may wait for company: Options.CompletionLinger if nothing journaled waits
+// for the applier (no later proposal, no rollback), else 0.
+func (a *Agent) lingerAfter(ctx context.Context, last uint64) time.Duration {
+	c, err := a.j.Configuration(ctx)
+	if err != nil || c.GetLastIndex() > last || c.GetRollingBack() != 0 {
+		return 0
+	}
+	return a.opts.CompletionLinger
+}
+
+// accept makes proposals ps, which the device accepted, answered as
+// applied (WaitChange) before that is recorded in the journal.
+func (a *Agent) accept(ps []*journal.Proposal) {
+	now := timestamppb.Now()
+	a.mu.Lock()
+	for _, p := range ps {
+		p = proto.CloneOf(p)
+		p.Change.Apply = journal.StatusComplete
+		p.Change.Applied = now
+		a.accepted[p.GetIndex()] = p
+	}
+	a.mu.Unlock()
+	a.broadcast()
+}
+
+// unaccept forgets proposals ps once their completion is recorded (or
+// could not be: then they are sent again).
+func (a *Agent) unaccept(ps []*journal.Proposal) {
+	a.mu.Lock()
+	for _, p := range ps {
+		delete(a.accepted, p.GetIndex())
+	}
+	a.mu.Unlock()
+	a.broadcast()
+}
+
+// acceptedChange returns proposal i as applied if the device accepted it
+// and the journal does not record that yet, else nil.
+func (a *Agent) acceptedChange(i uint64) *journal.Proposal {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.accepted[i]
+}
+
+// Settle waits until the journal records the device's answer to every
+// proposal already answered to its client (see completeBatch): a read of
+// the journal after Settle sees every Set acknowledged before it as
+// applied. It returns at once when nothing is outstanding.
+func (a *Agent) Settle(ctx context.Context) error {
+	a.mu.Lock()
+	var through uint64
+	for i := range a.accepted {
+		through = max(through, i)
+	}
+	a.mu.Unlock()
+	for {
+		changed := a.Changes()
+		a.mu.Lock()
+		outstanding := false
+		for i := range a.accepted {
+			if i <= through {
+				outstanding = true
+				break
+			}
+		}
+		a.mu.Unlock()
+		if !outstanding {
+			return nil
+		}
+		select {
+		case <-changed:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
 }
 
 // stopAt ends a batch's completion at proposal i, whose transition the

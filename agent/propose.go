@@ -207,9 +207,11 @@ func (a *Agent) passed(i uint64, applied bool) bool {
 // WaitChange blocks until proposal i's change is finished as far as the
 // client of a Set is concerned: its apply (the device answered, or the
 // apply failed or was aborted) if applied is set, else its commit. It
-// returns the proposal as it then was, or ctx's error. It reads the journal
-// only when the agent's progress has passed i (and once per resync period),
-// so many waiters cost little.
+// returns the proposal as it then was, or ctx's error: once the device
+// accepted it, as applied even before the journal records that (see
+// completeBatch; Settle waits for the record). It reads the journal only
+// when the agent's progress has passed i (and once per resync period), so
+// many waiters cost little.
 func (a *Agent) WaitChange(ctx context.Context, i uint64, applied bool) (*journal.Proposal, error) {
 	done := func(p *journal.Proposal) bool {
 		if applied {
@@ -217,5 +219,9 @@ func (a *Agent) WaitChange(ctx context.Context, i uint64, applied bool) (*journa
 		}
 		return journal.Finished(p.GetChange().GetCommit())
 	}
-	return a.wait(ctx, i, done, func() bool { return a.passed(i, applied) })
+	var early func() *journal.Proposal
+	if applied {
+		early = func() *journal.Proposal { return a.acceptedChange(i) }
+	}
+	return a.wait(ctx, i, done, func() bool { return a.passed(i, applied) }, early)
 }

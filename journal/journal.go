@@ -294,6 +294,10 @@ func (j *Journal) initialize() error {
 // Dir returns the journal's directory.
 func (j *Journal) Dir() string { return j.dir }
 
+// Transactions is how many write transactions (each one fsync, unless
+// Options.NoSync) the journal committed since it was opened.
+func (j *Journal) Transactions() uint64 { return j.commits.Load() }
+
 // Close stops the background work and the writer (answering every queued
 // request first) and closes the database. Further calls fail with ErrClosed.
 func (j *Journal) Close() error {
@@ -362,10 +366,15 @@ func (badgerLogger) Debugf(string, ...any)            {}
 // A request is one transition: fn checks its guards and then writes, inside
 // a transaction shared with the other requests of the batch.
 type request struct {
-	fn    func(w *writeTxn) error
-	state atomic.Int32 // requestQueued → requestTaken | requestCancelled
-	err   error
-	done  chan struct{}
+	fn func(w *writeTxn) error
+	// linger: the request may wait this long for other requests to share
+	// its transaction (see UpdateLingering); 0 for every other request.
+	linger time.Duration
+	// queued, if not nil, is called once the request is queued.
+	queued func()
+	state  atomic.Int32 // requestQueued → requestTaken | requestCancelled
+	err    error
+	done   chan struct{}
 }
 
 const (
@@ -382,10 +391,13 @@ const maxBatch = 512
 // written and ctx's error is returned; once taken, the request is carried out
 // and its outcome returned regardless of ctx.
 func (j *Journal) submit(ctx context.Context, fn func(w *writeTxn) error) error {
+	return j.submitRequest(ctx, &request{fn: fn, done: make(chan struct{})})
+}
+
+func (j *Journal) submitRequest(ctx context.Context, r *request) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	r := &request{fn: fn, done: make(chan struct{})}
 	j.mu.RLock()
 	if j.closed {
 		j.mu.RUnlock()
@@ -394,6 +406,9 @@ func (j *Journal) submit(ctx context.Context, fn func(w *writeTxn) error) error 
 	select {
 	case j.queue <- r:
 		j.mu.RUnlock()
+		if r.queued != nil {
+			r.queued()
+		}
 	case <-ctx.Done():
 		j.mu.RUnlock()
 		return ctx.Err()
@@ -414,18 +429,19 @@ func (j *Journal) writer() {
 	defer close(j.writerDone)
 	batch := make([]*request, 0, maxBatch)
 	for r := range j.queue {
-		batch = append(batch[:0], r)
-	drain:
-		for len(batch) < maxBatch {
+		batch = j.drain(append(batch[:0], r))
+		if linger := lingering(batch); linger > 0 {
+			// Every request may wait: give the next one (a client's
+			// proposal, typically) the chance to share the fsync.
+			t := time.NewTimer(linger)
 			select {
 			case r, ok := <-j.queue:
-				if !ok {
-					break drain
+				if ok {
+					batch = j.drain(append(batch, r))
 				}
-				batch = append(batch, r)
-			default:
-				break drain
+			case <-t.C:
 			}
+			t.Stop()
 		}
 		taken := batch[:0]
 		for _, r := range batch {
@@ -437,6 +453,35 @@ func (j *Journal) writer() {
 			taken = taken[j.runBatch(taken):]
 		}
 	}
+}
+
+// drain adds the requests already queued to batch, up to maxBatch.
+func (j *Journal) drain(batch []*request) []*request {
+	for len(batch) < maxBatch {
+		select {
+		case r, ok := <-j.queue:
+			if !ok {
+				return batch
+			}
+			batch = append(batch, r)
+		default:
+			return batch
+		}
+	}
+	return batch
+}
+
+// lingering is how long batch may wait for company: the shortest linger
+// of its requests, 0 if one of them may not wait or the batch is full.
+func lingering(batch []*request) time.Duration {
+	if len(batch) >= maxBatch {
+		return 0
+	}
+	d := batch[0].linger
+	for _, r := range batch[1:] {
+		d = min(d, r.linger)
+	}
+	return d
 }
 
 // runBatch carries out a prefix of batch in one transaction and answers its

@@ -1,6 +1,9 @@
 package journal
 
-import "context"
+import (
+	"context"
+	"time"
+)
 
 // Tx is one journal transaction seen from inside: the transitions called on
 // it run in order, each against the state the previous ones left, and
@@ -22,6 +25,22 @@ type Tx struct {
 // durable, or fn's error.
 func (j *Journal) Update(ctx context.Context, fn func(*Tx) error) error {
 	return j.submit(ctx, func(w *writeTxn) error { return fn(&Tx{w: w}) })
+}
+
+// UpdateLingering is Update for a transaction that need not be durable at
+// once: if no other request is queued, the writer waits up to linger for
+// one to share the transaction and its fsync, so that a write nobody waits
+// for does not cost the next client's proposal a second fsync. Any other
+// request ends the wait. queued, if not nil, is called once the request is
+// queued (before it waits), so that what it sets off (a client answered,
+// and its next proposal) queues behind it.
+func (j *Journal) UpdateLingering(ctx context.Context, linger time.Duration, fn func(*Tx) error, queued func()) error {
+	return j.submitRequest(ctx, &request{
+		fn:     func(w *writeTxn) error { return fn(&Tx{w: w}) },
+		linger: linger,
+		queued: queued,
+		done:   make(chan struct{}),
+	})
 }
 
 // Configuration returns the configuration record as the transaction sees it.

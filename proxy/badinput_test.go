@@ -774,6 +774,7 @@ type state struct {
 
 func (r *rig) snapshot() state {
 	r.t.Helper()
+	r.settle()
 	ctx := r.t.Context()
 	var s state
 	var err error

@@ -29,6 +29,11 @@ func (s *Server) commitConfirmed(ctx context.Context, req *gpb.SetRequest, c *gn
 	if id == "" {
 		return nil, status.Error(codes.InvalidArgument, "commit-confirmed extension: id is required")
 	}
+	if _, ok := c.GetAction().(*gnmi_ext.Commit_Commit); !ok {
+		if err := s.settle(ctx); err != nil {
+			return nil, err
+		}
+	}
 	j := s.opts.Journal
 	switch action := c.GetAction().(type) {
 	case *gnmi_ext.Commit_Commit:

@@ -48,6 +48,7 @@ func bare(exts ...*gnmi_ext.Extension) *gpb.SetRequest {
 // none).
 func (r *rig) outstanding() *journal.CommitConfirm {
 	r.t.Helper()
+	r.settle()
 	rec, err := r.Journal.CommitConfirm(r.t.Context())
 	if errors.Is(err, journal.ErrNotFound) {
 		return nil

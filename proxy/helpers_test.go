@@ -71,9 +71,21 @@ func (r *rig) mustSet(req *gpb.SetRequest) *gpb.SetResponse {
 	return resp
 }
 
+// settle waits until the journal records every Set acknowledged so far
+// (agent.Settle): call it before reading the journal directly.
+func (r *rig) settle() {
+	r.t.Helper()
+	ctx, cancel := context.WithTimeout(r.t.Context(), waitFor)
+	defer cancel()
+	if err := r.Agent.Settle(ctx); err != nil {
+		r.t.Fatalf("waiting for the journal to record the acknowledged Sets: %v", err)
+	}
+}
+
 // lastIndex is the journal's newest proposal index.
 func (r *rig) lastIndex() uint64 {
 	r.t.Helper()
+	r.settle()
 	c, err := r.Journal.Configuration(r.t.Context())
 	if err != nil {
 		r.t.Fatal(err)
@@ -84,6 +96,7 @@ func (r *rig) lastIndex() uint64 {
 // proposal returns journaled proposal i.
 func (r *rig) proposal(i uint64) *journal.Proposal {
 	r.t.Helper()
+	r.settle()
 	p, err := r.Journal.Proposal(r.t.Context(), i)
 	if err != nil {
 		r.t.Fatalf("journal.Proposal(%d): %v", i, err)
@@ -111,6 +124,7 @@ type configValues struct {
 
 func (r *rig) values() configValues {
 	r.t.Helper()
+	r.settle()
 	var v configValues
 	collect := func(dst *[]*journal.PathValue) func(*journal.PathValue) error {
 		return func(pv *journal.PathValue) error {

@@ -70,6 +70,9 @@ func (s *Server) historyGet(ctx context.Context, req *gpb.GetRequest, h *gnmi_ex
 	if _, ok := gpb.GetRequest_DataType_name[int32(req.GetType())]; !ok {
 		return nil, status.Errorf(codes.InvalidArgument, "unknown Get data type %d", req.GetType())
 	}
+	if err := s.settle(ctx); err != nil {
+		return nil, err
+	}
 	if _, ok := gpb.Encoding_name[int32(req.GetEncoding())]; !ok {
 		return nil, status.Errorf(codes.InvalidArgument, "unknown encoding %d", req.GetEncoding())
 	}
@@ -116,6 +119,9 @@ func (s *Server) committedAt(ctx context.Context, t time.Time, pattern, prefix *
 // historySubscribe answers a Subscribe with the History extension.
 func (s *Server) historySubscribe(stream gpb.GNMI_SubscribeServer, first *gpb.SubscribeRequest, h *gnmi_ext.History) error {
 	ctx := stream.Context()
+	if err := s.settle(ctx); err != nil {
+		return err
+	}
 	list := first.GetSubscribe()
 	mode := list.GetMode()
 	if _, ok := gpb.SubscriptionList_Mode_name[int32(mode)]; !ok {

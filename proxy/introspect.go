@@ -32,6 +32,9 @@ func (s *Server) introspectGet(ctx context.Context, req *gpb.GetRequest) (*gpb.G
 	if err := checkEncoding(req.GetEncoding()); err != nil {
 		return nil, err
 	}
+	if err := s.settle(ctx); err != nil {
+		return nil, err
+	}
 	patterns, err := requestPatterns(req.GetPrefix(), req.GetPath())
 	if err != nil {
 		return nil, err

@@ -73,6 +73,9 @@ func (s *Server) introspectSubscribe(stream gpb.GNMI_SubscribeServer, first *gpb
 	if err := noExtensions(first.GetExtension()); err != nil {
 		return err
 	}
+	if err := s.settle(stream.Context()); err != nil {
+		return err
+	}
 	groups, err := s.subscriptionGroups(list)
 	if err != nil {
 		return err

@@ -168,6 +168,7 @@ func TestIntrospectGet(t *testing.T) {
 		{Path: sidecartest.Path(t, descPath), Val: strVal("three")},
 	}})
 	r.mustSet(&gpb.SetRequest{Delete: []*gpb.Path{sidecartest.Path(t, descPath)}}) // 4
+	r.settle()
 	conf, err := r.Journal.Configuration(t.Context())
 	if err != nil {
 		t.Fatal(err)

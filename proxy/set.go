@@ -104,8 +104,10 @@ func (s *Server) rollback(ctx context.Context, i uint64, sync bool) (*gpb.SetRes
 	if err := s.refuseIfDisconnected(sync); err != nil {
 		return nil, err
 	}
+	if err := s.settle(ctx); err != nil {
+		return nil, err
+	}
 	j := s.opts.Journal
-
 	if i == 0 {
 		newest, err := j.NewestRollbackable(ctx)
 		if errors.Is(err, journal.ErrNotFound) {
@@ -155,6 +157,16 @@ func (s *Server) waitRollback(ctx context.Context, i uint64, sync, orFailed bool
 	}
 	resp.Extension = append(resp.Extension, responseExtension(r))
 	return resp, nil
+}
+
+// settle waits until the journal records every Set already acknowledged
+// (agent.Settle), so that what a client reads from the journal next
+// includes its own acknowledged Sets.
+func (s *Server) settle(ctx context.Context) error {
+	if err := s.opts.Agent.Settle(ctx); err != nil {
+		return status.FromContextError(err).Err()
+	}
+	return nil
 }
 
 // withoutSidecarExtension drops extensions with the sidecar's id from a

@@ -83,5 +83,5 @@ func TestCommitConfirmedSurvivesSidecarKill(t *testing.T) {
 	if _, err := setDesc(ctx, dial(t, s.sidecar.addr), "eth0", "after"); err != nil {
 		t.Fatalf("plain Set after the rollbacks: %v", err)
 	}
-	trace.Verify(t, s.tracePath, trace.VerifyOptions{Quiescent: true})
+	s.verifyTrace(t, trace.VerifyOptions{Quiescent: true})
 }

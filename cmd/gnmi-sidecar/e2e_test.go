@@ -103,7 +103,7 @@ func TestGNMICLIThroughSidecar(t *testing.T) {
 		wait("uplink-go")
 	})
 	if ok {
-		trace.Verify(t, s.tracePath, trace.VerifyOptions{Quiescent: true})
+		s.verifyTrace(t, trace.VerifyOptions{Quiescent: true})
 	}
 }
 
@@ -180,7 +180,7 @@ func TestDeviceRestartedEmptyIsRepushed(t *testing.T) {
 	if n := countAction(lines, "Connect"); n < 2 {
 		t.Errorf("trace has %d Connect lines; want a new term after the device restart", n)
 	}
-	trace.Verify(t, s.tracePath, trace.VerifyOptions{Quiescent: true, Device: last})
+	s.verifyTrace(t, trace.VerifyOptions{Quiescent: true, Device: last})
 }
 
 // keyLeaf matches the key leaves of an interface list entry.
@@ -288,7 +288,7 @@ func TestRollbackExtension(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	trace.Verify(t, s.tracePath, trace.VerifyOptions{Quiescent: true, Device: cfg})
+	s.verifyTrace(t, trace.VerifyOptions{Quiescent: true, Device: cfg})
 }
 
 // TestBadInputRefused sends malformed Sets through the running sidecar
@@ -426,7 +426,7 @@ func TestBadInputRefused(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	trace.Verify(t, s.tracePath, trace.VerifyOptions{Quiescent: true, Device: cfg})
+	s.verifyTrace(t, trace.VerifyOptions{Quiescent: true, Device: cfg})
 }
 
 // waitQuiescent waits until the trace shows every proposal finished, then
@@ -445,7 +445,7 @@ func (s *stack) waitQuiescent(t *testing.T, d time.Duration, device map[string]*
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	trace.Verify(t, s.tracePath, trace.VerifyOptions{Quiescent: true, Device: device})
+	s.verifyTrace(t, trace.VerifyOptions{Quiescent: true, Device: device})
 }
 
 // TestShutdownWithSetInFlight stops the sidecar with SIGINT while a SYNC

@@ -387,9 +387,37 @@ func (s *stack) stopWith(t *testing.T, sig syscall.Signal, d time.Duration) {
 	t.Logf("gnmi-sidecar exited 0, %v after %s", time.Since(signalled).Round(time.Millisecond), name)
 }
 
-// traceLines reads the sidecar's trace.
+// settle makes a running sidecar record in its journal, and so in its
+// trace, every Set acknowledged so far: the device's answer is recorded
+// just after the client's (agent.Settle), and an introspection read waits
+// for it. A stopped sidecar has nothing outstanding.
+func (s *stack) settle(t *testing.T) {
+	t.Helper()
+	select {
+	case <-s.sidecar.done:
+		return
+	default:
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	_, err := dial(t, s.sidecar.addr).Get(ctx, &gpb.GetRequest{Path: []*gpb.Path{{Origin: "gnmi-sidecar",
+		Elem: []*gpb.PathElem{{Name: "configuration"}, {Name: "state"}, {Name: "last-index"}}}}}, grpc.WaitForReady(true))
+	if err != nil {
+		t.Fatalf("introspection read to settle the journal: %v", err)
+	}
+}
+
+// verifyTrace is trace.Verify of the sidecar's trace, once settled.
+func (s *stack) verifyTrace(t *testing.T, opts trace.VerifyOptions) *trace.Report {
+	t.Helper()
+	s.settle(t)
+	return trace.Verify(t, s.tracePath, opts)
+}
+
+// traceLines reads the sidecar's trace, once settled.
 func (s *stack) traceLines(t *testing.T) []trace.Line {
 	t.Helper()
+	s.settle(t)
 	lines, err := trace.ReadFile(s.tracePath)
 	if err != nil {
 		t.Fatal(err)
