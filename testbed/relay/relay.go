@@ -40,10 +40,10 @@ type Stats struct {
 // Relay forwards TCP connections from its loopback address to a target and
 // injects faults into them. Its methods are safe for concurrent use.
 type Relay struct {
-	ln     net.Listener
-	target string
+	ln net.Listener
 
 	mu          sync.Mutex
+	target      string
 	conns       map[*pair]struct{}
 	partitioned bool
 	healed      chan struct{} // open while black-holed, closed by Heal
@@ -87,8 +87,21 @@ func New(target string) (*Relay, error) {
 // Addr returns the address clients connect to.
 func (r *Relay) Addr() string { return r.ln.Addr().String() }
 
-// Target returns the address the relay forwards to.
-func (r *Relay) Target() string { return r.target }
+// Target returns the address the relay forwards new connections to.
+func (r *Relay) Target() string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.target
+}
+
+// SetTarget makes the relay forward new connections to target (a server
+// that moved: restarted on another port); relayed connections stay as
+// they are.
+func (r *Relay) SetTarget(target string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.target = target
+}
 
 // Stats returns the relay's counts so far.
 func (r *Relay) Stats() Stats {
@@ -202,7 +215,7 @@ func (r *Relay) accept() {
 // either end closes or the relay cuts the pair.
 func (r *Relay) relay(client net.Conn) {
 	defer r.wg.Done()
-	server, err := net.DialTimeout("tcp", r.target, dialTimeout)
+	server, err := net.DialTimeout("tcp", r.Target(), dialTimeout)
 	if err != nil {
 		_ = client.Close()
 		r.mu.Lock()

@@ -254,6 +254,19 @@ func TestRelayLatency(t *testing.T) {
 	mustEcho(t, a, "fast")
 }
 
+func TestRelaySetTarget(t *testing.T) {
+	r := newRelay(t, echoServer(t))
+	a := connect(t, r.Addr())
+	mustEcho(t, a, "first")
+	other := echoServer(t)
+	r.SetTarget(other)
+	if r.Target() != other {
+		t.Fatalf("Target() = %s after SetTarget(%s)", r.Target(), other)
+	}
+	mustEcho(t, a, "still the first") // a relayed connection stays
+	mustEcho(t, connect(t, r.Addr()), "second")
+}
+
 func TestRelayTargetDown(t *testing.T) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
