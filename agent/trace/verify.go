@@ -21,6 +21,10 @@ type VerifyOptions struct {
 	// checked against Applied, or against the trace's applied values if
 	// Applied is nil (CheckDevice). nil skips the check.
 	Device map[string]*gnmi.TypedValue
+	// Proposals are the journal's proposals (Journal.Proposals, read once
+	// the sidecar stopped). When set, the lines lost to crashes are put
+	// back from them first (Recover), so a trace across SIGKILLs checks.
+	Proposals []*journal.Proposal
 }
 
 // maxReported bounds the violations Verify reports one by one.
@@ -36,7 +40,12 @@ func Verify(t testing.TB, path string, opts VerifyOptions) *Report {
 		t.Fatalf("%v", err)
 		return nil
 	}
+	var lost []Violation
+	if opts.Proposals != nil {
+		lines, lost = Recover(lines, opts.Proposals)
+	}
 	r := Check(lines)
+	r.Violations = append(lost, r.Violations...)
 	if opts.Quiescent {
 		r.CheckQuiescent()
 	}
