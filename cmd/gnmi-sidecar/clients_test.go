@@ -193,9 +193,10 @@ func (c opCounts) String() string {
 }
 
 // writer is one client of the crash and chaos tests: it writes "c<K>-<seq>"
-// to its own leaf, seq 1, 2, 3 ..., one operation at a time, and, with
-// probability rollbackP after an acknowledged Set, rolls back its own
-// newest acknowledged change still in effect.
+// to its own leaf, seq 1, 2, 3 ..., one operation at a time. With
+// probability rollbackP, it takes a turn alone (turn: the other writers
+// wait) to send a Set and roll it back, and sometimes the change before
+// it too: only the newest change in effect can be rolled back.
 //
 // What the writer was told defines what the device must hold: its floor.
 // An acknowledged Set of seq s raises the floor to s. An acknowledged
@@ -211,6 +212,7 @@ type writer struct {
 	intf      string
 	rollbackP float64
 	rng       *rand.Rand
+	turn      *sync.RWMutex // held shared for a Set, alone for a rollback
 
 	sent   int   // highest seq sent (every seq up to it was sent once)
 	acked  []ack // in order
@@ -298,11 +300,20 @@ func (w *writer) rolledBackBefore(seq int, at int64) bool {
 
 func (w *writer) run(c gpb.GNMIClient, stop *atomic.Bool, total *atomic.Int64) {
 	for !stop.Load() {
-		if n := len(w.effect); n > 0 && w.effect[n-1].index != 0 && w.rng.Float64() < w.rollbackP {
-			w.rollback(c)
+		if w.rollbackP == 0 || w.rng.Float64() >= w.rollbackP {
+			w.turn.RLock()
+			w.set(c, total)
+			w.turn.RUnlock()
 			continue
 		}
-		w.set(c, total)
+		w.turn.Lock()
+		if w.set(c, total) {
+			w.rollback(c)
+			if w.rng.IntN(3) == 0 && len(w.effect) > 0 && w.effect[len(w.effect)-1].index != 0 {
+				w.rollback(c)
+			}
+		}
+		w.turn.Unlock()
 	}
 }
 
@@ -310,7 +321,8 @@ func (w *writer) run(c gpb.GNMIClient, stop *atomic.Bool, total *atomic.Int64) {
 // fault, short enough to keep the clients going.
 const opTimeout = 10 * time.Second
 
-func (w *writer) set(c gpb.GNMIClient, total *atomic.Int64) {
+// set sends the next value and reports whether it was acknowledged.
+func (w *writer) set(c gpb.GNMIClient, total *atomic.Int64) bool {
 	w.sent++
 	w.sets.sent++
 	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
@@ -328,7 +340,7 @@ func (w *writer) set(c gpb.GNMIClient, total *atomic.Int64) {
 		w.setFloor(now)
 		w.nacked.Add(1)
 		total.Add(1)
-		return
+		return true
 	}
 	code := status.Code(err)
 	w.errs[code]++
@@ -339,7 +351,8 @@ func (w *writer) set(c gpb.GNMIClient, total *atomic.Int64) {
 	}
 	// The sidecar is down or not yet reconnected: back off a little
 	// before the next value.
-	time.Sleep(20 * time.Millisecond)
+	time.Sleep(time.Duration(20+w.rng.IntN(40)) * time.Millisecond)
+	return false
 }
 
 // rollback rolls back the writer's newest acknowledged change in effect.
@@ -347,6 +360,9 @@ func (w *writer) set(c gpb.GNMIClient, total *atomic.Int64) {
 // after it.
 func (w *writer) rollback(c gpb.GNMIClient) {
 	top := w.effect[len(w.effect)-1]
+	if top.index == 0 {
+		return // the response did not say which proposal (never so far)
+	}
 	w.rollbacks.sent++
 	w.effect = w.effect[:len(w.effect)-1]
 	w.setFloor(time.Now().UnixNano()) // from now on, the leaf may go back
@@ -388,8 +404,10 @@ func startWriters(t *testing.T, addr string, n int, rollbackP float64, seed uint
 	var stopped atomic.Bool
 	total = new(atomic.Int64)
 	var wg sync.WaitGroup
+	turn := new(sync.RWMutex)
 	for k := range n {
 		w := newWriter(k, rollbackP, seed)
+		w.turn = turn
 		writers = append(writers, w)
 		c := dial(t, addr)
 		wg.Add(1)
