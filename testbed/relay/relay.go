@@ -13,6 +13,9 @@
 //     and closes first;
 //   - SetLatency delays every chunk of bytes forwarded.
 //
+// SetTarget moves the relay to another target (a server restarted on
+// another port), so that clients keep one address.
+//
 // A sidecar pointed at a Relay's Addr instead of its device meets these
 // faults on its southbound connection (the chaos test of cmd/gnmi-sidecar).
 package relay
