@@ -1,7 +1,10 @@
 package trace
 
 import (
+	"os"
+	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -214,6 +217,58 @@ func TestRecoverViolations(t *testing.T) {
 			}
 			if tt.wantProp != "" && !slices.Contains(properties(r.Violations), tt.wantProp) {
 				t.Errorf("Check after Recover: %v; want a %s violation", r.Violations, tt.wantProp)
+			}
+		})
+	}
+}
+
+// A line cut short by a SIGKILL, with the next run's Open appended to it,
+// reads as that Open; a cut last line is dropped; anything else malformed
+// is still an error.
+func TestReadFileAfterCrashes(t *testing.T) {
+	dir := t.TempDir()
+	whole := `{"seq":1,"time":"2026-01-01T00:00:00Z","action":"Open","term":1,"conn":1}` + "\n" +
+		`{"seq":2,"time":"2026-01-01T00:00:00Z","action":"ProposeChange","index":1,"term":1,"conn":1}` + "\n"
+	cutThenOpen := `{"seq":3,"time":"2026-01-01T00:00:00Z","action":"Comm` +
+		`{"seq":1,"time":"2026-01-01T00:00:01Z","action":"Open","term":1,"conn":1}` + "\n"
+	cutAtEnd := `{"seq":2,"time":"2026-01-01T00:00:01Z","act`
+	tests := []struct {
+		name     string
+		text     string
+		want     []string // actions
+		wantCut  int
+		wantErrs string
+	}{
+		{"whole", whole, []string{"Open", "ProposeChange"}, 0, ""},
+		{"cut, then the next run", whole + cutThenOpen + cutAtEnd, []string{"Open", "ProposeChange", "Open"}, 2, ""},
+		{"cut in the middle", whole + `{"seq":3,"act` + "\n" + whole, nil, 0, "line 3"},
+		{"cut, then not an Open", whole + `{"seq":3,"act` + `{"seq":1,"action":"Connect"}` + "\n", nil, 0, "line 3"},
+	}
+	for n, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			path := filepath.Join(dir, strconv.Itoa(n))
+			if err := os.WriteFile(path, []byte(tt.text), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			lines, cut, err := ReadFileAfterCrashes(path)
+			if tt.wantErrs != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErrs) {
+					t.Fatalf("error %v; want one naming %s", err, tt.wantErrs)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			for _, l := range lines {
+				got = append(got, l.Action)
+			}
+			if !slices.Equal(got, tt.want) || cut != tt.wantCut {
+				t.Errorf("read %v, %d cut; want %v, %d cut", got, cut, tt.want, tt.wantCut)
+			}
+			if _, err := ReadFile(path); tt.wantCut > 0 && err == nil {
+				t.Error("ReadFile accepts a cut line")
 			}
 		})
 	}

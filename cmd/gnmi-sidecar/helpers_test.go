@@ -362,7 +362,8 @@ func (s *stack) startSidecarOnly(t *testing.T, listen string) {
 func (s *stack) waitSynced(t *testing.T, d time.Duration) {
 	t.Helper()
 	poll(t, d, "the sidecar to connect and re-push", func() (bool, string) {
-		lines, err := trace.ReadFile(s.tracePath)
+		// A SIGKILLed sidecar may have left a line cut short.
+		lines, _, err := trace.ReadFileAfterCrashes(s.tracePath)
 		if err != nil {
 			return false, err.Error()
 		}
