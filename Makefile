@@ -8,6 +8,8 @@
 #   make lint     go vet + staticcheck, and the deployment files (hack/deploycheck)
 #   make sim      the agent's randomized simulation with more seeds (SEEDS=2000)
 #   make fuzz     each fuzz target for FUZZTIME (30s) in turn (docs/testing.md)
+#   make chaos    the chaos test for CHAOS_DURATION (10m): real processes, SIGKILLs, device
+#                 restarts, rejections, hangs, network faults; make test runs it for 45 s
 
 GO          ?= go
 BIN         := $(CURDIR)/bin
@@ -33,6 +35,14 @@ SIDECAR_BENCH_FLAGS ?=
 
 SEEDS ?= 2000
 
+# make chaos: TestChaos (cmd/gnmi-sidecar/chaos_test.go) for longer than in
+# make test, its processes built with -race; CHAOS_FLAGS='-chaos.seed=N'
+# replays a run.
+CHAOS_DURATION ?= 10m
+# The faults' duration plus healing and the checks.
+CHAOS_TIMEOUT  ?= 60m
+CHAOS_FLAGS    ?=
+
 # make fuzz: package:target, one go test -fuzz each (it takes one target).
 # New inputs are minimized for at most 10 s, not Go's 60 s, so that the
 # slower targets keep fuzzing.
@@ -43,7 +53,7 @@ FUZZ_TARGETS := journal:FuzzPathKey journal:FuzzPathKeyRoundTrip journal:FuzzRec
 	proxy:FuzzSetRequest proxy:FuzzGetRequest proxy:FuzzSubscribeRequest proxy:FuzzMatchesOrUnder \
 	cmd/gnmi-sidecar:FuzzValueJSON
 
-.PHONY: all build run test tools lint bench bench-short sim fuzz proto clean
+.PHONY: all build run test tools lint bench bench-short sim fuzz chaos proto clean
 
 all: build
 
@@ -111,6 +121,14 @@ fuzz:
 		echo "== $${t#*:} (./$${t%%:*})"; \
 		$(GO) test -run '^$$' -fuzz "^$${t#*:}$$" -fuzztime $(FUZZTIME) $(FUZZ_FLAGS) ./$${t%%:*}/ || exit 1; \
 	done
+
+# The test binary runs in its package directory (it builds the binaries
+# from there) and prints the counts on stdout.
+chaos:
+	$(GO) test -c $(DEVTAGS) -race -o $(BIN)/chaos.test ./cmd/gnmi-sidecar
+	cd cmd/gnmi-sidecar && GNMI_SIDECAR_E2E_RACE=1 $(BIN)/chaos.test -test.run '^TestChaos$$' \
+		-test.timeout $(CHAOS_TIMEOUT) \
+		-chaos.duration $(CHAOS_DURATION) -chaos.report $(CHAOS_FLAGS)
 
 # Regenerates the checked-in Go code of the repo's .proto files (needs protoc).
 proto: $(PROTOC_GEN_GO)

@@ -35,6 +35,56 @@ func ReadFile(path string) ([]Line, error) {
 	return lines, nil
 }
 
+// ReadFileAfterCrashes is ReadFile for a trace whose sidecar may have been
+// killed in the middle of writing a line: a line cut short, then the Open
+// line of the next run appended to it (the file is opened for appending),
+// counts as that Open line; a last line cut short and without its newline
+// is dropped. It returns how many cut lines it let through; any other
+// malformed line is an error, as for ReadFile.
+func ReadFileAfterCrashes(path string) ([]Line, int, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, 0, fmt.Errorf("trace: %w", err)
+	}
+	defer f.Close()
+	br := bufio.NewReader(f)
+	var lines []Line
+	cut := 0
+	for n := 1; ; n++ {
+		b, err := br.ReadBytes('\n')
+		if err != nil && err != io.EOF {
+			return nil, 0, fmt.Errorf("trace %s: reading line %d: %w", path, n, err)
+		}
+		if len(b) == 0 {
+			return lines, cut, nil
+		}
+		l, perr := parseLine(b)
+		if perr != nil {
+			if open, ok := openAfterCut(b); ok {
+				l, perr = open, nil
+				cut++
+			} else if err == io.EOF && !bytes.HasSuffix(b, []byte("\n")) {
+				return lines, cut + 1, nil
+			}
+		}
+		if perr != nil {
+			return nil, 0, fmt.Errorf("trace %s: line %d: %w", path, n, perr)
+		}
+		lines = append(lines, l)
+	}
+}
+
+// openAfterCut finds, at the end of a line that does not parse, the Open
+// line a restarted Tracer appended to it (its first line: seq 1).
+func openAfterCut(b []byte) (Line, bool) {
+	i := bytes.LastIndex(b, []byte(`{"seq":1,`))
+	if i <= 0 {
+		return Line{}, false
+	}
+	l, err := parseLine(b[i:])
+	return l, err == nil && l.Action == ActionOpen
+}
+
 func read(r io.Reader) ([]Line, error) {
 	br := bufio.NewReader(r)
 	var lines []Line

@@ -59,6 +59,10 @@ type Line struct {
 	// CommitRollback and CompleteApplyRollback.
 	Values []Value `json:"values,omitempty"`
 	Error  *Error  `json:"error,omitempty"`
+	// Recovered marks a line Recover put back: the transition is in the
+	// journal, its line was lost when the sidecar was killed. A Tracer
+	// never writes it.
+	Recovered bool `json:"recovered,omitempty"`
 }
 
 // Committed is configuration.committed.
@@ -134,6 +138,14 @@ func (t *Tracer) Begin(m *journal.Mastership) {
 	defer t.mu.Unlock()
 	t.term, t.conn = m.GetTerm(), m.GetConn()
 	t.write(&Line{Time: time.Now(), Action: ActionOpen})
+}
+
+// End writes the Close line: the sidecar stopped cleanly and every
+// transition is in the trace. Call it once the journal is closed.
+func (t *Tracer) End() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.write(&Line{Time: time.Now(), Action: ActionClose})
 }
 
 // Observe records one transition.

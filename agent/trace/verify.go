@@ -21,6 +21,12 @@ type VerifyOptions struct {
 	// checked against Applied, or against the trace's applied values if
 	// Applied is nil (CheckDevice). nil skips the check.
 	Device map[string]*gnmi.TypedValue
+	// Proposals are the journal's proposals (Journal.Proposals, read once
+	// the sidecar stopped). When set, the lines lost to crashes are put
+	// back from them first (Recover), so a trace across SIGKILLs checks;
+	// a line cut short by a SIGKILL is then let through
+	// (ReadFileAfterCrashes).
+	Proposals []*journal.Proposal
 }
 
 // maxReported bounds the violations Verify reports one by one.
@@ -31,12 +37,27 @@ const maxReported = 20
 // test error, logs the trace's counts, and returns the report.
 func Verify(t testing.TB, path string, opts VerifyOptions) *Report {
 	t.Helper()
-	lines, err := ReadFile(path)
+	var lines []Line
+	var err error
+	if opts.Proposals != nil {
+		var cut int
+		lines, cut, err = ReadFileAfterCrashes(path)
+		if cut > 0 {
+			t.Logf("trace %s: %d lines cut short by a crash", path, cut)
+		}
+	} else {
+		lines, err = ReadFile(path)
+	}
 	if err != nil {
 		t.Fatalf("%v", err)
 		return nil
 	}
+	var lost []Violation
+	if opts.Proposals != nil {
+		lines, lost = Recover(lines, opts.Proposals)
+	}
 	r := Check(lines)
+	r.Violations = append(lost, r.Violations...)
 	if opts.Quiescent {
 		r.CheckQuiescent()
 	}

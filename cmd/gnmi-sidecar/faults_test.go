@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -31,7 +32,7 @@ func TestJournalDiskFaultsMidRun(t *testing.T) {
 	s := newStack(t, nil, []string{"--journal-min-free", fmt.Sprint(reserve)})
 	s.journalDir = filepath.Join(mnt, "journal")
 	s.startSidecar(t, "127.0.0.1:0")
-	writers, _, stopWriters := startWriters(t, s.sidecar.addr, clients)
+	writers, _, stopWriters := startWriters(t, s.sidecar.addr, clients, 0, rand.Uint64())
 
 	for _, fault := range []struct {
 		name string
@@ -170,14 +171,9 @@ func waitAcked(t *testing.T, writers []*writer, n int64, what string) {
 // device's configuration cfg.
 func checkJournal(t *testing.T, dir string, writers []*writer, cfg map[string]*gpb.TypedValue) {
 	t.Helper()
-	j, err := journal.Open(dir, journal.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer j.Close()
-	ctx := context.Background()
+	proposals, applied := readJournal(t, dir)
 	journaled := map[string]*journal.Proposal{} // value → proposal
-	err = j.Proposals(ctx, 1, 0, func(p *journal.Proposal) error {
+	for _, p := range proposals {
 		ch := p.GetChange()
 		if !journal.Finished(ch.GetCommit()) || !journal.Finished(ch.GetApply()) {
 			t.Errorf("proposal %d not finished at rest: commit %v, apply %v", p.GetIndex(), ch.GetCommit(), ch.GetApply())
@@ -187,10 +183,6 @@ func checkJournal(t *testing.T, dir string, writers []*writer, cfg map[string]*g
 				journaled[l.GetValue().GetStringVal()] = p
 			}
 		}
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
 	}
 	for _, w := range writers {
 		for _, a := range w.acked {
@@ -209,12 +201,29 @@ func checkJournal(t *testing.T, dir string, writers []*writer, cfg map[string]*g
 		}
 		t.Logf("client %d: %d sent, %d acknowledged, errors %v", w.k, w.sent, len(w.acked), w.errs)
 	}
-	var applied []*journal.PathValue
-	if err := j.Applied(ctx, nil, func(pv *journal.PathValue) error { applied = append(applied, pv); return nil }); err != nil {
-		t.Fatal(err)
-	}
 	for _, v := range trace.CheckDevice(applied, cfg) {
 		t.Errorf("journal's applied values vs the device: %v", v)
 	}
 	t.Logf("journal: %d proposals, %d applied values, all on the device", len(journaled), len(applied))
+}
+
+// readJournal opens the journal in dir (its sidecar stopped) and returns
+// every proposal and the applied values.
+func readJournal(t *testing.T, dir string) ([]*journal.Proposal, []*journal.PathValue) {
+	t.Helper()
+	j, err := journal.Open(dir, journal.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer j.Close()
+	ctx := context.Background()
+	var proposals []*journal.Proposal
+	if err := j.Proposals(ctx, 1, 0, func(p *journal.Proposal) error { proposals = append(proposals, p); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	var applied []*journal.PathValue
+	if err := j.Applied(ctx, nil, func(pv *journal.PathValue) error { applied = append(applied, pv); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	return proposals, applied
 }

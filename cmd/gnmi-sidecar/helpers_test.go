@@ -170,6 +170,11 @@ func (p *process) exited(d time.Duration) (bool, error) {
 	select {
 	case <-p.done:
 		return true, p.err
+	default:
+	}
+	select {
+	case <-p.done:
+		return true, p.err
 	case <-time.After(d):
 		return false, nil
 	}
@@ -276,6 +281,7 @@ type stack struct {
 	sidecar                *process
 	journalDir, tracePath  string
 	sidecarArgs            []string
+	target                 string // the sidecar's --target, if not the device's address
 	devClient, client      gpb.GNMIClient
 	clientAddr             string // where client connects
 }
@@ -329,15 +335,26 @@ func keepTrace(t *testing.T, path string) {
 // device and has re-pushed its configuration.
 func (s *stack) startSidecar(t *testing.T, listen string) {
 	t.Helper()
-	// --metrics on a free port: parallel sidecars must not share the
-	// default one; s.sidecarArgs may override it.
-	args := append([]string{"serve", "--listen", listen, "--target", s.dev.addr,
-		"--journal-dir", s.journalDir, "--trace", s.tracePath, "--metrics", "127.0.0.1:0"}, s.sidecarArgs...)
-	s.sidecar = startProcess(t, "gnmi-sidecar", s.sidecarBin, args...)
+	s.startSidecarOnly(t, listen)
 	if s.clientAddr != s.sidecar.addr {
 		s.client, s.clientAddr = dial(t, s.sidecar.addr), s.sidecar.addr
 	}
 	s.waitSynced(t, 10*time.Second)
+}
+
+// startSidecarOnly is startSidecar without a client and without waiting
+// for the device: it returns once the sidecar listens.
+func (s *stack) startSidecarOnly(t *testing.T, listen string) {
+	t.Helper()
+	target := s.target
+	if target == "" {
+		target = s.dev.addr
+	}
+	// --metrics on a free port: parallel sidecars must not share the
+	// default one; s.sidecarArgs may override it.
+	args := append([]string{"serve", "--listen", listen, "--target", target,
+		"--journal-dir", s.journalDir, "--trace", s.tracePath, "--metrics", "127.0.0.1:0"}, s.sidecarArgs...)
+	s.sidecar = startProcess(t, "gnmi-sidecar", s.sidecarBin, args...)
 }
 
 // waitSynced waits until the trace shows that the running sidecar
@@ -345,7 +362,8 @@ func (s *stack) startSidecar(t *testing.T, listen string) {
 func (s *stack) waitSynced(t *testing.T, d time.Duration) {
 	t.Helper()
 	poll(t, d, "the sidecar to connect and re-push", func() (bool, string) {
-		lines, err := trace.ReadFile(s.tracePath)
+		// A SIGKILLed sidecar may have left a line cut short.
+		lines, _, err := trace.ReadFileAfterCrashes(s.tracePath)
 		if err != nil {
 			return false, err.Error()
 		}

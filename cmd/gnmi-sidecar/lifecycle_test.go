@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -24,7 +25,7 @@ func TestSIGTERMDuringSets(t *testing.T) {
 	const clients = 6
 	s := startStack(t, []string{"--set-delay", "20ms"}, nil)
 
-	writers, total, stopWriters := startWriters(t, s.sidecar.addr, clients)
+	writers, total, stopWriters := startWriters(t, s.sidecar.addr, clients, 0, rand.Uint64())
 
 	poll(t, 20*time.Second, "30 acknowledged Sets", func() (bool, string) {
 		n := total.Load()

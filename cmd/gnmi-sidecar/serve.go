@@ -192,6 +192,10 @@ func serve(ctx context.Context, cfg serveConfig, stdout io.Writer, log *slog.Log
 	defer func() {
 		if err := j.Close(); err != nil {
 			log.Error("closing the journal", "err", err)
+			return
+		}
+		if tracer != nil {
+			tracer.End() // every transition is traced: a clean stop
 		}
 	}()
 	if tracer != nil {

@@ -1,0 +1,307 @@
+package trace
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+
+	"github.com/gnmi-sidecar/gnmi-sidecar/journal"
+)
+
+// ActionClose is the trace line a Tracer writes when the sidecar stops
+// cleanly (End), after its journal closed: every transition of the run is
+// in the trace. An Open line not preceded by a Close line follows an
+// unclean stop (a crash, SIGKILL, power loss).
+const ActionClose = "Close"
+
+// PropertyTrace: the trace holds every transition the journal made, except
+// the last ones of a run that did not stop cleanly (see Recover).
+const PropertyTrace = "Trace"
+
+// stage is one step of a proposal's life, in the order they happen.
+type stage int
+
+const (
+	stagePropose stage = iota
+	stageCommit        // CommitChange or FailCommit
+	stageStartApply
+	stageFinishApply // CompleteApply, FailApply, AbortApply, or aborted by a FailApply
+	stageProposeRollback
+	stageCommitRollback
+	stageStartApplyRollback
+	stageCompleteApplyRollback
+)
+
+// stageOf maps a trace action to the stage it records.
+var stageOf = map[journal.Action]stage{
+	journal.ActionProposeChange:         stagePropose,
+	journal.ActionCommitChange:          stageCommit,
+	journal.ActionFailCommit:            stageCommit,
+	journal.ActionStartApply:            stageStartApply,
+	journal.ActionCompleteApply:         stageFinishApply,
+	journal.ActionFailApply:             stageFinishApply,
+	journal.ActionAbortApply:            stageFinishApply,
+	journal.ActionProposeRollback:       stageProposeRollback,
+	journal.ActionCommitRollback:        stageCommitRollback,
+	journal.ActionStartApplyRollback:    stageStartApplyRollback,
+	journal.ActionCompleteApplyRollback: stageCompleteApplyRollback,
+}
+
+// lifeStep is a step the journal's record of a proposal says happened.
+type lifeStep struct {
+	stage  stage
+	action journal.Action
+}
+
+// lifeSteps returns the steps proposal p went through, as its record
+// (read after the sidecar stopped) tells, in order. Statuses that do not
+// name their transition (an aborted commit) are left out.
+func lifeSteps(p *journal.Proposal) []lifeStep {
+	ch, rb := p.GetChange(), p.GetRollback()
+	steps := []lifeStep{{stagePropose, journal.ActionProposeChange}}
+	switch ch.GetCommit() {
+	case journal.StatusComplete:
+		steps = append(steps, lifeStep{stageCommit, journal.ActionCommitChange})
+	case journal.StatusFailed:
+		steps = append(steps, lifeStep{stageCommit, journal.ActionFailCommit})
+	}
+	switch ch.GetApply() {
+	case journal.StatusInProgress:
+		steps = append(steps, lifeStep{stageStartApply, journal.ActionStartApply})
+	case journal.StatusComplete:
+		steps = append(steps, lifeStep{stageStartApply, journal.ActionStartApply}, lifeStep{stageFinishApply, journal.ActionCompleteApply})
+	case journal.StatusFailed:
+		steps = append(steps, lifeStep{stageStartApply, journal.ActionStartApply}, lifeStep{stageFinishApply, journal.ActionFailApply})
+	case journal.StatusAborted:
+		steps = append(steps, lifeStep{stageFinishApply, journal.ActionAbortApply})
+	}
+	if p.GetPhase() != journal.PhaseRollback {
+		return steps
+	}
+	steps = append(steps, lifeStep{stageProposeRollback, journal.ActionProposeRollback})
+	if rb.GetCommit() == journal.StatusComplete {
+		steps = append(steps, lifeStep{stageCommitRollback, journal.ActionCommitRollback})
+	}
+	switch rb.GetApply() {
+	case journal.StatusInProgress:
+		steps = append(steps, lifeStep{stageStartApplyRollback, journal.ActionStartApplyRollback})
+	case journal.StatusComplete:
+		steps = append(steps, lifeStep{stageStartApplyRollback, journal.ActionStartApplyRollback},
+			lifeStep{stageCompleteApplyRollback, journal.ActionCompleteApplyRollback})
+	}
+	return steps
+}
+
+// Recover puts back the lines a crash lost, from the journal's proposals
+// as they are once the sidecar stopped, so that Check can replay a trace
+// that spans SIGKILLs.
+//
+// The Tracer writes a transition's line after the transition became
+// durable, so a sidecar killed in between leaves the transition in the
+// journal and not in the trace: the last transitions of the run (those of
+// the journal's last write, which the Observer was reporting). Recover
+// finds, for every proposal, the steps its record says it went through
+// that no line records, and puts each back, marked Recovered, just before
+// the first unclean Open (or at the end of a trace that does not end with
+// Close) after the line of the proposal's previous step. A lost step must
+// come before the line of the proposal's next step, and a lost
+// ProposeChange after every traced ProposeChange of a lower index and
+// before those of higher ones: any other missing step is a line lost
+// without a crash, reported as a Trace violation. The recovered lines then
+// go through every check of Check, except that they cannot show the
+// configuration the transition left (Term's re-push rule).
+//
+// A proposal retention removed from the journal is not recovered.
+func Recover(lines []Line, proposals []*journal.Proposal) ([]Line, []Violation) {
+	// Crash points: positions (in lines, from 0) before which lost lines
+	// go back; len(lines) stands for the end of a trace not closed.
+	var crashes []int
+	for n := 1; n < len(lines); n++ {
+		if lines[n].Action == ActionOpen && lines[n-1].Action != ActionClose {
+			crashes = append(crashes, n)
+		}
+	}
+	if len(lines) > 0 && lines[len(lines)-1].Action != ActionClose {
+		crashes = append(crashes, len(lines))
+	}
+
+	// Where each step is traced: proposal → stage → position.
+	traced := make(map[uint64]map[stage]int)
+	mark := func(i uint64, s stage, pos int) {
+		m := traced[i]
+		if m == nil {
+			m = make(map[stage]int)
+			traced[i] = m
+		}
+		if _, ok := m[s]; !ok {
+			m[s] = pos
+		}
+	}
+	var proposed []proposedAt // traced ProposeChange lines, in trace order
+	for n, l := range lines {
+		s, ok := stageOf[journal.Action(l.Action)]
+		if !ok || l.Index == 0 {
+			continue
+		}
+		mark(l.Index, s, n)
+		if s == stagePropose {
+			proposed = append(proposed, proposedAt{l.Index, n})
+		}
+		for _, k := range l.Aborted {
+			mark(k, stageFinishApply, n)
+		}
+	}
+
+	var violations []Violation
+	lost := make(map[int][]Line) // crash point → lines to put back
+	for _, p := range proposals {
+		i := p.GetIndex()
+		prev := -1 // position of the previous step (traced or recovered)
+		steps := lifeSteps(p)
+		for k, st := range steps {
+			if pos, ok := traced[i][st.stage]; ok {
+				prev = pos
+				continue
+			}
+			after := prev
+			if st.stage == stagePropose {
+				after = lastProposedBelow(proposed, i)
+			}
+			next, hasNext := nextTraced(traced[i], steps[k+1:])
+			if st.stage == stagePropose {
+				if pos, ok := firstProposedAbove(proposed, i); ok && (!hasNext || pos < next) {
+					next, hasNext = pos, true
+				}
+			}
+			crash, ok := firstAfter(crashes, after)
+			if !ok || (hasNext && next < crash) {
+				violations = append(violations, Violation{
+					Property: PropertyTrace,
+					Message: fmt.Sprintf("%s(%d) is in the journal but not in the trace, and no crash explains it "+
+						"(the sidecar did not stop uncleanly between its previous and next steps)", st.action, i),
+				})
+				continue
+			}
+			lost[crash] = append(lost[crash], recoveredLine(p, st, lines, crash))
+			prev = crash - 1 // the next lost step may be of the same write
+		}
+	}
+
+	if len(lost) == 0 {
+		return lines, violations
+	}
+	out := make([]Line, 0, len(lines))
+	for n := 0; n <= len(lines); n++ {
+		if put := lost[n]; len(put) > 0 {
+			slices.SortStableFunc(put, func(a, b Line) int {
+				if c := cmp.Compare(a.Index, b.Index); c != 0 {
+					return c
+				}
+				return cmp.Compare(stageOf[journal.Action(a.Action)], stageOf[journal.Action(b.Action)])
+			})
+			out = append(out, put...)
+		}
+		if n < len(lines) {
+			out = append(out, lines[n])
+		}
+	}
+	return out, violations
+}
+
+type proposedAt struct {
+	index uint64
+	pos   int
+}
+
+// lastProposedBelow is the position of the last traced ProposeChange of a
+// proposal before i (-1 if none): proposals are numbered as they are
+// journaled.
+func lastProposedBelow(proposed []proposedAt, i uint64) int {
+	pos := -1
+	for _, p := range proposed {
+		if p.index < i {
+			pos = max(pos, p.pos)
+		}
+	}
+	return pos
+}
+
+// firstProposedAbove is the position of the first traced ProposeChange of
+// a proposal after i.
+func firstProposedAbove(proposed []proposedAt, i uint64) (int, bool) {
+	for _, p := range proposed {
+		if p.index > i {
+			return p.pos, true
+		}
+	}
+	return 0, false
+}
+
+// nextTraced is the position of the first of steps that is traced.
+func nextTraced(traced map[stage]int, steps []lifeStep) (int, bool) {
+	for _, st := range steps {
+		if pos, ok := traced[st.stage]; ok {
+			return pos, true
+		}
+	}
+	return 0, false
+}
+
+// firstAfter is the first crash point after position pos.
+func firstAfter(crashes []int, pos int) (int, bool) {
+	for _, c := range crashes {
+		if c > pos {
+			return c, true
+		}
+	}
+	return 0, false
+}
+
+// recoveredLine is the line step st of proposal p would have had, placed
+// before lines[at] (or at the end).
+func recoveredLine(p *journal.Proposal, st lifeStep, lines []Line, at int) Line {
+	ch, rb := p.GetChange(), p.GetRollback()
+	l := Line{Action: string(st.action), Index: p.GetIndex(), Recovered: true,
+		Phase: journal.PhaseChange.String(), RollbackIndex: rb.GetIndex()}
+	if at > 0 {
+		prev := lines[at-1]
+		l.Seq, l.Time, l.Term, l.Conn = prev.Seq, prev.Time, prev.Term, prev.Conn
+	}
+	// The statuses the step left: the record's for the steps it took,
+	// Pending (or InProgress) for those to come.
+	pending, inProgress := journal.StatusPending.String(), journal.StatusInProgress.String()
+	l.Commit, l.Apply = pending, pending
+	if st.stage >= stageCommit {
+		l.Commit = ch.GetCommit().String()
+	}
+	switch {
+	case st.stage >= stageFinishApply:
+		l.Apply = ch.GetApply().String()
+	case st.stage == stageStartApply:
+		l.Apply = inProgress
+	}
+	if st.stage >= stageProposeRollback {
+		l.Phase = journal.PhaseRollback.String()
+		l.RollbackCommit, l.RollbackApply = pending, pending
+		if st.stage >= stageCommitRollback {
+			l.RollbackCommit = rb.GetCommit().String()
+		}
+		switch {
+		case st.stage == stageCompleteApplyRollback:
+			l.RollbackApply = rb.GetApply().String()
+		case st.stage == stageStartApplyRollback:
+			l.RollbackApply = inProgress
+		}
+	}
+	switch st.action {
+	case journal.ActionCommitChange, journal.ActionCompleteApply:
+		l.Values = traceValues(ch.GetValues())
+	case journal.ActionCommitRollback, journal.ActionCompleteApplyRollback:
+		l.Values = traceValues(rb.GetValues())
+	case journal.ActionFailCommit, journal.ActionFailApply:
+		if err := ch.GetError(); err != nil {
+			l.Error = &Error{Code: err.GetCode(), Message: err.GetMessage()}
+		}
+	}
+	return l
+}
