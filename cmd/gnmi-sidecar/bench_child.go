@@ -152,14 +152,74 @@ func (c *child) stop() {
 	}
 }
 
-// rssMB is the child's VmRSS in MB, from /proc/PID/status.
 // rss is a process's resident memory in MB: in all (VmRSS), and its
 // anonymous (Go heap, Badger's memtable) and file-backed (the binary,
-// Badger's memory-mapped files; the kernel can drop these) parts.
-type rss struct{ total, anon, file float64 }
+// Badger's memory-mapped files; the kernel can drop these) parts, the
+// latter by kind of file (see fileKind).
+type rss struct {
+	total, anon, file float64
+	files             map[string]float64
+}
 
 func (r rss) String() string {
-	return fmt.Sprintf("%.0f MB anonymous, %.0f MB file-backed", r.anon, r.file)
+	s := fmt.Sprintf("%.0f MB anonymous, %.0f MB file-backed", r.anon, r.file)
+	var parts []string
+	for _, kind := range []string{"tables", "value log", "memtable logs", "binary", "other"} {
+		if mb := r.files[kind]; mb >= 0.5 {
+			parts = append(parts, fmt.Sprintf("%s %.0f", kind, mb))
+		}
+	}
+	if len(parts) > 0 {
+		s += " (" + strings.Join(parts, ", ") + ")"
+	}
+	return s
+}
+
+// fileKind names what a memory-mapped file of serve is: Badger's tables
+// (.sst), value log (.vlog) and memtable write-ahead logs (.mem), the
+// executable, or other.
+func fileKind(path, exe string) string {
+	switch {
+	case strings.HasSuffix(path, ".sst"):
+		return "tables"
+	case strings.HasSuffix(path, ".vlog"):
+		return "value log"
+	case strings.HasSuffix(path, ".mem"):
+		return "memtable logs"
+	case path == exe:
+		return "binary"
+	}
+	return "other"
+}
+
+// fileRSS sums the resident memory of the process's file mappings by kind
+// (fileKind), in MB, from /proc/PID/smaps.
+func fileRSS(pid int) (map[string]float64, error) {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/smaps", pid))
+	if err != nil {
+		return nil, fmt.Errorf("reading the child's memory map: %w", err)
+	}
+	exe, _ := os.Readlink(fmt.Sprintf("/proc/%d/exe", pid))
+	out := map[string]float64{}
+	kind := ""
+	for line := range strings.SplitSeq(string(data), "\n") {
+		fields := strings.Fields(line)
+		switch {
+		case len(fields) >= 5 && strings.Contains(fields[0], "-") && !strings.HasSuffix(fields[0], ":"):
+			// A mapping's header: address perms offset dev inode [path].
+			kind = ""
+			if len(fields) >= 6 && strings.HasPrefix(fields[5], "/") {
+				kind = fileKind(fields[5], exe)
+			}
+		case len(fields) == 3 && fields[0] == "Rss:" && kind != "":
+			var kb float64
+			if _, err := fmt.Sscan(fields[1], &kb); err != nil {
+				return nil, fmt.Errorf("smaps Rss %q: %w", fields[1], err)
+			}
+			out[kind] += kb / 1024
+		}
+	}
+	return out, nil
 }
 
 func (c *child) rss() (rss, error) {
@@ -183,6 +243,9 @@ func (c *child) rss() (rss, error) {
 	}
 	if len(fields) > 0 {
 		return rss{}, fmt.Errorf("no VmRSS, RssAnon or RssFile in /proc/%d/status", c.cmd.Process.Pid)
+	}
+	if out.files, err = fileRSS(c.cmd.Process.Pid); err != nil {
+		return rss{}, err
 	}
 	return out, nil
 }
