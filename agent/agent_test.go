@@ -762,3 +762,40 @@ func watchLeaf(t *testing.T, c gpb.GNMIClient, path string) func() []string {
 		return append([]string(nil), values...)
 	}
 }
+
+// A batch the device does not answer within ApplyTimeout (a device that
+// takes long per value, or hangs) would time out again if sent whole: after
+// the re-push its proposals go one at a time.
+func TestBatchTimedOutGoesOneAtATime(t *testing.T) {
+	r := newRig(t, testbed.Options{}, agent.Options{ApplyTimeout: 500 * time.Millisecond})
+	r.waitApplied(proposeThroughAgent(t, r, updateOp(t, descPath("eth0"), str("base"))))
+
+	// While the device works on the first Set, five proposals are
+	// committed: they go out together, and the device hangs on them.
+	r.dev.SetDelay(200 * time.Millisecond)
+	arrived := r.dev.SetCount()
+	first := proposeThroughAgent(t, r, updateOp(t, descPath("eth0"), str("first")))
+	r.eventually("the first Set at the device", func() bool { return r.dev.SetCount() > arrived })
+	r.dev.HangNextSet()
+	var last uint64
+	for n := range 5 {
+		last = proposeThroughAgent(t, r, updateOp(t, mtuPath(fmt.Sprintf("eth%d", n)), uintv(uint64(1500+n))))
+	}
+	r.waitApplied(first)
+	r.dev.SetDelay(0)
+	before := r.dev.SetCount()
+	for i := first + 1; i <= last; i++ {
+		if p := r.waitApplied(i); p.GetChange().GetApply() != journal.StatusComplete {
+			t.Errorf("proposal %d apply %v, want COMPLETE", i, p.GetChange().GetApply())
+		}
+	}
+	// The hung batch, the re-push, and then each proposal alone.
+	if sets := r.dev.SetCount() - before; sets < 5 {
+		t.Errorf("the device received %d Sets after the first, want the 5 timed-out proposals sent one at a time", sets)
+	}
+	for n := range 5 {
+		wantLeaf(t, r, mtuPath(fmt.Sprintf("eth%d", n)), uintv(uint64(1500+n)))
+	}
+	r.waitQuiescent()
+	r.verify()
+}

@@ -63,6 +63,14 @@ func (a *Agent) sendChanges(ctx context.Context, step Step, log *slog.Logger) er
 		_, _, err = a.j.FailApply(ctx, step.Index, uint32(st.Code()), st.Message())
 		return err
 	default:
+		if b.size() > 1 && status.Code(err) == codes.DeadlineExceeded {
+			// A batch the device could not finish within ApplyTimeout
+			// would time out again: after the re-push its proposals go
+			// one at a time.
+			log.Info("device timed out on a batch; its proposals go one at a time on the next session",
+				"first", b.first, "last", b.last)
+			a.isolateThrough = b.last
+		}
 		return a.endSession(ctx, s, err, log)
 	}
 }

@@ -181,7 +181,8 @@ func (r *rig) waitApplied(i uint64) *journal.Proposal {
 // eventually polls cond until it holds or 20 s pass.
 func (r *rig) eventually(what string, cond func() bool) {
 	r.t.Helper()
-	sidecartest.Eventually(r.t, 20*time.Second, what, cond)
+	// Generous: a loaded CI machine running -race slows every Set.
+	sidecartest.Eventually(r.t, time.Minute, what, cond)
 }
 
 // quiescent reports whether every proposal is finished and the device is
