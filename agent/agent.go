@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"runtime/debug"
 	"sync"
 	"time"
 
@@ -706,8 +707,18 @@ func (a *Agent) repush(ctx context.Context, term uint64, log *slog.Logger) error
 	a.broadcast()
 	log.Info("re-pushed applied configuration", "values", values, "sets", sets, "took", took, "device", onDevice,
 		"held_for_proposals_in_doubt", held)
+	if values >= largeRepush {
+		// The Sets of a large re-push are garbage now, tens of MB that
+		// would stay resident until the runtime's scavenger returned them
+		// bit by bit: give them back at once. A re-push is rare.
+		debug.FreeOSMemory()
+	}
 	return nil
 }
+
+// largeRepush is the number of values from which a re-push returns the
+// memory it used to the operating system when it is done.
+const largeRepush = 10_000
 
 // setLimits bounds the re-push, rollback and restore Sets.
 func (a *Agent) setLimits() setLimits {
