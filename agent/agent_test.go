@@ -449,17 +449,7 @@ func TestRejectedRetryRestoresWhatAnEarlierAttemptWrote(t *testing.T) {
 	ctx := context.Background()
 	var i uint64
 	r.offline(func(j *journal.Journal) {
-		p, err := j.ProposeChange(ctx, []*journal.Op{updateOp(t, descPath("eth0"), str("uncertain")), updateOp(t, mtuPath("eth1"), uintv(1500))})
-		if err != nil {
-			t.Fatal(err)
-		}
-		i = p.GetIndex()
-		if _, _, err := j.CommitChange(ctx, i); err != nil {
-			t.Fatal(err)
-		}
-		if _, _, err := j.StartApply(ctx, i); err != nil {
-			t.Fatal(err)
-		}
+		i = startedOffline(t, j, updateOp(t, descPath("eth0"), str("uncertain")), updateOp(t, mtuPath("eth1"), uintv(1500)))
 		// The crashed run's Set reached the device.
 		conn, err := grpc.NewClient(r.dev.Addr(), grpc.WithTransportCredentials(insecure.NewCredentials()))
 		if err != nil {
@@ -664,17 +654,7 @@ func TestRepushKeepsWhatTheDeviceMayHaveTaken(t *testing.T) {
 	var i uint64
 	var seen func() []string
 	r.offline(func(j *journal.Journal) {
-		p, err := j.ProposeChange(ctx, []*journal.Op{updateOp(t, descPath("eth0"), str("answered"))})
-		if err != nil {
-			t.Fatal(err)
-		}
-		i = p.GetIndex()
-		if _, _, err := j.CommitChange(ctx, i); err != nil {
-			t.Fatal(err)
-		}
-		if _, _, err := j.StartApply(ctx, i); err != nil {
-			t.Fatal(err)
-		}
+		i = startedOffline(t, j, updateOp(t, descPath("eth0"), str("answered")))
 		c := sidecartest.Dial(t, r.dev.Addr())
 		if _, err := c.Set(ctx, &gpb.SetRequest{Update: []*gpb.Update{
 			{Path: sidecartest.Path(t, descPath("eth0")), Val: str("answered")},

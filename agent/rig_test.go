@@ -97,6 +97,26 @@ func (r *rig) offline(fn func(j *journal.Journal)) {
 	r.start()
 }
 
+// startedOffline journals ops as a proposal and records it committed and
+// started, as a run that sent it to the device and crashed would have, and
+// returns its index. Use it inside offline.
+func startedOffline(t testing.TB, j *journal.Journal, ops ...*journal.Op) uint64 {
+	t.Helper()
+	ctx := context.Background()
+	p, err := j.ProposeChange(ctx, ops)
+	if err != nil {
+		t.Fatal(err)
+	}
+	i := p.GetIndex()
+	if _, _, err := j.CommitChange(ctx, i); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := j.StartApply(ctx, i); err != nil {
+		t.Fatal(err)
+	}
+	return i
+}
+
 // start opens the journal and runs the agent (a sidecar start).
 func (r *rig) start() {
 	r.t.Helper()
