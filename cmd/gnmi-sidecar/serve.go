@@ -283,16 +283,7 @@ func serve(ctx context.Context, cfg serveConfig, stdout io.Writer, log *slog.Log
 		p.Drain()
 		obs.drain()
 		p.StopWaiting()
-		stopped := make(chan struct{})
-		go func() {
-			g.GracefulStop()
-			close(stopped)
-		}()
-		select {
-		case <-stopped:
-		case <-time.After(time.Second):
-			g.Stop()
-		}
+		stopWithin(g, gracefulStop(g), time.Second)
 		switch {
 		case errors.Is(err, journal.ErrFailed):
 			return fmt.Errorf("%w; gnmi-sidecar stops: start it again once the cause is fixed, it recovers every Set it acknowledged", err)
@@ -304,21 +295,13 @@ func serve(ctx context.Context, cfg serveConfig, stdout io.Writer, log *slog.Log
 	log.Info("shutting down: finishing in-flight Sets", "timeout", cfg.shutdownTimeout)
 	p.Drain()
 	obs.drain()
-	stopped := make(chan struct{})
-	go func() {
-		g.GracefulStop()
-		close(stopped)
-	}()
+	stopped := gracefulStop(g)
 	select {
 	case <-stopped:
 	case <-time.After(cfg.shutdownTimeout):
 		log.Warn("shutdown timeout: answering the Sets still in flight; they stay journaled")
 		p.StopWaiting()
-		select {
-		case <-stopped:
-		case <-time.After(time.Second):
-			g.Stop()
-		}
+		stopWithin(g, stopped, time.Second)
 	}
 	stopAgent()
 	if err := <-agentDone; err != nil {
@@ -326,6 +309,27 @@ func serve(ctx context.Context, cfg serveConfig, stdout io.Writer, log *slog.Log
 	}
 	log.Info("stopped")
 	return nil
+}
+
+// gracefulStop starts g's GracefulStop and returns a channel closed once it
+// returned.
+func gracefulStop(g *grpc.Server) <-chan struct{} {
+	stopped := make(chan struct{})
+	go func() {
+		g.GracefulStop()
+		close(stopped)
+	}()
+	return stopped
+}
+
+// stopWithin waits up to d for a graceful stop (stopped) to finish, then
+// closes g's connections at once.
+func stopWithin(g *grpc.Server, stopped <-chan struct{}, d time.Duration) {
+	select {
+	case <-stopped:
+	case <-time.After(d):
+		g.Stop()
+	}
 }
 
 // openTrace opens the trace file of --trace, or of $GNMI_SIDECAR_TRACE.
