@@ -6,7 +6,6 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/google/go-cmp/cmp"
 	gpb "github.com/openconfig/gnmi/proto/gnmi"
 	"google.golang.org/protobuf/proto"
 
@@ -108,20 +107,7 @@ func FuzzSetBatcher(f *testing.F) {
 			"batchValues":      batchValues(values, limits),
 			"rollbackRequests": rollbackRequests(reversed, limits),
 		} {
-			got := newTargetModel(modelNodes())
-			for _, req := range reqs {
-				got.applySet(t, req)
-			}
-			if diff := cmp.Diff(want.state, got.state); diff != "" {
-				t.Fatalf("%s, limits %+v: target state mismatch (-one by one +requests):\n%s\nvalues: %v\nrequests: %v",
-					name, limits, diff, values, reqs)
-			}
-			checkSizes(t, reqs, limits.bytes)
-			for n, req := range reqs {
-				if v := len(req.Delete) + len(req.Update); limits.values > 0 && v > limits.values {
-					t.Fatalf("%s, limits %+v: request %d holds %d values", name, limits, n, v)
-				}
-			}
+			checkRequests(t, name, want, values, reqs, limits)
 		}
 
 		scanned := slices.Clone(values)

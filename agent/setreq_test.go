@@ -603,6 +603,27 @@ func checkSizes(t *testing.T, reqs []*gpb.SetRequest, maxBytes int) {
 	}
 }
 
+// checkRequests applies reqs, made from values within limits, to an empty
+// target and fails unless the target ends as want (values applied one by
+// one) and every request keeps within limits.
+func checkRequests(t *testing.T, what string, want *targetModel, values []*journal.PathValue, reqs []*gpb.SetRequest, limits setLimits) {
+	t.Helper()
+	got := newTargetModel(modelNodes())
+	for _, req := range reqs {
+		got.applySet(t, req)
+	}
+	if diff := cmp.Diff(want.state, got.state); diff != "" {
+		t.Fatalf("%s, limits %+v: target state mismatch (-one by one +requests):\n%s\nvalues: %v\nrequests: %v",
+			what, limits, diff, values, reqs)
+	}
+	checkSizes(t, reqs, limits.bytes)
+	for n, req := range reqs {
+		if v := len(req.Delete) + len(req.Update); limits.values > 0 && v > limits.values {
+			t.Fatalf("%s, limits %+v: request %d holds %d values", what, limits, n, v)
+		}
+	}
+}
+
 // TestSetBatcherMatchesOneByOne checks the batcher's ordering guarantee: fed
 // values in the order the original Sets took effect, its requests leave the
 // target as the values applied one by one do, whatever the size limit.
@@ -614,21 +635,7 @@ func TestSetBatcherMatchesOneByOne(t *testing.T) {
 			want := newTargetModel(modelNodes())
 			want.applyOneByOne(t, values)
 
-			reqs := batchValues(values, limits)
-			got := newTargetModel(modelNodes())
-			for _, req := range reqs {
-				got.applySet(t, req)
-			}
-			if diff := cmp.Diff(want.state, got.state); diff != "" {
-				t.Fatalf("seed %d, limits %+v: target state mismatch (-one by one +batched):\n%s\nvalues: %v\nrequests: %v",
-					seed, limits, diff, values, reqs)
-			}
-			checkSizes(t, reqs, limits.bytes)
-			for n, req := range reqs {
-				if v := len(req.Delete) + len(req.Update); limits.values > 0 && v > limits.values {
-					t.Fatalf("seed %d, limits %+v: request %d holds %d values", seed, limits, n, v)
-				}
-			}
+			checkRequests(t, fmt.Sprintf("seed %d", seed), want, values, batchValues(values, limits), limits)
 		}
 	}
 }
