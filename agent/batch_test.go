@@ -23,7 +23,9 @@ func opOf(tb testing.TB, kind journal.OpKind, path, val string) *journal.Op {
 	p := mustPath(tb, path)
 	op := &journal.Op{Kind: kind, Path: p}
 	if kind != journal.OpDelete {
-		op.Values = []*journal.Leaf{{Path: p, Value: jsonVal(val)}}
+		// Opaque values hold their subtree in the target model: the
+		// strictest test of what a batch may reorder.
+		op.Values = []*journal.Leaf{{Path: p, Value: &gpb.TypedValue{Value: &gpb.TypedValue_AsciiVal{AsciiVal: val}}}}
 	}
 	return op
 }

@@ -3,14 +3,18 @@ package agent
 import (
 	"bytes"
 	"cmp"
+	"encoding/json"
 	"fmt"
 	"iter"
 	"slices"
 
-	"github.com/gnmi-sidecar/gnmi-sidecar/journal"
 	gpb "github.com/openconfig/gnmi/proto/gnmi"
+	gvalue "github.com/openconfig/gnmi/value"
 	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
+
+	"github.com/gnmi-sidecar/gnmi-sidecar/journal"
+	"github.com/gnmi-sidecar/gnmi-sidecar/leaves"
 )
 
 // This file turns journal records into southbound SetRequests. The requests
@@ -147,8 +151,21 @@ func topTombstones(changeValues []*journal.PathValue) []*journal.PathValue {
 
 // setBatcher packs per-path values, fed in the order they must take effect,
 // into as few SetRequests as gNMI semantics allow. A tombstone becomes a
-// Delete of its path and a value an Update with the TypedValue exactly as
-// stored (the client's original encoding, scalar or JSON).
+// Delete of its path. A value becomes, by its kind (package leaves):
+//
+//   - a leaf's JSON text: a member of one JSON object Update at its parent
+//     container, shared with the other JSON leaves there (the journal keeps
+//     JSON values leaf by leaf; devices take them back grouped, the way
+//     clients sent them, and some take JSON only at containers);
+//   - a whole leaf-list as JSON: the same, with a Delete of its path in the
+//     same request, so it ends up exactly so whether the device merges a
+//     leaf-list on Update or replaces it; a leaflist TypedValue: a Replace
+//     of its path;
+//   - a marker ({} at a list entry or presence container): left out if the
+//     value after it (tombstones aside) is under its path, which creates
+//     the node too, else an Update with {} at its path;
+//   - anything else (a scalar TypedValue, an opaque value): an Update with
+//     the TypedValue exactly as stored.
 //
 // Within one SetRequest the target applies all deletes, then all replaces,
 // then the updates in list order. Appending values to Update therefore keeps
@@ -156,24 +173,26 @@ func topTombstones(changeValues []*journal.PathValue) []*journal.PathValue {
 // before it. So a tombstone joins the pending request unless it overlaps (is
 // at, above or below) an update there written by another proposal; then the
 // pending request is sent first. The requests, sent one after another, leave
-// the device as the values applied one by one would.
+// the device as the values applied one by one would. A JSON leaf joins an
+// earlier object at its container only if no other Update that may overlap
+// the container was appended since.
 //
 // The values of one proposal index (one original Set) must come tombstones
 // first, the order in which that Set took effect: its per-path values may
-// hold a JSON value at /a and a tombstone at /a/b, and applying the
-// tombstone second would remove part of what /a holds. In plain path order
-// the batcher cannot fix this up: when the tombstone also overlaps an
-// earlier proposal's pending update, it must go between that update and its
-// own Set's value, which already share the pending request. (An overlap with
-// an update of the same index alone does not split the request, since
-// deletes take effect first inside it, as they did in the original Set.)
+// hold a value at /a and a tombstone at /a/b, and applying the tombstone
+// second would remove part of what /a holds. In plain path order the
+// batcher cannot fix this up: when the tombstone also overlaps an earlier
+// proposal's pending update, it must go between that update and its own
+// Set's value, which already share the pending request. (An overlap with an
+// update of the same index alone does not split the request, since deletes
+// take effect first inside it, as they did in the original Set.)
 //
-// Requests are kept within limits.bytes (their proto.Size), so that they
-// stay under gRPC's maximum message size; callers leave room for what they
-// add to a request (extensions). A single value larger than that is sent
-// alone. They also hold at most limits.values values, so that a device
-// that takes long per value answers each one within the agent's
-// ApplyTimeout.
+// Requests are kept within limits.bytes (their proto.Size, a JSON object
+// counted by its members' sizes), so that they stay under gRPC's maximum
+// message size; callers leave room for what they add to a request
+// (extensions). A single value larger than that is sent alone. They also
+// hold at most limits.values values, so that a device that takes long per
+// value answers each one within the agent's ApplyTimeout.
 //
 // A setBatcher is not safe for concurrent use.
 type setBatcher struct {
@@ -189,16 +208,70 @@ type setBatcher struct {
 	// updatesAt maps the path key of each update's path to the indexes of
 	// the updates at exactly that path; updatesUnder maps the key of every
 	// path covering an update's path (see coveringKeys) to the indexes of
-	// all updates at or under it.
+	// all updates at or under it. A JSON object counts as an update at
+	// each of its members' paths.
 	updatesAt    map[string]indexSpan
 	updatesUnder map[string]indexSpan
+
+	// groups are the JSON objects of pending still open to members, by
+	// container path key and encoding; content holds the keys covering
+	// every path pending writes content at (not markers); markers are the
+	// markers pending, in arrival order.
+	groups    map[groupKey]*jsonGroup
+	allGroups []*jsonGroup // open or closed, encoded by flush
+	// markers are the markers pending whose fate is open, each under the
+	// one before it: the next value that is not a tombstone either lies
+	// under them (and creates their nodes: they are left out) or ends
+	// them (they are sent). They count as values meanwhile.
+	markers []*journal.PathValue
+	// seq numbers pending's Updates; written maps a member's path key to
+	// the seq of the Update that last wrote it, so that a member never
+	// joins an object older than that Update.
+	seq     int
+	written map[string]int
+}
+
+// groupKey names a JSON object Update: its path's key and its encoding.
+type groupKey struct {
+	path string
+	ietf bool
+}
+
+// jsonGroup is a JSON object Update being filled: its members, in order.
+type jsonGroup struct {
+	update  *gpb.Update
+	seq     int
+	ietf    bool
+	names   []string
+	members map[string]json.RawMessage
+}
+
+func (g *jsonGroup) encode() {
+	var buf bytes.Buffer
+	buf.WriteByte('{')
+	for n, name := range g.names {
+		if n > 0 {
+			buf.WriteByte(',')
+		}
+		nameJSON, _ := json.Marshal(name) // a string always encodes
+		buf.Write(nameJSON)
+		buf.WriteByte(':')
+		buf.Write(g.members[name])
+	}
+	buf.WriteByte('}')
+	if g.ietf {
+		g.update.Val = &gpb.TypedValue{Value: &gpb.TypedValue_JsonIetfVal{JsonIetfVal: buf.Bytes()}}
+	} else {
+		g.update.Val = &gpb.TypedValue{Value: &gpb.TypedValue_JsonVal{JsonVal: buf.Bytes()}}
+	}
 }
 
 // Field numbers of SetRequest's repeated fields (gnmi.proto), to size the
 // entries a setBatcher adds.
 const (
-	setRequestDeleteField protowire.Number = 2
-	setRequestUpdateField protowire.Number = 4
+	setRequestDeleteField  protowire.Number = 2
+	setRequestReplaceField protowire.Number = 3
+	setRequestUpdateField  protowire.Number = 4
 )
 
 // setLimits bound the requests of a setBatcher: their encoded size and
@@ -214,25 +287,63 @@ func newSetBatcher(limits setLimits) *setBatcher {
 		limits:       limits,
 		updatesAt:    make(map[string]indexSpan),
 		updatesUnder: make(map[string]indexSpan),
+		groups:       make(map[groupKey]*jsonGroup),
+		written:      make(map[string]int),
 	}
+}
+
+// valueKind is how a setBatcher sends a value (see setBatcher).
+type valueKind int
+
+const (
+	kindDelete valueKind = iota
+	kindMarker
+	kindMember   // a JSON leaf, into an object at its container
+	kindLeafList // a JSON leaf-list: a member, and a Delete of its path
+	kindReplace  // a leaflist TypedValue
+	kindUpdate   // anything else, as it is
+)
+
+func kindOf(pv *journal.PathValue) valueKind {
+	v := pv.GetValue()
+	switch {
+	case pv.GetDeleted():
+		return kindDelete
+	case leaves.IsMarker(v):
+		return kindMarker
+	case v.GetLeaflistVal() != nil:
+		return kindReplace
+	}
+	elems := pv.GetPath().GetElem()
+	if len(elems) < 2 || len(elems[len(elems)-1].GetKey()) > 0 {
+		return kindUpdate // at the root's children or at a list entry: as it is
+	}
+	b := v.GetJsonIetfVal()
+	if b == nil {
+		b = v.GetJsonVal()
+	}
+	b = bytes.TrimSpace(b)
+	switch {
+	case len(b) == 0 || b[0] == '{':
+		return kindUpdate // not JSON, or an object: a value of its own
+	case b[0] == '[':
+		return kindLeafList
+	}
+	return kindMember
 }
 
 // add adds pv to the pending request. If pv cannot join it, add returns the
 // pending request, which must be sent before the one pv is now pending in;
 // otherwise it returns nil.
 func (b *setBatcher) add(pv *journal.PathValue) *gpb.SetRequest {
-	var update *gpb.Update
-	var size int
-	if pv.GetDeleted() {
-		size = protowire.SizeTag(setRequestDeleteField) + protowire.SizeBytes(proto.Size(pv.GetPath()))
-	} else {
-		update = &gpb.Update{Path: pv.GetPath(), Val: pv.GetValue()}
-		size = protowire.SizeTag(setRequestUpdateField) + protowire.SizeBytes(proto.Size(update))
+	kind := kindOf(pv)
+	if kind != kindDelete {
+		b.settleMarkers(pv.GetPath())
 	}
-
+	size := b.sizeOf(pv, kind)
 	var ready *gpb.SetRequest
 	full := b.size+size > b.limits.bytes || b.limits.values > 0 && b.values >= b.limits.values
-	if b.pending != nil && (full || pv.GetDeleted() && b.overlapsOtherUpdate(pv)) {
+	if b.pending != nil && (full || kind == kindDelete && b.overlapsOtherUpdate(pv) || kind == kindReplace && b.overlapsUpdate(pv)) {
 		ready = b.flush()
 	}
 	if b.pending == nil {
@@ -240,27 +351,168 @@ func (b *setBatcher) add(pv *journal.PathValue) *gpb.SetRequest {
 	}
 	b.size += size
 	b.values++
-	if update == nil {
-		b.pending.Delete = append(b.pending.Delete, pv.GetPath())
+	path := pv.GetPath()
+	switch kind {
+	case kindDelete:
+		b.pending.Delete = append(b.pending.Delete, path)
 		return ready
+	case kindMarker:
+		// It writes nothing under its path, so a tombstone there need not
+		// split the request; one at or above it must (updatesUnder).
+		b.markers = append(b.markers, pv)
+		for key := range coveringKeys(path) {
+			widen(b.updatesUnder, key, pv.GetIndex())
+		}
+		return ready
+	case kindMember, kindLeafList:
+		if kind == kindLeafList {
+			b.pending.Delete = append(b.pending.Delete, path)
+		}
+		b.addMember(pv)
+	case kindReplace:
+		b.pending.Replace = append(b.pending.Replace, &gpb.Update{Path: path, Val: pv.GetValue()})
+	default:
+		b.appendUpdate(path, pv.GetValue())
+		b.closeGroups(path, pv.GetValue())
 	}
-	b.pending.Update = append(b.pending.Update, update)
-	widen(b.updatesAt, journal.PathKey(pv.GetPath()), pv.GetIndex())
-	for key := range coveringKeys(pv.GetPath()) {
+	widen(b.updatesAt, journal.PathKey(path), pv.GetIndex())
+	for key := range coveringKeys(path) {
 		widen(b.updatesUnder, key, pv.GetIndex())
 	}
 	return ready
 }
 
+func (b *setBatcher) appendUpdate(path *gpb.Path, v *gpb.TypedValue) {
+	b.pending.Update = append(b.pending.Update, &gpb.Update{Path: path, Val: v})
+	b.seq++
+	b.written[string(journal.PathKey(path))] = b.seq
+}
+
+// settleMarkers decides the open markers on the arrival of a value (not a
+// tombstone) at path: under the innermost one, it creates their nodes, and
+// they are dropped; else the innermost is sent, and so on outwards.
+func (b *setBatcher) settleMarkers(path *gpb.Path) {
+	for len(b.markers) > 0 {
+		top := b.markers[len(b.markers)-1]
+		if journal.IsUnder(path, top.GetPath()) {
+			b.values -= len(b.markers)
+			b.markers = b.markers[:0]
+			return
+		}
+		b.appendUpdate(top.GetPath(), top.GetValue())
+		b.markers = b.markers[:len(b.markers)-1]
+	}
+}
+
+// sizeOf is about what pv adds to a request's encoded size.
+func (b *setBatcher) sizeOf(pv *journal.PathValue, kind valueKind) int {
+	switch kind {
+	case kindDelete:
+		return protowire.SizeTag(setRequestDeleteField) + protowire.SizeBytes(proto.Size(pv.GetPath()))
+	case kindMember, kindLeafList:
+		v := pv.GetValue()
+		// The member's name and text, and room for the object's own path
+		// and framing (counted for every member: a bound, not a sum).
+		n := len(v.GetJsonIetfVal()) + len(v.GetJsonVal()) + len(lastName(pv.GetPath())) + 16 +
+			protowire.SizeTag(setRequestUpdateField) + protowire.SizeBytes(proto.Size(pv.GetPath()))
+		if kind == kindLeafList {
+			n += protowire.SizeTag(setRequestDeleteField) + protowire.SizeBytes(proto.Size(pv.GetPath()))
+		}
+		return n
+	}
+	u := &gpb.Update{Path: pv.GetPath(), Val: pv.GetValue()}
+	return protowire.SizeTag(setRequestUpdateField) + protowire.SizeBytes(proto.Size(u))
+}
+
+func lastName(p *gpb.Path) string {
+	elems := p.GetElem()
+	return elems[len(elems)-1].GetName()
+}
+
+// addMember puts a JSON leaf into the object at its container, opening one
+// if none is open.
+func (b *setBatcher) addMember(pv *journal.PathValue) {
+	path := pv.GetPath()
+	elems := path.GetElem()
+	parent := &gpb.Path{Origin: path.GetOrigin(), Elem: elems[:len(elems)-1]}
+	v := pv.GetValue()
+	ietf := v.GetJsonIetfVal() != nil
+	text := v.GetJsonIetfVal()
+	if !ietf {
+		text = v.GetJsonVal()
+	}
+	key := groupKey{path: string(journal.PathKey(parent)), ietf: ietf}
+	memberKey := string(journal.PathKey(path))
+	g, ok := b.groups[key]
+	if !ok || b.written[memberKey] > g.seq {
+		b.seq++
+		g = &jsonGroup{update: &gpb.Update{Path: parent}, seq: b.seq, ietf: ietf, members: make(map[string]json.RawMessage)}
+		b.groups[key] = g
+		b.allGroups = append(b.allGroups, g)
+		b.pending.Update = append(b.pending.Update, g.update)
+	}
+	b.written[memberKey] = g.seq
+	name := lastName(path)
+	if _, dup := g.members[name]; !dup {
+		g.names = append(g.names, name)
+	}
+	g.members[name] = json.RawMessage(bytes.TrimSpace(text))
+}
+
+// closeGroups closes the open JSON objects an Update of v at path may
+// overlap, so that no later member moves ahead of it: those at or above
+// path, and, for a value that may hold a subtree (not a scalar), all.
+func (b *setBatcher) closeGroups(path *gpb.Path, v *gpb.TypedValue) {
+	if len(b.groups) == 0 {
+		return
+	}
+	if _, err := gvalue.ToScalar(v); err != nil || v.GetJsonVal() != nil || v.GetJsonIetfVal() != nil {
+		clear(b.groups)
+		return
+	}
+	for key := range coveringKeys(path) {
+		delete(b.groups, groupKey{path: string(key), ietf: true})
+		delete(b.groups, groupKey{path: string(key), ietf: false})
+	}
+}
+
 // flush returns the pending request and starts a new one; nil if nothing is
-// pending.
+// pending. Open markers are sent with it: nothing in it creates their
+// nodes.
 func (b *setBatcher) flush() *gpb.SetRequest {
 	req := b.pending
+	if req != nil {
+		for n := len(b.markers) - 1; n >= 0; n-- {
+			b.appendUpdate(b.markers[n].GetPath(), b.markers[n].GetValue())
+		}
+		for _, g := range b.allGroups {
+			g.encode()
+		}
+	}
 	b.pending = nil
 	b.size, b.values = 0, 0
+	b.markers = b.markers[:0]
+	b.allGroups = b.allGroups[:0]
+	b.seq = 0
+	clear(b.written)
 	clear(b.updatesAt)
 	clear(b.updatesUnder)
+	clear(b.groups)
 	return req
+}
+
+// overlapsUpdate reports whether pv's path is at, above or below the path
+// of any pending update: a Replace there would take effect before it.
+func (b *setBatcher) overlapsUpdate(pv *journal.PathValue) bool {
+	if _, ok := b.updatesUnder[string(journal.PathKey(pv.GetPath()))]; ok {
+		return true
+	}
+	for key := range coveringKeys(pv.GetPath()) {
+		if _, ok := b.updatesAt[string(key)]; ok {
+			return true
+		}
+	}
+	return false
 }
 
 // overlapsOtherUpdate reports whether the tombstone pv is at, above or below

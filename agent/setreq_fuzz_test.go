@@ -2,7 +2,6 @@ package agent
 
 import (
 	"bytes"
-	"fmt"
 	"slices"
 	"testing"
 
@@ -164,7 +163,8 @@ func checkTopTombstones(t *testing.T, values, tops []*journal.PathValue) {
 
 // fuzzWrites decodes the per-path values of proposals over modelNodes()
 // from data, one byte a value: the low nibble picks the node, 0x10 makes
-// it a tombstone, 0x20 starts the next proposal. Like randomWrites, each
+// it a tombstone, 0x20 starts the next proposal, the top two bits pick the
+// kind of value (modelValue). Like randomWrites, each
 // path is written at most once per proposal, and the values come in the
 // order the original Sets took effect.
 func fuzzWrites(tb testing.TB, data []byte) []*journal.PathValue {
@@ -185,7 +185,7 @@ func fuzzWrites(tb testing.TB, data []byte) []*journal.PathValue {
 		if b&0x10 != 0 {
 			writes = append(writes, tombstone(tb, n, index))
 		} else {
-			writes = append(writes, value(tb, n, index, jsonVal(fmt.Sprintf("%d%s", index, n))))
+			writes = append(writes, value(tb, n, index, modelValue(n, index, int(b>>6)*2+int(index%2))))
 		}
 	}
 	return append(values, inSetOrder(writes)...)

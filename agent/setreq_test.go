@@ -2,18 +2,22 @@ package agent
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"math/rand/v2"
 	"slices"
 	"strings"
 	"testing"
 
-	"github.com/gnmi-sidecar/gnmi-sidecar/journal"
 	"github.com/google/go-cmp/cmp"
 	gpb "github.com/openconfig/gnmi/proto/gnmi"
 	"github.com/openconfig/ygot/ygot"
+	"google.golang.org/protobuf/encoding/prototext"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/testing/protocmp"
+
+	"github.com/gnmi-sidecar/gnmi-sidecar/journal"
+	"github.com/gnmi-sidecar/gnmi-sidecar/leaves"
 )
 
 func mustPath(tb testing.TB, s string) *gpb.Path {
@@ -465,9 +469,18 @@ func TestRollbackRequests(t *testing.T) {
 }
 
 // targetModel is a tiny model of a gNMI target over a fixed tree of paths
-// (ygot path strings). A value is JSON holding its whole subtree, so an
-// update sets every node at or under its path and a delete removes every
-// node at or under its path.
+// (ygot path strings), with the kinds of values a setBatcher sends:
+//
+//   - an opaque value (ASCII) holds its whole subtree: an update sets every
+//     node at or under its path;
+//   - a JSON object merges: each member is written at the member's path (a
+//     JSON leaf), and {} only makes the node exist;
+//   - any other value (JSON text of a leaf or leaf-list, a scalar or
+//     leaflist TypedValue) sets its node alone;
+//
+// and every write makes the nodes above it exist ("∃" where they hold no
+// value). A delete removes every node at or under its path, a replace
+// deletes then writes.
 type targetModel struct {
 	nodes []string
 	state map[string]string
@@ -493,12 +506,62 @@ func (m *targetModel) delete(path string) {
 	}
 }
 
-func (m *targetModel) update(path, value string) {
+// exists makes the nodes above path (the root aside) exist.
+func (m *targetModel) exists(path string) {
 	for _, n := range m.nodes {
-		if modelCovers(path, n) {
-			m.state[n] = value
+		if n != "/" && n != path && modelCovers(n, path) && !strings.HasPrefix(path, n+"[") {
+			if _, ok := m.state[n]; !ok {
+				m.state[n] = "∃"
+			}
 		}
 	}
+}
+
+func (m *targetModel) set(path, value string) {
+	m.exists(path)
+	m.state[path] = value
+}
+
+// update writes v at path as the model's target does.
+func (m *targetModel) update(tb testing.TB, path string, v *gpb.TypedValue) {
+	tb.Helper()
+	if a, ok := v.GetValue().(*gpb.TypedValue_AsciiVal); ok {
+		m.exists(path)
+		for _, n := range m.nodes {
+			if modelCovers(path, n) {
+				m.state[n] = "ascii:" + a.AsciiVal
+			}
+		}
+		return
+	}
+	text := v.GetJsonIetfVal()
+	if text == nil {
+		text = v.GetJsonVal()
+	}
+	if bytes.HasPrefix(bytes.TrimSpace(text), []byte("{")) {
+		var members map[string]json.RawMessage
+		if err := json.Unmarshal(text, &members); err != nil {
+			tb.Fatalf("JSON object at %s: %v", path, err)
+		}
+		if path != "/" {
+			if _, ok := m.state[path]; !ok {
+				m.set(path, "∃")
+			}
+		}
+		for name, member := range members {
+			child := strings.TrimSuffix(path, "/") + "/" + name
+			if !slices.Contains(m.nodes, child) {
+				tb.Fatalf("JSON object at %s has a member %q outside the model's tree", path, name)
+			}
+			m.set(child, string(member))
+		}
+		return
+	}
+	if text != nil {
+		m.set(path, string(text))
+		return
+	}
+	m.set(path, prototext.Format(v))
 }
 
 func pathString(tb testing.TB, p *gpb.Path) string {
@@ -523,21 +586,27 @@ func (m *targetModel) applySet(tb testing.TB, req *gpb.SetRequest) {
 	}
 	for _, u := range req.Replace {
 		m.delete(pathString(tb, u.Path))
-		m.update(pathString(tb, u.Path), string(u.Val.GetJsonIetfVal()))
+		m.update(tb, pathString(tb, u.Path), u.Val)
 	}
 	for _, u := range req.Update {
-		m.update(pathString(tb, u.Path), string(u.Val.GetJsonIetfVal()))
+		m.update(tb, pathString(tb, u.Path), u.Val)
 	}
 }
 
-// applyOneByOne applies values one at a time, in order.
+// applyOneByOne applies values one at a time, in order: a whole leaf-list
+// replaces what its node held.
 func (m *targetModel) applyOneByOne(tb testing.TB, values []*journal.PathValue) {
 	tb.Helper()
 	for _, pv := range values {
-		if pv.Deleted {
-			m.delete(pathString(tb, pv.Path))
-		} else {
-			m.update(pathString(tb, pv.Path), string(pv.Value.GetJsonIetfVal()))
+		path := pathString(tb, pv.Path)
+		switch {
+		case pv.Deleted:
+			m.delete(path)
+		case leaves.IsLeafList(pv.Value):
+			m.delete(path)
+			m.update(tb, path, pv.Value)
+		default:
+			m.update(tb, path, pv.Value)
 		}
 	}
 }
@@ -549,6 +618,34 @@ func modelNodes() []string {
 		"/", "/a", "/a/b", "/a/b[name=x]", "/a/b[name=y]", "/a/b[name=x]/c",
 		"/a/b[name=y]/c", "/a/b[name=y]/c/d", "/a/bc", "/e", "/e/f",
 	}
+}
+
+// modelValue returns a value of proposal index for node n, of a kind pick
+// chooses among those a journal holds at such a node (package leaves): at
+// a leaf (a node without children in modelNodes) a JSON leaf (mostly), a
+// whole leaf-list (as JSON or a leaflist TypedValue) or an opaque value;
+// above, an opaque value holding the subtree or a marker.
+func modelValue(n string, index uint64, pick int) *gpb.TypedValue {
+	text := fmt.Sprintf("%d%s", index, n)
+	ascii := &gpb.TypedValue{Value: &gpb.TypedValue_AsciiVal{AsciiVal: text}}
+	if !slices.ContainsFunc(modelNodes(), func(c string) bool { return c != n && modelCovers(n, c) }) {
+		switch pick % 8 {
+		case 0:
+			return ascii
+		case 1:
+			return jsonVal(fmt.Sprintf("[%q]", text))
+		case 2:
+			return &gpb.TypedValue{Value: &gpb.TypedValue_LeaflistVal{LeaflistVal: &gpb.ScalarArray{Element: []*gpb.TypedValue{stringVal(text)}}}}
+		case 3:
+			return &gpb.TypedValue{Value: &gpb.TypedValue_JsonVal{JsonVal: []byte(fmt.Sprintf("%q", text))}}
+		}
+		return jsonVal(fmt.Sprintf("%q", text))
+	}
+	list := slices.ContainsFunc(modelNodes(), func(c string) bool { return strings.HasPrefix(c, n+"[") })
+	if pick%2 == 0 && n != "/" && !list {
+		return jsonVal("{}") // a list entry or a (presence) container
+	}
+	return ascii
 }
 
 // randomWrites returns the per-path values of up to 8 random proposals over
@@ -569,7 +666,7 @@ func randomWrites(tb testing.TB, r *rand.Rand) []*journal.PathValue {
 			if r.IntN(3) == 0 {
 				writes = append(writes, tombstone(tb, n, index))
 			} else {
-				writes = append(writes, value(tb, n, index, jsonVal(fmt.Sprintf("%d%s", index, n))))
+				writes = append(writes, value(tb, n, index, modelValue(n, index, r.IntN(8))))
 			}
 		}
 		values = append(values, inSetOrder(writes)...)
@@ -592,13 +689,38 @@ func inSetOrder(writes []*journal.PathValue) []*journal.PathValue {
 	return writes
 }
 
+// requestValues counts the values a request carries: its deletes and
+// replaces, its updates' (an object's members each), a leaf-list's delete
+// and member counting once.
+func requestValues(req *gpb.SetRequest) int {
+	n := len(req.Delete) + len(req.Replace)
+	for _, u := range req.Update {
+		text := u.GetVal().GetJsonIetfVal()
+		if text == nil {
+			text = u.GetVal().GetJsonVal()
+		}
+		var members map[string]json.RawMessage
+		if json.Unmarshal(text, &members) != nil || len(members) == 0 {
+			n++
+			continue
+		}
+		for _, m := range members {
+			n++
+			if bytes.HasPrefix(m, []byte("[")) {
+				n-- // its delete counted it
+			}
+		}
+	}
+	return n
+}
+
 // checkSizes checks that every request holding more than one entry is within
 // maxBytes.
 func checkSizes(t *testing.T, reqs []*gpb.SetRequest, maxBytes int) {
 	t.Helper()
 	for n, req := range reqs {
-		if size := proto.Size(req); size > maxBytes && len(req.Delete)+len(req.Update) > 1 {
-			t.Errorf("request %d of %d entries has %d bytes, more than %d", n, len(req.Delete)+len(req.Update), size, maxBytes)
+		if size := proto.Size(req); size > maxBytes && requestValues(req) > 1 {
+			t.Errorf("request %d of %d values has %d bytes, more than %d", n, requestValues(req), size, maxBytes)
 		}
 	}
 }
@@ -618,7 +740,7 @@ func checkRequests(t *testing.T, what string, want *targetModel, values []*journ
 	}
 	checkSizes(t, reqs, limits.bytes)
 	for n, req := range reqs {
-		if v := len(req.Delete) + len(req.Update); limits.values > 0 && v > limits.values {
+		if v := requestValues(req); limits.values > 0 && v > limits.values {
 			t.Fatalf("%s, limits %+v: request %d holds %d values", what, limits, n, v)
 		}
 	}

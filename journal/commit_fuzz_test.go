@@ -10,19 +10,24 @@ import (
 
 	"github.com/openconfig/gnmi/proto/gnmi"
 	"google.golang.org/protobuf/proto"
+
+	"github.com/gnmi-sidecar/gnmi-sidecar/leaves"
 )
 
 // FuzzCommitChange journals and commits two Sets, each a Change's
 // operations decoded from the fuzzer's bytes, the second on top of the
 // first, and checks what a commit turns TypedValues and deletes into:
 //
-//   - operations the journal refuses are refused with ErrInvalid, and the
+//   - operations the journal refuses are refused with ErrInvalid (or, for
+//     a value it could not record exactly, leaves.ErrNeedSchema), and the
 //     caller's operations are never modified;
-//   - the proposal keeps the operations exactly as sent (targets dropped);
+//   - the proposal keeps the operations exactly as sent (targets dropped),
+//     with the units their values decompose into;
 //   - the change's values are sorted and unique by path key, each one at a
-//     path a delete or replace covers or an update's leaf;
-//   - an update's leaf holds the value of the last update of its path, a
-//     deleted path a tombstone or a value written at exactly that path;
+//     path a delete or replace covers or a unit's;
+//   - a unit's path holds the value of the last unit written there (a
+//     marker may be left out where values are stored already), a deleted
+//     path a tombstone or a value written at exactly that path;
 //   - the rollback values are what the committed values held before, and
 //     the committed values are the change's values afterwards, with no
 //     older value left under a delete or replace.
@@ -79,8 +84,8 @@ func checkCommit(t *testing.T, j *Journal, ops []*Op) {
 		t.Fatalf("ProposeChange modified its operations: %v, sent %v", ops, sent)
 	}
 	if err != nil {
-		if !errors.Is(err, ErrInvalid) {
-			t.Fatalf("ProposeChange(%v): %v, want an error wrapping ErrInvalid", ops, err)
+		if !errors.Is(err, ErrInvalid) && !errors.Is(err, leaves.ErrNeedSchema) {
+			t.Fatalf("ProposeChange(%v): %v, want an error wrapping ErrInvalid or leaves.ErrNeedSchema", ops, err)
 		}
 		return
 	}
@@ -91,9 +96,20 @@ func checkCommit(t *testing.T, j *Journal, ops []*Op) {
 			leaf.Path.Target = ""
 		}
 	}
-	if !slices.EqualFunc(p.GetChange().GetOps(), want, func(a, b *Op) bool { return proto.Equal(a, b) }) {
+	asSent := func(a, b *Op) bool {
+		a = proto.CloneOf(a)
+		a.Units, a.ImpliedDeletes = nil, nil
+		return proto.Equal(a, b)
+	}
+	if !slices.EqualFunc(p.GetChange().GetOps(), want, asSent) {
 		t.Fatalf("proposal %d holds %v, sent %v", p.GetIndex(), p.GetChange().GetOps(), ops)
 	}
+	for _, op := range p.GetChange().GetOps() {
+		if op.GetKind() != OpDelete && len(op.GetUnits()) == 0 && len(op.GetValues()) > 0 && !emptyJSON(op) {
+			t.Fatalf("proposal %d: %v has no units", p.GetIndex(), op)
+		}
+	}
+	ops = p.GetChange().GetOps() // with their units
 
 	before := committedAt(t, j, ops)
 	i := p.GetIndex()
@@ -130,10 +146,14 @@ func checkCommit(t *testing.T, j *Journal, ops []*Op) {
 				t.Fatalf("delete of %s left %v", PathString(op.GetPath()), pv)
 			}
 		case OpUpdate:
-			for _, leaf := range op.GetValues() {
-				last := lastUpdate(ops, leaf.GetPath())
-				if pv := changed[string(PathKey(leaf.GetPath()))]; !proto.Equal(pv.GetValue(), last.GetValue()) {
-					t.Fatalf("update of %s left %v, the last update wrote %v", PathString(leaf.GetPath()), pv, last.GetValue())
+			for _, unit := range op.GetUnits() {
+				last := lastUpdate(ops, unit.GetPath())
+				pv := changed[string(PathKey(unit.GetPath()))]
+				if pv == nil && leaves.IsMarker(last.GetValue()) {
+					continue // the node held values already
+				}
+				if !proto.Equal(pv.GetValue(), last.GetValue()) {
+					t.Fatalf("update of %s left %v, the last unit written there was %v", PathString(unit.GetPath()), pv, last.GetValue())
 				}
 			}
 		}
@@ -164,18 +184,24 @@ func cloneOps(ops []*Op) []*Op {
 	return out
 }
 
-// committedAt returns the committed values at and under the paths of ops,
-// by path key.
+// committedAt returns the committed values at and under the paths of ops
+// and of their units (a marker is above its operation's path), by path key.
 func committedAt(t *testing.T, j *Journal, ops []*Op) map[string]*PathValue {
 	t.Helper()
 	out := map[string]*PathValue{}
 	for _, op := range ops {
-		err := j.Committed(context.Background(), op.GetPath(), func(pv *PathValue) error {
-			out[string(PathKey(pv.GetPath()))] = pv
-			return nil
-		})
-		if err != nil {
-			t.Fatal(err)
+		paths := []*gnmi.Path{op.GetPath()}
+		for _, u := range op.GetUnits() {
+			paths = append(paths, u.GetPath())
+		}
+		for _, p := range paths {
+			err := j.Committed(context.Background(), p, func(pv *PathValue) error {
+				out[string(PathKey(pv.GetPath()))] = pv
+				return nil
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
 		}
 	}
 	return out
@@ -201,10 +227,21 @@ func written(ops []*Op, p *gnmi.Path) bool {
 	return deleted(ops, p)
 }
 
-// leafAt reports whether a replace or an update of ops has a leaf at p.
+// emptyJSON reports whether op's values are all JSON objects or arrays
+// with nothing in them, which decompose into nothing.
+func emptyJSON(op *Op) bool {
+	for _, leaf := range op.GetValues() {
+		if !leaves.IsMarker(leaf.GetValue()) && string(leaf.GetValue().GetJsonIetfVal()) != "[]" && string(leaf.GetValue().GetJsonVal()) != "[]" {
+			return false
+		}
+	}
+	return true
+}
+
+// leafAt reports whether a replace or an update of ops has a unit at p.
 func leafAt(ops []*Op, p *gnmi.Path) bool {
 	for _, op := range ops {
-		for _, leaf := range op.GetValues() {
+		for _, leaf := range op.GetUnits() {
 			if bytes.Equal(PathKey(leaf.GetPath()), PathKey(p)) {
 				return true
 			}
@@ -213,14 +250,15 @@ func leafAt(ops []*Op, p *gnmi.Path) bool {
 	return false
 }
 
-// lastUpdate returns the last leaf of an update at p.
+// lastUpdate returns the last unit of an update at p (updates take effect
+// after replaces).
 func lastUpdate(ops []*Op, p *gnmi.Path) *Leaf {
 	var last *Leaf
 	for _, op := range ops {
 		if op.GetKind() != OpUpdate {
 			continue
 		}
-		for _, leaf := range op.GetValues() {
+		for _, leaf := range op.GetUnits() {
 			if bytes.Equal(PathKey(leaf.GetPath()), PathKey(p)) {
 				last = leaf
 			}

@@ -103,19 +103,26 @@ func update(t testing.TB, kv ...string) *Op {
 	if len(kv) == 2 {
 		root = mustPath(t, kv[0])
 	}
-	return &Op{Kind: OpUpdate, Path: root, Values: leaves(t, kv)}
+	return &Op{Kind: OpUpdate, Path: root, Values: leafValues(t, kv)}
 }
 
 // replace replaces at root with the given leaves.
 func replace(t testing.TB, root string, kv ...string) *Op {
-	return &Op{Kind: OpReplace, Path: mustPath(t, root), Values: leaves(t, kv)}
+	return &Op{Kind: OpReplace, Path: mustPath(t, root), Values: leafValues(t, kv)}
+}
+
+// asciiUpdate writes an opaque (ASCII) value at path: one unit, whatever
+// it holds.
+func asciiUpdate(t testing.TB, path, text string) *Op {
+	return &Op{Kind: OpUpdate, Path: mustPath(t, path), Values: []*Leaf{{Path: mustPath(t, path),
+		Value: &gnmi.TypedValue{Value: &gnmi.TypedValue_AsciiVal{AsciiVal: text}}}}}
 }
 
 func del(t testing.TB, path string) *Op {
 	return &Op{Kind: OpDelete, Path: mustPath(t, path)}
 }
 
-func leaves(t testing.TB, kv []string) []*Leaf {
+func leafValues(t testing.TB, kv []string) []*Leaf {
 	var out []*Leaf
 	for n := 0; n+1 < len(kv); n += 2 {
 		v := strVal(kv[n+1])
@@ -200,6 +207,10 @@ func render(pv *PathValue) string {
 		s = x.StringVal
 	case *gnmi.TypedValue_JsonIetfVal:
 		s = string(x.JsonIetfVal)
+	case *gnmi.TypedValue_AsciiVal:
+		s = x.AsciiVal
+	case *gnmi.TypedValue_JsonVal:
+		s = string(x.JsonVal)
 	default:
 		s = v.String()
 	}

@@ -17,10 +17,11 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/gnmi-sidecar/gnmi-sidecar/journal/journalpb"
+	"github.com/gnmi-sidecar/gnmi-sidecar/leaves"
 )
 
 // formatVersion is the version of the key layout and records (Meta.format).
-const formatVersion = 1
+const formatVersion = 2
 
 // Errors callers branch on. Returned errors wrap them; use errors.Is.
 var (
@@ -74,6 +75,10 @@ type Options struct {
 	// below it every write is refused with ErrNoSpace (default 4 ×
 	// MemTableSize, 64 MiB; negative: no reserve). See disk.go.
 	MinFreeBytes int64
+	// Schema is the device's YANG schema, for decomposing the values of
+	// proposals leaf by leaf (package leaves) and for upgrading a format-1
+	// journal; nil: none (list keys are learned from keyed paths).
+	Schema *leaves.Schema
 	// Observer, if set, is called with every transition once it is durable,
 	// in the order the transitions took effect, before the caller of the
 	// transition gets its result. It runs on the writer goroutine: it must
@@ -170,6 +175,12 @@ type Journal struct {
 	failed  atomic.Pointer[error] // set once by fail (disk.go)
 	commits atomic.Uint64         // write transactions committed, for benchmarks
 
+	// keys are the list keys learned from journaled paths (persisted under
+	// nsListKeys) and from whatever else the sidecar sees; decomposer uses
+	// them and Options.Schema.
+	keys       *leaves.Keys
+	decomposer *leaves.Decomposer
+
 	writerDone chan struct{}
 	stopBg     context.CancelFunc
 	bgDone     sync.WaitGroup
@@ -209,6 +220,13 @@ func Open(dir string, opts Options) (*Journal, error) {
 	err = j.initialize()
 	if err == nil {
 		err = verifyRecords(db, dir, valueLog, bopts.ValueThreshold)
+	}
+	if err == nil {
+		err = j.upgrade()
+	}
+	if err == nil {
+		j.keys, err = loadListKeys(db)
+		j.decomposer = leaves.NewDecomposer(opts.Schema, j.keys)
 	}
 	if err != nil {
 		_ = db.Close()
@@ -256,8 +274,8 @@ func (j *Journal) initialize() error {
 			return err
 		}
 		if found {
-			if meta.GetFormat() != formatVersion {
-				return fmt.Errorf("format %d, this build reads %d: %w", meta.GetFormat(), formatVersion, ErrFormat)
+			if f := meta.GetFormat(); f != formatVersion && f != 1 {
+				return fmt.Errorf("format %d, this build reads %d (and upgrades 1): %w", f, formatVersion, ErrFormat)
 			}
 			return nil
 		}

@@ -320,16 +320,34 @@ func TestCommitExpansion(t *testing.T) {
 			[]string{"/a/b=deleted@2", "/a/bc=2@1"}},
 		{"delete a list removes its entries", [][]*Op{{update(t, "/l[k=1]/v", "1"), update(t, "/l[k=2]/v", "2"), update(t, "/lx", "3")}},
 			[]*Op{del(t, "/l")},
-			[]string{"/l=deleted@2", "/l[k=1]/v=deleted@2", "/l[k=2]/v=deleted@2", "/lx=3@1"}},
+			[]string{"/l=deleted@2", "/l[k=1]=deleted@2", "/l[k=1]/v=deleted@2", "/l[k=2]=deleted@2", "/l[k=2]/v=deleted@2", "/lx=3@1"}},
+		{"a leaf under a list entry records the entry", nil,
+			[]*Op{update(t, "/l[k=1]/v", "1")},
+			[]string{"/l[k=1]={}@1", "/l[k=1]/v=1@1"}},
+		{"an entry that holds values is not recorded again", [][]*Op{{update(t, "/l[k=1]/v", "1")}},
+			[]*Op{update(t, "/l[k=1]/w", "2")},
+			[]string{"/l[k=1]={}@1", "/l[k=1]/v=1@1", "/l[k=1]/w=2@2"}},
+		{"deleting a leaf keeps its entry", [][]*Op{{update(t, "/l[k=1]/v", "1")}},
+			[]*Op{del(t, "/l[k=1]/v")},
+			[]string{"/l[k=1]={}@1", "/l[k=1]/v=deleted@2"}},
+		{"replacing an entry records it anew", [][]*Op{{update(t, "/l[k=1]/v", "1")}},
+			[]*Op{replace(t, "/l[k=1]", "/l[k=1]/w", "2")},
+			[]string{"/l[k=1]={}@2", "/l[k=1]/v=deleted@2", "/l[k=1]/w=2@2"}},
 		{"replace drops what the new value lacks", [][]*Op{{update(t, "/a/b", "1", "/a/c", "2")}},
 			[]*Op{replace(t, "/a", "/a/b", "9")},
 			[]string{"/a=deleted@2", "/a/b=9@2", "/a/c=deleted@2"}},
 		{"deletes go first, updates last, whatever the order given", nil,
 			[]*Op{update(t, "/a/b", "1"), del(t, "/a"), replace(t, "/a/c", "/a/c", "2")},
 			[]string{"/a=deleted@1", "/a/b=1@1", "/a/c=2@1"}},
-		{"a JSON value and a leaf under it coexist", [][]*Op{{update(t, "/a", `{"b":1,"c":2}`)}},
+		{"a JSON value is recorded leaf by leaf", [][]*Op{{update(t, "/a", `{"b":1,"c":2}`)}},
 			[]*Op{update(t, "/a/b", "5")},
-			[]string{`/a={"b":1,"c":2}@1`, "/a/b=5@2"}},
+			[]string{"/a/b=5@2", "/a/c=2@1"}},
+		{"two JSON updates of a container merge", [][]*Op{{update(t, "/a", `{"b":1,"c":2}`)}},
+			[]*Op{update(t, "/a", `{"d":3}`)},
+			[]string{"/a/b=1@1", "/a/c=2@1", "/a/d=3@2"}},
+		{"a JSON replace removes what it lacks", [][]*Op{{update(t, "/a", `{"b":1,"c":2}`)}},
+			[]*Op{replace(t, "/a", "/a", `{"d":3}`)},
+			[]string{"/a=deleted@2", "/a/b=deleted@2", "/a/c=deleted@2", "/a/d=3@2"}},
 		{"the later write to a path wins", nil,
 			[]*Op{update(t, "/a", "1"), update(t, "/a", "2")},
 			[]string{"/a=2@1"}},
@@ -604,17 +622,17 @@ func TestRetentionDropsTombstonesNoLongerNeeded(t *testing.T) {
 	j := openTest(t, "", Options{NoSync: true, Retain: 2})
 	ctx := context.Background()
 	term := synced(t, j)
-	applyChange(t, j, term, update(t, "/a", `{"b":1,"c":2}`))   // 1
+	applyChange(t, j, term, asciiUpdate(t, "/a", "a b c"))      // 1: an opaque value at /a
 	applyChange(t, j, term, del(t, "/a/b"))                     // 2: under /a@1, needed
 	applyChange(t, j, term, del(t, "/x"))                       // 3: nothing above, dropped
-	applyChange(t, j, term, update(t, "/l", `[{"k":1,"v":1}]`)) // 4: a whole list as JSON
+	applyChange(t, j, term, update(t, "/l", `[{"k":1,"v":1}]`)) // 4: a value at the list's path
 	applyChange(t, j, term, del(t, "/l[k=1]/v"))                // 5: under the list /l@4, needed
 	applyChange(t, j, term, del(t, "/q/r"))                     // 6: /q is written later, dropped
-	applyChange(t, j, term, update(t, "/q", `{"s":1}`))         // 7
+	applyChange(t, j, term, update(t, "/q", `{"s":1}`))         // 7: JSON, leaf by leaf: nothing at /q
 	applyChange(t, j, term, update(t, "/n", "1"))               // 8
 	rollback(t, j, term, 8)                                     // /n=deleted@0, dropped
 	// 9: a delete under a value the same Set writes: the delete runs first
-	// and the value is replayed after it anyway, so the tombstone goes.
+	// and the value overwrites its tombstone.
 	applyChange(t, j, term, update(t, "/z", "1"), update(t, "/m", `{"b":1}`), del(t, "/m/b"))
 	applyChange(t, j, term, update(t, "/z", "2"), del(t, "/y")) // 10: kept proposal
 	applyChange(t, j, term, update(t, "/w", "1"))               // 11: kept proposal
@@ -623,9 +641,9 @@ func TestRetentionDropsTombstonesNoLongerNeeded(t *testing.T) {
 		t.Fatalf("Compact = %d, %v; want 9 proposals dropped", n, err)
 	}
 	want := []string{
-		`/a={"b":1,"c":2}@1`, "/a/b=deleted@2",
+		"/a=a b c@1", "/a/b=deleted@2",
 		`/l=[{"k":1,"v":1}]@4`, "/l[k=1]/v=deleted@5",
-		`/m={"b":1}@9`, `/q={"s":1}@7`,
+		"/m/b=1@9", "/q/s=1@7",
 		"/w=1@11", "/y=deleted@10", "/z=2@10",
 	}
 	if got := committedList(t, j, nil); !slices.Equal(got, want) {
@@ -642,8 +660,8 @@ func TestRetentionDropsTombstonesNoLongerNeeded(t *testing.T) {
 		t.Fatal(err)
 	}
 	wantOrder := []string{
-		`/a={"b":1,"c":2}@1`, "/a/b=deleted@2", `/l=[{"k":1,"v":1}]@4`, "/l[k=1]/v=deleted@5",
-		`/q={"s":1}@7`, `/m={"b":1}@9`, "/y=deleted@10", "/z=2@10", "/w=1@11",
+		"/a=a b c@1", "/a/b=deleted@2", `/l=[{"k":1,"v":1}]@4`, "/l[k=1]/v=deleted@5",
+		"/q/s=1@7", "/m/b=1@9", "/y=deleted@10", "/z=2@10", "/w=1@11",
 	}
 	if !slices.Equal(order, wantOrder) {
 		t.Fatalf("re-push order %v, want %v", order, wantOrder)
@@ -681,10 +699,28 @@ func TestRetentionStopsAtUnfinishedProposal(t *testing.T) {
 	}
 }
 
+// TestRetentionDropsTombstonesUnderMarkers: a marker ({} at a list entry)
+// holds nothing, so a tombstone under it is dropped like any other.
+func TestRetentionDropsTombstonesUnderMarkers(t *testing.T) {
+	j := openTest(t, "", Options{NoSync: true, Retain: 1})
+	term := synced(t, j)
+	applyChange(t, j, term, update(t, "/e[k=1]/v", "1")) // 1: the entry and v
+	applyChange(t, j, term, del(t, "/e[k=1]/v"))         // 2: under the entry's marker
+	applyChange(t, j, term, update(t, "/w", "1"))        // 3: kept
+	if _, err := j.Compact(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"/e[k=1]={}@1", "/w=1@3"}
+	if got := appliedList(t, j); !slices.Equal(got, want) {
+		t.Fatalf("applied after compaction: got %v, want %v", got, want)
+	}
+	checkInvariants(t, j)
+}
+
 func TestScanAppliedByIndex(t *testing.T) {
 	j := openTest(t, "", Options{NoSync: true})
 	term := synced(t, j)
-	applyChange(t, j, term, update(t, "/b", "1", "/a", `{"x":1}`))
+	applyChange(t, j, term, update(t, "/b", "1", "/a", `{"x":1,"y":1}`))
 	applyChange(t, j, term, update(t, "/a/x", "2"))
 	applyChange(t, j, term, update(t, "/b", "3"))
 	var got []string
@@ -694,7 +730,7 @@ func TestScanAppliedByIndex(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	want := []string{`/a={"x":1}@1`, "/a/x=2@2", "/b=3@3"}
+	want := []string{"/a/y=1@1", "/a/x=2@2", "/b=3@3"}
 	if !slices.Equal(got, want) {
 		t.Fatalf("got %v, want %v", got, want)
 	}

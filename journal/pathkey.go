@@ -11,6 +11,8 @@ import (
 
 	"github.com/openconfig/gnmi/proto/gnmi"
 	"github.com/openconfig/ygot/ygot"
+
+	"github.com/gnmi-sidecar/gnmi-sidecar/leaves"
 )
 
 // Bytes with a structural meaning in a path key. Bytes below escapeLimit in
@@ -29,7 +31,9 @@ const (
 // journal's key for it. The encoding guarantees:
 //
 //   - equal paths have equal keys, and only they: list keys are sorted by
-//     name, the origin is part of the key, the target is ignored;
+//     name, the origin is part of the key, the target is ignored, and
+//     element names are taken without module prefix
+//     ("openconfig-system:config" is "config", as devices read it);
 //   - the key of every path under P (see IsUnder) starts with PathKey(P)
 //     followed by an element or list-key separator, so /a/bc is not under
 //     /a/b;
@@ -43,7 +47,7 @@ func PathKey(p *gnmi.Path) []byte {
 	b = appendEscaped(b, p.GetOrigin())
 	for _, e := range p.GetElem() {
 		b = append(b, sepElem)
-		b = appendEscaped(b, e.GetName())
+		b = appendEscaped(b, leaves.Name(e.GetName()))
 		if len(e.GetKey()) == 0 {
 			continue
 		}

@@ -22,6 +22,7 @@ type (
 	HistoryDelta  = journalpb.HistoryDelta
 	HistoryEntry  = journalpb.HistoryEntry
 	HistoryKind   = journalpb.HistoryKind
+	ListKeys      = journalpb.ListKeys
 	Status        = journalpb.Status
 	Phase         = journalpb.Phase
 	OpKind        = journalpb.OpKind
@@ -77,12 +78,17 @@ var (
 	keyMastership    = []byte("s")
 	keyCommitConfirm = []byte("x")
 	nsProposal       = []byte("p/")
-	nsCommitted      = []byte("cv/")
-	nsApplied        = []byte("av/")
-	nsAppliedIndex   = []byte("ai/")
-	nsAppliedDeleted = []byte("at/")
+	nsCommitted      = []byte("lc/")
+	nsApplied        = []byte("la/")
+	nsAppliedIndex   = []byte("li/")
+	nsAppliedDeleted = []byte("lt/")
 	nsHistory        = []byte("h/")
+	nsListKeys       = []byte("k/")
 )
+
+// The namespaces of format 1's values (per Set path), read only by the
+// upgrade to format 2 (upgrade.go), which then deletes them.
+var format1Namespaces = [][]byte{[]byte("cv/"), []byte("av/"), []byte("ai/"), []byte("at/")}
 
 func uint64Key(ns []byte, n uint64) []byte {
 	k := make([]byte, len(ns), len(ns)+8)

@@ -10,6 +10,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/gnmi-sidecar/gnmi-sidecar/journal/journalpb"
+	"github.com/gnmi-sidecar/gnmi-sidecar/leaves"
 )
 
 // compactChunk bounds the proposals (and history deltas) one retention
@@ -95,9 +96,10 @@ func (j *Journal) Compact(ctx context.Context) (int, error) {
 // dropTombstones removes the applied tombstones written by proposals that
 // retention dropped (index < FirstIndex), with their committed twins, once
 // they no longer mean anything: a re-push replays values in index order, so
-// a tombstone matters only while a value stored at an ancestor path (a JSON
-// value holding the deleted path) was written before it; such a tombstone
-// is kept. Candidates are found in a read transaction and re-checked by the
+// a tombstone matters only while a value stored at an ancestor path (an
+// opaque value, such as ASCII configuration, that may hold the deleted
+// path) was written before it; such a tombstone is kept. A marker ({} at a
+// list entry or container) holds nothing. Candidates are found in a read transaction and re-checked by the
 // write, so the writer is held only for the ones found, chunk by chunk.
 func (j *Journal) dropTombstones(ctx context.Context) error {
 	from := nsAppliedDeleted
@@ -186,7 +188,7 @@ func (w *writeTxn) droppableTombstone(c *Configuration, index uint64, pathKey []
 		if err != nil {
 			return nil, false, err
 		}
-		if holder != nil && !holder.GetDeleted() && holder.GetIndex() < index {
+		if holder != nil && !holder.GetDeleted() && holder.GetIndex() < index && !leaves.IsMarker(holder.GetValue()) {
 			return nil, false, nil
 		}
 	}

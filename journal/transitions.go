@@ -12,6 +12,7 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/gnmi-sidecar/gnmi-sidecar/journal/journalpb"
+	"github.com/gnmi-sidecar/gnmi-sidecar/leaves"
 )
 
 // codeAborted is google.golang.org/grpc/codes.Aborted (the journal does not
@@ -38,12 +39,12 @@ func (j *Journal) ProposeChange(ctx context.Context, ops []*Op, then ...func(*Tx
 	return j.propose(ctx, ops, "a commit-confirmed is outstanding", "confirm or cancel it first, or wait for its rollback", nil, then)
 }
 
-// propose cleans ops and journals them as a new proposal, refused while a
-// commit-confirmed is outstanding (the refusal's words: lead and advice);
-// then, in the same transaction, it calls also (if set) with the new
-// proposal, and the then functions.
+// propose cleans ops, decomposes their values leaf by leaf and journals
+// them as a new proposal, refused while a commit-confirmed is outstanding
+// (the refusal's words: lead and advice); then, in the same transaction, it
+// calls also (if set) with the new proposal, and the then functions.
 func (j *Journal) propose(ctx context.Context, ops []*Op, lead, advice string, also func(w *writeTxn, p *Proposal) error, then []func(*Tx) error) (*Proposal, error) {
-	clean, err := cleanOps(ops)
+	clean, lists, err := j.cleanOps(ops)
 	if err != nil {
 		return nil, err
 	}
@@ -55,6 +56,9 @@ func (j *Journal) propose(ctx context.Context, ops []*Op, lead, advice string, a
 		}
 		p, _, err := w.proposeChange(clean)
 		if err != nil {
+			return err
+		}
+		if err := w.recordLists(lists); err != nil {
 			return err
 		}
 		if also != nil {
@@ -101,47 +105,76 @@ func (w *writeTxn) proposeChange(ops []*Op) (*Proposal, *Configuration, error) {
 	return p, c, nil
 }
 
-// cleanOps validates ops and returns a copy with targets dropped.
-func cleanOps(ops []*Op) ([]*Op, error) {
+// cleanOps validates ops and returns a copy with targets dropped and the
+// values of replaces and updates decomposed into units (package leaves),
+// and the lists their keyed paths name. A value that cannot be recorded
+// exactly is refused with an error wrapping leaves.ErrNeedSchema or
+// leaves.ErrInvalid (and ErrInvalid).
+func (j *Journal) cleanOps(ops []*Op) ([]*Op, []leaves.List, error) {
 	if len(ops) == 0 {
-		return nil, fmt.Errorf("journal: propose: no operations: %w", ErrInvalid)
+		return nil, nil, fmt.Errorf("journal: propose: no operations: %w", ErrInvalid)
+	}
+	// Learn from every update and replace first: one may name the keys of
+	// a list another holds as JSON.
+	for _, op := range ops {
+		if op.GetKind() == OpReplace || op.GetKind() == OpUpdate {
+			j.keys.Learn(op.GetPath())
+		}
 	}
 	out := make([]*Op, len(ops))
+	lists := newListSet()
 	for n, op := range ops {
 		op = proto.CloneOf(op)
 		if err := ValidatePath(op.GetPath()); err != nil {
-			return nil, fmt.Errorf("journal: propose: operation %d: %v: %w", n, err, ErrInvalid)
+			return nil, nil, fmt.Errorf("journal: propose: operation %d: %v: %w", n, err, ErrInvalid)
 		}
 		op.Path.Target = ""
+		op.Units, op.ImpliedDeletes = nil, nil
 		switch op.GetKind() {
 		case OpDelete:
 			if len(op.GetValues()) > 0 {
-				return nil, fmt.Errorf("journal: propose: delete of %s carries values: %w", PathString(op.Path), ErrInvalid)
+				return nil, nil, fmt.Errorf("journal: propose: delete of %s carries values: %w", PathString(op.Path), ErrInvalid)
 			}
 		case OpReplace, OpUpdate:
 			if len(op.GetValues()) == 0 {
-				return nil, fmt.Errorf("journal: propose: %s of %s has no value: %w", op.GetKind(), PathString(op.Path), ErrInvalid)
+				return nil, nil, fmt.Errorf("journal: propose: %s of %s has no value: %w", op.GetKind(), PathString(op.Path), ErrInvalid)
 			}
+			lists.add(op.GetPath())
 		default:
-			return nil, fmt.Errorf("journal: propose: operation %d has kind %v: %w", n, op.GetKind(), ErrInvalid)
+			return nil, nil, fmt.Errorf("journal: propose: operation %d has kind %v: %w", n, op.GetKind(), ErrInvalid)
 		}
 		under := subtreeOf(op.Path)
 		for _, leaf := range op.GetValues() {
 			if err := ValidatePath(leaf.GetPath()); err != nil {
-				return nil, fmt.Errorf("journal: propose: value under %s: %v: %w", PathString(op.Path), err, ErrInvalid)
+				return nil, nil, fmt.Errorf("journal: propose: value under %s: %v: %w", PathString(op.Path), err, ErrInvalid)
 			}
 			leaf.Path.Target = ""
 			if leaf.GetValue() == nil {
-				return nil, fmt.Errorf("journal: propose: %s has no value: %w", PathString(leaf.Path), ErrInvalid)
+				return nil, nil, fmt.Errorf("journal: propose: %s has no value: %w", PathString(leaf.Path), ErrInvalid)
 			}
 			if !under.contains(PathKey(leaf.Path)) {
-				return nil, fmt.Errorf("journal: propose: value at %s is not under %s: %w",
+				return nil, nil, fmt.Errorf("journal: propose: value at %s is not under %s: %w",
 					PathString(leaf.Path), PathString(op.Path), ErrInvalid)
+			}
+			w, err := j.decomposer.Decompose(leaf.GetPath(), leaf.GetValue())
+			if errors.Is(err, leaves.ErrInvalid) {
+				return nil, nil, fmt.Errorf("journal: propose: %w: %w", err, ErrInvalid)
+			}
+			if err != nil {
+				return nil, nil, fmt.Errorf("journal: propose: %w", err)
+			}
+			op.ImpliedDeletes = append(op.ImpliedDeletes, w.Deletes...)
+			for _, u := range w.Units {
+				if err := ValidatePath(u.GetPath()); err != nil {
+					return nil, nil, fmt.Errorf("journal: propose: value under %s: %v: %w", PathString(op.Path), err, ErrInvalid)
+				}
+				op.Units = append(op.Units, &Leaf{Path: u.GetPath(), Value: u.GetVal()})
+				lists.add(u.GetPath())
 			}
 		}
 		out[n] = op
 	}
-	return out, nil
+	return out, lists.lists, nil
 }
 
 // proposalTransition is one transition of one proposal: fn checks its
@@ -968,7 +1001,11 @@ func (e *effective) put(key []byte, pv *PathValue) {
 }
 
 // expand computes the effective writes of ops for proposal i against the
-// committed values, in gNMI order: deletes, then replaces, then updates.
+// committed values, in gNMI order: deletes, then replaces, then updates. A
+// delete or replace tombstones the whole stored subtree at its path; the
+// implied deletes of an operation (other cases of a choice) tombstone what
+// is stored there; then its units are written in order, a marker only
+// where nothing is stored at or under its path (see writeUnit).
 func (w *writeTxn) expand(i uint64, ops []*Op) (*effective, error) {
 	eff := &effective{values: make(map[string]*PathValue)}
 	for _, kind := range []OpKind{OpDelete, OpReplace, OpUpdate} {
@@ -977,12 +1014,19 @@ func (w *writeTxn) expand(i uint64, ops []*Op) (*effective, error) {
 				continue
 			}
 			if kind != OpUpdate {
-				if err := w.tombstoneSubtree(eff, i, op.GetPath()); err != nil {
+				if err := w.tombstoneSubtree(eff, i, op.GetPath(), true); err != nil {
 					return nil, err
 				}
 			}
-			for _, leaf := range op.GetValues() {
-				eff.put(PathKey(leaf.GetPath()), &PathValue{Path: leaf.GetPath(), Index: i, Value: leaf.GetValue()})
+			for _, p := range op.GetImpliedDeletes() {
+				if err := w.tombstoneSubtree(eff, i, p, false); err != nil {
+					return nil, err
+				}
+			}
+			for _, u := range op.GetUnits() {
+				if err := w.writeUnit(eff, i, u); err != nil {
+					return nil, err
+				}
 			}
 		}
 	}
@@ -990,11 +1034,83 @@ func (w *writeTxn) expand(i uint64, ops []*Op) (*effective, error) {
 	return eff, nil
 }
 
-// tombstoneSubtree deletes p and every value stored under it, both committed
-// ones and ones written earlier by the same proposal. It costs O(subtree).
-func (w *writeTxn) tombstoneSubtree(eff *effective, i uint64, p *gnmi.Path) error {
+// writeUnit adds unit u of proposal i to eff. A marker ({} at a list entry
+// or container) records that the node exists: it is written only if
+// nothing is stored at or under its path, so that it stands for the node's
+// creation, which a rollback undoes by deleting the node; where the node
+// already holds values, it exists already and the marker is left out.
+// Values this proposal wrote count as stored only if they were stored
+// before: a rollback deletes the node and then writes back what was.
+func (w *writeTxn) writeUnit(eff *effective, i uint64, u *Leaf) error {
+	key := PathKey(u.GetPath())
+	if leaves.IsMarker(u.GetValue()) {
+		if pv, ok := eff.values[string(key)]; ok && !pv.GetDeleted() {
+			return nil // written by an earlier unit of this proposal
+		}
+		stored, err := w.storedAtOrUnder(eff, u.GetPath())
+		if err != nil || stored {
+			return err
+		}
+	}
+	eff.put(key, &PathValue{Path: u.GetPath(), Index: i, Value: u.GetValue()})
+	return nil
+}
+
+// storedAtOrUnder reports whether the committed values hold a value (not a
+// tombstone) at or under p that eff does not tombstone.
+func (w *writeTxn) storedAtOrUnder(eff *effective, p *gnmi.Path) (bool, error) {
 	sub := subtreeOf(p)
-	eff.put(sub.key, &PathValue{Path: p, Index: i, Deleted: true})
+	live := func(key []byte, pv *PathValue) bool {
+		if e, ok := eff.values[string(key)]; ok && e.GetDeleted() {
+			return false
+		}
+		return !pv.GetDeleted()
+	}
+	pv, err := w.value(nsCommitted, sub.key)
+	if err != nil {
+		return false, err
+	}
+	if pv != nil && live(sub.key, pv) {
+		return true, nil
+	}
+	for _, prefix := range sub.prefixes {
+		err := iteratePrefix(w.txn, valueKey(nsCommitted, prefix), func(key, val []byte) error {
+			pv := &PathValue{}
+			if err := proto.Unmarshal(val, pv); err != nil {
+				return fmt.Errorf("decode %q: %w", key, err)
+			}
+			if live(key[len(nsCommitted):], pv) {
+				return errFound
+			}
+			return nil
+		})
+		if errors.Is(err, errFound) {
+			return true, nil
+		}
+		if err != nil {
+			return false, err
+		}
+	}
+	return false, nil
+}
+
+// errFound ends a scan that found what it looked for.
+var errFound = errors.New("found")
+
+// tombstoneSubtree deletes every value stored at or under p, both committed
+// ones and ones written earlier by the same proposal. With atPath, p itself
+// gets a tombstone even if nothing is stored there (a Set's delete or
+// replace: the device may hold data there the journal does not know). It
+// costs O(subtree).
+func (w *writeTxn) tombstoneSubtree(eff *effective, i uint64, p *gnmi.Path, atPath bool) error {
+	sub := subtreeOf(p)
+	if atPath {
+		eff.put(sub.key, &PathValue{Path: p, Index: i, Deleted: true})
+	} else if pv, err := w.value(nsCommitted, sub.key); err != nil {
+		return err
+	} else if pv != nil && !pv.GetDeleted() {
+		eff.put(sub.key, &PathValue{Path: pv.GetPath(), Index: i, Deleted: true})
+	}
 	for _, prefix := range sub.prefixes {
 		err := iteratePrefix(w.txn, valueKey(nsCommitted, prefix), func(key, val []byte) error {
 			pv := &PathValue{}

@@ -70,6 +70,12 @@ func newHistoryRig(t *testing.T, opts sidecartest.Options) *historyRig {
 	return &historyRig{rig: r, t1: r.committedAt(1), t2: r.committedAt(2), t3: r.committedAt(3)}
 }
 
+// entryPath is the interface of descPath and mtuPath, and marker the value
+// the journal records its entry with.
+const entryPath = "/interfaces/interface[name=eth0]"
+
+var marker = &gpb.TypedValue{Value: &gpb.TypedValue_JsonIetfVal{JsonIetfVal: []byte("{}")}}
+
 func TestHistoryGet(t *testing.T) {
 	r := newHistoryRig(t, sidecartest.Options{})
 	iface := sidecartest.Path(t, "/interfaces/interface[name=eth0]")
@@ -82,13 +88,15 @@ func TestHistoryGet(t *testing.T) {
 		path *gpb.Path
 		want map[string]*gpb.TypedValue
 	}{
-		{"at t1", r.t1, iface, map[string]*gpb.TypedValue{descPath: strVal("one")}},
-		{"between t1 and t2", r.t1.Add((r.t2.Sub(r.t1)) / 2), iface, map[string]*gpb.TypedValue{descPath: strVal("one")}},
-		{"at t2", r.t2, iface, map[string]*gpb.TypedValue{descPath: strVal("two"), mtuPath: uintVal(1500)}},
-		{"at t3", r.t3, iface, map[string]*gpb.TypedValue{descPath: strVal("two")}},
+		// The interface's entry shows as {} at its path (a marker: package
+		// leaves), as the journal records it.
+		{"at t1", r.t1, iface, map[string]*gpb.TypedValue{entryPath: marker, descPath: strVal("one")}},
+		{"between t1 and t2", r.t1.Add((r.t2.Sub(r.t1)) / 2), iface, map[string]*gpb.TypedValue{entryPath: marker, descPath: strVal("one")}},
+		{"at t2", r.t2, iface, map[string]*gpb.TypedValue{entryPath: marker, descPath: strVal("two"), mtuPath: uintVal(1500)}},
+		{"at t3", r.t3, iface, map[string]*gpb.TypedValue{entryPath: marker, descPath: strVal("two")}},
 		{"one leaf at t2", r.t2, sidecartest.Path(t, mtuPath), map[string]*gpb.TypedValue{mtuPath: uintVal(1500)}},
 		{"a wildcard at t2", r.t2, sidecartest.Path(t, "/interfaces/interface[name=*]/config/mtu"), map[string]*gpb.TypedValue{mtuPath: uintVal(1500)}},
-		{"everything at t2", r.t2, &gpb.Path{}, map[string]*gpb.TypedValue{descPath: strVal("two"), mtuPath: uintVal(1500)}},
+		{"everything at t2", r.t2, &gpb.Path{}, map[string]*gpb.TypedValue{entryPath: marker, descPath: strVal("two"), mtuPath: uintVal(1500)}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			resp, err := get(c.at, c.path)
@@ -224,7 +232,7 @@ func TestHistorySubscribe(t *testing.T) {
 		if len(before) != 3 {
 			t.Fatalf("got %d notifications, want 3 (snapshot, t2, t3): %v", len(before), before)
 		}
-		wantLeaves(t, leaves(t, before[0]), map[string]*gpb.TypedValue{descPath: strVal("two"), mtuPath: uintVal(1500)})
+		wantLeaves(t, leaves(t, before[0]), map[string]*gpb.TypedValue{entryPath: marker, descPath: strVal("two"), mtuPath: uintVal(1500)})
 		wantLeaves(t, leaves(t, before[1]), map[string]*gpb.TypedValue{descPath: strVal("two"), mtuPath: uintVal(1500)})
 		wantLeaves(t, leaves(t, before[2]), map[string]*gpb.TypedValue{mtuPath: nil})
 		for k, want := range []time.Time{r.t2, r.t2, r.t3} {
@@ -279,7 +287,7 @@ func TestHistorySubscribe(t *testing.T) {
 		if err != nil || !synced {
 			t.Fatalf("%v, synced %v", err, synced)
 		}
-		wantLeaves(t, leaves(t, before...), map[string]*gpb.TypedValue{descPath: strVal("one")})
+		wantLeaves(t, leaves(t, before...), map[string]*gpb.TypedValue{entryPath: marker, descPath: strVal("one")})
 	})
 
 	for _, c := range []struct {

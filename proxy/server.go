@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"slices"
 	"strings"
 
 	gpb "github.com/openconfig/gnmi/proto/gnmi"
@@ -145,7 +146,40 @@ func (s *Server) Get(ctx context.Context, req *gpb.GetRequest) (*gpb.GetResponse
 		return s.historyGet(ctx, req, hist)
 	}
 	resp, err := s.device.Get(s.outgoing(ctx), req)
+	if err == nil {
+		s.learnKeys(resp)
+	}
 	return resp, s.deviceError(err)
+}
+
+// learnKeys teaches the journal the list keys of the paths in a device's
+// answer (leaves.Keys): a JSON list a client sends later decomposes with
+// them even without the device's YANG.
+func (s *Server) learnKeys(resp *gpb.GetResponse) {
+	keys := s.opts.Journal.Keys()
+	for _, n := range resp.GetNotification() {
+		prefix := n.GetPrefix().GetElem()
+		for _, u := range n.GetUpdate() {
+			elems := u.GetPath().GetElem()
+			if !anyKeys(prefix) && !anyKeys(elems) {
+				continue
+			}
+			full := &gpb.Path{Origin: n.GetPrefix().GetOrigin(), Elem: append(slices.Clip(prefix), elems...)}
+			if o := u.GetPath().GetOrigin(); o != "" {
+				full.Origin = o
+			}
+			keys.Learn(full)
+		}
+	}
+}
+
+func anyKeys(elems []*gpb.PathElem) bool {
+	for _, e := range elems {
+		if len(e.GetKey()) > 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // Subscribe answers subscriptions to origin gnmi-sidecar from the journal

@@ -16,6 +16,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/gnmi-sidecar/gnmi-sidecar/journal"
+	"github.com/gnmi-sidecar/gnmi-sidecar/leaves"
 	"github.com/gnmi-sidecar/gnmi-sidecar/proxy/sidecarpb"
 )
 
@@ -464,9 +465,16 @@ func statusOf(s journal.Status) sidecarpb.Status {
 // journalError maps a journal error to a gRPC status.
 func journalError(err error) error {
 	var guard *journal.GuardError
+	var value *leaves.Error
 	switch {
 	case errors.As(err, &guard):
 		return status.Error(codes.FailedPrecondition, guard.Reason)
+	case errors.As(err, &value) && errors.Is(err, leaves.ErrNeedSchema):
+		// Nothing was journaled: the Set's rollback or re-push would not
+		// be exact (docs/values.md).
+		return status.Error(codes.FailedPrecondition, value.Error())
+	case errors.As(err, &value):
+		return status.Error(codes.InvalidArgument, value.Error())
 	case errors.Is(err, journal.ErrGuard), errors.Is(err, journal.ErrCompacted):
 		return status.Error(codes.FailedPrecondition, err.Error())
 	case errors.Is(err, journal.ErrNotFound):

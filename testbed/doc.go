@@ -19,7 +19,22 @@
 //     MasterArbitration is enforced as in the OpenConfig reference.
 //   - Subscribe ONCE, POLL and STREAM (ON_CHANGE, TARGET_DEFINED as
 //     ON_CHANGE, SAMPLE) with sync_response; Sets show up on ON_CHANGE
-//     streams as updates and leaf deletes. Values are scalar TypedValues.
+//     streams as updates and leaf deletes. Values are scalar TypedValues,
+//     whatever the subscription's encoding: a Set of a JSON or JSON_IETF
+//     value at a container or list reaches a stream as one update per
+//     changed leaf (full paths with list keys; unchanged leaves are not
+//     sent), and leaves a Replace or Delete removed as one delete each.
+//
+// WriteYANG (and Device.WriteYANG, into a directory; the command
+// "gnmi-testbed yang --out DIR") writes the schema as YANG source, for tools
+// that load YANG at run time: one self-contained YANG 1.1 module,
+// gnmi-testbed (namespace urn:gnmi-sidecar:testbed, prefix tb), describing
+// the whole uncompressed data tree: containers (with presence), lists with
+// their keys, leaf-lists, leaves, choice/case and "config false" at the top
+// of read-only subtrees. Leaves have their builtin type (string, boolean,
+// intN, uintN, decimal64, empty, binary) or else string (enumeration,
+// identityref, leafref, union, ...). goyang reads it with no other module.
+// exampleoc has no presence containers and no choice/case.
 //
 // Stop and Start restart it on the same address: a non-persistent device
 // comes back empty, a persistent one with its configuration (in memory, or

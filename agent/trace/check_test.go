@@ -558,8 +558,8 @@ func TestCheckJournal(t *testing.T) {
 	if got := r.Proposals[onTop].Apply; got != aborted {
 		t.Errorf("proposal %d (committed on top of a rejected one): apply %s, want %s", onTop, got, aborted)
 	}
-	if len(applied) != 2 {
-		t.Errorf("journal has %d applied values, want 2 (a tombstone and the hostname)", len(applied))
+	if len(applied) != 3 {
+		t.Errorf("journal has %d applied values, want 3 (tombstones of the rolled-back interface entry and description, and the hostname)", len(applied))
 	}
 }
 

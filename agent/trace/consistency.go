@@ -1,6 +1,7 @@
 package trace
 
 import (
+	"bytes"
 	"fmt"
 	"maps"
 	"slices"
@@ -14,6 +15,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/gnmi-sidecar/gnmi-sidecar/journal"
+	"github.com/gnmi-sidecar/gnmi-sidecar/leaves"
 )
 
 // CheckApplied compares the applied values a trace implies (Report.Applied)
@@ -93,12 +95,16 @@ func (r *Report) AppliedValues() ([]*journal.PathValue, error) {
 // leaf, as testbed.Device.ConfigLeaves returns them. It returns a
 // Consistency violation for
 //
-//   - every applied scalar value missing from the device or different
-//     there (JSON values are not compared: they hold subtrees);
+//   - every applied leaf value (a scalar TypedValue, or a leaf's or
+//     leaf-list's JSON text) missing from the device or different there
+//     (compared by meaning: uint 1500 and JSON 1500 are the same);
+//   - every applied list entry (a marker, {} at a keyed path) of which the
+//     device holds nothing;
 //   - every device leaf at or under an applied tombstone, unless a value
 //     written with the tombstone or after it accounts for the leaf;
 //   - every other device leaf that neither an applied value at its path nor
-//     a JSON value above it accounts for.
+//     an opaque value above it (a JSON object other than a marker, as
+//     format-1 journals kept) accounts for.
 //
 // List key leaves ("…/interface[name=eth0]/name" and
 // "…/interface[name=eth0]/config/name" = "eth0") are always allowed: the
@@ -112,23 +118,38 @@ func CheckDevice(applied []*journal.PathValue, device map[string]*gnmi.TypedValu
 }
 
 // deviceStats counts the applied values CheckDevice compared with the
-// device leaf by leaf, and the JSON ones it could not.
+// device leaf by leaf, and the opaque ones and markers of containers it
+// could not.
 type deviceStats struct {
-	compared, json int
+	compared, opaque int
 }
 
 func checkDevice(applied []*journal.PathValue, device map[string]*gnmi.TypedValue) ([]Violation, deviceStats) {
-	leaves, out := parseLeaves(device)
-	onDevice := make(map[string]deviceLeaf, len(leaves))
-	for _, l := range leaves {
+	held, out := parseLeaves(device)
+	onDevice := make(map[string]deviceLeaf, len(held))
+	for _, l := range held {
 		onDevice[l.key] = l
 	}
 	var stats deviceStats
+	var underDevice map[string]bool // path keys at or above a device leaf, once needed
 	for _, pv := range applied {
 		switch {
 		case pv.GetDeleted():
-		case isJSON(pv.GetValue()):
-			stats.json++
+		case leaves.IsMarker(pv.GetValue()):
+			if !isEntry(pv.GetPath()) {
+				stats.opaque++ // an empty container has no leaf to see
+				continue
+			}
+			stats.compared++
+			if underDevice == nil {
+				underDevice = coveredBy(held)
+			}
+			if !underDevice[deviceKey(pv.GetPath())] {
+				out = append(out, consistency("%s: the device has no such list entry, the applied values create it (proposal %d)",
+					journal.PathString(pv.GetPath()), pv.GetIndex()))
+			}
+		case isOpaque(pv.GetValue()):
+			stats.opaque++
 		default:
 			stats.compared++
 			if msg := diffDevice(pv, onDevice[deviceKey(pv.GetPath())]); msg != "" {
@@ -137,7 +158,7 @@ func checkDevice(applied []*journal.PathValue, device map[string]*gnmi.TypedValu
 		}
 	}
 	index := indexApplied(applied)
-	for _, l := range leaves {
+	for _, l := range held {
 		if msg := index.unaccounted(l); msg != "" {
 			out = append(out, consistency("%s", msg))
 		}
@@ -177,7 +198,7 @@ func diffDevice(pv *journal.PathValue, l deviceLeaf) string {
 	case l.path == nil:
 		return fmt.Sprintf("%s: the device has no value, the applied value is %s from proposal %d",
 			path, show(pv.GetValue()), pv.GetIndex())
-	case !proto.Equal(l.value, pv.GetValue()):
+	case !leaves.Equal(l.value, pv.GetValue()):
 		return fmt.Sprintf("%s: the device has %s, the applied value is %s from proposal %d",
 			path, show(l.value), show(pv.GetValue()), pv.GetIndex())
 	}
@@ -188,7 +209,7 @@ func diffDevice(pv *journal.PathValue, l deviceLeaf) string {
 type appliedIndex struct {
 	at map[string]*journal.PathValue
 	// covers holds those that speak for a whole subtree: tombstones and
-	// JSON values.
+	// opaque values.
 	covers map[string]*journal.PathValue
 }
 
@@ -197,7 +218,7 @@ func indexApplied(applied []*journal.PathValue) appliedIndex {
 	for _, pv := range applied {
 		key := deviceKey(pv.GetPath())
 		ix.at[key] = pv
-		if pv.GetDeleted() || isJSON(pv.GetValue()) {
+		if pv.GetDeleted() || isOpaque(pv.GetValue()) {
 			ix.covers[key] = pv
 		}
 	}
@@ -205,9 +226,9 @@ func indexApplied(applied []*journal.PathValue) appliedIndex {
 }
 
 // unaccounted explains why the device should not hold leaf l, or returns ""
-// if the applied values account for it. Of the value at l's path, the JSON
-// values above it and the tombstones at or above it, the newest decides; a
-// value wins a tie because a Set applies its deletes first.
+// if the applied values account for it. Of the value at l's path, the
+// opaque values above it and the tombstones at or above it, the newest
+// decides; a value wins a tie because a Set applies its deletes first.
 func (ix appliedIndex) unaccounted(l deviceLeaf) string {
 	if isListKey(l.path, l.value) {
 		return ""
@@ -308,12 +329,43 @@ func scalarString(v *gnmi.TypedValue) (string, bool) {
 	return "", false
 }
 
-func isJSON(v *gnmi.TypedValue) bool {
-	switch v.GetValue().(type) {
-	case *gnmi.TypedValue_JsonVal, *gnmi.TypedValue_JsonIetfVal:
+// isOpaque reports whether v may hold a subtree the device shows as leaves:
+// a JSON object other than a marker (what format-1 journals kept), or an
+// ASCII, bytes or protobuf value.
+func isOpaque(v *gnmi.TypedValue) bool {
+	switch x := v.GetValue().(type) {
+	case *gnmi.TypedValue_JsonVal:
+		return isObject(x.JsonVal) && !leaves.IsMarker(v)
+	case *gnmi.TypedValue_JsonIetfVal:
+		return isObject(x.JsonIetfVal) && !leaves.IsMarker(v)
+	case *gnmi.TypedValue_AsciiVal, *gnmi.TypedValue_BytesVal, *gnmi.TypedValue_ProtoBytes, *gnmi.TypedValue_AnyVal:
 		return true
 	}
 	return false
+}
+
+func isObject(b []byte) bool {
+	b = bytes.TrimSpace(b)
+	return len(b) > 0 && b[0] == '{'
+}
+
+// isEntry reports whether p is a list entry (its last element has keys).
+func isEntry(p *gnmi.Path) bool {
+	elems := p.GetElem()
+	return len(elems) > 0 && len(elems[len(elems)-1].GetKey()) > 0
+}
+
+// coveredBy returns the device keys of every path at or above a device
+// leaf.
+func coveredBy(device []deviceLeaf) map[string]bool {
+	out := make(map[string]bool)
+	for _, l := range device {
+		out[l.key] = true
+		for _, p := range coveringPaths(l.path) {
+			out[deviceKey(p)] = true
+		}
+	}
+	return out
 }
 
 // deviceKey is p's path key on the device, which serves origin

@@ -210,6 +210,37 @@ func TestCheckDevice(t *testing.T) {
 			want:   []string{eth0 + `/config/mtu: the device has "1500", the applied value is uint 1500`},
 		},
 		{
+			name: "JSON leaves and list entries, recorded leaf by leaf",
+			applied: func(t testing.TB) []*journal.PathValue {
+				return []*journal.PathValue{
+					pv(t, eth0, 1, jsonVal("{}")),
+					pv(t, eth0+"/config/mtu", 1, jsonVal("1500")),
+					pv(t, eth0+"/config/description", 1, jsonVal(`"uplink"`)),
+					pv(t, eth1, 2, jsonVal("{}")), // an entry with nothing but its keys
+				}
+			},
+			device: merge(keys(eth0, "eth0"), keys(eth1, "eth1"), map[string]*gnmi.TypedValue{
+				eth0 + "/config/mtu":         uintVal(1500),
+				eth0 + "/config/description": strVal("uplink"),
+			}),
+		},
+		{
+			name: "device holds another value than a JSON leaf",
+			applied: func(t testing.TB) []*journal.PathValue {
+				return []*journal.PathValue{pv(t, eth0, 1, jsonVal("{}")), pv(t, eth0+"/config/mtu", 1, jsonVal("1500"))}
+			},
+			device: merge(keys(eth0, "eth0"), map[string]*gnmi.TypedValue{eth0 + "/config/mtu": uintVal(9000)}),
+			want:   []string{eth0 + "/config/mtu: the device has uint 9000, the applied value is JSON_IETF 1500 from proposal 1"},
+		},
+		{
+			name: "list entry missing from the device",
+			applied: func(t testing.TB) []*journal.PathValue {
+				return []*journal.PathValue{pv(t, eth1, 2, jsonVal("{}"))}
+			},
+			device: keys(eth0, "eth0"),
+			want:   []string{eth1 + ": the device has no such list entry, the applied values create it (proposal 2)"},
+		},
+		{
 			name: "leaf left under a tombstone",
 			applied: func(t testing.TB) []*journal.PathValue {
 				return []*journal.PathValue{deleted(t, eth1, 2)}

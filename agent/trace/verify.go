@@ -74,8 +74,8 @@ func Verify(t testing.TB, path string, opts VerifyOptions) *Report {
 		}
 		violations, stats := checkDevice(applied, opts.Device)
 		r.Violations = append(r.Violations, violations...)
-		t.Logf("trace %s: checked %d device leaves against %d applied values (%d JSON values not compared)",
-			path, len(opts.Device), stats.compared, stats.json)
+		t.Logf("trace %s: checked %d device leaves against %d applied values (%d opaque values and container markers not compared)",
+			path, len(opts.Device), stats.compared, stats.opaque)
 	}
 	t.Logf("trace %s: %v", path, r.Counts)
 	for n, v := range r.Violations {

@@ -24,7 +24,10 @@ func newDemoCommand(stdout, stderr io.Writer) *cobra.Command {
 process (non-persistent: it is empty at every start) and the sidecar in front
 of it, and prints gnmi_cli commands to try. The journal in --journal-dir
 survives restarts: stop and start the demo, and the sidecar re-pushes the
-configuration to the fresh device.`,
+configuration to the fresh device. Unless --yang names other modules, the
+sidecar reads the simulated device's own schema (written as a YANG module
+into a temporary directory), so JSON values of every shape are journaled
+leaf by leaf.`,
 		Args:    cobra.NoArgs,
 		PreRunE: func(cmd *cobra.Command, _ []string) error { return applyConfigFile(cmd.Flags()) },
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -43,6 +46,16 @@ configuration to the fresh device.`,
 			}
 			defer dev.Stop()
 			cfg.target = dev.Addr()
+			if len(cfg.yangPaths) == 0 {
+				dir, err := os.MkdirTemp("", "gnmi-sidecar-demo-yang-")
+				if err != nil {
+					return err
+				}
+				defer os.RemoveAll(dir)
+				if cfg.yangPaths, err = dev.WriteYANG(dir); err != nil {
+					return err
+				}
+			}
 			return serve(ctx, cfg, stdout, log, func(addr string) { printDemoBanner(stdout, addr, dev.Addr(), cfg.journalDir, gnmiCLI) })
 		},
 	}
@@ -62,6 +75,8 @@ func printDemoBanner(w io.Writer, addr, device, journalDir, cli string) {
 		`update: <path: <`+descriptionPath+`> val: <string_val: "uplink to spine1">>`)
 	fmt.Fprintf(w, "  %s -address %s -insecure -get -proto '%s'\n\n", cli, addr,
 		`path: <`+descriptionPath+`> encoding: JSON_IETF`)
+	fmt.Fprintf(w, "  %s -address %s -insecure -set -proto '%s'\n\n", cli, addr,
+		`update: <path: <elem: <name: "system"> elem: <name: "config">> val: <json_ietf_val: "{\"hostname\":\"r1\",\"domain-name\":\"example.net\"}">>`)
 	fmt.Fprintf(w, "  %s -address %s -insecure -target demo -query_type once -query '/interfaces/interface[name=eth0]/config/description'\n\n", cli, addr)
 	fmt.Fprintf(w, "  %s -address %s -insecure -target demo -query_type streaming -query '/interfaces/interface[name=eth0]/config/description'\n\n", cli, addr)
 	fmt.Fprintf(w, "The journal, from another terminal (docs/cli.md):\n\n")

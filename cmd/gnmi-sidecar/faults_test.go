@@ -96,15 +96,17 @@ func TestJournalWriteFailureStopsTheSidecar(t *testing.T) {
 	mustSetDesc(t, s.client, "eth0", "before")
 
 	restore := diskfault.Immutable(t, s.journalDir)
-	// Sets of 20 KB until Badger's 16 MiB memtable is full (records of
-	// 64 KiB and more would go to its value log).
+	// Sets of 10 KB until Badger's 16 MiB memtable is full (records of
+	// 64 KiB and more would go to its value log; a proposal's record holds
+	// its value four times: as sent, as its unit, in the change's values
+	// and in the rollback's).
 	var acked []string
 	var failure error
 	for k := 0; failure == nil; k++ {
 		if k == 1000 {
-			t.Fatal("1000 Sets of 20 KB and no memtable rotation")
+			t.Fatal("1000 Sets of 10 KB and no memtable rotation")
 		}
-		value := fmt.Sprintf("%04d-%s", k, strings.Repeat("x", 20_000))
+		value := fmt.Sprintf("%04d-%s", k, strings.Repeat("x", 10_000))
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		_, failure = setDesc(ctx, s.client, "eth1", value)
 		cancel()

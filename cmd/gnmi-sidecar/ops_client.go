@@ -24,6 +24,7 @@ import (
 	"google.golang.org/protobuf/encoding/protojson"
 
 	"github.com/gnmi-sidecar/gnmi-sidecar/client"
+	"github.com/gnmi-sidecar/gnmi-sidecar/leaves"
 	"github.com/gnmi-sidecar/gnmi-sidecar/proxy/sidecarpb"
 )
 
@@ -217,9 +218,13 @@ func newValue(tv *gpb.TypedValue) *Value {
 // MarshalJSON implements json.Marshaler.
 func (v *Value) MarshalJSON() ([]byte, error) { return valueJSON(v.TV), nil }
 
-// Text renders the value compactly: strings as they are, everything else
-// as its JSON text.
+// Text renders the value compactly: strings as they are, a marker (a list
+// entry or container the journal records as existing: {}) as "(exists)",
+// everything else as its JSON text.
 func (v *Value) Text() string {
+	if leaves.IsMarker(v.TV) {
+		return "(exists)"
+	}
 	switch x := v.TV.GetValue().(type) {
 	case *gpb.TypedValue_StringVal:
 		return x.StringVal

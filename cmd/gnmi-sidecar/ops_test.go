@@ -265,10 +265,11 @@ func TestOpsJournalShow(t *testing.T) {
 		path          string
 		oldV, newV    string
 		previousIndex string
+		entry         bool // the Set created the interface's list entry
 	}{
-		{"1", descA, "-", "1", "0"},
-		{"2", descA, "1", "2", "1"},
-		{"3", descA, "2", "(deleted)", "2"},
+		{"1", descA, "-", "1", "0", true},
+		{"2", descA, "1", "2", "1", false},
+		{"3", descA, "2", "(deleted)", "2", false},
 	} {
 		t.Run("show "+tt.index, func(t *testing.T) {
 			out := mustOps(t, s.Addr, "journal", "show", tt.index)
@@ -279,8 +280,12 @@ func TestOpsJournalShow(t *testing.T) {
 				t.Errorf("phase: %s, want CHANGE", got)
 			}
 			rows := tableRows(t, out, "PATH")
-			if want := []string{tt.path, tt.oldV, tt.newV}; len(rows) != 1 || !slices.Equal(rows[0], want) {
-				t.Errorf("changes %q, want one row %q", rows, want)
+			want := [][]string{{tt.path, tt.oldV, tt.newV}}
+			if tt.entry {
+				want = [][]string{{strings.TrimSuffix(tt.path, "/config/description"), "-", "(exists)"}, want[0]}
+			}
+			if !slices.EqualFunc(rows, want, slices.Equal) {
+				t.Errorf("changes %q, want %q", rows, want)
 			}
 		})
 	}

@@ -20,6 +20,7 @@ import (
 	"github.com/gnmi-sidecar/gnmi-sidecar/agent"
 	"github.com/gnmi-sidecar/gnmi-sidecar/agent/trace"
 	"github.com/gnmi-sidecar/gnmi-sidecar/journal"
+	"github.com/gnmi-sidecar/gnmi-sidecar/leaves"
 	"github.com/gnmi-sidecar/gnmi-sidecar/proxy"
 )
 
@@ -53,6 +54,8 @@ type serveConfig struct {
 	logLevel              string
 	logFormat             string
 	configPath            string
+	yangPaths             []string
+	yangModules           []string
 
 	securityConfig      // northbound TLS, client authorization, device credentials (security.go)
 	observabilityConfig // metrics, health, reflection (observe.go)
@@ -72,6 +75,8 @@ func (c *serveConfig) addFlags(f *pflag.FlagSet) {
 	f.StringVar(&c.deviceServerName, "device-server-name", "", "name to verify the device's certificate against (default: the host of --target)")
 	f.BoolVar(&c.deviceSkipVerify, "device-skip-verify", false, "do not verify the device's certificate (lab use only)")
 	f.StringVar(&c.deviceUsername, "device-username", "", "username sent to the device, with the password of --device-password-file or $"+passwordEnv+"; replaces the clients' credentials on passthrough RPCs")
+	f.StringSliceVar(&c.yangPaths, "yang", nil, "the device's YANG modules: .yang files or directories of them, comma-separated or repeated; with them the journal records JSON lists, leaf-lists, presence containers and choices exactly, leaf by leaf (docs/values.md)")
+	f.StringSliceVar(&c.yangModules, "yang-module", nil, "load only these modules (names) from the --yang directories, with what they import (default: every .yang file there)")
 	f.StringVar(&c.tracePath, "trace", "", "append every journal transition as a JSON line to this file (also $"+trace.Env+")")
 	f.DurationVar(&c.applyTimeout, "apply-timeout", 30*time.Second, "longest a device Set may take before it counts as a transient failure")
 	f.DurationVar(&c.shutdownTimeout, "shutdown-timeout", 10*time.Second, "on SIGINT/SIGTERM, how long in-flight Sets may take to finish (they stay journaled either way)")
@@ -170,6 +175,15 @@ func serve(ctx context.Context, cfg serveConfig, stdout io.Writer, log *slog.Log
 		return err
 	}
 	jopts := journal.Options{Logger: log, Observer: obs.Observe, MinFreeBytes: cfg.journalMinFree}
+	if len(cfg.yangPaths) > 0 {
+		start := time.Now()
+		if jopts.Schema, err = leaves.LoadYANG(cfg.yangPaths, cfg.yangModules); err != nil {
+			return fmt.Errorf("--yang: %w", err)
+		}
+		log.Info("loaded the device's YANG schema", "paths", cfg.yangPaths, "modules", cfg.yangModules, "took", time.Since(start).Round(time.Millisecond))
+	} else if len(cfg.yangModules) > 0 {
+		return errors.New("--yang-module names modules to load from the --yang directories: give --yang too")
+	}
 	if jopts.MinFreeBytes == 0 {
 		jopts.MinFreeBytes = -1 // none
 	}

@@ -2,6 +2,7 @@
 // its own, for demos and for tests that drive real gNMI clients.
 //
 //	gnmi-testbed --listen 127.0.0.1:9340 [--persistent] [--admin 127.0.0.1:9341]
+//	gnmi-testbed yang --out DIR   # the device's schema as a YANG module
 package main
 
 import (
@@ -57,7 +58,10 @@ Faults can be armed at start (--set-delay, --reject-sets/--reject-code) or at
 runtime through the loopback admin endpoint (--admin):
   POST /faults/reject?n=3&code=UNAVAILABLE   POST /faults/delay?d=20ms
   POST /faults/hang   POST /faults/drop   POST /faults/clear   POST /restart
-  GET  /config        GET  /status`,
+  GET  /config        GET  /status
+
+"gnmi-testbed yang --out DIR" writes the device's schema as one YANG 1.1
+module (gnmi-testbed.yang) for tools that load YANG at run time.`,
 		SilenceUsage: true,
 		Args:         cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -76,6 +80,47 @@ runtime through the loopback admin endpoint (--admin):
 	f.StringVar(&cfg.rejectCode, "reject-code", "UNAVAILABLE", "gRPC code for --reject-sets (name or number)")
 	f.StringVar(&cfg.logLevel, "log-level", "info", "log level: debug, info, warn, error")
 	f.StringVar(&cfg.gnmiCLI, "gnmi-cli", "gnmi_cli", "how to invoke gnmi_cli in the printed example commands")
+	// The only subcommand is yang; no generated completion command.
+	cmd.CompletionOptions.DisableDefaultCmd = true
+	cmd.AddCommand(newYANGCommand(stdout))
+	return cmd
+}
+
+func newYANGCommand(stdout io.Writer) *cobra.Command {
+	var out string
+	cmd := &cobra.Command{
+		Use:   "yang --out DIR",
+		Short: "Write the device's schema as a YANG module into DIR and print its path",
+		Long: `yang writes the simulated device's schema as one self-contained YANG 1.1
+module, gnmi-testbed (namespace urn:gnmi-sidecar:testbed), into the file
+DIR/gnmi-testbed.yang (creating DIR), and prints the file's path.
+
+The module describes the device's whole (uncompressed OpenConfig) data tree:
+containers, lists with their keys, leaf-lists, leaves, presence, choice/case,
+and "config false" on read-only subtrees. Leaves have their builtin type, or
+string for derived ones (enumeration, identityref, leafref, union, ...).
+It needs no other module, e.g. for the sidecar's --yang option:
+
+  gnmi-testbed yang --out ./data/yang`,
+		Args:         cobra.NoArgs,
+		SilenceUsage: true,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			dev, err := testbed.New(testbed.Options{})
+			if err != nil {
+				return err
+			}
+			paths, err := dev.WriteYANG(out)
+			if err != nil {
+				return err
+			}
+			for _, p := range paths {
+				fmt.Fprintln(stdout, p)
+			}
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&out, "out", "", "directory to write the module into (created if missing)")
+	_ = cmd.MarkFlagRequired("out")
 	return cmd
 }
 

@@ -250,8 +250,11 @@ func (HistoryKind) EnumDescriptor() ([]byte, []int) {
 }
 
 type Meta struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Format        uint32                 `protobuf:"varint,1,opt,name=format,proto3" json:"format,omitempty"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// 1: values recorded per Set path, as sent. 2: values recorded per leaf
+	// (Op.units), learned list keys (ListKeys), committed and applied values
+	// under their format-2 key namespaces.
+	Format        uint32 `protobuf:"varint,1,opt,name=format,proto3" json:"format,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -293,6 +296,62 @@ func (x *Meta) GetFormat() uint32 {
 	return 0
 }
 
+// The key names of a list, learned from the keyed paths of journaled
+// proposals, for decomposing JSON lists without the device's YANG.
+type ListKeys struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The list's schema path: origin and element names, no keys.
+	List *gnmi.Path `protobuf:"bytes,1,opt,name=list,proto3" json:"list,omitempty"`
+	// Its key names, sorted.
+	Keys          []string `protobuf:"bytes,2,rep,name=keys,proto3" json:"keys,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListKeys) Reset() {
+	*x = ListKeys{}
+	mi := &file_journal_journalpb_journal_proto_msgTypes[1]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListKeys) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListKeys) ProtoMessage() {}
+
+func (x *ListKeys) ProtoReflect() protoreflect.Message {
+	mi := &file_journal_journalpb_journal_proto_msgTypes[1]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListKeys.ProtoReflect.Descriptor instead.
+func (*ListKeys) Descriptor() ([]byte, []int) {
+	return file_journal_journalpb_journal_proto_rawDescGZIP(), []int{1}
+}
+
+func (x *ListKeys) GetList() *gnmi.Path {
+	if x != nil {
+		return x.List
+	}
+	return nil
+}
+
+func (x *ListKeys) GetKeys() []string {
+	if x != nil {
+		return x.Keys
+	}
+	return nil
+}
+
 // A value to write at or under an operation's path, exactly as the client
 // sent it.
 type Leaf struct {
@@ -305,7 +364,7 @@ type Leaf struct {
 
 func (x *Leaf) Reset() {
 	*x = Leaf{}
-	mi := &file_journal_journalpb_journal_proto_msgTypes[1]
+	mi := &file_journal_journalpb_journal_proto_msgTypes[2]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -317,7 +376,7 @@ func (x *Leaf) String() string {
 func (*Leaf) ProtoMessage() {}
 
 func (x *Leaf) ProtoReflect() protoreflect.Message {
-	mi := &file_journal_journalpb_journal_proto_msgTypes[1]
+	mi := &file_journal_journalpb_journal_proto_msgTypes[2]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -330,7 +389,7 @@ func (x *Leaf) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Leaf.ProtoReflect.Descriptor instead.
 func (*Leaf) Descriptor() ([]byte, []int) {
-	return file_journal_journalpb_journal_proto_rawDescGZIP(), []int{1}
+	return file_journal_journalpb_journal_proto_rawDescGZIP(), []int{2}
 }
 
 func (x *Leaf) GetPath() *gnmi.Path {
@@ -353,15 +412,24 @@ type Op struct {
 	Kind  OpKind                 `protobuf:"varint,1,opt,name=kind,proto3,enum=gnmisidecar.journal.v1.OpKind" json:"kind,omitempty"`
 	// Full path (prefix joined, target dropped).
 	Path *gnmi.Path `protobuf:"bytes,2,opt,name=path,proto3" json:"path,omitempty"`
-	// Values written by a replace or an update; empty for a delete.
-	Values        []*Leaf `protobuf:"bytes,3,rep,name=values,proto3" json:"values,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	// Values written by a replace or an update, as the client sent them (what
+	// the device is sent); empty for a delete.
+	Values []*Leaf `protobuf:"bytes,3,rep,name=values,proto3" json:"values,omitempty"`
+	// What the values write, leaf by leaf (package leaves): leaves, whole
+	// leaf-lists, markers ({} at a list entry or presence container) and
+	// opaque values, in the order they take effect. Empty for a delete. The
+	// journal records these, not values (format 2).
+	Units []*Leaf `protobuf:"bytes,4,rep,name=units,proto3" json:"units,omitempty"`
+	// Subtrees the values remove besides the operation's own path: the other
+	// cases of a YANG choice they write into.
+	ImpliedDeletes []*gnmi.Path `protobuf:"bytes,5,rep,name=implied_deletes,json=impliedDeletes,proto3" json:"implied_deletes,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *Op) Reset() {
 	*x = Op{}
-	mi := &file_journal_journalpb_journal_proto_msgTypes[2]
+	mi := &file_journal_journalpb_journal_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -373,7 +441,7 @@ func (x *Op) String() string {
 func (*Op) ProtoMessage() {}
 
 func (x *Op) ProtoReflect() protoreflect.Message {
-	mi := &file_journal_journalpb_journal_proto_msgTypes[2]
+	mi := &file_journal_journalpb_journal_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -386,7 +454,7 @@ func (x *Op) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Op.ProtoReflect.Descriptor instead.
 func (*Op) Descriptor() ([]byte, []int) {
-	return file_journal_journalpb_journal_proto_rawDescGZIP(), []int{2}
+	return file_journal_journalpb_journal_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *Op) GetKind() OpKind {
@@ -410,6 +478,20 @@ func (x *Op) GetValues() []*Leaf {
 	return nil
 }
 
+func (x *Op) GetUnits() []*Leaf {
+	if x != nil {
+		return x.Units
+	}
+	return nil
+}
+
+func (x *Op) GetImpliedDeletes() []*gnmi.Path {
+	if x != nil {
+		return x.ImpliedDeletes
+	}
+	return nil
+}
+
 // The value of one path in the configuration: which proposal wrote it and
 // either a value or a tombstone.
 type PathValue struct {
@@ -426,7 +508,7 @@ type PathValue struct {
 
 func (x *PathValue) Reset() {
 	*x = PathValue{}
-	mi := &file_journal_journalpb_journal_proto_msgTypes[3]
+	mi := &file_journal_journalpb_journal_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -438,7 +520,7 @@ func (x *PathValue) String() string {
 func (*PathValue) ProtoMessage() {}
 
 func (x *PathValue) ProtoReflect() protoreflect.Message {
-	mi := &file_journal_journalpb_journal_proto_msgTypes[3]
+	mi := &file_journal_journalpb_journal_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -451,7 +533,7 @@ func (x *PathValue) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PathValue.ProtoReflect.Descriptor instead.
 func (*PathValue) Descriptor() ([]byte, []int) {
-	return file_journal_journalpb_journal_proto_rawDescGZIP(), []int{3}
+	return file_journal_journalpb_journal_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *PathValue) GetPath() *gnmi.Path {
@@ -493,7 +575,7 @@ type Error struct {
 
 func (x *Error) Reset() {
 	*x = Error{}
-	mi := &file_journal_journalpb_journal_proto_msgTypes[4]
+	mi := &file_journal_journalpb_journal_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -505,7 +587,7 @@ func (x *Error) String() string {
 func (*Error) ProtoMessage() {}
 
 func (x *Error) ProtoReflect() protoreflect.Message {
-	mi := &file_journal_journalpb_journal_proto_msgTypes[4]
+	mi := &file_journal_journalpb_journal_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -518,7 +600,7 @@ func (x *Error) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Error.ProtoReflect.Descriptor instead.
 func (*Error) Descriptor() ([]byte, []int) {
-	return file_journal_journalpb_journal_proto_rawDescGZIP(), []int{4}
+	return file_journal_journalpb_journal_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *Error) GetCode() uint32 {
@@ -554,7 +636,7 @@ type Change struct {
 
 func (x *Change) Reset() {
 	*x = Change{}
-	mi := &file_journal_journalpb_journal_proto_msgTypes[5]
+	mi := &file_journal_journalpb_journal_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -566,7 +648,7 @@ func (x *Change) String() string {
 func (*Change) ProtoMessage() {}
 
 func (x *Change) ProtoReflect() protoreflect.Message {
-	mi := &file_journal_journalpb_journal_proto_msgTypes[5]
+	mi := &file_journal_journalpb_journal_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -579,7 +661,7 @@ func (x *Change) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Change.ProtoReflect.Descriptor instead.
 func (*Change) Descriptor() ([]byte, []int) {
-	return file_journal_journalpb_journal_proto_rawDescGZIP(), []int{5}
+	return file_journal_journalpb_journal_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *Change) GetOps() []*Op {
@@ -663,7 +745,7 @@ type Rollback struct {
 
 func (x *Rollback) Reset() {
 	*x = Rollback{}
-	mi := &file_journal_journalpb_journal_proto_msgTypes[6]
+	mi := &file_journal_journalpb_journal_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -675,7 +757,7 @@ func (x *Rollback) String() string {
 func (*Rollback) ProtoMessage() {}
 
 func (x *Rollback) ProtoReflect() protoreflect.Message {
-	mi := &file_journal_journalpb_journal_proto_msgTypes[6]
+	mi := &file_journal_journalpb_journal_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -688,7 +770,7 @@ func (x *Rollback) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Rollback.ProtoReflect.Descriptor instead.
 func (*Rollback) Descriptor() ([]byte, []int) {
-	return file_journal_journalpb_journal_proto_rawDescGZIP(), []int{6}
+	return file_journal_journalpb_journal_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *Rollback) GetIndex() uint64 {
@@ -759,7 +841,7 @@ type Proposal struct {
 
 func (x *Proposal) Reset() {
 	*x = Proposal{}
-	mi := &file_journal_journalpb_journal_proto_msgTypes[7]
+	mi := &file_journal_journalpb_journal_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -771,7 +853,7 @@ func (x *Proposal) String() string {
 func (*Proposal) ProtoMessage() {}
 
 func (x *Proposal) ProtoReflect() protoreflect.Message {
-	mi := &file_journal_journalpb_journal_proto_msgTypes[7]
+	mi := &file_journal_journalpb_journal_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -784,7 +866,7 @@ func (x *Proposal) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Proposal.ProtoReflect.Descriptor instead.
 func (*Proposal) Descriptor() ([]byte, []int) {
-	return file_journal_journalpb_journal_proto_rawDescGZIP(), []int{7}
+	return file_journal_journalpb_journal_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *Proposal) GetIndex() uint64 {
@@ -827,7 +909,7 @@ type Committed struct {
 
 func (x *Committed) Reset() {
 	*x = Committed{}
-	mi := &file_journal_journalpb_journal_proto_msgTypes[8]
+	mi := &file_journal_journalpb_journal_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -839,7 +921,7 @@ func (x *Committed) String() string {
 func (*Committed) ProtoMessage() {}
 
 func (x *Committed) ProtoReflect() protoreflect.Message {
-	mi := &file_journal_journalpb_journal_proto_msgTypes[8]
+	mi := &file_journal_journalpb_journal_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -852,7 +934,7 @@ func (x *Committed) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Committed.ProtoReflect.Descriptor instead.
 func (*Committed) Descriptor() ([]byte, []int) {
-	return file_journal_journalpb_journal_proto_rawDescGZIP(), []int{8}
+	return file_journal_journalpb_journal_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *Committed) GetProposal() uint64 {
@@ -885,7 +967,7 @@ type Applied struct {
 
 func (x *Applied) Reset() {
 	*x = Applied{}
-	mi := &file_journal_journalpb_journal_proto_msgTypes[9]
+	mi := &file_journal_journalpb_journal_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -897,7 +979,7 @@ func (x *Applied) String() string {
 func (*Applied) ProtoMessage() {}
 
 func (x *Applied) ProtoReflect() protoreflect.Message {
-	mi := &file_journal_journalpb_journal_proto_msgTypes[9]
+	mi := &file_journal_journalpb_journal_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -910,7 +992,7 @@ func (x *Applied) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Applied.ProtoReflect.Descriptor instead.
 func (*Applied) Descriptor() ([]byte, []int) {
-	return file_journal_journalpb_journal_proto_rawDescGZIP(), []int{9}
+	return file_journal_journalpb_journal_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *Applied) GetProposal() uint64 {
@@ -967,7 +1049,7 @@ type Configuration struct {
 
 func (x *Configuration) Reset() {
 	*x = Configuration{}
-	mi := &file_journal_journalpb_journal_proto_msgTypes[10]
+	mi := &file_journal_journalpb_journal_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -979,7 +1061,7 @@ func (x *Configuration) String() string {
 func (*Configuration) ProtoMessage() {}
 
 func (x *Configuration) ProtoReflect() protoreflect.Message {
-	mi := &file_journal_journalpb_journal_proto_msgTypes[10]
+	mi := &file_journal_journalpb_journal_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -992,7 +1074,7 @@ func (x *Configuration) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Configuration.ProtoReflect.Descriptor instead.
 func (*Configuration) Descriptor() ([]byte, []int) {
-	return file_journal_journalpb_journal_proto_rawDescGZIP(), []int{10}
+	return file_journal_journalpb_journal_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *Configuration) GetCommitted() *Committed {
@@ -1068,7 +1150,7 @@ type Mastership struct {
 
 func (x *Mastership) Reset() {
 	*x = Mastership{}
-	mi := &file_journal_journalpb_journal_proto_msgTypes[11]
+	mi := &file_journal_journalpb_journal_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1080,7 +1162,7 @@ func (x *Mastership) String() string {
 func (*Mastership) ProtoMessage() {}
 
 func (x *Mastership) ProtoReflect() protoreflect.Message {
-	mi := &file_journal_journalpb_journal_proto_msgTypes[11]
+	mi := &file_journal_journalpb_journal_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1093,7 +1175,7 @@ func (x *Mastership) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Mastership.ProtoReflect.Descriptor instead.
 func (*Mastership) Descriptor() ([]byte, []int) {
-	return file_journal_journalpb_journal_proto_rawDescGZIP(), []int{11}
+	return file_journal_journalpb_journal_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *Mastership) GetTerm() uint64 {
@@ -1130,7 +1212,7 @@ type CommitConfirm struct {
 
 func (x *CommitConfirm) Reset() {
 	*x = CommitConfirm{}
-	mi := &file_journal_journalpb_journal_proto_msgTypes[12]
+	mi := &file_journal_journalpb_journal_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1142,7 +1224,7 @@ func (x *CommitConfirm) String() string {
 func (*CommitConfirm) ProtoMessage() {}
 
 func (x *CommitConfirm) ProtoReflect() protoreflect.Message {
-	mi := &file_journal_journalpb_journal_proto_msgTypes[12]
+	mi := &file_journal_journalpb_journal_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1155,7 +1237,7 @@ func (x *CommitConfirm) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CommitConfirm.ProtoReflect.Descriptor instead.
 func (*CommitConfirm) Descriptor() ([]byte, []int) {
-	return file_journal_journalpb_journal_proto_rawDescGZIP(), []int{12}
+	return file_journal_journalpb_journal_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *CommitConfirm) GetId() string {
@@ -1204,7 +1286,7 @@ type HistoryEntry struct {
 
 func (x *HistoryEntry) Reset() {
 	*x = HistoryEntry{}
-	mi := &file_journal_journalpb_journal_proto_msgTypes[13]
+	mi := &file_journal_journalpb_journal_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1216,7 +1298,7 @@ func (x *HistoryEntry) String() string {
 func (*HistoryEntry) ProtoMessage() {}
 
 func (x *HistoryEntry) ProtoReflect() protoreflect.Message {
-	mi := &file_journal_journalpb_journal_proto_msgTypes[13]
+	mi := &file_journal_journalpb_journal_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1229,7 +1311,7 @@ func (x *HistoryEntry) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HistoryEntry.ProtoReflect.Descriptor instead.
 func (*HistoryEntry) Descriptor() ([]byte, []int) {
-	return file_journal_journalpb_journal_proto_rawDescGZIP(), []int{13}
+	return file_journal_journalpb_journal_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *HistoryEntry) GetBefore() *PathValue {
@@ -1259,7 +1341,7 @@ type HistoryDelta struct {
 
 func (x *HistoryDelta) Reset() {
 	*x = HistoryDelta{}
-	mi := &file_journal_journalpb_journal_proto_msgTypes[14]
+	mi := &file_journal_journalpb_journal_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1271,7 +1353,7 @@ func (x *HistoryDelta) String() string {
 func (*HistoryDelta) ProtoMessage() {}
 
 func (x *HistoryDelta) ProtoReflect() protoreflect.Message {
-	mi := &file_journal_journalpb_journal_proto_msgTypes[14]
+	mi := &file_journal_journalpb_journal_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1284,7 +1366,7 @@ func (x *HistoryDelta) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HistoryDelta.ProtoReflect.Descriptor instead.
 func (*HistoryDelta) Descriptor() ([]byte, []int) {
-	return file_journal_journalpb_journal_proto_rawDescGZIP(), []int{14}
+	return file_journal_journalpb_journal_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *HistoryDelta) GetTime() *timestamppb.Timestamp {
@@ -1321,16 +1403,23 @@ const file_journal_journalpb_journal_proto_rawDesc = "" +
 	"\n" +
 	"\x1fjournal/journalpb/journal.proto\x12\x16gnmisidecar.journal.v1\x1a0github.com/openconfig/gnmi/proto/gnmi/gnmi.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\x1e\n" +
 	"\x04Meta\x12\x16\n" +
-	"\x06format\x18\x01 \x01(\rR\x06format\"N\n" +
+	"\x06format\x18\x01 \x01(\rR\x06format\">\n" +
+	"\bListKeys\x12\x1e\n" +
+	"\x04list\x18\x01 \x01(\v2\n" +
+	".gnmi.PathR\x04list\x12\x12\n" +
+	"\x04keys\x18\x02 \x03(\tR\x04keys\"N\n" +
 	"\x04Leaf\x12\x1e\n" +
 	"\x04path\x18\x01 \x01(\v2\n" +
 	".gnmi.PathR\x04path\x12&\n" +
-	"\x05value\x18\x02 \x01(\v2\x10.gnmi.TypedValueR\x05value\"\x8e\x01\n" +
+	"\x05value\x18\x02 \x01(\v2\x10.gnmi.TypedValueR\x05value\"\xf7\x01\n" +
 	"\x02Op\x122\n" +
 	"\x04kind\x18\x01 \x01(\x0e2\x1e.gnmisidecar.journal.v1.OpKindR\x04kind\x12\x1e\n" +
 	"\x04path\x18\x02 \x01(\v2\n" +
 	".gnmi.PathR\x04path\x124\n" +
-	"\x06values\x18\x03 \x03(\v2\x1c.gnmisidecar.journal.v1.LeafR\x06values\"\x83\x01\n" +
+	"\x06values\x18\x03 \x03(\v2\x1c.gnmisidecar.journal.v1.LeafR\x06values\x122\n" +
+	"\x05units\x18\x04 \x03(\v2\x1c.gnmisidecar.journal.v1.LeafR\x05units\x123\n" +
+	"\x0fimplied_deletes\x18\x05 \x03(\v2\n" +
+	".gnmi.PathR\x0eimpliedDeletes\"\x83\x01\n" +
 	"\tPathValue\x12\x1e\n" +
 	"\x04path\x18\x01 \x01(\v2\n" +
 	".gnmi.PathR\x04path\x12\x14\n" +
@@ -1439,75 +1528,79 @@ func file_journal_journalpb_journal_proto_rawDescGZIP() []byte {
 }
 
 var file_journal_journalpb_journal_proto_enumTypes = make([]protoimpl.EnumInfo, 4)
-var file_journal_journalpb_journal_proto_msgTypes = make([]protoimpl.MessageInfo, 15)
+var file_journal_journalpb_journal_proto_msgTypes = make([]protoimpl.MessageInfo, 16)
 var file_journal_journalpb_journal_proto_goTypes = []any{
 	(Status)(0),                   // 0: gnmisidecar.journal.v1.Status
 	(Phase)(0),                    // 1: gnmisidecar.journal.v1.Phase
 	(OpKind)(0),                   // 2: gnmisidecar.journal.v1.OpKind
 	(HistoryKind)(0),              // 3: gnmisidecar.journal.v1.HistoryKind
 	(*Meta)(nil),                  // 4: gnmisidecar.journal.v1.Meta
-	(*Leaf)(nil),                  // 5: gnmisidecar.journal.v1.Leaf
-	(*Op)(nil),                    // 6: gnmisidecar.journal.v1.Op
-	(*PathValue)(nil),             // 7: gnmisidecar.journal.v1.PathValue
-	(*Error)(nil),                 // 8: gnmisidecar.journal.v1.Error
-	(*Change)(nil),                // 9: gnmisidecar.journal.v1.Change
-	(*Rollback)(nil),              // 10: gnmisidecar.journal.v1.Rollback
-	(*Proposal)(nil),              // 11: gnmisidecar.journal.v1.Proposal
-	(*Committed)(nil),             // 12: gnmisidecar.journal.v1.Committed
-	(*Applied)(nil),               // 13: gnmisidecar.journal.v1.Applied
-	(*Configuration)(nil),         // 14: gnmisidecar.journal.v1.Configuration
-	(*Mastership)(nil),            // 15: gnmisidecar.journal.v1.Mastership
-	(*CommitConfirm)(nil),         // 16: gnmisidecar.journal.v1.CommitConfirm
-	(*HistoryEntry)(nil),          // 17: gnmisidecar.journal.v1.HistoryEntry
-	(*HistoryDelta)(nil),          // 18: gnmisidecar.journal.v1.HistoryDelta
-	(*gnmi.Path)(nil),             // 19: gnmi.Path
-	(*gnmi.TypedValue)(nil),       // 20: gnmi.TypedValue
-	(*timestamppb.Timestamp)(nil), // 21: google.protobuf.Timestamp
+	(*ListKeys)(nil),              // 5: gnmisidecar.journal.v1.ListKeys
+	(*Leaf)(nil),                  // 6: gnmisidecar.journal.v1.Leaf
+	(*Op)(nil),                    // 7: gnmisidecar.journal.v1.Op
+	(*PathValue)(nil),             // 8: gnmisidecar.journal.v1.PathValue
+	(*Error)(nil),                 // 9: gnmisidecar.journal.v1.Error
+	(*Change)(nil),                // 10: gnmisidecar.journal.v1.Change
+	(*Rollback)(nil),              // 11: gnmisidecar.journal.v1.Rollback
+	(*Proposal)(nil),              // 12: gnmisidecar.journal.v1.Proposal
+	(*Committed)(nil),             // 13: gnmisidecar.journal.v1.Committed
+	(*Applied)(nil),               // 14: gnmisidecar.journal.v1.Applied
+	(*Configuration)(nil),         // 15: gnmisidecar.journal.v1.Configuration
+	(*Mastership)(nil),            // 16: gnmisidecar.journal.v1.Mastership
+	(*CommitConfirm)(nil),         // 17: gnmisidecar.journal.v1.CommitConfirm
+	(*HistoryEntry)(nil),          // 18: gnmisidecar.journal.v1.HistoryEntry
+	(*HistoryDelta)(nil),          // 19: gnmisidecar.journal.v1.HistoryDelta
+	(*gnmi.Path)(nil),             // 20: gnmi.Path
+	(*gnmi.TypedValue)(nil),       // 21: gnmi.TypedValue
+	(*timestamppb.Timestamp)(nil), // 22: google.protobuf.Timestamp
 }
 var file_journal_journalpb_journal_proto_depIdxs = []int32{
-	19, // 0: gnmisidecar.journal.v1.Leaf.path:type_name -> gnmi.Path
-	20, // 1: gnmisidecar.journal.v1.Leaf.value:type_name -> gnmi.TypedValue
-	2,  // 2: gnmisidecar.journal.v1.Op.kind:type_name -> gnmisidecar.journal.v1.OpKind
-	19, // 3: gnmisidecar.journal.v1.Op.path:type_name -> gnmi.Path
-	5,  // 4: gnmisidecar.journal.v1.Op.values:type_name -> gnmisidecar.journal.v1.Leaf
-	19, // 5: gnmisidecar.journal.v1.PathValue.path:type_name -> gnmi.Path
-	20, // 6: gnmisidecar.journal.v1.PathValue.value:type_name -> gnmi.TypedValue
-	6,  // 7: gnmisidecar.journal.v1.Change.ops:type_name -> gnmisidecar.journal.v1.Op
-	7,  // 8: gnmisidecar.journal.v1.Change.values:type_name -> gnmisidecar.journal.v1.PathValue
-	0,  // 9: gnmisidecar.journal.v1.Change.commit:type_name -> gnmisidecar.journal.v1.Status
-	0,  // 10: gnmisidecar.journal.v1.Change.apply:type_name -> gnmisidecar.journal.v1.Status
-	21, // 11: gnmisidecar.journal.v1.Change.proposed:type_name -> google.protobuf.Timestamp
-	21, // 12: gnmisidecar.journal.v1.Change.committed:type_name -> google.protobuf.Timestamp
-	21, // 13: gnmisidecar.journal.v1.Change.apply_started:type_name -> google.protobuf.Timestamp
-	21, // 14: gnmisidecar.journal.v1.Change.applied:type_name -> google.protobuf.Timestamp
-	8,  // 15: gnmisidecar.journal.v1.Change.error:type_name -> gnmisidecar.journal.v1.Error
-	7,  // 16: gnmisidecar.journal.v1.Rollback.values:type_name -> gnmisidecar.journal.v1.PathValue
-	0,  // 17: gnmisidecar.journal.v1.Rollback.commit:type_name -> gnmisidecar.journal.v1.Status
-	0,  // 18: gnmisidecar.journal.v1.Rollback.apply:type_name -> gnmisidecar.journal.v1.Status
-	21, // 19: gnmisidecar.journal.v1.Rollback.proposed:type_name -> google.protobuf.Timestamp
-	21, // 20: gnmisidecar.journal.v1.Rollback.committed:type_name -> google.protobuf.Timestamp
-	21, // 21: gnmisidecar.journal.v1.Rollback.apply_started:type_name -> google.protobuf.Timestamp
-	21, // 22: gnmisidecar.journal.v1.Rollback.applied:type_name -> google.protobuf.Timestamp
-	1,  // 23: gnmisidecar.journal.v1.Proposal.phase:type_name -> gnmisidecar.journal.v1.Phase
-	9,  // 24: gnmisidecar.journal.v1.Proposal.change:type_name -> gnmisidecar.journal.v1.Change
-	10, // 25: gnmisidecar.journal.v1.Proposal.rollback:type_name -> gnmisidecar.journal.v1.Rollback
-	12, // 26: gnmisidecar.journal.v1.Configuration.committed:type_name -> gnmisidecar.journal.v1.Committed
-	13, // 27: gnmisidecar.journal.v1.Configuration.applied:type_name -> gnmisidecar.journal.v1.Applied
-	0,  // 28: gnmisidecar.journal.v1.Configuration.status:type_name -> gnmisidecar.journal.v1.Status
-	21, // 29: gnmisidecar.journal.v1.Configuration.history_floor:type_name -> google.protobuf.Timestamp
-	21, // 30: gnmisidecar.journal.v1.Configuration.history_time:type_name -> google.protobuf.Timestamp
-	21, // 31: gnmisidecar.journal.v1.CommitConfirm.deadline:type_name -> google.protobuf.Timestamp
-	21, // 32: gnmisidecar.journal.v1.CommitConfirm.started:type_name -> google.protobuf.Timestamp
-	7,  // 33: gnmisidecar.journal.v1.HistoryEntry.before:type_name -> gnmisidecar.journal.v1.PathValue
-	7,  // 34: gnmisidecar.journal.v1.HistoryEntry.after:type_name -> gnmisidecar.journal.v1.PathValue
-	21, // 35: gnmisidecar.journal.v1.HistoryDelta.time:type_name -> google.protobuf.Timestamp
-	3,  // 36: gnmisidecar.journal.v1.HistoryDelta.kind:type_name -> gnmisidecar.journal.v1.HistoryKind
-	17, // 37: gnmisidecar.journal.v1.HistoryDelta.entries:type_name -> gnmisidecar.journal.v1.HistoryEntry
-	38, // [38:38] is the sub-list for method output_type
-	38, // [38:38] is the sub-list for method input_type
-	38, // [38:38] is the sub-list for extension type_name
-	38, // [38:38] is the sub-list for extension extendee
-	0,  // [0:38] is the sub-list for field type_name
+	20, // 0: gnmisidecar.journal.v1.ListKeys.list:type_name -> gnmi.Path
+	20, // 1: gnmisidecar.journal.v1.Leaf.path:type_name -> gnmi.Path
+	21, // 2: gnmisidecar.journal.v1.Leaf.value:type_name -> gnmi.TypedValue
+	2,  // 3: gnmisidecar.journal.v1.Op.kind:type_name -> gnmisidecar.journal.v1.OpKind
+	20, // 4: gnmisidecar.journal.v1.Op.path:type_name -> gnmi.Path
+	6,  // 5: gnmisidecar.journal.v1.Op.values:type_name -> gnmisidecar.journal.v1.Leaf
+	6,  // 6: gnmisidecar.journal.v1.Op.units:type_name -> gnmisidecar.journal.v1.Leaf
+	20, // 7: gnmisidecar.journal.v1.Op.implied_deletes:type_name -> gnmi.Path
+	20, // 8: gnmisidecar.journal.v1.PathValue.path:type_name -> gnmi.Path
+	21, // 9: gnmisidecar.journal.v1.PathValue.value:type_name -> gnmi.TypedValue
+	7,  // 10: gnmisidecar.journal.v1.Change.ops:type_name -> gnmisidecar.journal.v1.Op
+	8,  // 11: gnmisidecar.journal.v1.Change.values:type_name -> gnmisidecar.journal.v1.PathValue
+	0,  // 12: gnmisidecar.journal.v1.Change.commit:type_name -> gnmisidecar.journal.v1.Status
+	0,  // 13: gnmisidecar.journal.v1.Change.apply:type_name -> gnmisidecar.journal.v1.Status
+	22, // 14: gnmisidecar.journal.v1.Change.proposed:type_name -> google.protobuf.Timestamp
+	22, // 15: gnmisidecar.journal.v1.Change.committed:type_name -> google.protobuf.Timestamp
+	22, // 16: gnmisidecar.journal.v1.Change.apply_started:type_name -> google.protobuf.Timestamp
+	22, // 17: gnmisidecar.journal.v1.Change.applied:type_name -> google.protobuf.Timestamp
+	9,  // 18: gnmisidecar.journal.v1.Change.error:type_name -> gnmisidecar.journal.v1.Error
+	8,  // 19: gnmisidecar.journal.v1.Rollback.values:type_name -> gnmisidecar.journal.v1.PathValue
+	0,  // 20: gnmisidecar.journal.v1.Rollback.commit:type_name -> gnmisidecar.journal.v1.Status
+	0,  // 21: gnmisidecar.journal.v1.Rollback.apply:type_name -> gnmisidecar.journal.v1.Status
+	22, // 22: gnmisidecar.journal.v1.Rollback.proposed:type_name -> google.protobuf.Timestamp
+	22, // 23: gnmisidecar.journal.v1.Rollback.committed:type_name -> google.protobuf.Timestamp
+	22, // 24: gnmisidecar.journal.v1.Rollback.apply_started:type_name -> google.protobuf.Timestamp
+	22, // 25: gnmisidecar.journal.v1.Rollback.applied:type_name -> google.protobuf.Timestamp
+	1,  // 26: gnmisidecar.journal.v1.Proposal.phase:type_name -> gnmisidecar.journal.v1.Phase
+	10, // 27: gnmisidecar.journal.v1.Proposal.change:type_name -> gnmisidecar.journal.v1.Change
+	11, // 28: gnmisidecar.journal.v1.Proposal.rollback:type_name -> gnmisidecar.journal.v1.Rollback
+	13, // 29: gnmisidecar.journal.v1.Configuration.committed:type_name -> gnmisidecar.journal.v1.Committed
+	14, // 30: gnmisidecar.journal.v1.Configuration.applied:type_name -> gnmisidecar.journal.v1.Applied
+	0,  // 31: gnmisidecar.journal.v1.Configuration.status:type_name -> gnmisidecar.journal.v1.Status
+	22, // 32: gnmisidecar.journal.v1.Configuration.history_floor:type_name -> google.protobuf.Timestamp
+	22, // 33: gnmisidecar.journal.v1.Configuration.history_time:type_name -> google.protobuf.Timestamp
+	22, // 34: gnmisidecar.journal.v1.CommitConfirm.deadline:type_name -> google.protobuf.Timestamp
+	22, // 35: gnmisidecar.journal.v1.CommitConfirm.started:type_name -> google.protobuf.Timestamp
+	8,  // 36: gnmisidecar.journal.v1.HistoryEntry.before:type_name -> gnmisidecar.journal.v1.PathValue
+	8,  // 37: gnmisidecar.journal.v1.HistoryEntry.after:type_name -> gnmisidecar.journal.v1.PathValue
+	22, // 38: gnmisidecar.journal.v1.HistoryDelta.time:type_name -> google.protobuf.Timestamp
+	3,  // 39: gnmisidecar.journal.v1.HistoryDelta.kind:type_name -> gnmisidecar.journal.v1.HistoryKind
+	18, // 40: gnmisidecar.journal.v1.HistoryDelta.entries:type_name -> gnmisidecar.journal.v1.HistoryEntry
+	41, // [41:41] is the sub-list for method output_type
+	41, // [41:41] is the sub-list for method input_type
+	41, // [41:41] is the sub-list for extension type_name
+	41, // [41:41] is the sub-list for extension extendee
+	0,  // [0:41] is the sub-list for field type_name
 }
 
 func init() { file_journal_journalpb_journal_proto_init() }
@@ -1521,7 +1614,7 @@ func file_journal_journalpb_journal_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_journal_journalpb_journal_proto_rawDesc), len(file_journal_journalpb_journal_proto_rawDesc)),
 			NumEnums:      4,
-			NumMessages:   15,
+			NumMessages:   16,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

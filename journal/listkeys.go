@@ -1,0 +1,87 @@
+package journal
+
+import (
+	"fmt"
+	"slices"
+
+	"github.com/dgraph-io/badger/v4"
+	"github.com/openconfig/gnmi/proto/gnmi"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/gnmi-sidecar/gnmi-sidecar/leaves"
+)
+
+// Keys returns the list keys the journal knows: learned from the keyed
+// paths of every proposal (and kept under nsListKeys), plus whatever the
+// caller teaches it (Learn). The journal decomposes JSON lists with them
+// when it has no schema.
+func (j *Journal) Keys() *leaves.Keys { return j.keys }
+
+// listSet collects the lists of a proposal's paths, each once.
+type listSet struct {
+	seen  map[string]bool
+	lists []leaves.List
+}
+
+func newListSet() *listSet { return &listSet{seen: make(map[string]bool)} }
+
+func (s *listSet) add(p *gnmi.Path) {
+	if !hasKeys(p) {
+		return
+	}
+	for _, l := range leaves.ListsOf(p) {
+		id := string(PathKey(l.Path)) + "\x00" + fmt.Sprint(l.Keys)
+		if !s.seen[id] {
+			s.seen[id] = true
+			s.lists = append(s.lists, l)
+		}
+	}
+}
+
+func hasKeys(p *gnmi.Path) bool {
+	for _, e := range p.GetElem() {
+		if len(e.GetKey()) > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// recordLists keeps the key names of lists not yet kept (or kept with
+// fewer keys).
+func (w *writeTxn) recordLists(lists []leaves.List) error {
+	for _, l := range lists {
+		key := valueKey(nsListKeys, PathKey(l.Path))
+		have := &ListKeys{}
+		found, err := w.get(key, have)
+		if err != nil {
+			return err
+		}
+		if found && len(have.GetKeys()) >= len(l.Keys) {
+			continue
+		}
+		if err := w.put(key, &ListKeys{List: l.Path, Keys: slices.Clone(l.Keys)}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// loadListKeys reads the kept list keys.
+func loadListKeys(db *badger.DB) (*leaves.Keys, error) {
+	var lists []leaves.List
+	err := db.View(func(txn *badger.Txn) error {
+		return iteratePrefix(txn, nsListKeys, func(key, val []byte) error {
+			lk := &ListKeys{}
+			if err := proto.Unmarshal(val, lk); err != nil {
+				return fmt.Errorf("decode %q: %w: %w", key, err, ErrCorrupt)
+			}
+			lists = append(lists, leaves.List{Path: lk.GetList(), Keys: lk.GetKeys()})
+			return nil
+		})
+	})
+	if err != nil {
+		return nil, fmt.Errorf("journal: read list keys: %w", err)
+	}
+	return leaves.NewKeys(lists...), nil
+}

@@ -1,0 +1,162 @@
+package leaves
+
+import (
+	"maps"
+	"slices"
+	"strings"
+	"sync"
+
+	gpb "github.com/openconfig/gnmi/proto/gnmi"
+)
+
+// List names a list of the device's data tree and its key names: Path is
+// the list's schema path (origin and element names, no keys, no module
+// prefixes), Keys its key names, sorted.
+type List struct {
+	Path *gpb.Path
+	Keys []string
+}
+
+// ListsOf returns the lists a path goes through: each element with keys is
+// an entry of a list whose key names are those keys. p is not modified.
+func ListsOf(p *gpb.Path) []List {
+	var out []List
+	for n, e := range p.GetElem() {
+		if len(e.GetKey()) == 0 {
+			continue
+		}
+		lp := &gpb.Path{Origin: p.GetOrigin(), Elem: make([]*gpb.PathElem, n+1)}
+		for k, pe := range p.GetElem()[:n+1] {
+			lp.Elem[k] = &gpb.PathElem{Name: Name(pe.GetName())}
+		}
+		out = append(out, List{Path: lp, Keys: slices.Sorted(maps.Keys(e.GetKey()))})
+	}
+	return out
+}
+
+// Keys holds the key names of lists, learned from keyed paths (see
+// Learn), for decomposing JSON lists without a schema. It is safe for
+// concurrent use.
+type Keys struct {
+	mu    sync.RWMutex
+	lists map[string][]string // listID -> sorted key names
+}
+
+// NewKeys returns Keys knowing lists.
+func NewKeys(lists ...List) *Keys {
+	k := &Keys{lists: make(map[string][]string)}
+	for _, l := range lists {
+		k.add(l)
+	}
+	return k
+}
+
+// listID identifies a list by its origin and element names.
+func listID(origin string, names []string) string {
+	return origin + "\x00" + strings.Join(names, "/")
+}
+
+func pathID(p *gpb.Path) string {
+	names := make([]string, len(p.GetElem()))
+	for n, e := range p.GetElem() {
+		names[n] = Name(e.GetName())
+	}
+	return listID(p.GetOrigin(), names)
+}
+
+// add records l, keeping the larger key set if l's list is known with
+// others (a path may name an entry by fewer keys than the list has, as a
+// delete or a subscription may). It reports whether anything changed.
+func (k *Keys) add(l List) bool {
+	id := pathID(l.Path)
+	have, ok := k.lists[id]
+	if ok && (len(have) >= len(l.Keys) || !containsAll(l.Keys, have)) {
+		return false
+	}
+	k.lists[id] = slices.Clone(l.Keys)
+	return true
+}
+
+func containsAll(set, sub []string) bool {
+	for _, s := range sub {
+		if !slices.Contains(set, s) {
+			return false
+		}
+	}
+	return true
+}
+
+// Learn records the lists p goes through (ListsOf) and returns those it
+// did not know. Only paths that must name entries by all their keys
+// should be learned from: the paths of a Set's updates and replaces, and
+// the paths in a device's answers.
+func (k *Keys) Learn(p *gpb.Path) []List {
+	if k == nil {
+		return nil
+	}
+	lists := ListsOf(p)
+	if len(lists) == 0 {
+		return nil
+	}
+	k.mu.RLock()
+	unknown := false
+	for _, l := range lists {
+		if have, ok := k.lists[pathID(l.Path)]; !ok || len(have) < len(l.Keys) {
+			unknown = true
+			break
+		}
+	}
+	k.mu.RUnlock()
+	if !unknown {
+		return nil
+	}
+	var learned []List
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	for _, l := range lists {
+		if k.add(l) {
+			learned = append(learned, l)
+		}
+	}
+	return learned
+}
+
+// lookup returns the key names of the list at origin and names.
+func (k *Keys) lookup(origin string, names []string) ([]string, bool) {
+	if k == nil {
+		return nil, false
+	}
+	k.mu.RLock()
+	defer k.mu.RUnlock()
+	keys, ok := k.lists[listID(origin, names)]
+	return keys, ok
+}
+
+// Lists returns every list known, in no particular order.
+func (k *Keys) Lists() []List {
+	if k == nil {
+		return nil
+	}
+	k.mu.RLock()
+	defer k.mu.RUnlock()
+	out := make([]List, 0, len(k.lists))
+	for id, keys := range k.lists {
+		origin, names, _ := strings.Cut(id, "\x00")
+		p := &gpb.Path{Origin: origin}
+		for _, n := range strings.Split(names, "/") {
+			p.Elem = append(p.Elem, &gpb.PathElem{Name: n})
+		}
+		out = append(out, List{Path: p, Keys: slices.Clone(keys)})
+	}
+	return out
+}
+
+// Name returns an element or member name without its module prefix
+// ("openconfig-system:config" → "config"). YANG identifiers hold no colon,
+// so anything before one is a prefix.
+func Name(s string) string {
+	if i := strings.LastIndexByte(s, ':'); i >= 0 {
+		return s[i+1:]
+	}
+	return s
+}
