@@ -357,10 +357,11 @@ func (u *upgrader) applyChange(p *Proposal) error {
 				return err
 			}
 			history = append(history, &journalpb.HistoryEntry{Before: prev, After: pv})
-			if prev == nil {
-				prev = &PathValue{Path: pv.GetPath(), Deleted: true}
+			rb, err := w.rollbackValue(prev, pv)
+			if err != nil {
+				return err
 			}
-			rollback = append(rollback, prev)
+			rollback = append(rollback, rb)
 			values = append(values, pv)
 			if err := w.put(valueKey(nsCommitted, []byte(k)), pv); err != nil {
 				return err

@@ -70,7 +70,9 @@ func TestOpenRefusesADamagedJournal(t *testing.T) {
 		{name: "a table missing", file: table, want: []string{table, "no such file"}},
 		{name: "a value in the value log", file: vlog, damage: middle, want: []string{vlog, "cannot be read"}},
 		{name: "the value log zeroed after its header", file: vlog, damage: zeroAfter(20), want: []string{vlog, "cannot be read"}},
-		{name: "the MANIFEST", file: "MANIFEST", damage: middle, want: []string{"MANIFEST is damaged", "checksum mismatch"}},
+		// The last byte is in the last change set's data, whatever the
+		// MANIFEST's layout (64 bytes from its middle may hit a length).
+		{name: "the MANIFEST", file: "MANIFEST", damage: xor(func(n int) int { return n - 1 }), want: []string{"MANIFEST is damaged", "checksum mismatch"}},
 		{name: "the MANIFEST zeroed", file: "MANIFEST", damage: zeroAfter(0), want: []string{"MANIFEST is damaged", "bad magic"}},
 		{name: "the key registry", file: "KEYREGISTRY", damage: zeroAfter(0), want: []string{"KEYREGISTRY is damaged"}},
 		{name: "the configuration record", record: func(txn *badger.Txn) error { return txn.Set(keyConfiguration, []byte{0xff, 0xff}) },

@@ -160,3 +160,28 @@ func Name(s string) string {
 	}
 	return s
 }
+
+// KeyMirror reports whether p is where OpenConfig repeats a list key in
+// the entry's config container (…/interface[name=eth0]/config/name), and
+// returns the entry. A device holds that leaf for as long as the entry
+// exists: deleting it alone would break the entry.
+func KeyMirror(p *gpb.Path) (*gpb.Path, bool) {
+	elems := p.GetElem()
+	n := len(elems)
+	if n < 3 || Name(elems[n-2].GetName()) != "config" || len(elems[n-2].GetKey()) > 0 || len(elems[n-1].GetKey()) > 0 {
+		return nil, false
+	}
+	if _, ok := elems[n-3].GetKey()[Name(elems[n-1].GetName())]; !ok {
+		return nil, false
+	}
+	return &gpb.Path{Origin: p.GetOrigin(), Elem: elems[:n-2]}, true
+}
+
+// EntryConfig reports whether p is the config container of a list entry
+// (…/interface[name=eth0]/config), which in OpenConfig holds the entry's
+// key mirror (see KeyMirror).
+func EntryConfig(p *gpb.Path) bool {
+	elems := p.GetElem()
+	n := len(elems)
+	return n >= 2 && Name(elems[n-1].GetName()) == "config" && len(elems[n-1].GetKey()) == 0 && len(elems[n-2].GetKey()) > 0
+}

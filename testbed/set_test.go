@@ -453,3 +453,22 @@ func concurrentSetsAndReads(t *testing.T, other *gpb.Update) {
 		}
 	}
 }
+
+// TestSetLaterOperationRemovesAnEarlierOnesEntry: a Set whose replace of a
+// list entry is undone by a later replace above it in the same Set is
+// valid (gNMI applies the operations in order); the device must not
+// validate the entry that is gone.
+func TestSetLaterOperationRemovesAnEarlierOnesEntry(t *testing.T) {
+	_, c := startDevice(t, testbed.Options{})
+	mustSet(t, c, &gpb.SetRequest{Replace: []*gpb.Update{
+		upd(t, "/interfaces/interface[name=eth2]", jsonIETF(`{"name":"eth2","subinterfaces":{"subinterface":[{"index":0,"config":{"index":0}}]}}`)),
+		upd(t, "/interfaces", jsonIETF(`{"interface":[{"name":"eth0","config":{"name":"eth0"}}]}`)),
+	}})
+	resp, err := c.Get(ctxT(t), &gpb.GetRequest{Path: []*gpb.Path{p(t, "/interfaces")}, Encoding: gpb.Encoding_JSON_IETF})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := string(resp.GetNotification()[0].GetUpdate()[0].GetVal().GetJsonIetfVal()); strings.Contains(got, "eth2") || !strings.Contains(got, "eth0") {
+		t.Errorf("/interfaces after the Set: %s, want eth0 alone", got)
+	}
+}

@@ -367,6 +367,11 @@ func validateChanged(schema *yang.Entry, root ygot.GoStruct, ops []setOp) error 
 		if err != nil {
 			return fmt.Errorf("%s: %s", pathString(entry), errMsg(err))
 		}
+		if len(present(nodes)) == 0 {
+			// A later operation of the Set removed the entry (a replace
+			// or delete above it): nothing of it is left to validate.
+			continue
+		}
 		for _, n := range present(nodes) {
 			if errs := ytypes.Validate(n.Schema, n.Data); errs != nil {
 				return fmt.Errorf("%s: %w", pathString(entry), errs)

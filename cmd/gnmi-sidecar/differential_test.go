@@ -1,0 +1,1021 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"maps"
+	"math/rand/v2"
+	"net/http"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	gpb "github.com/openconfig/gnmi/proto/gnmi"
+	"github.com/openconfig/gnmi/proto/gnmi_ext"
+	"github.com/openconfig/ygot/ygot"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/gnmi-sidecar/gnmi-sidecar/agent/trace"
+	"github.com/gnmi-sidecar/gnmi-sidecar/journal"
+)
+
+// The differential test: random sequences of what real clients send (scalar,
+// JSON and JSON_IETF Updates and Replaces at every level from a leaf to the
+// root, Deletes of leaves, entries, lists and subtrees, several operations
+// per Set), rollbacks at any depth, commit-confirmed changes that expire,
+// device restarts and sidecar SIGKILLs, through a real gnmi-sidecar in front
+// of a real device; after every step the device's configuration is read
+// straight from the device and compared with a reference model that applies
+// gNMI semantics itself (merge, replace, delete; list entries by key), and
+// keeps a snapshot per change for rollbacks. The model shares no code with
+// the sidecar's value handling (package leaves).
+//
+// Half the seeds run the sidecar with the device's YANG (--yang), half
+// without; without it a JSON list whose keys the sidecar has not learned is
+// refused with FAILED_PRECONDITION naming --yang, which the test accepts
+// only for a Set that holds a JSON list (and never with --yang).
+var (
+	diffSeeds    = flag.Int("diff.seeds", 12, "TestDifferential: how many seeds (make sim: 2000)")
+	diffSeed     = flag.Uint64("diff.seed", 0, "TestDifferential: run this seed only")
+	diffSteps    = flag.Int("diff.steps", 40, "TestDifferential: steps per seed")
+	diffParallel = flag.Int("diff.parallel", 2, "TestDifferential: seeds run at once, each with its own device and sidecar")
+	diffTarget   = flag.String("diff.target", "", "TestDifferential: an external gNMI target (host:port, plaintext) to run against instead of the simulated device; "+
+		"it must serve OpenConfig /system and /interfaces, and the test deletes and rewrites them (a lab device or simulator only); no device restarts")
+	diffYANG       = flag.String("diff.yang", "", "TestDifferential with -diff.target: the target's YANG (files or directories) for the sidecar's --yang on even seeds")
+	diffJSONLeaves = flag.Bool("diff.json-leaves", true, "TestDifferential: also send JSON values at leaf paths (some targets take JSON only at containers)")
+)
+
+// TestDifferential runs the differential test (see above) for -diff.seeds
+// seeds, or the one -diff.seed names. A failure prints its seed, its steps
+// and the command that replays it.
+func TestDifferential(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short")
+	}
+	seeds := make(chan uint64)
+	go func() {
+		defer close(seeds)
+		if *diffSeed != 0 {
+			seeds <- *diffSeed
+			return
+		}
+		base := rand.Uint64()
+		for n := range *diffSeeds {
+			seeds <- base + uint64(n)
+		}
+	}()
+	var mu sync.Mutex
+	counts := map[string]int{}
+	passed := 0
+	workers := max(1, *diffParallel)
+	if *diffTarget != "" {
+		workers = 1 // one target
+	}
+	for w := range workers {
+		t.Run(fmt.Sprintf("worker%d", w), func(t *testing.T) {
+			t.Parallel()
+			h := newDiffHarness(t)
+			for seed := range seeds {
+				c, ok := h.run(t, seed)
+				mu.Lock()
+				for k, v := range c {
+					counts[k] += v
+				}
+				if ok {
+					passed++
+				}
+				mu.Unlock()
+				if !ok {
+					return
+				}
+			}
+		})
+	}
+	t.Cleanup(func() {
+		t.Logf("differential: %d seeds passed; steps by kind: %v", passed, counts)
+	})
+}
+
+// diffHarness is one worker's device (or the external target) and the
+// binaries; each seed gets a sidecar with a journal of its own.
+type diffHarness struct {
+	sidecarBin string
+	dev        *process // nil with -diff.target
+	devAddr    string
+	devAdmin   string
+	devClient  gpb.GNMIClient
+	yang       []string // for --yang
+}
+
+func newDiffHarness(t *testing.T) *diffHarness {
+	sb, tb := binaries(t)
+	h := &diffHarness{sidecarBin: sb}
+	if *diffTarget != "" {
+		h.devAddr = *diffTarget
+		if *diffYANG != "" {
+			h.yang = strings.Split(*diffYANG, ",")
+		}
+	} else {
+		h.dev = startProcess(t, "gnmi-testbed", tb, "--listen", "127.0.0.1:0", "--admin", "127.0.0.1:0", "--log-level", "warn")
+		h.devAddr, h.devAdmin = h.dev.addr, h.dev.adminURL(t)
+		dir := t.TempDir()
+		if out, err := exec.Command(tb, "yang", "--out", dir).CombinedOutput(); err != nil {
+			t.Fatalf("gnmi-testbed yang: %v\n%s", err, out)
+		}
+		h.yang = []string{dir}
+	}
+	h.devClient = dial(t, h.devAddr)
+	return h
+}
+
+// run runs one seed in a subtest and returns its counts and whether it
+// passed.
+func (h *diffHarness) run(t *testing.T, seed uint64) (map[string]int, bool) {
+	var counts map[string]int
+	ok := t.Run(fmt.Sprintf("seed%d", seed), func(t *testing.T) {
+		d := &diffRun{h: h, seed: seed, rng: rand.New(rand.NewPCG(seed, 0xd1ff)), model: newDiffModel(), counts: map[string]int{}}
+		d.withYANG = seed%2 == 0 && len(h.yang) > 0
+		t.Cleanup(func() {
+			if t.Failed() {
+				t.Logf("differential seed %d (with --yang: %v) FAILED after these steps:\n\t%s\nreplay: go test -tags devtools ./cmd/gnmi-sidecar -run 'TestDifferential$' -diff.seed=%d -diff.steps=%d%s",
+					seed, d.withYANG, strings.Join(d.log, "\n\t"), seed, *diffSteps, targetFlags())
+			}
+		})
+		d.start(t)
+		for range *diffSteps {
+			d.step(t)
+		}
+		d.finish(t)
+		counts = d.counts
+	})
+	return counts, ok
+}
+
+func targetFlags() string {
+	if *diffTarget == "" {
+		return ""
+	}
+	return fmt.Sprintf(" -diff.target=%s -diff.yang=%s -diff.json-leaves=%v", *diffTarget, *diffYANG, *diffJSONLeaves)
+}
+
+// diffRun is one seed.
+type diffRun struct {
+	h        *diffHarness
+	seed     uint64
+	rng      *rand.Rand
+	withYANG bool
+	model    *diffModel
+	// changes are the model before each change in effect, newest last: a
+	// rollback goes back to the last one.
+	changes []*diffModel
+	sidecar *process
+	client  gpb.GNMIClient
+	journal string
+	trace   string
+	log     []string
+	counts  map[string]int
+}
+
+func (d *diffRun) logf(format string, args ...any) {
+	d.log = append(d.log, fmt.Sprintf("%d: %s", len(d.log)+1, fmt.Sprintf(format, args...)))
+}
+
+// start clears the device and starts a sidecar with a new journal.
+func (d *diffRun) start(t *testing.T) {
+	if d.h.dev != nil {
+		d.restartDevice(t)
+	} else {
+		// An external target: remove what the test writes.
+		req := &gpb.SetRequest{Delete: []*gpb.Path{diffPath(t, "/interfaces"), diffPath(t, "/system/config"), diffPath(t, "/system/dns")}}
+		if _, err := d.h.devClient.Set(context.Background(), req); err != nil {
+			t.Fatalf("clearing the target: %v", err)
+		}
+	}
+	dir := t.TempDir()
+	d.journal, d.trace = filepath.Join(dir, "journal"), filepath.Join(dir, "trace.jsonl")
+	d.startSidecar(t)
+	d.expect(t, "start", 0)
+}
+
+func (d *diffRun) startSidecar(t *testing.T) {
+	args := []string{"serve", "--listen", "127.0.0.1:0", "--target", d.h.devAddr, "--journal-dir", d.journal,
+		"--trace", d.trace, "--metrics", "127.0.0.1:0", "--log-level", "warn", "--journal-min-free", "0"}
+	if d.withYANG {
+		args = append(args, "--yang", strings.Join(d.h.yang, ","))
+	}
+	d.sidecar = startProcess(t, "gnmi-sidecar", d.h.sidecarBin, args...)
+	d.client = dial(t, d.sidecar.addr)
+	poll(t, 20*time.Second, "the sidecar to connect and re-push", func() (bool, string) {
+		lines, _, err := trace.ReadFileAfterCrashes(d.trace)
+		if err != nil {
+			return false, err.Error()
+		}
+		synced := false
+		for _, l := range lines {
+			switch l.Action {
+			case trace.ActionOpen:
+				synced = false
+			case "CompleteReconcile":
+				synced = true
+			}
+		}
+		return synced, "no CompleteReconcile since the last Open"
+	})
+}
+
+// step takes one random step and checks the device against the model.
+func (d *diffRun) step(t *testing.T) {
+	t.Helper()
+	restartable := d.h.dev != nil
+	switch n := d.rng.IntN(100); {
+	case n < 62:
+		d.set(t)
+	case n < 76:
+		d.rollback(t)
+	case n < 82:
+		d.commitConfirmed(t)
+	case n < 87 && restartable:
+		d.counts["device restart"]++
+		d.logf("device restarts, empty")
+		d.restartDevice(t)
+		d.expect(t, "device restart and re-push", 20*time.Second)
+	case n < 92:
+		d.counts["sidecar SIGKILL"]++
+		d.logf("sidecar SIGKILLed and started again")
+		_ = d.sidecar.cmd.Process.Signal(syscall.SIGKILL)
+		<-d.sidecar.done
+		d.startSidecar(t)
+		d.expect(t, "sidecar restart", 10*time.Second)
+	default:
+		d.invalidSet(t)
+	}
+}
+
+// restartDevice restarts the simulated device (empty) through its admin
+// endpoint.
+func (d *diffRun) restartDevice(t *testing.T) {
+	resp, err := http.Post(d.h.devAdmin+"/restart", "", nil)
+	if err != nil {
+		t.Fatalf("restarting the device: %v", err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("restarting the device: %s", resp.Status)
+	}
+}
+
+// set sends a Set of one to three random operations.
+func (d *diffRun) set(t *testing.T) {
+	t.Helper()
+	req, next, lists := d.randomSet(t)
+	d.logf("set %s", showSet(req))
+	err := d.send(req)
+	switch {
+	case err == nil:
+		d.counts["set"]++
+		d.changes = append(d.changes, d.model)
+		d.model = next
+		d.expect(t, "set", 0)
+	case status.Code(err) == codes.FailedPrecondition && lists && !d.withYANG && strings.Contains(err.Error(), "--yang"):
+		d.counts["set refused: JSON list without --yang"]++
+		d.logf("  refused: %v", err)
+		d.expect(t, "refused set", 0)
+	default:
+		t.Fatalf("step %d: Set %s: %v", len(d.log), showSet(req), err)
+	}
+}
+
+// invalidSet sends a Set the device rejects: the client gets the device's
+// error and nothing changes.
+func (d *diffRun) invalidSet(t *testing.T) {
+	t.Helper()
+	intf := d.intf()
+	req := &gpb.SetRequest{Update: []*gpb.Update{
+		{Path: diffPath(t, "/system/config/hostname"), Val: strTV("never")},
+		{Path: diffPath(t, "/interfaces/interface[name="+intf+"]/config/mtu"), Val: strTV("not a number")},
+	}}
+	d.logf("invalid set %s", showSet(req))
+	err := d.send(req)
+	if code := status.Code(err); code != codes.InvalidArgument && code != codes.NotFound {
+		t.Fatalf("step %d: a Set the device must reject: %v, want the device's INVALID_ARGUMENT", len(d.log), err)
+	}
+	d.counts["set rejected by the device"]++
+	d.expect(t, "rejected set", 0)
+}
+
+// send sends a Set through the sidecar as a client would: refused with
+// UNAVAILABLE while the sidecar reconnects to the device (nothing
+// journaled), it is sent again, for up to 20 s.
+func (d *diffRun) send(req *gpb.SetRequest) error {
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		_, err := d.client.Set(ctx, req)
+		cancel()
+		if status.Code(err) != codes.Unavailable || !strings.Contains(err.Error(), "nothing was journaled") || time.Now().After(deadline) {
+			return err
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// rollback rolls back the newest change in effect.
+func (d *diffRun) rollback(t *testing.T) {
+	t.Helper()
+	d.logf("rollback of the newest change (%d in effect)", len(d.changes))
+	err := d.send(&gpb.SetRequest{Extension: []*gnmi_ext.Extension{rollbackExt(0)}})
+	if len(d.changes) == 0 {
+		if status.Code(err) != codes.NotFound {
+			t.Fatalf("step %d: rollback with nothing in effect: %v, want NOT_FOUND", len(d.log), err)
+		}
+		return
+	}
+	if err != nil {
+		t.Fatalf("step %d: rollback: %v", len(d.log), err)
+	}
+	d.counts["rollback"]++
+	d.model = d.changes[len(d.changes)-1]
+	d.changes = d.changes[:len(d.changes)-1]
+	d.expect(t, "rollback", 0)
+}
+
+// commitConfirmed sends a Set as a commit-confirmed and lets it expire (it
+// is rolled back) or confirms it.
+func (d *diffRun) commitConfirmed(t *testing.T) {
+	t.Helper()
+	req, next, lists := d.randomSet(t)
+	id := fmt.Sprintf("c%d", len(d.log))
+	req.Extension = []*gnmi_ext.Extension{commitFor(id, 300*time.Millisecond)}
+	expire := d.rng.IntN(2) == 0
+	d.logf("commit-confirmed %s (%s)", showSet(req), map[bool]string{true: "left to expire", false: "confirmed"}[expire])
+	err := d.send(req)
+	if err != nil {
+		if status.Code(err) == codes.FailedPrecondition && lists && !d.withYANG && strings.Contains(err.Error(), "--yang") {
+			d.counts["set refused: JSON list without --yang"]++
+			return
+		}
+		t.Fatalf("step %d: commit-confirmed Set: %v", len(d.log), err)
+	}
+	before := d.model
+	d.model = next
+	d.expect(t, "commit-confirmed set", 0)
+	if expire {
+		d.counts["commit-confirmed expired"]++
+		d.model = before
+		d.expect(t, "commit-confirmed expiry", 10*time.Second)
+		// The journal's commit record is gone once the rollback is
+		// applied; the next Set waits until then.
+		// A confirm with another id: while a commit is outstanding it is
+		// refused as INVALID_ARGUMENT, once none is as FAILED_PRECONDITION.
+		poll(t, 10*time.Second, "the expired commit to be rolled back", func() (bool, string) {
+			_, err := d.client.Set(context.Background(), &gpb.SetRequest{Extension: []*gnmi_ext.Extension{commitAction("not-"+id, confirmAction)}})
+			return status.Code(err) == codes.FailedPrecondition, fmt.Sprint(err)
+		})
+		return
+	}
+	_, err = d.client.Set(context.Background(), &gpb.SetRequest{Extension: []*gnmi_ext.Extension{commitAction(id, confirmAction)}})
+	if err != nil {
+		t.Fatalf("step %d: confirm: %v", len(d.log), err)
+	}
+	d.counts["commit-confirmed confirmed"]++
+	d.changes = append(d.changes, before)
+	d.expect(t, "confirmed", 0)
+}
+
+const confirmAction = "confirm"
+
+func commitAction(id, action string) *gnmi_ext.Extension {
+	c := &gnmi_ext.Commit{Id: id}
+	switch action {
+	case confirmAction:
+		c.Action = &gnmi_ext.Commit_Confirm{Confirm: &gnmi_ext.CommitConfirm{}}
+	}
+	return &gnmi_ext.Extension{Ext: &gnmi_ext.Extension_Commit{Commit: c}}
+}
+
+// expect checks that the device holds what the model says, within wait
+// (0: now, with a few quick retries for what the device shows a moment
+// late).
+func (d *diffRun) expect(t *testing.T, what string, wait time.Duration) {
+	t.Helper()
+	deadline := time.Now().Add(max(wait, 200*time.Millisecond))
+	for {
+		got, err := readDevice(d.h.devClient)
+		diff := ""
+		if err == nil {
+			diff = d.model.diff(got)
+			if diff == "" {
+				return
+			}
+		} else {
+			diff = err.Error()
+		}
+		if time.Now().After(deadline) {
+			t.Errorf("step %d (%s): the device differs from the model:\n%s", len(d.log), what, diff)
+			d.dumpJournal(t)
+			t.FailNow()
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// dumpJournal logs what the journal holds, to explain a failure: the
+// sidecar is killed first (the journal takes one process).
+func (d *diffRun) dumpJournal(t *testing.T) {
+	_ = d.sidecar.cmd.Process.Signal(syscall.SIGKILL)
+	<-d.sidecar.done
+	proposals, applied := readJournal(t, d.journal)
+	var b strings.Builder
+	fmt.Fprintf(&b, "applied values:\n")
+	for _, pv := range applied {
+		fmt.Fprintf(&b, "\t%s\n", showPV(pv))
+	}
+	for _, p := range proposals[max(0, len(proposals)-4):] {
+		fmt.Fprintf(&b, "proposal %d: %v, commit %v apply %v; rollback %v/%v %v\n", p.GetIndex(), p.GetPhase(),
+			p.GetChange().GetCommit(), p.GetChange().GetApply(), p.GetRollback().GetCommit(), p.GetRollback().GetApply(), p.GetChange().GetError())
+		for _, pv := range p.GetChange().GetValues() {
+			fmt.Fprintf(&b, "\tchange   %s\n", showPV(pv))
+		}
+		for _, pv := range p.GetRollback().GetValues() {
+			fmt.Fprintf(&b, "\trollback %s\n", showPV(pv))
+		}
+	}
+	t.Log(b.String())
+}
+
+func showPV(pv *journal.PathValue) string {
+	s := journal.PathString(pv.GetPath())
+	if pv.GetDeleted() {
+		return fmt.Sprintf("%s deleted @%d", s, pv.GetIndex())
+	}
+	return fmt.Sprintf("%s = %s @%d", s, strings.Join(strings.Fields(pv.GetValue().String()), " "), pv.GetIndex())
+}
+
+// finish stops the sidecar cleanly and checks its trace and journal: the
+// DESIGN §3 properties, and the applied values against the device.
+func (d *diffRun) finish(t *testing.T) {
+	t.Helper()
+	if err := d.sidecar.cmd.Process.Signal(syscall.SIGINT); err != nil {
+		t.Fatal(err)
+	}
+	if exited, err := d.sidecar.exited(20 * time.Second); !exited || err != nil {
+		t.Fatalf("the sidecar did not stop cleanly: exited %v, %v", exited, err)
+	}
+	proposals, applied := readJournal(t, d.journal)
+	opts := trace.VerifyOptions{Quiescent: true, Applied: applied, Proposals: proposals}
+	if d.h.devAdmin != "" {
+		cfg, err := deviceConfig(t, d.h.devAdmin)
+		if err != nil {
+			t.Fatal(err)
+		}
+		opts.Device = cfg
+	}
+	trace.Verify(t, d.trace, opts)
+}
+
+// --- the model ---
+
+// diffModel is what the device must hold, in the test's own terms: leaf
+// path → value (scalars as text, a leaf-list as its elements in brackets),
+// and the list entries that exist. Key leaves are the entries'.
+type diffModel struct {
+	leaves  map[string]string
+	entries map[string]bool
+}
+
+func newDiffModel() *diffModel {
+	return &diffModel{leaves: map[string]string{}, entries: map[string]bool{}}
+}
+
+func (m *diffModel) clone() *diffModel {
+	return &diffModel{leaves: maps.Clone(m.leaves), entries: maps.Clone(m.entries)}
+}
+
+// diffLists are the lists of the model's part of the schema and their key.
+var diffLists = map[string]string{"interface": "name", "subinterface": "index"}
+
+// under reports whether path p is at or under q (a list path without keys
+// covers its entries).
+func under(p, q string) bool {
+	return q == "/" || p == q || strings.HasPrefix(p, q+"/") || strings.HasPrefix(p, q+"[")
+}
+
+// delete removes everything at or under p.
+func (m *diffModel) delete(p string) {
+	for k := range m.leaves {
+		if under(k, p) {
+			delete(m.leaves, k)
+		}
+	}
+	for k := range m.entries {
+		if under(k, p) {
+			delete(m.entries, k)
+		}
+	}
+}
+
+// write merges value v at path p: a map's members below p, a list's
+// entries by key, anything else a leaf (or a whole leaf-list). Every list
+// entry on the way comes to exist.
+func (m *diffModel) write(p string, v any) {
+	for n := 0; n < len(p); n++ {
+		if p[n] == ']' && (n+1 == len(p) || p[n+1] == '/') {
+			m.entries[p[:n+1]] = true
+		}
+	}
+	switch x := v.(type) {
+	case map[string]any:
+		for name, member := range x {
+			if key, isList := diffLists[name]; isList {
+				for _, e := range member.([]map[string]any) {
+					m.write(fmt.Sprintf("%s/%s[%s=%s]", strings.TrimSuffix(p, "/"), name, key, canonical(e[key])), e)
+				}
+				continue
+			}
+			if strings.HasSuffix(p, "]") && keyOf(p) == name {
+				continue // the entry's key
+			}
+			m.write(strings.TrimSuffix(p, "/")+"/"+name, member)
+		}
+	default:
+		if isKeyMirror(p) {
+			return
+		}
+		m.leaves[p] = canonical(v)
+	}
+}
+
+// keyOf returns the key name of the list entry at the end of p.
+func keyOf(p string) string {
+	i := strings.LastIndexByte(p, '[')
+	return p[i+1 : strings.IndexByte(p[i:], '=')+i]
+}
+
+// isKeyMirror reports whether p is an entry's config copy of its key
+// (OpenConfig's …/config/name), which the device keeps with the entry.
+func isKeyMirror(p string) bool {
+	for list, key := range diffLists {
+		if strings.HasSuffix(p, "/config/"+key) && strings.Contains(p, "/"+list+"[") &&
+			strings.HasSuffix(strings.TrimSuffix(p, "/config/"+key), "]") {
+			return true
+		}
+	}
+	return false
+}
+
+func canonical(v any) string {
+	switch x := v.(type) {
+	case string:
+		return x
+	case uint64:
+		return strconv.FormatUint(x, 10)
+	case bool:
+		return strconv.FormatBool(x)
+	case json.Number:
+		return x.String()
+	case []string:
+		return "[" + strings.Join(x, ",") + "]"
+	case []any:
+		parts := make([]string, len(x))
+		for n, e := range x {
+			parts[n] = canonical(e)
+		}
+		return "[" + strings.Join(parts, ",") + "]"
+	}
+	return fmt.Sprintf("%v", v)
+}
+
+// diff describes how got (read from the device) differs from m, or "".
+func (m *diffModel) diff(got *diffModel) string {
+	var out []string
+	for _, k := range slices.Sorted(maps.Keys(m.leaves)) {
+		if g, ok := got.leaves[k]; !ok {
+			out = append(out, fmt.Sprintf("  %s: missing, want %q", k, m.leaves[k]))
+		} else if g != m.leaves[k] {
+			out = append(out, fmt.Sprintf("  %s: %q, want %q", k, g, m.leaves[k]))
+		}
+	}
+	for _, k := range slices.Sorted(maps.Keys(got.leaves)) {
+		if _, ok := m.leaves[k]; !ok {
+			out = append(out, fmt.Sprintf("  %s: %q, want none", k, got.leaves[k]))
+		}
+	}
+	for _, k := range slices.Sorted(maps.Keys(m.entries)) {
+		if !got.entries[k] {
+			out = append(out, fmt.Sprintf("  %s: no such entry, want it", k))
+		}
+	}
+	for _, k := range slices.Sorted(maps.Keys(got.entries)) {
+		if !m.entries[k] {
+			out = append(out, fmt.Sprintf("  %s: an entry, want none", k))
+		}
+	}
+	return strings.Join(out, "\n")
+}
+
+// readDevice reads /system and /interfaces from the device (JSON_IETF)
+// into the model's terms.
+func readDevice(c gpb.GNMIClient) (*diffModel, error) {
+	out := newDiffModel()
+	for _, top := range []string{"system", "interfaces"} {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		resp, err := c.Get(ctx, &gpb.GetRequest{Path: []*gpb.Path{{Elem: []*gpb.PathElem{{Name: top}}}},
+			Encoding: gpb.Encoding_JSON_IETF, Type: gpb.GetRequest_CONFIG})
+		cancel()
+		if status.Code(err) == codes.NotFound {
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("Get /%s from the device: %v", top, err)
+		}
+		for _, n := range resp.GetNotification() {
+			for _, u := range n.GetUpdate() {
+				dec := json.NewDecoder(bytes.NewReader(u.GetVal().GetJsonIetfVal()))
+				dec.UseNumber()
+				var v any
+				if err := dec.Decode(&v); err != nil {
+					return nil, fmt.Errorf("Get /%s: %v", top, err)
+				}
+				if err := out.read("/"+top, v); err != nil {
+					return nil, err
+				}
+			}
+		}
+	}
+	// What the test does not write (the device's own config) is not its
+	// business.
+	for k := range out.leaves {
+		if !inUniverse(k) {
+			delete(out.leaves, k)
+		}
+	}
+	return out, nil
+}
+
+// read flattens JSON read from the device at path p into m.
+func (m *diffModel) read(p string, v any) error {
+	switch x := v.(type) {
+	case map[string]any:
+		for k, member := range x {
+			name := k[strings.LastIndexByte(k, ':')+1:]
+			child := strings.TrimSuffix(p, "/") + "/" + name
+			if key, isList := diffLists[name]; isList {
+				entries, ok := member.([]any)
+				if !ok {
+					return fmt.Errorf("%s: a list, not %T", child, member)
+				}
+				for _, e := range entries {
+					obj, _ := e.(map[string]any)
+					kv, ok := obj[key]
+					if !ok {
+						return fmt.Errorf("%s: an entry without its key %s", child, key)
+					}
+					entry := fmt.Sprintf("%s[%s=%s]", child, key, canonical(kv))
+					m.entries[entry] = true
+					if err := m.read(entry, obj); err != nil {
+						return err
+					}
+				}
+				continue
+			}
+			if strings.HasSuffix(p, "]") && keyOf(p) == name {
+				continue
+			}
+			if err := m.read(child, member); err != nil {
+				return err
+			}
+		}
+	default:
+		if !isKeyMirror(p) {
+			m.leaves[p] = canonical(v)
+		}
+	}
+	return nil
+}
+
+// inUniverse reports whether a leaf path is one the test writes.
+func inUniverse(p string) bool {
+	switch {
+	case strings.HasPrefix(p, "/system/config/"), p == "/system/dns/config/search":
+		return true
+	case strings.HasPrefix(p, "/interfaces/interface["):
+		return strings.Contains(p, "/config/")
+	}
+	return false
+}
+
+// --- random Sets ---
+
+var (
+	diffHostLeaves = []string{"hostname", "domain-name", "login-banner", "motd-banner"}
+	diffIntfs      = []string{"eth0", "eth1", "eth2"}
+)
+
+func (d *diffRun) intf() string { return diffIntfs[d.rng.IntN(len(diffIntfs))] }
+
+// randomSet returns a Set of one to three operations, the model after it,
+// and whether it holds a JSON list (which a sidecar without --yang may
+// refuse).
+func (d *diffRun) randomSet(t *testing.T) (*gpb.SetRequest, *diffModel, bool) {
+	req := &gpb.SetRequest{}
+	next := d.model.clone()
+	lists := false
+	type op struct {
+		kind string // delete, replace, update
+		path string
+		val  any
+	}
+	var ops []op
+	for range 1 + d.rng.IntN(3) {
+		path, val := d.randomTarget()
+		switch n := d.rng.IntN(10); {
+		case n < 2 && deletable(path):
+			ops = append(ops, op{"delete", path, nil})
+		case n < 4:
+			ops = append(ops, op{"replace", path, val})
+		default:
+			ops = append(ops, op{"update", path, val})
+		}
+	}
+	// gNMI order: deletes, replaces, updates; the model applies them so.
+	for _, kind := range []string{"delete", "replace", "update"} {
+		for _, o := range ops {
+			if o.kind != kind {
+				continue
+			}
+			if kind != "update" {
+				next.delete(o.path)
+			}
+			if kind == "delete" {
+				req.Delete = append(req.Delete, diffPath(t, o.path))
+				continue
+			}
+			next.write(o.path, o.val)
+			tv, hasList := d.encode(o.path, o.val)
+			lists = lists || hasList
+			u := &gpb.Update{Path: diffPath(t, o.path), Val: tv}
+			if kind == "replace" {
+				req.Replace = append(req.Replace, u)
+			} else {
+				req.Update = append(req.Update, u)
+			}
+		}
+	}
+	return req, next, lists
+}
+
+// deletable reports whether a Delete of p is one the test makes: not an
+// entry's config container alone (OpenConfig keeps the key there).
+func deletable(p string) bool {
+	return !strings.HasSuffix(p, "]/config")
+}
+
+// randomTarget returns a random path at any level of the model's part of
+// the schema and a random value for it.
+func (d *diffRun) randomTarget() (string, any) {
+	intf := d.intf()
+	entry := "/interfaces/interface[name=" + intf + "]"
+	sub := d.rng.IntN(2)
+	subEntry := fmt.Sprintf("%s/subinterfaces/subinterface[index=%d]", entry, sub)
+	switch d.rng.IntN(16) {
+	case 0:
+		return "/", map[string]any{"system": d.system(), "interfaces": d.interfaces()}
+	case 1:
+		return "/system", d.system()
+	case 2, 3:
+		return "/system/config", d.systemConfig()
+	case 4:
+		leaf := diffHostLeaves[d.rng.IntN(len(diffHostLeaves))]
+		return "/system/config/" + leaf, d.word()
+	case 5:
+		return "/system/dns/config/search", d.search()
+	case 6:
+		return "/interfaces", d.interfaces()
+	case 7, 8:
+		return entry, d.interfaceEntry(intf)
+	case 9:
+		return entry + "/config", d.interfaceConfig(intf)
+	case 10:
+		return entry + "/config/description", d.word()
+	case 11:
+		return entry + "/config/mtu", uint64(1280 + d.rng.IntN(8000))
+	case 12:
+		return entry + "/config/enabled", d.rng.IntN(2) == 0
+	case 13:
+		return entry + "/subinterfaces", map[string]any{"subinterface": []map[string]any{d.subinterface(sub)}}
+	case 14:
+		return subEntry, d.subinterface(sub)
+	default:
+		return subEntry + "/config/description", d.word()
+	}
+}
+
+func (d *diffRun) word() string {
+	return fmt.Sprintf("%s-%d", []string{"core", "edge", "lab", "spine", "leaf"}[d.rng.IntN(5)], d.rng.IntN(100))
+}
+
+func (d *diffRun) search() []string {
+	out := make([]string, 1+d.rng.IntN(3))
+	for n := range out {
+		out[n] = fmt.Sprintf("d%d.example.net", d.rng.IntN(10))
+	}
+	return out
+}
+
+// some returns a random non-empty subset of m's members.
+func (d *diffRun) some(m map[string]any) map[string]any {
+	out := map[string]any{}
+	for _, k := range slices.Sorted(maps.Keys(m)) {
+		if d.rng.IntN(2) == 0 {
+			out[k] = m[k]
+		}
+	}
+	if len(out) == 0 {
+		k := slices.Sorted(maps.Keys(m))[d.rng.IntN(len(m))]
+		out[k] = m[k]
+	}
+	return out
+}
+
+func (d *diffRun) systemConfig() map[string]any {
+	all := map[string]any{}
+	for _, l := range diffHostLeaves {
+		all[l] = d.word()
+	}
+	return d.some(all)
+}
+
+func (d *diffRun) system() map[string]any {
+	return d.some(map[string]any{
+		"config": d.systemConfig(),
+		"dns":    map[string]any{"config": map[string]any{"search": d.search()}},
+	})
+}
+
+func (d *diffRun) interfaceConfig(intf string) map[string]any {
+	cfg := d.some(map[string]any{"description": d.word(), "mtu": uint64(1280 + d.rng.IntN(8000)), "enabled": d.rng.IntN(2) == 0})
+	cfg["name"] = intf
+	return cfg
+}
+
+func (d *diffRun) subinterface(k int) map[string]any {
+	e := map[string]any{"index": uint64(k), "config": map[string]any{"index": uint64(k)}}
+	if d.rng.IntN(3) > 0 {
+		e["config"].(map[string]any)["description"] = d.word()
+	}
+	return e
+}
+
+func (d *diffRun) interfaceEntry(intf string) map[string]any {
+	e := map[string]any{"name": intf}
+	if d.rng.IntN(4) > 0 {
+		e["config"] = d.interfaceConfig(intf)
+	}
+	if d.rng.IntN(3) == 0 {
+		var subs []map[string]any
+		for k := range 1 + d.rng.IntN(2) {
+			subs = append(subs, d.subinterface(k))
+		}
+		e["subinterfaces"] = map[string]any{"subinterface": subs}
+	}
+	return e
+}
+
+func (d *diffRun) interfaces() map[string]any {
+	var entries []map[string]any
+	for _, intf := range diffIntfs {
+		if d.rng.IntN(2) == 0 {
+			entries = append(entries, d.interfaceEntry(intf))
+		}
+	}
+	if len(entries) == 0 {
+		entries = append(entries, d.interfaceEntry(d.intf()))
+	}
+	return map[string]any{"interface": entries}
+}
+
+// encode renders a value as a client would send it: a scalar leaf as a
+// TypedValue or (if allowed) JSON, anything else as JSON or JSON_IETF, the
+// latter sometimes with module-prefixed member names. It reports whether
+// the value holds a JSON list.
+func (d *diffRun) encode(path string, v any) (*gpb.TypedValue, bool) {
+	switch x := v.(type) {
+	case string, uint64, bool, []string:
+		if !*diffJSONLeaves || d.rng.IntN(2) == 0 {
+			return scalarTV(x), false
+		}
+	}
+	ietf := d.rng.IntN(3) > 0
+	rendered := v
+	if ietf && d.rng.IntN(2) == 0 {
+		rendered = prefixed(path, v)
+	}
+	b, err := json.Marshal(rendered)
+	if err != nil {
+		panic(err) // maps, slices and scalars always marshal
+	}
+	hasList := bytes.Contains(b, []byte(`"interface"`)) || bytes.Contains(b, []byte(`"subinterface"`)) ||
+		bytes.Contains(b, []byte(`:interface"`)) || bytes.Contains(b, []byte(`:subinterface"`))
+	if ietf {
+		return &gpb.TypedValue{Value: &gpb.TypedValue_JsonIetfVal{JsonIetfVal: b}}, hasList
+	}
+	return &gpb.TypedValue{Value: &gpb.TypedValue_JsonVal{JsonVal: b}}, hasList
+}
+
+// prefixed adds module prefixes to the top-level members of v, as RFC 7951
+// has them where the namespace changes: at the root, and (optional there,
+// as gNMI clients send them) at /system's and /interfaces' own members.
+func prefixed(path string, v any) any {
+	m, ok := v.(map[string]any)
+	if !ok {
+		return v
+	}
+	module := map[string]string{"/": "", "/system": "openconfig-system", "/system/config": "openconfig-system",
+		"/interfaces": "openconfig-interfaces"}[path]
+	out := map[string]any{}
+	for k, x := range m {
+		switch {
+		case path == "/":
+			out[map[string]string{"system": "openconfig-system", "interfaces": "openconfig-interfaces"}[k]+":"+k] = x
+		case module != "":
+			out[module+":"+k] = x
+		default:
+			out[k] = x
+		}
+	}
+	return out
+}
+
+func scalarTV(v any) *gpb.TypedValue {
+	switch x := v.(type) {
+	case string:
+		return strTV(x)
+	case uint64:
+		return &gpb.TypedValue{Value: &gpb.TypedValue_UintVal{UintVal: x}}
+	case bool:
+		return &gpb.TypedValue{Value: &gpb.TypedValue_BoolVal{BoolVal: x}}
+	case []string:
+		ll := &gpb.ScalarArray{}
+		for _, s := range x {
+			ll.Element = append(ll.Element, strTV(s))
+		}
+		return &gpb.TypedValue{Value: &gpb.TypedValue_LeaflistVal{LeaflistVal: ll}}
+	}
+	panic(fmt.Sprintf("no scalar for %T", v))
+}
+
+func strTV(s string) *gpb.TypedValue {
+	return &gpb.TypedValue{Value: &gpb.TypedValue_StringVal{StringVal: s}}
+}
+
+func diffPath(t *testing.T, s string) *gpb.Path {
+	if s == "/" {
+		return &gpb.Path{}
+	}
+	p, err := ygot.StringToStructuredPath(s)
+	if err != nil {
+		t.Fatalf("path %q: %v", s, err)
+	}
+	return p
+}
+
+// showSet renders a SetRequest on one line for the step log.
+func showSet(req *gpb.SetRequest) string {
+	var parts []string
+	ps := func(p *gpb.Path) string {
+		s, err := ygot.PathToString(p)
+		if err != nil || s == "" {
+			return "/"
+		}
+		return s
+	}
+	val := func(v *gpb.TypedValue) string {
+		switch x := v.GetValue().(type) {
+		case *gpb.TypedValue_JsonVal:
+			return "json " + string(x.JsonVal)
+		case *gpb.TypedValue_JsonIetfVal:
+			return "json_ietf " + string(x.JsonIetfVal)
+		}
+		return strings.Join(strings.Fields(v.String()), " ")
+	}
+	for _, p := range req.GetDelete() {
+		parts = append(parts, "delete "+ps(p))
+	}
+	for _, u := range req.GetReplace() {
+		parts = append(parts, "replace "+ps(u.GetPath())+" = "+val(u.GetVal()))
+	}
+	for _, u := range req.GetUpdate() {
+		parts = append(parts, "update "+ps(u.GetPath())+" = "+val(u.GetVal()))
+	}
+	return strings.Join(parts, "; ")
+}
