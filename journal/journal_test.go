@@ -706,9 +706,9 @@ func TestRetentionStopsAtUnfinishedProposal(t *testing.T) {
 func TestRollbackKeepsKeyMirrors(t *testing.T) {
 	j := openTest(t, "", Options{NoSync: true})
 	term := synced(t, j)
-	applyChange(t, j, term, update(t, "/i[name=e0]/config/mtu", "1"))                       // 1: creates the entry
+	applyChange(t, j, term, update(t, "/i[name=e0]/config/mtu", "1"))                      // 1: creates the entry
 	i := applyChange(t, j, term, update(t, "/i[name=e0]/config", `{"name":"e0","mtu":2}`)) // 2
-	applyChange(t, j, term, update(t, "/i[name=e1]/config", `{"name":"e1"}`))             // 3: creates e1
+	applyChange(t, j, term, update(t, "/i[name=e1]/config", `{"name":"e1"}`))              // 3: creates e1
 	p, err := j.Proposal(context.Background(), i)
 	if err != nil {
 		t.Fatal(err)

@@ -2,8 +2,8 @@ package leaves
 
 import (
 	"bytes"
-	"fmt"
 	"encoding/json"
+	"fmt"
 	"math/big"
 	"strconv"
 
