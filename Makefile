@@ -6,7 +6,9 @@
 #                 then gnmi-sidecar bench: the sidecar against the device (docs/bench.md)
 #   make bench-short  gnmi-sidecar bench --short only (under a minute)
 #   make lint     go vet + staticcheck, and the deployment files (hack/deploycheck)
-#   make sim      the agent's randomized simulation with more seeds (SEEDS=2000)
+#   make sim      the agent's randomized simulation and the differential test (random Sets of
+#                 every shape through the sidecar, checked against a reference model) with
+#                 more seeds (SEEDS=2000)
 #   make fuzz     each fuzz target for FUZZTIME (30s) in turn (docs/testing.md)
 #   make chaos    the chaos test for CHAOS_DURATION (10m): real processes, SIGKILLs, device
 #                 restarts, rejections, hangs, network faults; make test runs it for 45 s
@@ -17,6 +19,9 @@ BIN         := $(CURDIR)/bin
 # product binary bin/gnmi-sidecar does not (cmd/gnmi-sidecar/main.go).
 DEVTAGS     := -tags devtools
 GNMI_CLI    := $(BIN)/gnmi_cli
+# A third-party gNMI target (gnxi's gnmi_target, pinned in hack/gnmitarget)
+# for the scenarios the sidecar must get exactly right on any device.
+GNMI_TARGET := $(BIN)/gnmi_target
 STATICCHECK := $(BIN)/staticcheck
 PROTOC_GEN_GO := $(BIN)/protoc-gen-go
 
@@ -24,8 +29,9 @@ GNMI_VERSION        := v0.14.1
 STATICCHECK_VERSION := v0.8.2
 PROTOBUF_VERSION    := v1.36.12
 
-# Tests find the gNMI reference client here.
+# Tests find the gNMI reference client and the third-party target here.
 export GNMI_CLI
+export GNMI_TARGET
 # A short test budget keeps CI far below its limit; override for local runs.
 TEST_TIMEOUT ?= 20m
 TEST_FLAGS   ?=
@@ -34,6 +40,9 @@ BENCH_FLAGS  ?= -benchtime=1x -count=1
 SIDECAR_BENCH_FLAGS ?=
 
 SEEDS ?= 2000
+# make sim: more options of the differential test, e.g. DIFF_FLAGS='-diff.seed=N'
+# (replay) or '-diff.target=HOST:PORT' (an external device).
+DIFF_FLAGS ?=
 
 # make chaos: TestChaos (cmd/gnmi-sidecar/chaos_test.go) for longer than in
 # make test, its processes built with -race; CHAOS_FLAGS='-chaos.seed=N'
@@ -63,13 +72,16 @@ build:
 $(GNMI_CLI):
 	GOBIN=$(BIN) $(GO) install github.com/openconfig/gnmi/cmd/gnmi_cli@$(GNMI_VERSION)
 
+$(GNMI_TARGET): hack/gnmitarget/go.mod hack/gnmitarget/go.sum
+	cd hack/gnmitarget && $(GO) build -o $(GNMI_TARGET) github.com/google/gnxi/gnmi_target
+
 $(STATICCHECK):
 	GOBIN=$(BIN) $(GO) install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)
 
 $(PROTOC_GEN_GO):
 	GOBIN=$(BIN) $(GO) install google.golang.org/protobuf/cmd/protoc-gen-go@$(PROTOBUF_VERSION)
 
-tools: $(GNMI_CLI) $(STATICCHECK)
+tools: $(GNMI_CLI) $(GNMI_TARGET) $(STATICCHECK)
 
 # The sidecar on 127.0.0.1:9339 in front of an in-process simulated device
 # (127.0.0.1:9340), journal in ./data: state survives stopping and starting.
@@ -111,9 +123,15 @@ bench-short:
 	$(GO) build $(DEVTAGS) -o $(BIN)/gnmi-sidecar-dev ./cmd/gnmi-sidecar
 	$(BIN)/gnmi-sidecar-dev bench --short $(SIDECAR_BENCH_FLAGS)
 
-# The agent's randomized simulation (make test runs 200 seeds).
+# The agent's randomized simulation (make test runs 200 seeds), then the
+# differential test through real processes (make test runs 12 seeds;
+# docs/testing.md), its counts printed on stdout. The test binary runs in
+# its package directory (it builds the binaries from there).
 sim:
 	$(GO) test -race -timeout 60m ./agent/ -run TestSimulation -sim.seeds=$(SEEDS)
+	$(GO) test -c $(DEVTAGS) -o $(BIN)/differential.test ./cmd/gnmi-sidecar
+	cd cmd/gnmi-sidecar && $(BIN)/differential.test -test.run '^TestDifferential$$' \
+		-test.timeout 180m -diff.seeds=$(SEEDS) -diff.report $(DIFF_FLAGS)
 
 # The seed corpora (f.Add and testdata/fuzz) also run in make test.
 fuzz:

@@ -787,3 +787,30 @@ func TestRollbackRequestsMatchesOneByOne(t *testing.T) {
 		}
 	}
 }
+
+// TestSetBatcherKeepsEntriesWhole: a replayed Set never deletes an
+// OpenConfig entry's key mirror or its config container alone (that breaks
+// an entry that exists); other tombstones, the entry's own included, go out.
+func TestSetBatcherKeepsEntriesWhole(t *testing.T) {
+	entry := "/interfaces/interface[name=eth0]"
+	values := []*journal.PathValue{
+		tombstone(t, entry+"/config", 1),
+		tombstone(t, entry+"/config/name", 1),
+		tombstone(t, entry+"/config/mtu", 1),
+		tombstone(t, entry+"/subinterfaces/subinterface[index=0]/config/index", 1),
+		tombstone(t, entry+"/config/description", 1),
+		tombstone(t, "/interfaces/interface[name=eth1]", 1),
+		tombstone(t, "/system/config", 1), // not a list entry's
+	}
+	want := &gpb.SetRequest{Delete: []*gpb.Path{
+		mustPath(t, entry+"/config/mtu"), mustPath(t, entry+"/config/description"),
+		mustPath(t, "/interfaces/interface[name=eth1]"), mustPath(t, "/system/config"),
+	}}
+	got := batchValues(values, setLimits{bytes: 1 << 20})
+	if len(got) != 1 {
+		t.Fatalf("%d requests, want 1", len(got))
+	}
+	if diff := cmp.Diff(want, got[0], protocmp.Transform()); diff != "" {
+		t.Errorf("request (-want +got):\n%s", diff)
+	}
+}

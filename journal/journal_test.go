@@ -699,42 +699,6 @@ func TestRetentionStopsAtUnfinishedProposal(t *testing.T) {
 	}
 }
 
-// TestRollbackKeepsKeyMirrors: OpenConfig repeats a list key in the
-// entry's config container, and the device holds it while the entry
-// exists; a rollback of the change that first wrote it there, to an entry
-// that existed before, writes it back rather than deleting it.
-func TestRollbackKeepsKeyMirrors(t *testing.T) {
-	j := openTest(t, "", Options{NoSync: true})
-	term := synced(t, j)
-	applyChange(t, j, term, update(t, "/i[name=e0]/config/mtu", "1"))                      // 1: creates the entry
-	i := applyChange(t, j, term, update(t, "/i[name=e0]/config", `{"name":"e0","mtu":2}`)) // 2
-	applyChange(t, j, term, update(t, "/i[name=e1]/config", `{"name":"e1"}`))              // 3: creates e1
-	p, err := j.Proposal(context.Background(), i)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var got []string
-	for _, pv := range p.GetRollback().GetValues() {
-		got = append(got, render(pv))
-	}
-	want := []string{"/i[name=e0]/config/mtu=1@1", `/i[name=e0]/config/name="e0"@1`}
-	if !slices.Equal(got, want) {
-		t.Fatalf("rollback values of proposal %d: %v, want %v", i, got, want)
-	}
-	p, err = j.Proposal(context.Background(), 3)
-	if err != nil {
-		t.Fatal(err)
-	}
-	got = nil
-	for _, pv := range p.GetRollback().GetValues() {
-		got = append(got, render(pv))
-	}
-	// A new entry: its rollback deletes it, key and all.
-	if want := []string{"/i[name=e1]=deleted@0", "/i[name=e1]/config/name=deleted@0"}; !slices.Equal(got, want) {
-		t.Fatalf("rollback values of proposal 3: %v, want %v", got, want)
-	}
-}
-
 // TestRetentionDropsTombstonesUnderMarkers: a marker ({} at a list entry)
 // holds nothing, so a tombstone under it is dropped like any other.
 func TestRetentionDropsTombstonesUnderMarkers(t *testing.T) {

@@ -5,8 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strconv"
-	"strings"
 
 	"github.com/dgraph-io/badger/v4"
 	"github.com/openconfig/gnmi/proto/gnmi"
@@ -260,11 +258,7 @@ func commitChangeTransition(i uint64) proposalTransition {
 			if err != nil {
 				return err
 			}
-			rb, err := w.rollbackValue(prev, eff.values[k])
-			if err != nil {
-				return err
-			}
-			before, undo = append(before, prev), append(undo, rb)
+			before, undo = append(before, prev), append(undo, rollbackValue(prev, eff.values[k]))
 		}
 		// Guards hold and everything is read: write.
 		history := make([]*journalpb.HistoryEntry, 0, len(eff.keys))
@@ -293,64 +287,12 @@ func commitChangeTransition(i uint64) proposalTransition {
 
 // rollbackValue is what a rollback writes back at the path of value pv,
 // which held prev (nil: nothing the journal knows of): prev, or a tombstone
-// with index 0. One exception: OpenConfig repeats each list key in the
-// entry's config container (…/interface[name=eth0]/config/name = "eth0"),
-// and a device holds that leaf for as long as the entry exists, whoever
-// set it. If the entry existed before this change and the journal holds no
-// value there, the rollback writes the key back rather than deleting it
-// (which would break the entry), as written by the entry's creator so
-// that a re-push replays it with the entry.
-func (w *writeTxn) rollbackValue(prev, pv *PathValue) (*PathValue, error) {
-	if prev != nil && !prev.GetDeleted() {
-		return prev, nil
+// with index 0.
+func rollbackValue(prev, pv *PathValue) *PathValue {
+	if prev == nil {
+		return &PathValue{Path: pv.GetPath(), Deleted: true}
 	}
-	absent := prev
-	if absent == nil {
-		absent = &PathValue{Path: pv.GetPath(), Deleted: true}
-	}
-	entry, ok := keyMirrorEntry(pv)
-	if !ok {
-		return absent, nil
-	}
-	marker, err := w.value(nsCommitted, PathKey(entry))
-	if err != nil || marker == nil || marker.GetDeleted() {
-		return absent, err
-	}
-	return &PathValue{Path: pv.GetPath(), Index: marker.GetIndex(), Value: pv.GetValue()}, nil
-}
-
-// keyMirrorEntry returns the list entry whose key pv repeats at
-// <entry>/config/<key> (leaves.KeyMirror), if pv holds that key.
-func keyMirrorEntry(pv *PathValue) (*gnmi.Path, bool) {
-	entry, ok := leaves.KeyMirror(pv.GetPath())
-	if !ok || pv.GetDeleted() {
-		return nil, false
-	}
-	elems := pv.GetPath().GetElem()
-	key := entry.GetElem()[len(entry.GetElem())-1].GetKey()[leaves.Name(elems[len(elems)-1].GetName())]
-	if !leaves.Equal(pv.GetValue(), &gnmi.TypedValue{Value: &gnmi.TypedValue_StringVal{StringVal: key}}) && !sameKeyText(pv.GetValue(), key) {
-		return nil, false
-	}
-	return entry, true
-}
-
-// sameKeyText reports whether v, a JSON number or an integer, is written as
-// key (a path's key is text: a numeric key "0" and JSON 0 are the same).
-func sameKeyText(v *gnmi.TypedValue, key string) bool {
-	b := v.GetJsonIetfVal()
-	if b == nil {
-		b = v.GetJsonVal()
-	}
-	if b != nil {
-		return strings.TrimSpace(string(b)) == key
-	}
-	switch x := v.GetValue().(type) {
-	case *gnmi.TypedValue_UintVal:
-		return strconv.FormatUint(x.UintVal, 10) == key
-	case *gnmi.TypedValue_IntVal:
-		return strconv.FormatInt(x.IntVal, 10) == key
-	}
-	return false
+	return prev
 }
 
 // FailCommit marks proposal i's commit Failed (spec CommitChange, invalid

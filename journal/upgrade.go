@@ -357,11 +357,7 @@ func (u *upgrader) applyChange(p *Proposal) error {
 				return err
 			}
 			history = append(history, &journalpb.HistoryEntry{Before: prev, After: pv})
-			rb, err := w.rollbackValue(prev, pv)
-			if err != nil {
-				return err
-			}
-			rollback = append(rollback, rb)
+			rollback = append(rollback, rollbackValue(prev, pv))
 			values = append(values, pv)
 			if err := w.put(valueKey(nsCommitted, []byte(k)), pv); err != nil {
 				return err

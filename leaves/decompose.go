@@ -334,7 +334,8 @@ func (w *walk) array(parent []*gpb.PathElem, name string, n node, a []any) error
 		}
 	}
 	if len(keys) == 0 {
-		return needSchema(w.path(elems), "a JSON list without keys (a keyless YANG list) cannot be recorded entry by entry")
+		return &Error{Path: w.path(elems), kind: ErrNeedSchema,
+			Reason: "a JSON list without keys (a keyless YANG list): the sidecar cannot record its entries one by one, so it could not roll it back or re-push it exactly"}
 	}
 	for k, e := range a {
 		obj, ok := e.(map[string]any)

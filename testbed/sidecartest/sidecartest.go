@@ -136,24 +136,40 @@ func Conn(t testing.TB, addr string) *grpc.ClientConn {
 // or fails when $CI is set, so that CI never silently skips it.
 func GNMICLI(t testing.TB) string {
 	t.Helper()
-	if p := os.Getenv("GNMI_CLI"); p != "" {
+	return tool(t, "gnmi_cli", "GNMI_CLI")
+}
+
+// GNMITarget returns the path of the third-party gNMI target the tests
+// run the sidecar against (gnxi's gnmi_target, pinned in
+// hack/gnmitarget), found as GNMICLI finds gnmi_cli: $GNMI_TARGET, then
+// gnmi_target on $PATH, then bin/gnmi_target at the module root.
+func GNMITarget(t testing.TB) string {
+	t.Helper()
+	return tool(t, "gnmi_target", "GNMI_TARGET")
+}
+
+// tool finds the binary name: $env, $PATH, bin/ at the module root;
+// skips the test without it, or fails it when $CI is set.
+func tool(t testing.TB, name, env string) string {
+	t.Helper()
+	if p := os.Getenv(env); p != "" {
 		if _, err := os.Stat(p); err == nil {
 			return p
 		}
 	}
-	if p, err := exec.LookPath("gnmi_cli"); err == nil {
+	if p, err := exec.LookPath(name); err == nil {
 		return p
 	}
 	if root, err := moduleRoot(); err == nil {
-		p := filepath.Join(root, "bin", "gnmi_cli")
+		p := filepath.Join(root, "bin", name)
 		if _, err := os.Stat(p); err == nil {
 			return p
 		}
 	}
 	if os.Getenv("CI") != "" {
-		t.Fatal("gnmi_cli not found (set GNMI_CLI or run `make tools`)")
+		t.Fatalf("%s not found (set %s or run `make tools`)", name, env)
 	}
-	t.Skip("gnmi_cli not found; set GNMI_CLI or run `make tools`")
+	t.Skipf("%s not found; set %s or run `make tools`", name, env)
 	return ""
 }
 
