@@ -121,6 +121,10 @@ func splitIndexKey(ns, key []byte) (uint64, []byte, error) {
 	return binary.BigEndian.Uint64(rest[:8]), rest[8:], nil
 }
 
+// Done reports whether every step of proposal p is finished: its change's
+// commit and apply and, once it is being rolled back, its rollback's.
+func Done(p *Proposal) bool { return proposalDone(p) }
+
 // proposalDone reports whether every step of p is finished, so retention may
 // drop it.
 func proposalDone(p *Proposal) bool {

@@ -46,7 +46,7 @@ func (j *Journal) Compact(ctx context.Context) (int, error) {
 			keepFrom := c.LastIndex - retain + 1
 			next := c.FirstIndex
 			for ; next < keepFrom && next-c.FirstIndex < compactChunk; next++ {
-				p, err := w.proposal(c, next)
+				p, err := loadProposalStatus(w.txn, c, next)
 				if err != nil {
 					return err
 				}

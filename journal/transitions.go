@@ -614,7 +614,7 @@ func rollbackGuard(txn *badger.Txn, c *Configuration, p *Proposal) error {
 		return guardf("roll back proposal %d: roll back proposal %d first", i, c.Committed.Index)
 	}
 	for k := i + 1; k <= c.LastIndex; k++ {
-		later, err := loadProposal(txn, c, k)
+		later, err := loadProposalStatus(txn, c, k)
 		if err != nil {
 			return err
 		}
@@ -872,6 +872,33 @@ func loadProposal(txn *badger.Txn, c *Configuration, i uint64) (*Proposal, error
 	return p, nil
 }
 
+// loadProposalStatus reads proposal i's phase and step statuses only (a
+// ProposalStatus view of its record: what a guard needs of a neighbour,
+// without decoding its operations and values), as a Proposal.
+func loadProposalStatus(txn *badger.Txn, c *Configuration, i uint64) (*Proposal, error) {
+	if i == 0 || i > c.GetLastIndex() {
+		return nil, fmt.Errorf("journal: proposal %d: %w", i, ErrNotFound)
+	}
+	if i < c.GetFirstIndex() {
+		return nil, fmt.Errorf("journal: proposal %d (oldest kept is %d): %w", i, c.GetFirstIndex(), ErrCompacted)
+	}
+	st := &journalpb.ProposalStatus{}
+	item, err := txn.Get(proposalKey(i))
+	if errors.Is(err, badger.ErrKeyNotFound) {
+		return nil, fmt.Errorf("journal: proposal %d record missing", i)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read proposal %d: %w", i, err)
+	}
+	err = readValue(item, func(v []byte) error { return proto.UnmarshalOptions{DiscardUnknown: true}.Unmarshal(v, st) })
+	if err != nil {
+		return nil, fmt.Errorf("decode proposal %d: %w", i, err)
+	}
+	return &Proposal{Index: st.GetIndex(), Phase: st.GetPhase(),
+		Change:   &Change{Commit: st.GetChange().GetCommit(), Apply: st.GetChange().GetApply()},
+		Rollback: &Rollback{Commit: st.GetRollback().GetCommit(), Apply: st.GetRollback().GetApply()}}, nil
+}
+
 // load reads the configuration and proposal i.
 func (w *writeTxn) load(i uint64) (*Configuration, *Proposal, error) {
 	c, err := w.configuration()
@@ -891,7 +918,7 @@ func (w *writeTxn) previousFinished(c *Configuration, i uint64, step string, sta
 	if i <= 1 || i-1 < c.GetFirstIndex() {
 		return nil
 	}
-	prev, err := w.proposal(c, i-1)
+	prev, err := loadProposalStatus(w.txn, c, i-1)
 	if err != nil {
 		return err
 	}

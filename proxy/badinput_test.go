@@ -366,6 +366,24 @@ func setCases(t testing.TB) []badCase {
 		call: call{set: &gpb.SetRequest{Replace: []*gpb.Update{{Path: desc(), Val: &gpb.TypedValue{Value: &gpb.TypedValue_JsonVal{JsonVal: []byte(`{"a": `)}}}}}},
 		code: codes.InvalidArgument, msg: []string{"replace of " + descPath, "json_val", "not valid JSON"},
 	}, {
+		// Without the device's YANG the sidecar does not know the keys of
+		// a list no keyed path named yet: it could not roll the entries
+		// back or re-push them exactly (docs/values.md).
+		name: "Set/a JSON list whose keys the sidecar does not know",
+		call: call{set: &gpb.SetRequest{Update: []*gpb.Update{{Path: sidecartest.Path(t, "/acl/acl-sets"),
+			Val: &gpb.TypedValue{Value: &gpb.TypedValue_JsonIetfVal{JsonIetfVal: []byte(`{"acl-set":[{"name":"a","type":"ACL_IPV4","config":{"name":"a","type":"ACL_IPV4"}}]}`)}}}}}},
+		code: codes.FailedPrecondition, msg: []string{"/acl/acl-sets/acl-set", "key names", "--yang"},
+	}, {
+		name: "Set/a list entry without its key",
+		call: call{set: &gpb.SetRequest{Update: []*gpb.Update{{Path: sidecartest.Path(t, "/interfaces/interface[name=eth0]/subinterfaces"),
+			Val: &gpb.TypedValue{Value: &gpb.TypedValue_JsonIetfVal{JsonIetfVal: []byte(`{"subinterface":[{"config":{"description":"x"}}]}`)}}}}}},
+		code: codes.FailedPrecondition, msg: []string{"/interfaces/interface[name=eth0]/subinterfaces/subinterface", "--yang"},
+	}, {
+		name: "Set/a key leaf that contradicts the path",
+		call: call{set: &gpb.SetRequest{Update: []*gpb.Update{{Path: sidecartest.Path(t, "/interfaces/interface[name=eth0]"),
+			Val: &gpb.TypedValue{Value: &gpb.TypedValue_JsonIetfVal{JsonIetfVal: []byte(`{"name":"eth1"}`)}}}}}},
+		code: codes.InvalidArgument, msg: []string{"/interfaces/interface[name=eth0]/name", "eth0"},
+	}, {
 		name: "Set/a deep path",
 		call: call{set: &gpb.SetRequest{Update: update(deepPath(100_000), val)}},
 		code: codes.InvalidArgument, msg: []string{"100000 elements", fmt.Sprint(journal.MaxPathElems)},

@@ -2,9 +2,13 @@ package proxy_test
 
 import (
 	"testing"
+	"time"
 
+	"github.com/google/go-cmp/cmp"
 	gpb "github.com/openconfig/gnmi/proto/gnmi"
+	"github.com/openconfig/gnmi/proto/gnmi_ext"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/protobuf/testing/protocmp"
 
 	"github.com/gnmi-sidecar/gnmi-sidecar/proxy/sidecarpb"
 	"github.com/gnmi-sidecar/gnmi-sidecar/testbed/sidecartest"
@@ -93,4 +97,26 @@ func TestRollback(t *testing.T) {
 			r.wantDeviceLeaf(descPath, step.desc)
 		})
 	}
+}
+
+// TestRollbackWaitsForChangesInProgress: a rollback sent while a change is
+// still being applied (an ASYNC Set, here; a change re-sent after a sidecar
+// restart is another) waits for it and rolls it back, rather than being
+// refused for a moment's state.
+func TestRollbackWaitsForChangesInProgress(t *testing.T) {
+	r := newRig(t, sidecartest.Options{})
+	r.mustSet(updateReq(t, descPath, strVal("one")))
+	r.Dev.SetDelay(300 * time.Millisecond)
+	async := updateReq(t, descPath, strVal("two"))
+	async.Extension = []*gnmi_ext.Extension{sidecarExt(t, asyncExt)}
+	if ext := responseExt(t, r.mustSet(async)); ext.GetApply() == sidecarpb.Status_STATUS_COMPLETE {
+		t.Fatalf("the ASYNC Set was applied before its reply (%v): nothing to wait for", ext)
+	}
+	resp := r.mustSet(rollbackReq(t, 0))
+	want := &sidecarpb.Response{Index: 2, Phase: sidecarpb.Phase_PHASE_ROLLBACK,
+		Commit: sidecarpb.Status_STATUS_COMPLETE, Apply: sidecarpb.Status_STATUS_COMPLETE}
+	if diff := cmp.Diff(want, responseExt(t, resp), protocmp.Transform()); diff != "" {
+		t.Errorf("rollback reply (-want +got):\n%s", diff)
+	}
+	r.wantDeviceLeaf(descPath, strVal("one"))
 }

@@ -108,6 +108,9 @@ func (s *Server) rollback(ctx context.Context, i uint64, sync bool) (*gpb.SetRes
 	if err := s.settle(ctx); err != nil {
 		return nil, err
 	}
+	if err := s.atRest(ctx); err != nil {
+		return nil, err
+	}
 	j := s.opts.Journal
 	if i == 0 {
 		newest, err := j.NewestRollbackable(ctx)
@@ -128,6 +131,37 @@ func (s *Server) rollback(ctx context.Context, i uint64, sync bool) (*gpb.SetRes
 	s.opts.Agent.Notify()
 	s.log.Info("rollback journaled", "proposal", i, "sync", sync)
 	return s.waitRollback(ctx, i, sync, false)
+}
+
+// atRest waits, as long as the client's deadline allows, until every
+// journaled proposal is finished: only then may a change be rolled back
+// (the newest change in effect, nothing later in progress). A change
+// still being applied (re-sent after a sidecar restart, say) is waited
+// for, not refused. When the wait ends first, the rollback is proposed
+// anyway and the journal's refusal says what is still in progress.
+func (s *Server) atRest(ctx context.Context) error {
+	c, err := s.opts.Journal.Configuration(ctx)
+	if err != nil {
+		return journalError(err)
+	}
+	last := c.GetLastIndex()
+	if last == 0 || last < c.GetFirstIndex() {
+		return nil
+	}
+	wctx, cancel := s.waitContext(ctx)
+	defer cancel()
+	_, err = s.opts.Agent.Wait(wctx, last, journal.Done)
+	switch {
+	case err == nil, errors.Is(err, journal.ErrCompacted):
+		return nil
+	case s.waits.Err() != nil:
+		return status.Error(codes.Unavailable, "the sidecar is shutting down; nothing was journaled")
+	case ctx.Err() != nil:
+		return status.FromContextError(ctx.Err()).Err()
+	case wctx.Err() != nil:
+		return nil // the client's deadline is near: propose, the journal says why if it refuses
+	}
+	return journalError(err)
 }
 
 // waitRollback waits until proposal i's rollback is applied (sync) or

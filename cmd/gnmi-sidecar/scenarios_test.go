@@ -282,10 +282,9 @@ func readScenario(t *testing.T, dev scenarioDevice) *diffModel {
 // --- the simulated device ---
 
 type testbedDevice struct {
-	p      *process
-	admin  string
-	c      gpb.GNMIClient
-	booted int
+	p     *process
+	admin string
+	c     gpb.GNMIClient
 }
 
 func startTestbed(t *testing.T, bin string) *testbedDevice {

@@ -897,6 +897,131 @@ func (x *Proposal) GetRollback() *Rollback {
 	return nil
 }
 
+// A view of a Proposal record holding only its phase and step statuses:
+// decoding a record into it skips the operations and values (the same wire
+// format), for guards that read neighbouring proposals' statuses.
+type ProposalStatus struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Index         uint64                 `protobuf:"varint,1,opt,name=index,proto3" json:"index,omitempty"`
+	Phase         Phase                  `protobuf:"varint,2,opt,name=phase,proto3,enum=gnmisidecar.journal.v1.Phase" json:"phase,omitempty"`
+	Change        *StepStatus            `protobuf:"bytes,3,opt,name=change,proto3" json:"change,omitempty"`
+	Rollback      *StepStatus            `protobuf:"bytes,4,opt,name=rollback,proto3" json:"rollback,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ProposalStatus) Reset() {
+	*x = ProposalStatus{}
+	mi := &file_journal_journalpb_journal_proto_msgTypes[9]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ProposalStatus) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ProposalStatus) ProtoMessage() {}
+
+func (x *ProposalStatus) ProtoReflect() protoreflect.Message {
+	mi := &file_journal_journalpb_journal_proto_msgTypes[9]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ProposalStatus.ProtoReflect.Descriptor instead.
+func (*ProposalStatus) Descriptor() ([]byte, []int) {
+	return file_journal_journalpb_journal_proto_rawDescGZIP(), []int{9}
+}
+
+func (x *ProposalStatus) GetIndex() uint64 {
+	if x != nil {
+		return x.Index
+	}
+	return 0
+}
+
+func (x *ProposalStatus) GetPhase() Phase {
+	if x != nil {
+		return x.Phase
+	}
+	return Phase_PHASE_UNSET
+}
+
+func (x *ProposalStatus) GetChange() *StepStatus {
+	if x != nil {
+		return x.Change
+	}
+	return nil
+}
+
+func (x *ProposalStatus) GetRollback() *StepStatus {
+	if x != nil {
+		return x.Rollback
+	}
+	return nil
+}
+
+// The commit and apply statuses of a Change or a Rollback (their fields 3
+// and 4).
+type StepStatus struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Commit        Status                 `protobuf:"varint,3,opt,name=commit,proto3,enum=gnmisidecar.journal.v1.Status" json:"commit,omitempty"`
+	Apply         Status                 `protobuf:"varint,4,opt,name=apply,proto3,enum=gnmisidecar.journal.v1.Status" json:"apply,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *StepStatus) Reset() {
+	*x = StepStatus{}
+	mi := &file_journal_journalpb_journal_proto_msgTypes[10]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *StepStatus) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*StepStatus) ProtoMessage() {}
+
+func (x *StepStatus) ProtoReflect() protoreflect.Message {
+	mi := &file_journal_journalpb_journal_proto_msgTypes[10]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use StepStatus.ProtoReflect.Descriptor instead.
+func (*StepStatus) Descriptor() ([]byte, []int) {
+	return file_journal_journalpb_journal_proto_rawDescGZIP(), []int{10}
+}
+
+func (x *StepStatus) GetCommit() Status {
+	if x != nil {
+		return x.Commit
+	}
+	return Status_STATUS_UNSET
+}
+
+func (x *StepStatus) GetApply() Status {
+	if x != nil {
+		return x.Apply
+	}
+	return Status_STATUS_UNSET
+}
+
 type Committed struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Newest proposal whose commit was decided (or the rollback target).
@@ -909,7 +1034,7 @@ type Committed struct {
 
 func (x *Committed) Reset() {
 	*x = Committed{}
-	mi := &file_journal_journalpb_journal_proto_msgTypes[9]
+	mi := &file_journal_journalpb_journal_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -921,7 +1046,7 @@ func (x *Committed) String() string {
 func (*Committed) ProtoMessage() {}
 
 func (x *Committed) ProtoReflect() protoreflect.Message {
-	mi := &file_journal_journalpb_journal_proto_msgTypes[9]
+	mi := &file_journal_journalpb_journal_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -934,7 +1059,7 @@ func (x *Committed) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Committed.ProtoReflect.Descriptor instead.
 func (*Committed) Descriptor() ([]byte, []int) {
-	return file_journal_journalpb_journal_proto_rawDescGZIP(), []int{9}
+	return file_journal_journalpb_journal_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *Committed) GetProposal() uint64 {
@@ -967,7 +1092,7 @@ type Applied struct {
 
 func (x *Applied) Reset() {
 	*x = Applied{}
-	mi := &file_journal_journalpb_journal_proto_msgTypes[10]
+	mi := &file_journal_journalpb_journal_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -979,7 +1104,7 @@ func (x *Applied) String() string {
 func (*Applied) ProtoMessage() {}
 
 func (x *Applied) ProtoReflect() protoreflect.Message {
-	mi := &file_journal_journalpb_journal_proto_msgTypes[10]
+	mi := &file_journal_journalpb_journal_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -992,7 +1117,7 @@ func (x *Applied) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Applied.ProtoReflect.Descriptor instead.
 func (*Applied) Descriptor() ([]byte, []int) {
-	return file_journal_journalpb_journal_proto_rawDescGZIP(), []int{10}
+	return file_journal_journalpb_journal_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *Applied) GetProposal() uint64 {
@@ -1049,7 +1174,7 @@ type Configuration struct {
 
 func (x *Configuration) Reset() {
 	*x = Configuration{}
-	mi := &file_journal_journalpb_journal_proto_msgTypes[11]
+	mi := &file_journal_journalpb_journal_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1061,7 +1186,7 @@ func (x *Configuration) String() string {
 func (*Configuration) ProtoMessage() {}
 
 func (x *Configuration) ProtoReflect() protoreflect.Message {
-	mi := &file_journal_journalpb_journal_proto_msgTypes[11]
+	mi := &file_journal_journalpb_journal_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1074,7 +1199,7 @@ func (x *Configuration) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Configuration.ProtoReflect.Descriptor instead.
 func (*Configuration) Descriptor() ([]byte, []int) {
-	return file_journal_journalpb_journal_proto_rawDescGZIP(), []int{11}
+	return file_journal_journalpb_journal_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *Configuration) GetCommitted() *Committed {
@@ -1150,7 +1275,7 @@ type Mastership struct {
 
 func (x *Mastership) Reset() {
 	*x = Mastership{}
-	mi := &file_journal_journalpb_journal_proto_msgTypes[12]
+	mi := &file_journal_journalpb_journal_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1162,7 +1287,7 @@ func (x *Mastership) String() string {
 func (*Mastership) ProtoMessage() {}
 
 func (x *Mastership) ProtoReflect() protoreflect.Message {
-	mi := &file_journal_journalpb_journal_proto_msgTypes[12]
+	mi := &file_journal_journalpb_journal_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1175,7 +1300,7 @@ func (x *Mastership) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Mastership.ProtoReflect.Descriptor instead.
 func (*Mastership) Descriptor() ([]byte, []int) {
-	return file_journal_journalpb_journal_proto_rawDescGZIP(), []int{12}
+	return file_journal_journalpb_journal_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *Mastership) GetTerm() uint64 {
@@ -1212,7 +1337,7 @@ type CommitConfirm struct {
 
 func (x *CommitConfirm) Reset() {
 	*x = CommitConfirm{}
-	mi := &file_journal_journalpb_journal_proto_msgTypes[13]
+	mi := &file_journal_journalpb_journal_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1224,7 +1349,7 @@ func (x *CommitConfirm) String() string {
 func (*CommitConfirm) ProtoMessage() {}
 
 func (x *CommitConfirm) ProtoReflect() protoreflect.Message {
-	mi := &file_journal_journalpb_journal_proto_msgTypes[13]
+	mi := &file_journal_journalpb_journal_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1237,7 +1362,7 @@ func (x *CommitConfirm) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CommitConfirm.ProtoReflect.Descriptor instead.
 func (*CommitConfirm) Descriptor() ([]byte, []int) {
-	return file_journal_journalpb_journal_proto_rawDescGZIP(), []int{13}
+	return file_journal_journalpb_journal_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *CommitConfirm) GetId() string {
@@ -1286,7 +1411,7 @@ type HistoryEntry struct {
 
 func (x *HistoryEntry) Reset() {
 	*x = HistoryEntry{}
-	mi := &file_journal_journalpb_journal_proto_msgTypes[14]
+	mi := &file_journal_journalpb_journal_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1298,7 +1423,7 @@ func (x *HistoryEntry) String() string {
 func (*HistoryEntry) ProtoMessage() {}
 
 func (x *HistoryEntry) ProtoReflect() protoreflect.Message {
-	mi := &file_journal_journalpb_journal_proto_msgTypes[14]
+	mi := &file_journal_journalpb_journal_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1311,7 +1436,7 @@ func (x *HistoryEntry) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HistoryEntry.ProtoReflect.Descriptor instead.
 func (*HistoryEntry) Descriptor() ([]byte, []int) {
-	return file_journal_journalpb_journal_proto_rawDescGZIP(), []int{14}
+	return file_journal_journalpb_journal_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *HistoryEntry) GetBefore() *PathValue {
@@ -1341,7 +1466,7 @@ type HistoryDelta struct {
 
 func (x *HistoryDelta) Reset() {
 	*x = HistoryDelta{}
-	mi := &file_journal_journalpb_journal_proto_msgTypes[15]
+	mi := &file_journal_journalpb_journal_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1353,7 +1478,7 @@ func (x *HistoryDelta) String() string {
 func (*HistoryDelta) ProtoMessage() {}
 
 func (x *HistoryDelta) ProtoReflect() protoreflect.Message {
-	mi := &file_journal_journalpb_journal_proto_msgTypes[15]
+	mi := &file_journal_journalpb_journal_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1366,7 +1491,7 @@ func (x *HistoryDelta) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HistoryDelta.ProtoReflect.Descriptor instead.
 func (*HistoryDelta) Descriptor() ([]byte, []int) {
-	return file_journal_journalpb_journal_proto_rawDescGZIP(), []int{15}
+	return file_journal_journalpb_journal_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *HistoryDelta) GetTime() *timestamppb.Timestamp {
@@ -1452,7 +1577,16 @@ const file_journal_journalpb_journal_proto_rawDesc = "" +
 	"\x05index\x18\x01 \x01(\x04R\x05index\x123\n" +
 	"\x05phase\x18\x02 \x01(\x0e2\x1d.gnmisidecar.journal.v1.PhaseR\x05phase\x126\n" +
 	"\x06change\x18\x03 \x01(\v2\x1e.gnmisidecar.journal.v1.ChangeR\x06change\x12<\n" +
-	"\brollback\x18\x04 \x01(\v2 .gnmisidecar.journal.v1.RollbackR\brollback\"=\n" +
+	"\brollback\x18\x04 \x01(\v2 .gnmisidecar.journal.v1.RollbackR\brollback\"\xd7\x01\n" +
+	"\x0eProposalStatus\x12\x14\n" +
+	"\x05index\x18\x01 \x01(\x04R\x05index\x123\n" +
+	"\x05phase\x18\x02 \x01(\x0e2\x1d.gnmisidecar.journal.v1.PhaseR\x05phase\x12:\n" +
+	"\x06change\x18\x03 \x01(\v2\".gnmisidecar.journal.v1.StepStatusR\x06change\x12>\n" +
+	"\brollback\x18\x04 \x01(\v2\".gnmisidecar.journal.v1.StepStatusR\brollback\"z\n" +
+	"\n" +
+	"StepStatus\x126\n" +
+	"\x06commit\x18\x03 \x01(\x0e2\x1e.gnmisidecar.journal.v1.StatusR\x06commit\x124\n" +
+	"\x05apply\x18\x04 \x01(\x0e2\x1e.gnmisidecar.journal.v1.StatusR\x05apply\"=\n" +
 	"\tCommitted\x12\x1a\n" +
 	"\bproposal\x18\x01 \x01(\x04R\bproposal\x12\x14\n" +
 	"\x05index\x18\x02 \x01(\x04R\x05index\"g\n" +
@@ -1528,7 +1662,7 @@ func file_journal_journalpb_journal_proto_rawDescGZIP() []byte {
 }
 
 var file_journal_journalpb_journal_proto_enumTypes = make([]protoimpl.EnumInfo, 4)
-var file_journal_journalpb_journal_proto_msgTypes = make([]protoimpl.MessageInfo, 16)
+var file_journal_journalpb_journal_proto_msgTypes = make([]protoimpl.MessageInfo, 18)
 var file_journal_journalpb_journal_proto_goTypes = []any{
 	(Status)(0),                   // 0: gnmisidecar.journal.v1.Status
 	(Phase)(0),                    // 1: gnmisidecar.journal.v1.Phase
@@ -1543,64 +1677,71 @@ var file_journal_journalpb_journal_proto_goTypes = []any{
 	(*Change)(nil),                // 10: gnmisidecar.journal.v1.Change
 	(*Rollback)(nil),              // 11: gnmisidecar.journal.v1.Rollback
 	(*Proposal)(nil),              // 12: gnmisidecar.journal.v1.Proposal
-	(*Committed)(nil),             // 13: gnmisidecar.journal.v1.Committed
-	(*Applied)(nil),               // 14: gnmisidecar.journal.v1.Applied
-	(*Configuration)(nil),         // 15: gnmisidecar.journal.v1.Configuration
-	(*Mastership)(nil),            // 16: gnmisidecar.journal.v1.Mastership
-	(*CommitConfirm)(nil),         // 17: gnmisidecar.journal.v1.CommitConfirm
-	(*HistoryEntry)(nil),          // 18: gnmisidecar.journal.v1.HistoryEntry
-	(*HistoryDelta)(nil),          // 19: gnmisidecar.journal.v1.HistoryDelta
-	(*gnmi.Path)(nil),             // 20: gnmi.Path
-	(*gnmi.TypedValue)(nil),       // 21: gnmi.TypedValue
-	(*timestamppb.Timestamp)(nil), // 22: google.protobuf.Timestamp
+	(*ProposalStatus)(nil),        // 13: gnmisidecar.journal.v1.ProposalStatus
+	(*StepStatus)(nil),            // 14: gnmisidecar.journal.v1.StepStatus
+	(*Committed)(nil),             // 15: gnmisidecar.journal.v1.Committed
+	(*Applied)(nil),               // 16: gnmisidecar.journal.v1.Applied
+	(*Configuration)(nil),         // 17: gnmisidecar.journal.v1.Configuration
+	(*Mastership)(nil),            // 18: gnmisidecar.journal.v1.Mastership
+	(*CommitConfirm)(nil),         // 19: gnmisidecar.journal.v1.CommitConfirm
+	(*HistoryEntry)(nil),          // 20: gnmisidecar.journal.v1.HistoryEntry
+	(*HistoryDelta)(nil),          // 21: gnmisidecar.journal.v1.HistoryDelta
+	(*gnmi.Path)(nil),             // 22: gnmi.Path
+	(*gnmi.TypedValue)(nil),       // 23: gnmi.TypedValue
+	(*timestamppb.Timestamp)(nil), // 24: google.protobuf.Timestamp
 }
 var file_journal_journalpb_journal_proto_depIdxs = []int32{
-	20, // 0: gnmisidecar.journal.v1.ListKeys.list:type_name -> gnmi.Path
-	20, // 1: gnmisidecar.journal.v1.Leaf.path:type_name -> gnmi.Path
-	21, // 2: gnmisidecar.journal.v1.Leaf.value:type_name -> gnmi.TypedValue
+	22, // 0: gnmisidecar.journal.v1.ListKeys.list:type_name -> gnmi.Path
+	22, // 1: gnmisidecar.journal.v1.Leaf.path:type_name -> gnmi.Path
+	23, // 2: gnmisidecar.journal.v1.Leaf.value:type_name -> gnmi.TypedValue
 	2,  // 3: gnmisidecar.journal.v1.Op.kind:type_name -> gnmisidecar.journal.v1.OpKind
-	20, // 4: gnmisidecar.journal.v1.Op.path:type_name -> gnmi.Path
+	22, // 4: gnmisidecar.journal.v1.Op.path:type_name -> gnmi.Path
 	6,  // 5: gnmisidecar.journal.v1.Op.values:type_name -> gnmisidecar.journal.v1.Leaf
 	6,  // 6: gnmisidecar.journal.v1.Op.units:type_name -> gnmisidecar.journal.v1.Leaf
-	20, // 7: gnmisidecar.journal.v1.Op.implied_deletes:type_name -> gnmi.Path
-	20, // 8: gnmisidecar.journal.v1.PathValue.path:type_name -> gnmi.Path
-	21, // 9: gnmisidecar.journal.v1.PathValue.value:type_name -> gnmi.TypedValue
+	22, // 7: gnmisidecar.journal.v1.Op.implied_deletes:type_name -> gnmi.Path
+	22, // 8: gnmisidecar.journal.v1.PathValue.path:type_name -> gnmi.Path
+	23, // 9: gnmisidecar.journal.v1.PathValue.value:type_name -> gnmi.TypedValue
 	7,  // 10: gnmisidecar.journal.v1.Change.ops:type_name -> gnmisidecar.journal.v1.Op
 	8,  // 11: gnmisidecar.journal.v1.Change.values:type_name -> gnmisidecar.journal.v1.PathValue
 	0,  // 12: gnmisidecar.journal.v1.Change.commit:type_name -> gnmisidecar.journal.v1.Status
 	0,  // 13: gnmisidecar.journal.v1.Change.apply:type_name -> gnmisidecar.journal.v1.Status
-	22, // 14: gnmisidecar.journal.v1.Change.proposed:type_name -> google.protobuf.Timestamp
-	22, // 15: gnmisidecar.journal.v1.Change.committed:type_name -> google.protobuf.Timestamp
-	22, // 16: gnmisidecar.journal.v1.Change.apply_started:type_name -> google.protobuf.Timestamp
-	22, // 17: gnmisidecar.journal.v1.Change.applied:type_name -> google.protobuf.Timestamp
+	24, // 14: gnmisidecar.journal.v1.Change.proposed:type_name -> google.protobuf.Timestamp
+	24, // 15: gnmisidecar.journal.v1.Change.committed:type_name -> google.protobuf.Timestamp
+	24, // 16: gnmisidecar.journal.v1.Change.apply_started:type_name -> google.protobuf.Timestamp
+	24, // 17: gnmisidecar.journal.v1.Change.applied:type_name -> google.protobuf.Timestamp
 	9,  // 18: gnmisidecar.journal.v1.Change.error:type_name -> gnmisidecar.journal.v1.Error
 	8,  // 19: gnmisidecar.journal.v1.Rollback.values:type_name -> gnmisidecar.journal.v1.PathValue
 	0,  // 20: gnmisidecar.journal.v1.Rollback.commit:type_name -> gnmisidecar.journal.v1.Status
 	0,  // 21: gnmisidecar.journal.v1.Rollback.apply:type_name -> gnmisidecar.journal.v1.Status
-	22, // 22: gnmisidecar.journal.v1.Rollback.proposed:type_name -> google.protobuf.Timestamp
-	22, // 23: gnmisidecar.journal.v1.Rollback.committed:type_name -> google.protobuf.Timestamp
-	22, // 24: gnmisidecar.journal.v1.Rollback.apply_started:type_name -> google.protobuf.Timestamp
-	22, // 25: gnmisidecar.journal.v1.Rollback.applied:type_name -> google.protobuf.Timestamp
+	24, // 22: gnmisidecar.journal.v1.Rollback.proposed:type_name -> google.protobuf.Timestamp
+	24, // 23: gnmisidecar.journal.v1.Rollback.committed:type_name -> google.protobuf.Timestamp
+	24, // 24: gnmisidecar.journal.v1.Rollback.apply_started:type_name -> google.protobuf.Timestamp
+	24, // 25: gnmisidecar.journal.v1.Rollback.applied:type_name -> google.protobuf.Timestamp
 	1,  // 26: gnmisidecar.journal.v1.Proposal.phase:type_name -> gnmisidecar.journal.v1.Phase
 	10, // 27: gnmisidecar.journal.v1.Proposal.change:type_name -> gnmisidecar.journal.v1.Change
 	11, // 28: gnmisidecar.journal.v1.Proposal.rollback:type_name -> gnmisidecar.journal.v1.Rollback
-	13, // 29: gnmisidecar.journal.v1.Configuration.committed:type_name -> gnmisidecar.journal.v1.Committed
-	14, // 30: gnmisidecar.journal.v1.Configuration.applied:type_name -> gnmisidecar.journal.v1.Applied
-	0,  // 31: gnmisidecar.journal.v1.Configuration.status:type_name -> gnmisidecar.journal.v1.Status
-	22, // 32: gnmisidecar.journal.v1.Configuration.history_floor:type_name -> google.protobuf.Timestamp
-	22, // 33: gnmisidecar.journal.v1.Configuration.history_time:type_name -> google.protobuf.Timestamp
-	22, // 34: gnmisidecar.journal.v1.CommitConfirm.deadline:type_name -> google.protobuf.Timestamp
-	22, // 35: gnmisidecar.journal.v1.CommitConfirm.started:type_name -> google.protobuf.Timestamp
-	8,  // 36: gnmisidecar.journal.v1.HistoryEntry.before:type_name -> gnmisidecar.journal.v1.PathValue
-	8,  // 37: gnmisidecar.journal.v1.HistoryEntry.after:type_name -> gnmisidecar.journal.v1.PathValue
-	22, // 38: gnmisidecar.journal.v1.HistoryDelta.time:type_name -> google.protobuf.Timestamp
-	3,  // 39: gnmisidecar.journal.v1.HistoryDelta.kind:type_name -> gnmisidecar.journal.v1.HistoryKind
-	18, // 40: gnmisidecar.journal.v1.HistoryDelta.entries:type_name -> gnmisidecar.journal.v1.HistoryEntry
-	41, // [41:41] is the sub-list for method output_type
-	41, // [41:41] is the sub-list for method input_type
-	41, // [41:41] is the sub-list for extension type_name
-	41, // [41:41] is the sub-list for extension extendee
-	0,  // [0:41] is the sub-list for field type_name
+	1,  // 29: gnmisidecar.journal.v1.ProposalStatus.phase:type_name -> gnmisidecar.journal.v1.Phase
+	14, // 30: gnmisidecar.journal.v1.ProposalStatus.change:type_name -> gnmisidecar.journal.v1.StepStatus
+	14, // 31: gnmisidecar.journal.v1.ProposalStatus.rollback:type_name -> gnmisidecar.journal.v1.StepStatus
+	0,  // 32: gnmisidecar.journal.v1.StepStatus.commit:type_name -> gnmisidecar.journal.v1.Status
+	0,  // 33: gnmisidecar.journal.v1.StepStatus.apply:type_name -> gnmisidecar.journal.v1.Status
+	15, // 34: gnmisidecar.journal.v1.Configuration.committed:type_name -> gnmisidecar.journal.v1.Committed
+	16, // 35: gnmisidecar.journal.v1.Configuration.applied:type_name -> gnmisidecar.journal.v1.Applied
+	0,  // 36: gnmisidecar.journal.v1.Configuration.status:type_name -> gnmisidecar.journal.v1.Status
+	24, // 37: gnmisidecar.journal.v1.Configuration.history_floor:type_name -> google.protobuf.Timestamp
+	24, // 38: gnmisidecar.journal.v1.Configuration.history_time:type_name -> google.protobuf.Timestamp
+	24, // 39: gnmisidecar.journal.v1.CommitConfirm.deadline:type_name -> google.protobuf.Timestamp
+	24, // 40: gnmisidecar.journal.v1.CommitConfirm.started:type_name -> google.protobuf.Timestamp
+	8,  // 41: gnmisidecar.journal.v1.HistoryEntry.before:type_name -> gnmisidecar.journal.v1.PathValue
+	8,  // 42: gnmisidecar.journal.v1.HistoryEntry.after:type_name -> gnmisidecar.journal.v1.PathValue
+	24, // 43: gnmisidecar.journal.v1.HistoryDelta.time:type_name -> google.protobuf.Timestamp
+	3,  // 44: gnmisidecar.journal.v1.HistoryDelta.kind:type_name -> gnmisidecar.journal.v1.HistoryKind
+	20, // 45: gnmisidecar.journal.v1.HistoryDelta.entries:type_name -> gnmisidecar.journal.v1.HistoryEntry
+	46, // [46:46] is the sub-list for method output_type
+	46, // [46:46] is the sub-list for method input_type
+	46, // [46:46] is the sub-list for extension type_name
+	46, // [46:46] is the sub-list for extension extendee
+	0,  // [0:46] is the sub-list for field type_name
 }
 
 func init() { file_journal_journalpb_journal_proto_init() }
@@ -1614,7 +1755,7 @@ func file_journal_journalpb_journal_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_journal_journalpb_journal_proto_rawDesc), len(file_journal_journalpb_journal_proto_rawDesc)),
 			NumEnums:      4,
-			NumMessages:   16,
+			NumMessages:   18,
 			NumExtensions: 0,
 			NumServices:   0,
 		},
