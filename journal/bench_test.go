@@ -553,7 +553,7 @@ func BenchmarkJSONSet1000(b *testing.B) {
 				b.Fatal(err)
 			}
 			lat = append(lat, time.Since(start))
-			if got := len(p.GetChange().GetOps()[0].GetUnits()); got != 1000 {
+			if got := len(Units(p.GetChange().GetOps()[0])); got != 1000 {
 				b.Fatalf("%d units, want 1,000 (100 entries of 9 config leaves)", got)
 			}
 		}

@@ -98,14 +98,14 @@ func checkCommit(t *testing.T, j *Journal, ops []*Op) {
 	}
 	asSent := func(a, b *Op) bool {
 		a = proto.CloneOf(a)
-		a.Units, a.ImpliedDeletes = nil, nil
+		a.Units, a.ImpliedDeletes, a.UnitsAreValues = nil, nil, false
 		return proto.Equal(a, b)
 	}
 	if !slices.EqualFunc(p.GetChange().GetOps(), want, asSent) {
 		t.Fatalf("proposal %d holds %v, sent %v", p.GetIndex(), p.GetChange().GetOps(), ops)
 	}
 	for _, op := range p.GetChange().GetOps() {
-		if op.GetKind() != OpDelete && len(op.GetUnits()) == 0 && len(op.GetValues()) > 0 && !emptyJSON(op) {
+		if op.GetKind() != OpDelete && len(Units(op)) == 0 && len(op.GetValues()) > 0 && !emptyJSON(op) {
 			t.Fatalf("proposal %d: %v has no units", p.GetIndex(), op)
 		}
 	}
@@ -146,7 +146,7 @@ func checkCommit(t *testing.T, j *Journal, ops []*Op) {
 				t.Fatalf("delete of %s left %v", PathString(op.GetPath()), pv)
 			}
 		case OpUpdate:
-			for _, unit := range op.GetUnits() {
+			for _, unit := range Units(op) {
 				last := lastUpdate(ops, unit.GetPath())
 				pv := changed[string(PathKey(unit.GetPath()))]
 				if pv == nil && leaves.IsMarker(last.GetValue()) {
@@ -191,7 +191,7 @@ func committedAt(t *testing.T, j *Journal, ops []*Op) map[string]*PathValue {
 	out := map[string]*PathValue{}
 	for _, op := range ops {
 		paths := []*gnmi.Path{op.GetPath()}
-		for _, u := range op.GetUnits() {
+		for _, u := range Units(op) {
 			paths = append(paths, u.GetPath())
 		}
 		for _, p := range paths {
@@ -241,7 +241,7 @@ func emptyJSON(op *Op) bool {
 // leafAt reports whether a replace or an update of ops has a unit at p.
 func leafAt(ops []*Op, p *gnmi.Path) bool {
 	for _, op := range ops {
-		for _, leaf := range op.GetUnits() {
+		for _, leaf := range Units(op) {
 			if bytes.Equal(PathKey(leaf.GetPath()), PathKey(p)) {
 				return true
 			}
@@ -258,7 +258,7 @@ func lastUpdate(ops []*Op, p *gnmi.Path) *Leaf {
 		if op.GetKind() != OpUpdate {
 			continue
 		}
-		for _, leaf := range op.GetUnits() {
+		for _, leaf := range Units(op) {
 			if bytes.Equal(PathKey(leaf.GetPath()), PathKey(p)) {
 				last = leaf
 			}

@@ -39,6 +39,40 @@ func (j *Journal) ProposeChange(ctx context.Context, ops []*Op, then ...func(*Tx
 	return j.propose(ctx, ops, "a commit-confirmed is outstanding", "confirm or cancel it first, or wait for its rollback", nil, then)
 }
 
+// Units returns what op writes, leaf by leaf (Op.units, or its values with
+// the markers of the list entries on their paths when Op.units_are_values).
+func Units(op *Op) []*Leaf {
+	if op.GetUnitsAreValues() {
+		return impliedUnits(op.GetValues())
+	}
+	return op.GetUnits()
+}
+
+// impliedUnits returns values, each after a marker ({} in JSON_IETF) for
+// every list entry on its path not yet marked: the units scalar values at
+// their own paths decompose into.
+func impliedUnits(values []*Leaf) []*Leaf {
+	var out []*Leaf
+	marked := make(map[string]bool)
+	for _, v := range values {
+		elems := v.GetPath().GetElem()
+		for k := range len(elems) - 1 {
+			if len(elems[k].GetKey()) == 0 {
+				continue
+			}
+			entry := &gnmi.Path{Origin: v.GetPath().GetOrigin(), Elem: elems[:k+1]}
+			if key := string(PathKey(entry)); !marked[key] {
+				marked[key] = true
+				out = append(out, &Leaf{Path: entry, Value: markerValue})
+			}
+		}
+		out = append(out, v)
+	}
+	return out
+}
+
+var markerValue = &gnmi.TypedValue{Value: &gnmi.TypedValue_JsonIetfVal{JsonIetfVal: []byte("{}")}}
+
 // propose cleans ops, decomposes their values leaf by leaf and journals
 // them as a new proposal, refused while a commit-confirmed is outstanding
 // (the refusal's words: lead and advice); then, in the same transaction, it
@@ -171,6 +205,10 @@ func (j *Journal) cleanOps(ops []*Op) ([]*Op, []leaves.List, error) {
 				op.Units = append(op.Units, &Leaf{Path: u.GetPath(), Value: u.GetVal()})
 				lists.add(u.GetPath())
 			}
+		}
+		if (op.GetKind() == OpReplace || op.GetKind() == OpUpdate) && len(op.GetImpliedDeletes()) == 0 &&
+			slices.EqualFunc(op.GetUnits(), impliedUnits(op.GetValues()), func(a, b *Leaf) bool { return proto.Equal(a, b) }) {
+			op.Units, op.UnitsAreValues = nil, true // kept once
 		}
 		out[n] = op
 	}
@@ -1054,7 +1092,7 @@ func (w *writeTxn) expand(i uint64, ops []*Op) (*effective, error) {
 					return nil, err
 				}
 			}
-			for _, u := range op.GetUnits() {
+			for _, u := range Units(op) {
 				if err := w.writeUnit(eff, i, u); err != nil {
 					return nil, err
 				}

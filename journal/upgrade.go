@@ -297,7 +297,11 @@ func (u *upgrader) replay(proposals []*Proposal) error {
 			continue
 		}
 		for _, op := range p.GetChange().GetOps() {
-			u.decomposeOp(op) // best effort: the op is never applied
+			if u.decomposeOp(op) != nil {
+				// Best effort: the op never took effect, so nothing reads
+				// its units; leave none rather than a part.
+				op.Units, op.ImpliedDeletes = nil, nil
+			}
 		}
 		err := u.j.db.Update(func(txn *badger.Txn) error {
 			return (&writeTxn{txn: txn}).put(proposalKey(p.GetIndex()), p)

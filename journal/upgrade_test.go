@@ -118,7 +118,7 @@ func TestUpgradeFormat1(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if units := p.GetChange().GetOps()[0].GetUnits(); len(units) != 1 || PathString(units[0].GetPath()) != "/system/config/login-banner" {
+	if units := Units(p.GetChange().GetOps()[0]); len(units) != 1 || PathString(units[0].GetPath()) != "/system/config/login-banner" {
 		t.Fatalf("proposal 3's units: %v", units)
 	}
 	m, err := j.Connect(context.Background())

@@ -423,6 +423,10 @@ type Op struct {
 	// Subtrees the values remove besides the operation's own path: the other
 	// cases of a YANG choice they write into.
 	ImpliedDeletes []*gnmi.Path `protobuf:"bytes,5,rep,name=implied_deletes,json=impliedDeletes,proto3" json:"implied_deletes,omitempty"`
+	// The units are the values themselves, each after the markers of the
+	// list entries on its path: what scalar values decompose into, kept once
+	// (units is then empty).
+	UnitsAreValues bool `protobuf:"varint,6,opt,name=units_are_values,json=unitsAreValues,proto3" json:"units_are_values,omitempty"`
 	unknownFields  protoimpl.UnknownFields
 	sizeCache      protoimpl.SizeCache
 }
@@ -490,6 +494,13 @@ func (x *Op) GetImpliedDeletes() []*gnmi.Path {
 		return x.ImpliedDeletes
 	}
 	return nil
+}
+
+func (x *Op) GetUnitsAreValues() bool {
+	if x != nil {
+		return x.UnitsAreValues
+	}
+	return false
 }
 
 // The value of one path in the configuration: which proposal wrote it and
@@ -1536,7 +1547,7 @@ const file_journal_journalpb_journal_proto_rawDesc = "" +
 	"\x04Leaf\x12\x1e\n" +
 	"\x04path\x18\x01 \x01(\v2\n" +
 	".gnmi.PathR\x04path\x12&\n" +
-	"\x05value\x18\x02 \x01(\v2\x10.gnmi.TypedValueR\x05value\"\xf7\x01\n" +
+	"\x05value\x18\x02 \x01(\v2\x10.gnmi.TypedValueR\x05value\"\xa1\x02\n" +
 	"\x02Op\x122\n" +
 	"\x04kind\x18\x01 \x01(\x0e2\x1e.gnmisidecar.journal.v1.OpKindR\x04kind\x12\x1e\n" +
 	"\x04path\x18\x02 \x01(\v2\n" +
@@ -1544,7 +1555,8 @@ const file_journal_journalpb_journal_proto_rawDesc = "" +
 	"\x06values\x18\x03 \x03(\v2\x1c.gnmisidecar.journal.v1.LeafR\x06values\x122\n" +
 	"\x05units\x18\x04 \x03(\v2\x1c.gnmisidecar.journal.v1.LeafR\x05units\x123\n" +
 	"\x0fimplied_deletes\x18\x05 \x03(\v2\n" +
-	".gnmi.PathR\x0eimpliedDeletes\"\x83\x01\n" +
+	".gnmi.PathR\x0eimpliedDeletes\x12(\n" +
+	"\x10units_are_values\x18\x06 \x01(\bR\x0eunitsAreValues\"\x83\x01\n" +
 	"\tPathValue\x12\x1e\n" +
 	"\x04path\x18\x01 \x01(\v2\n" +
 	".gnmi.PathR\x04path\x12\x14\n" +
