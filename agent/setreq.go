@@ -214,9 +214,7 @@ type setBatcher struct {
 	updatesUnder map[string]indexSpan
 
 	// groups are the JSON objects of pending still open to members, by
-	// container path key and encoding; content holds the keys covering
-	// every path pending writes content at (not markers); markers are the
-	// markers pending, in arrival order.
+	// container path key and encoding.
 	groups    map[groupKey]*jsonGroup
 	allGroups []*jsonGroup // open or closed, encoded by flush
 	// markers are the markers pending whose fate is open, each under the

@@ -434,6 +434,59 @@ func (d *diffRun) expect(t *testing.T, what string, wait time.Duration) {
 	}
 }
 
+// atRest reports whether a sidecar's journal is at rest, from its
+// introspection tree: the newest proposal finished (change, and rollback if
+// one was proposed; proposals finish in index order) and no rollback under
+// way.
+func atRest(c gpb.GNMIClient) (bool, string) {
+	get := func(path string) (map[string]*gpb.TypedValue, error) {
+		p, err := ygot.StringToStructuredPath(path)
+		if err != nil {
+			return nil, err
+		}
+		p.Origin = "gnmi-sidecar"
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		resp, err := c.Get(ctx, &gpb.GetRequest{Path: []*gpb.Path{p}})
+		if err != nil {
+			return nil, err
+		}
+		out := map[string]*gpb.TypedValue{}
+		for _, n := range resp.GetNotification() {
+			for _, u := range n.GetUpdate() {
+				elems := u.GetPath().GetElem()
+				out[elems[len(elems)-1].GetName()] = u.GetVal()
+			}
+		}
+		return out, nil
+	}
+	cfg, err := get("/configuration/state")
+	if err != nil {
+		return false, err.Error()
+	}
+	if rb, ok := cfg["rolling-back"]; ok {
+		return false, fmt.Sprintf("rollback of proposal %d under way", rb.GetUintVal())
+	}
+	last := cfg["last-index"].GetUintVal()
+	if last == 0 {
+		return true, ""
+	}
+	st, err := get(fmt.Sprintf("/proposals/proposal[index=%d]/state", last))
+	if err != nil {
+		return false, err.Error()
+	}
+	finished := func(leaf string) bool {
+		switch st[leaf].GetStringVal() {
+		case "COMPLETE", "ABORTED", "FAILED":
+			return true
+		}
+		return false
+	}
+	done := finished("commit-status") && finished("apply-status") &&
+		(st["phase"].GetStringVal() != "ROLLBACK" || finished("rollback-commit-status") && finished("rollback-apply-status"))
+	return done, fmt.Sprintf("proposal %d: %v", last, st)
+}
+
 // dumpJournal logs what the journal holds, to explain a failure: the
 // sidecar is killed first (the journal takes one process).
 func (d *diffRun) dumpJournal(t *testing.T) {
@@ -470,6 +523,10 @@ func showPV(pv *journal.PathValue) string {
 // DESIGN §3 properties, and the applied values against the device.
 func (d *diffRun) finish(t *testing.T) {
 	t.Helper()
+	// After a SIGKILL the sidecar sends again what it may not have
+	// recorded; the device may hold it already, so the model's check
+	// passed: wait until the journal is at rest.
+	poll(t, 30*time.Second, "the journal to be at rest", func() (bool, string) { return atRest(d.client) })
 	if err := d.sidecar.cmd.Process.Signal(syscall.SIGINT); err != nil {
 		t.Fatal(err)
 	}
