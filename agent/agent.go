@@ -52,9 +52,11 @@ type Options struct {
 	// BackoffInitial and BackoffMax bound the reconnect delay (defaults
 	// 100 ms and 10 s); it doubles per failed attempt, ±50 % jitter.
 	BackoffInitial, BackoffMax time.Duration
-	// RollbackRetry is how long to wait before re-sending a rollback the
-	// device refused (default 5 s): a rollback cannot fail, it is retried.
-	RollbackRetry time.Duration
+	// TransientCodes are the gRPC codes of a device answer that leaves a
+	// Set's outcome open (lost connection, timeout, overload): the Set is
+	// sent again on a new session after a backoff. Every other error code
+	// is a definitive refusal. Default DefaultTransientCodes.
+	TransientCodes []codes.Code
 	// MaxSetBytes caps one re-push or rollback SetRequest (default 3 MiB,
 	// under gRPC's default 4 MiB message limit).
 	MaxSetBytes int
@@ -91,7 +93,6 @@ func (o Options) withDefaults() Options {
 		{&o.ApplyTimeout, 30 * time.Second},
 		{&o.BackoffInitial, 100 * time.Millisecond},
 		{&o.BackoffMax, 10 * time.Second},
-		{&o.RollbackRetry, 5 * time.Second},
 		{&o.Resync, time.Second},
 	}
 	for _, d := range defaults {
@@ -113,6 +114,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.Logger == nil {
 		o.Logger = slog.Default()
+	}
+	if o.TransientCodes == nil {
+		o.TransientCodes = DefaultTransientCodes
 	}
 	return o
 }
@@ -140,6 +144,12 @@ type Status struct {
 	Repushes uint64
 	// LastError is the newest device error the agent met ("" if none).
 	LastError string
+	// SetRetries counts the device Sets whose outcome was left open
+	// (transient answers): each is sent again on a new session after a
+	// backoff.
+	SetRetries uint64
+	// SetsRefused counts the device's definitive refusals.
+	SetsRefused uint64
 }
 
 // Agent drives the journal's proposals onto one device. Create it with
@@ -290,12 +300,13 @@ func (a *Agent) wait(ctx context.Context, i uint64, done func(*journal.Proposal)
 
 // Applied reports whether proposal p is finished as far as the device is
 // concerned: its change's apply is Finished and, if it is being rolled
-// back, so is the rollback's.
+// back, so is the rollback's (Complete, or Failed: refused by the device,
+// its paths out of sync).
 func Applied(p *journal.Proposal) bool {
 	if !journal.Finished(p.GetChange().GetApply()) {
 		return false
 	}
-	return p.GetPhase() != journal.PhaseRollback || p.GetRollback().GetApply() == journal.StatusComplete
+	return p.GetPhase() != journal.PhaseRollback || journal.Finished(p.GetRollback().GetApply())
 }
 
 // maxResponses bounds the SetResponses kept for TakeResponse.
@@ -612,8 +623,10 @@ func (a *Agent) adoptTerm(ctx context.Context, term uint64, log *slog.Logger) er
 
 // repush sends the whole applied configuration to the device in the order
 // it was written (spec ReconcileConfiguration, second branch) and records
-// the term only once the device acknowledged all of it. Any failure ends
-// the session: the next one re-pushes under a new term. Values the
+// the term once the device answered all of it. Values the device refuses
+// for good are narrowed down (pushSplitting) and recorded out of sync: the
+// rest is pushed and the pipeline moves on. Any other failure ends the
+// session: the next one re-pushes under a new term, after a backoff. Values the
 // proposals in doubt overwrite are left out (see inDoubtPaths): those
 // proposals are sent right after.
 //
@@ -633,25 +646,26 @@ func (a *Agent) repush(ctx context.Context, term uint64, log *slog.Logger) error
 	if err != nil {
 		return err
 	}
-	var values, sets, held int
+	var values, held int
 	var onDevice time.Duration
-	reqs := make(chan *gpb.SetRequest, 1)
+	out := &pushOutcome{}
+	batches := make(chan *valueBatch, 1)
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() error {
-		defer close(reqs)
-		put := func(req *gpb.SetRequest) error {
+		defer close(batches)
+		put := func(b *valueBatch) error {
 			select {
-			case reqs <- req:
+			case batches <- b:
 				return nil
 			case <-gctx.Done():
 				return gctx.Err()
 			}
 		}
-		b := newSetBatcher(a.setLimits())
+		t := newTrackingBatcher(a.setLimits())
 		order := &tombstonesFirst{emit: func(pv *journal.PathValue) error {
 			values++
-			if req := b.add(pv); req != nil {
-				return put(req)
+			if b := t.add(pv); b != nil {
+				return put(b)
 			}
 			return nil
 		}}
@@ -668,16 +682,15 @@ func (a *Agent) repush(ctx context.Context, term uint64, log *slog.Logger) error
 		if err := order.flush(); err != nil {
 			return err
 		}
-		if req := b.flush(); req != nil {
-			return put(req)
+		if b := t.flush(); b != nil {
+			return put(b)
 		}
 		return nil
 	})
 	g.Go(func() error {
-		for req := range reqs {
-			sets++
+		for b := range batches {
 			sent := time.Now()
-			_, err := a.send(s, term, req)
+			err := a.pushSplitting(s, term, b, out)
 			onDevice += time.Since(sent)
 			if err != nil {
 				return err
@@ -690,12 +703,22 @@ func (a *Agent) repush(ctx context.Context, term uint64, log *slog.Logger) error
 			return ctx.Err()
 		}
 		a.noteError(err)
-		log.Warn("re-push failed; reconnecting", "values", values, "sets", sets, "err", err)
+		log.Warn("re-push failed; reconnecting", "values", values, "sets", out.sets, "err", err)
+		a.mu.Lock()
+		a.status.SetRetries++
+		a.mu.Unlock()
+		s.setFailed.Store(true)
 		s.end(fmt.Errorf("re-push failed: %w", err))
 		return nil
 	}
-	if _, err := a.j.CompleteReconcile(ctx, term, s.boot); err != nil {
+	outcome := journal.RepushOutcome{Refused: out.refused, Code: out.code(), Message: out.message(),
+		Kept: func(rec *journal.OutOfSync) bool { return doubt.holds(rec.GetValue()) }}
+	if _, err := a.j.CompleteReconcile(ctx, term, s.boot, outcome); err != nil {
 		return err
+	}
+	if len(out.refused) > 0 {
+		a.noteRefused(out.err.Err())
+		a.warnOutOfSync(log, "device refused part of the re-push; those paths are out of sync until resolved", out)
 	}
 	s.synced.Store(true)
 	took := time.Since(start)
@@ -705,8 +728,8 @@ func (a *Agent) repush(ctx context.Context, term uint64, log *slog.Logger) error
 	a.status.Repushes++
 	a.mu.Unlock()
 	a.broadcast()
-	log.Info("re-pushed applied configuration", "values", values, "sets", sets, "took", took, "device", onDevice,
-		"held_for_proposals_in_doubt", held)
+	log.Info("re-pushed applied configuration", "values", values, "sets", out.sets, "took", took, "device", onDevice,
+		"held_for_proposals_in_doubt", held, "refused", len(out.refused))
 	if values >= largeRepush {
 		// The Sets of a large re-push are garbage now, tens of MB that
 		// would stay resident until the runtime's scavenger returned them
@@ -747,37 +770,66 @@ func (a *Agent) stepProposal(ctx context.Context, step Step) (*session, *journal
 }
 
 // sendRollback sends the rollback values of proposal step.Index and
-// records the outcome (spec ApplyRollback). A refused rollback stays in
-// progress and is retried after Options.RollbackRetry.
+// records the outcome (spec ApplyRollback). Values the device refuses for
+// good are narrowed down (pushSplitting) and the rollback is recorded as
+// failed with them out of sync (journal.FailApplyRollback): the pipeline
+// moves on.
 func (a *Agent) sendRollback(ctx context.Context, step Step, log *slog.Logger) error {
 	s, p, err := a.stepProposal(ctx, step)
 	if s == nil || err != nil {
 		return err
 	}
-	err = a.sendAll(s, step.Term, rollbackRequests(p.GetRollback().GetValues(), a.setLimits()))
-	switch classify(err, a.opts.Fencing) {
-	case accepted:
+	out := &pushOutcome{}
+	for _, b := range valueBatches(inWriteOrder(p.GetRollback().GetValues()), a.setLimits()) {
+		if err := a.pushSplitting(s, step.Term, b, out); err != nil {
+			return a.endSession(ctx, s, err, log)
+		}
+	}
+	if len(out.refused) == 0 {
 		_, _, err = a.j.CompleteApplyRollback(ctx, step.Index, step.Term)
 		return err
-	case rejected:
-		a.noteError(err)
-		log.Error("device refused a rollback; retrying", "err", err, "retry_in", a.opts.RollbackRetry)
-		return sleep(ctx, a.opts.RollbackRetry)
-	default:
-		return a.endSession(ctx, s, err, log)
+	}
+	a.noteRefused(out.err.Err())
+	_, _, err = a.j.FailApplyRollback(ctx, step.Index, step.Term, out.refused, out.code(), out.message())
+	if err == nil {
+		a.warnOutOfSync(log, "device refused a rollback; its paths are out of sync until resolved", out)
+	}
+	return err
+}
+
+// warnOutOfSync logs the values a push left out of sync, one WARN line
+// each (they are few: single values the device refused for good).
+func (a *Agent) warnOutOfSync(log *slog.Logger, msg string, out *pushOutcome) {
+	for _, pv := range out.refused {
+		log.Warn(msg, "path", journal.PathString(pv.GetPath()), "deleted", pv.GetDeleted(),
+			"code", out.err.Code(), "err", out.err.Message(),
+			"resolve", "gnmi-sidecar resolve retry|skip|adopt (docs/cli.md)")
 	}
 }
 
 // endSession handles a transient or superseded Set: the session goes, the
-// apply stays in progress, and the next session re-pushes and re-sends it.
+// apply stays in progress, and the next session, after a backoff, re-pushes
+// and re-sends it.
 func (a *Agent) endSession(ctx context.Context, s *session, err error, log *slog.Logger) error {
 	if ctx.Err() != nil {
 		return ctx.Err()
 	}
 	a.noteError(err)
-	log.Warn("set not acknowledged; reconnecting", "outcome", classify(err, a.opts.Fencing), "err", err)
+	a.mu.Lock()
+	a.status.SetRetries++
+	a.mu.Unlock()
+	s.setFailed.Store(true)
+	log.Warn("set not acknowledged; reconnecting", "outcome", a.classify(err), "err", err)
 	s.end(fmt.Errorf("set not acknowledged: %w", err))
 	return nil
+}
+
+// noteRefused counts a definitive refusal and keeps its error.
+func (a *Agent) noteRefused(err error) {
+	a.mu.Lock()
+	a.status.SetsRefused++
+	a.mu.Unlock()
+	a.noteError(err)
 }
 
 // sendAll sends reqs in order on session s under term, stopping at the
@@ -842,7 +894,10 @@ func (a *Agent) connectLoop(ctx context.Context) error {
 			return ctx.Err()
 		}
 		a.log.Warn("disconnected from device", "session", s.id, "term", s.getTerm(), "cause", context.Cause(s.ctx))
-		if s.synced.Load() {
+		if s.synced.Load() && !s.setFailed.Load() {
+			// A session that worked and then broke (a device restart, a
+			// network blip) reconnects at once; one that ended on a Set
+			// without an answer backs off further each time.
 			bo.Reset()
 		}
 		if err := sleep(ctx, bo.NextBackOff()); err != nil {

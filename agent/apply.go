@@ -40,7 +40,7 @@ func (a *Agent) sendChanges(ctx context.Context, step Step, log *slog.Logger) er
 	reachedBefore := a.reached
 	a.reached = max(a.reached, b.last)
 	resp, err := a.send(s, step.Term, b.req)
-	switch classify(err, a.opts.Fencing) {
+	switch a.classify(err) {
 	case accepted:
 		return a.completeBatch(ctx, ps[:b.size()], b, resp, step.Term, log)
 	case rejected:
@@ -54,7 +54,7 @@ func (a *Agent) sendChanges(ctx context.Context, step Step, log *slog.Logger) er
 		}
 		st := status.Convert(err)
 		log.Warn("device rejected proposal", "code", st.Code(), "err", st.Message(), "retried", mayHaveReached)
-		a.noteError(err)
+		a.noteRefused(err)
 		if mayHaveReached {
 			if done, err := a.restore(ctx, s, step, reachedBefore, log); !done || err != nil {
 				return err
@@ -282,7 +282,7 @@ func (a *Agent) restore(ctx context.Context, s *session, step Step, through uint
 	}
 	values := append(tops, inWriteOrder(applied)...)
 	err = a.sendAll(s, step.Term, batchValues(values, a.setLimits()))
-	switch classify(err, a.opts.Fencing) {
+	switch a.classify(err) {
 	case accepted:
 		log.Info("restored the paths of a rejected proposal an earlier attempt may have written", "values", len(values))
 		return true, nil

@@ -49,9 +49,6 @@ func newRig(t testing.TB, devOpts testbed.Options, opts agent.Options) *rig {
 	if opts.ApplyTimeout == 0 {
 		opts.ApplyTimeout = 5 * time.Second
 	}
-	if opts.RollbackRetry == 0 {
-		opts.RollbackRetry = 20 * time.Millisecond
-	}
 	if opts.Logger == nil {
 		opts.Logger = sidecartest.Logger(t)
 	}
@@ -295,7 +292,18 @@ func (r *rig) applied() []*journal.PathValue {
 func (r *rig) verify() *trace.Report {
 	r.t.Helper()
 	leaves := sidecartest.DeviceLeaves(r.t, r.dev)
-	return trace.Verify(r.t, r.tracePath, trace.VerifyOptions{Quiescent: true, Applied: r.applied(), Device: leaves})
+	return trace.Verify(r.t, r.tracePath, trace.VerifyOptions{Quiescent: true, Applied: r.applied(), Device: leaves,
+		OutOfSync: r.outOfSync()})
+}
+
+// outOfSync returns the journal's out-of-sync records.
+func (r *rig) outOfSync() []*journal.OutOfSync {
+	r.t.Helper()
+	recs, err := r.j.OutOfSync(context.Background())
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	return recs
 }
 
 func (r *rig) deviceLeaf(path string) (*gpb.TypedValue, bool) {

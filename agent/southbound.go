@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -38,6 +39,9 @@ type session struct {
 	// synced is set once the device holds the applied configuration of
 	// this session's term (re-pushed or adopted).
 	synced atomic.Bool
+	// setFailed is set when the session ends because a Set got no
+	// answer: the next session waits out a growing backoff.
+	setFailed atomic.Bool
 
 	mu   sync.Mutex
 	term uint64 // recorded by StepConnect
@@ -227,10 +231,18 @@ func (o outcome) String() string {
 	return [...]string{"accepted", "rejected", "transient", "superseded"}[o]
 }
 
-// classify maps a Set error to its outcome. With fencing on, a
+// DefaultTransientCodes are the device answers that leave a Set's outcome
+// open by default (Options.TransientCodes): every other code is a
+// definitive refusal.
+var DefaultTransientCodes = []codes.Code{codes.Unavailable, codes.DeadlineExceeded, codes.Canceled,
+	codes.ResourceExhausted, codes.Unauthenticated}
+
+// classify maps a Set error to its outcome: an error that is not a gRPC
+// status (the connection broke) and the codes of Options.TransientCodes
+// are transient, every other code a definitive refusal. With fencing on, a
 // PermissionDenied that talks about the election id or the master is
 // arbitration's answer, not a verdict on the change.
-func classify(err error, fenced bool) outcome {
+func (a *Agent) classify(err error) outcome {
 	if err == nil {
 		return accepted
 	}
@@ -238,13 +250,11 @@ func classify(err error, fenced bool) outcome {
 	if !ok {
 		return transient
 	}
-	switch st.Code() {
-	case codes.Unavailable, codes.DeadlineExceeded, codes.Canceled, codes.ResourceExhausted, codes.Unauthenticated:
+	if st.Code() == codes.PermissionDenied && a.opts.Fencing && mentionsArbitration(st.Message()) {
+		return superseded
+	}
+	if slices.Contains(a.opts.TransientCodes, st.Code()) {
 		return transient
-	case codes.PermissionDenied:
-		if fenced && mentionsArbitration(st.Message()) {
-			return superseded
-		}
 	}
 	return rejected
 }

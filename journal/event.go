@@ -27,9 +27,15 @@ const (
 	ActionCommitRollback        Action = "CommitRollback"
 	ActionStartApplyRollback    Action = "StartApplyRollback"
 	ActionCompleteApplyRollback Action = "CompleteApplyRollback"
-	ActionConnect               Action = "Connect"
-	ActionStartReconcile        Action = "StartReconcile"
-	ActionCompleteReconcile     Action = "CompleteReconcile"
+	// ActionFailApplyRollback: the device refused a rollback for good;
+	// it took effect in the journal with its refused values out of sync.
+	ActionFailApplyRollback Action = "FailApplyRollback"
+	// ActionSettleOutOfSync: an operator's retry of the out-of-sync paths
+	// was recorded.
+	ActionSettleOutOfSync   Action = "SettleOutOfSync"
+	ActionConnect           Action = "Connect"
+	ActionStartReconcile    Action = "StartReconcile"
+	ActionCompleteReconcile Action = "CompleteReconcile"
 	// ActionSetCommitConfirm: the commit-confirmed record was written
 	// (ProposeConfirmedChange, CancelCommit, SetCommitDeadline).
 	ActionSetCommitConfirm Action = "SetCommitConfirm"

@@ -439,6 +439,9 @@ func completeApplyTransition(i, term uint64) proposalTransition {
 		if err := w.writeApplied(p.GetChange().GetValues()); err != nil {
 			return err
 		}
+		if err := w.clearOutOfSync(c, p.GetChange().GetValues()); err != nil {
+			return err
+		}
 		p.Change.Apply = StatusComplete
 		p.Change.Applied = timestamppb.New(w.now)
 		c.Applied.Index = i
@@ -740,33 +743,43 @@ func startApplyRollbackTransition(i uint64) proposalTransition {
 // rollback values, sent under mastership term `term` (spec ApplyRollback,
 // last branches merged): they go into the applied values, applied.index =
 // rollback.index, rollback apply Complete. A rollback the device refuses
-// stays InProgress for the agent to retry; there is no failed rollback.
+// for good is recorded by FailApplyRollback.
 func (j *Journal) CompleteApplyRollback(ctx context.Context, i, term uint64) (*Proposal, *Configuration, error) {
 	return j.proposalTransition(ctx, completeApplyRollbackTransition(i, term))
 }
 
 func completeApplyRollbackTransition(i, term uint64) proposalTransition {
 	return proposalTransition{action: ActionCompleteApplyRollback, index: i, fn: func(w *writeTxn, c *Configuration, p *Proposal) error {
-		rb := p.GetRollback()
-		if p.GetPhase() != PhaseRollback || rb.GetApply() != StatusInProgress || c.Applied.Index != i {
-			return guardf("complete rollback apply of proposal %d: rollback apply is %v, not in progress", i, rb.GetApply())
-		}
-		if err := w.requireSynced(c, "complete rollback apply of proposal", i); err != nil {
+		if err := w.finishApplyRollback(c, p, i, term); err != nil {
 			return err
 		}
-		if term != c.Applied.Term {
-			return guardf("complete rollback apply of proposal %d: applied under term %d, current term is %d", i, term, c.Applied.Term)
-		}
-		if err := w.writeApplied(rb.GetValues()); err != nil {
-			return err
-		}
-		rb.Apply = StatusComplete
-		rb.Applied = timestamppb.New(w.now)
-		c.Applied.Index = rb.GetIndex()
-		c.Applied.Proposal = rb.GetIndex()
-		c.RollingBack = 0
-		return nil
+		p.Rollback.Apply = StatusComplete
+		return w.clearOutOfSync(c, p.GetRollback().GetValues())
 	}}
+}
+
+// finishApplyRollback is the effect both outcomes of a rollback's apply
+// share: the rollback values become the applied values, applied.index =
+// rollback.index, no rollback under way.
+func (w *writeTxn) finishApplyRollback(c *Configuration, p *Proposal, i, term uint64) error {
+	rb := p.GetRollback()
+	if p.GetPhase() != PhaseRollback || rb.GetApply() != StatusInProgress || c.Applied.Index != i {
+		return guardf("complete rollback apply of proposal %d: rollback apply is %v, not in progress", i, rb.GetApply())
+	}
+	if err := w.requireSynced(c, "complete rollback apply of proposal", i); err != nil {
+		return err
+	}
+	if term != c.Applied.Term {
+		return guardf("complete rollback apply of proposal %d: applied under term %d, current term is %d", i, term, c.Applied.Term)
+	}
+	if err := w.writeApplied(rb.GetValues()); err != nil {
+		return err
+	}
+	rb.Applied = timestamppb.New(w.now)
+	c.Applied.Index = rb.GetIndex()
+	c.Applied.Proposal = rb.GetIndex()
+	c.RollingBack = 0
+	return nil
 }
 
 // Connect records a new southbound connection: it increments the
@@ -817,7 +830,13 @@ func (j *Journal) StartReconcile(ctx context.Context, term uint64) (*Configurati
 // device under term `term` (spec ReconcileConfiguration, second branch):
 // applied.term = term, applied.target = target (the device incarnation the
 // agent saw; 0 means "the previous one + 1"), status Complete.
-func (j *Journal) CompleteReconcile(ctx context.Context, term, target uint64) (*Configuration, error) {
+//
+// The re-push sent every applied value, so the out-of-sync records are
+// replaced: those of the values the device refused (refused, with its
+// error) and those in kept (paths the re-push left out) remain; the rest
+// the device now holds. A persistent device's term (no re-push, no
+// outcome given) leaves the records as they are.
+func (j *Journal) CompleteReconcile(ctx context.Context, term, target uint64, outcome ...RepushOutcome) (*Configuration, error) {
 	var out *Configuration
 	err := j.submit(ctx, func(w *writeTxn) error {
 		c, err := w.reconcileGuard(term)
@@ -829,6 +848,11 @@ func (j *Journal) CompleteReconcile(ctx context.Context, term, target uint64) (*
 		}
 		if target == 0 {
 			target = c.Applied.Target + 1
+		}
+		for _, o := range outcome {
+			if err := w.recordRepush(c, o); err != nil {
+				return err
+			}
 		}
 		c.Applied.Term = term
 		c.Applied.Target = target

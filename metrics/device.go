@@ -25,6 +25,8 @@ type Device struct {
 	lastDurationDesc *prometheus.Desc
 	lastValuesDesc   *prometheus.Desc
 	lastTimeDesc     *prometheus.Desc
+	retriesDesc      *prometheus.Desc
+	refusedDesc      *prometheus.Desc
 
 	mu     sync.Mutex
 	status func() agent.Status
@@ -47,7 +49,11 @@ func NewDevice() *Device {
 		repushesDesc:     desc("repushes_total", "Re-pushes of the applied configuration completed since the sidecar started."),
 		lastDurationDesc: desc("repush_last_duration_seconds", "Duration of the last completed re-push (0 before the first)."),
 		lastValuesDesc:   desc("repush_last_values", "Path values the last completed re-push sent (0 before the first)."),
-		lastTimeDesc:     desc("repush_last_timestamp_seconds", "When the last re-push completed, in seconds since the Unix epoch (0 before the first)."),
+		retriesDesc: desc("device_set_retries_total",
+			"Device Sets whose outcome a transient answer (or a lost connection) left open since the sidecar started: each is sent again on a new session after a backoff."),
+		refusedDesc: desc("device_sets_refused_total",
+			"Definitive refusals of a Set by the device since the sidecar started (a failed proposal, or a rollback or re-push value marked out of sync)."),
+		lastTimeDesc: desc("repush_last_timestamp_seconds", "When the last re-push completed, in seconds since the Unix epoch (0 before the first)."),
 	}
 }
 
@@ -76,7 +82,7 @@ func (d *Device) Update(st agent.Status) {
 func (d *Device) Describe(ch chan<- *prometheus.Desc) {
 	d.repushDuration.Describe(ch)
 	for _, desc := range []*prometheus.Desc{d.connectedDesc, d.repushingDesc, d.repushesDesc,
-		d.lastDurationDesc, d.lastValuesDesc, d.lastTimeDesc} {
+		d.lastDurationDesc, d.lastValuesDesc, d.lastTimeDesc, d.retriesDesc, d.refusedDesc} {
 		ch <- desc
 	}
 }
@@ -104,6 +110,8 @@ func (d *Device) Collect(ch chan<- prometheus.Metric) {
 		last = float64(st.LastRepush.UnixNano()) / 1e9
 	}
 	gauge(d.lastTimeDesc, last)
+	ch <- prometheus.MustNewConstMetric(d.retriesDesc, prometheus.CounterValue, float64(st.SetRetries))
+	ch <- prometheus.MustNewConstMetric(d.refusedDesc, prometheus.CounterValue, float64(st.SetsRefused))
 }
 
 func boolValue(b bool) float64 {

@@ -75,6 +75,7 @@ type Journal struct {
 	proposalsDesc *prometheus.Desc
 	queueDesc     *prometheus.Desc
 	retainedDesc  *prometheus.Desc
+	outOfSyncDesc *prometheus.Desc
 	termDesc      *prometheus.Desc
 	sizeDesc      *prometheus.Desc
 
@@ -142,6 +143,8 @@ func NewJournal() *Journal {
 			"Proposals journaled whose change or rollback is not yet applied to the device (or failed or aborted).", nil, nil),
 		retainedDesc: prometheus.NewDesc(Namespace+"_journal_retained_proposals",
 			"Proposal records the journal keeps (newest index - oldest kept index + 1).", nil, nil),
+		outOfSyncDesc: prometheus.NewDesc(Namespace+"_out_of_sync_paths",
+			"Paths where the device may not hold the applied configuration: it refused a rollback's or a re-push's value for good (gnmi-sidecar status lists them; gnmi-sidecar resolve settles them).", nil, nil),
 		termDesc: prometheus.NewDesc(Namespace+"_mastership_term",
 			"The mastership term recorded in the journal: it grows by one at every new connection to the device.", nil, nil),
 		sizeDesc: prometheus.NewDesc(Namespace+"_journal_size_bytes",
@@ -279,7 +282,7 @@ func (t *Journal) Describe(ch chan<- *prometheus.Desc) {
 	t.transitions.Describe(ch)
 	t.commitLatency.Describe(ch)
 	t.applyLatency.Describe(ch)
-	for _, d := range []*prometheus.Desc{t.proposalsDesc, t.queueDesc, t.retainedDesc, t.termDesc, t.sizeDesc} {
+	for _, d := range []*prometheus.Desc{t.proposalsDesc, t.queueDesc, t.retainedDesc, t.outOfSyncDesc, t.termDesc, t.sizeDesc} {
 		ch <- d
 	}
 }
@@ -313,7 +316,9 @@ func (t *Journal) Collect(ch chan<- prometheus.Metric) {
 	defer cancel()
 	if cfg, err := j.Configuration(ctx); err != nil {
 		ch <- prometheus.NewInvalidMetric(t.retainedDesc, err)
+		ch <- prometheus.NewInvalidMetric(t.outOfSyncDesc, err)
 	} else {
+		ch <- prometheus.MustNewConstMetric(t.outOfSyncDesc, prometheus.GaugeValue, float64(cfg.GetOutOfSync()))
 		retained := uint64(0)
 		if last, first := cfg.GetLastIndex(), cfg.GetFirstIndex(); last >= first && last > 0 {
 			retained = last - first + 1

@@ -64,10 +64,12 @@ func introspectSchema() *schemaNode {
 	return schemaContainer("",
 		schemaContainer(elemConfiguration, schemaState("committed-index", "committed-proposal", "applied-index",
 			"applied-proposal", "applied-term", "applied-target", "status", "first-index", "last-index",
-			"rolling-back", "history-floor")),
+			"rolling-back", "history-floor", "out-of-sync")),
 		schemaContainer(elemDevice, schemaState("address", "connected", "term", "repushing", "last-repush-time",
 			"last-repush-values", "last-repush-duration", "last-repush-device-duration", "last-error")),
 		schemaContainer(elemCommitConfirm, schemaState("id", "proposal", "started", "deadline", "cancelled")),
+		schemaContainer(elemOutOfSync, schemaList("path", "path", schemaState("path", "deleted", "value", "cause",
+			"proposal", "error-code", "error-message", "since"))),
 		schemaContainer(elemProposals, schemaList("proposal", "index",
 			schemaState("index", "phase", "commit-status", "apply-status", "proposed", "committed",
 				"apply-started", "applied", "error-code", "error-message", "operations", "rollback-index",
@@ -205,7 +207,7 @@ func (p treePattern) keylessList() (string, bool) {
 // treeSelection is which parts of the tree some patterns select, so that only
 // those are read and rendered.
 type treeSelection struct {
-	configuration, device, commitConfirm, proposals bool
+	configuration, device, commitConfirm, outOfSync, proposals bool
 	// indexes, if not nil, restricts proposals to these (ascending).
 	indexes []uint64
 }
@@ -214,7 +216,7 @@ type treeSelection struct {
 // select.
 func (p treePattern) selection() treeSelection {
 	if len(p.elems) == 0 || p.elems[0].GetName() == anyElem || p.elems[0].GetName() == anyDepth {
-		return treeSelection{configuration: true, device: true, commitConfirm: true, proposals: true}
+		return treeSelection{configuration: true, device: true, commitConfirm: true, outOfSync: true, proposals: true}
 	}
 	switch p.elems[0].GetName() {
 	case elemConfiguration:
@@ -223,6 +225,8 @@ func (p treePattern) selection() treeSelection {
 		return treeSelection{device: true}
 	case elemCommitConfirm:
 		return treeSelection{commitConfirm: true}
+	case elemOutOfSync:
+		return treeSelection{outOfSync: true}
 	}
 	sel := treeSelection{proposals: true}
 	if i, ok := p.index(); ok {
@@ -250,6 +254,7 @@ func (s treeSelection) union(o treeSelection) treeSelection {
 		configuration: s.configuration || o.configuration,
 		device:        s.device || o.device,
 		commitConfirm: s.commitConfirm || o.commitConfirm,
+		outOfSync:     s.outOfSync || o.outOfSync,
 		proposals:     s.proposals || o.proposals,
 	}
 	switch {

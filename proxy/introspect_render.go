@@ -23,6 +23,7 @@ const (
 	elemConfiguration = "configuration"
 	elemDevice        = "device"
 	elemCommitConfirm = "commit-confirm"
+	elemOutOfSync     = "out-of-sync"
 	elemProposals     = "proposals"
 )
 
@@ -197,7 +198,36 @@ func configurationLeaves(c *journal.Configuration) []treeLeaf {
 	b.add("last-index", tvUint(c.GetLastIndex()))
 	b.add("rolling-back", tvNonZero(c.GetRollingBack()))
 	b.add("history-floor", tvTime(c.GetHistoryFloor()))
+	b.add("out-of-sync", tvUint(c.GetOutOfSync()))
 	return out
+}
+
+// outOfSyncLeaves renders out-of-sync/path[path=P]: one entry per path
+// where the device may not hold the applied value.
+func outOfSyncLeaves(recs []*journal.OutOfSync) []treeLeaf {
+	var out []treeLeaf
+	for _, rec := range recs {
+		pv := rec.GetValue()
+		path := journal.PathString(pv.GetPath())
+		b := underElems(&out, nil, pathElem(elemOutOfSync), keyedElem("path", "path", path), pathElem("state"))
+		b.add("path", tvString(path))
+		b.add("deleted", tvBool(pv.GetDeleted()))
+		b.add("value", liveValue(pv))
+		b.add("cause", tvString(causeName(rec.GetCause())))
+		b.add("proposal", tvNonZero(rec.GetProposal()))
+		if e := rec.GetError(); e != nil {
+			b.add("error-code", tvString(codeName(codes.Code(e.GetCode()))))
+			b.add("error-message", tvString(e.GetMessage()))
+		}
+		b.add("since", tvTime(rec.GetSince()))
+	}
+	return out
+}
+
+// causeName is an out-of-sync cause as the tree shows it: ROLLBACK,
+// REPUSH or RETRY.
+func causeName(c journal.OutOfSyncCause) string {
+	return strings.TrimPrefix(c.String(), "OUT_OF_SYNC_CAUSE_")
 }
 
 // deviceLeaves renders device/state: the device's address and the agent's

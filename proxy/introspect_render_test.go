@@ -127,7 +127,7 @@ func TestRenderer(t *testing.T) {
 			return configurationLeaves(&journal.Configuration{
 				Committed: &journalpb.Committed{Proposal: 5, Index: 4},
 				Applied:   &journalpb.Applied{Proposal: 4, Index: 4, Term: 3, Target: 77},
-				Status:    journal.StatusComplete, LastIndex: 5, FirstIndex: 2, HistoryFloor: stamp(9),
+				Status:    journal.StatusComplete, LastIndex: 5, FirstIndex: 2, HistoryFloor: stamp(9), OutOfSync: 2,
 			})
 		},
 		base: "/configuration/state/",
@@ -135,6 +135,7 @@ func TestRenderer(t *testing.T) {
 			"committed-index": "uint:4", "committed-proposal": "uint:5", "applied-index": "uint:4",
 			"applied-proposal": "uint:4", "applied-term": "uint:3", "applied-target": "uint:77",
 			"status": "str:COMPLETE", "first-index": "uint:2", "last-index": "uint:5", "history-floor": nanos(9),
+			"out-of-sync": "uint:2",
 		},
 	}, {
 		name:   "empty configuration: no rolling-back, no history-floor, no status",
@@ -143,7 +144,24 @@ func TestRenderer(t *testing.T) {
 		want: map[string]string{
 			"committed-index": "uint:0", "committed-proposal": "uint:0", "applied-index": "uint:0",
 			"applied-proposal": "uint:0", "applied-term": "uint:0", "applied-target": "uint:0",
-			"first-index": "uint:1", "last-index": "uint:0",
+			"first-index": "uint:1", "last-index": "uint:0", "out-of-sync": "uint:0",
+		},
+	}, {
+		name:   "nothing out of sync",
+		leaves: func() []treeLeaf { return outOfSyncLeaves(nil) },
+		want:   map[string]string{},
+	}, {
+		name: "a value a rollback could not restore",
+		leaves: func() []treeLeaf {
+			return outOfSyncLeaves([]*journal.OutOfSync{{
+				Value: &journal.PathValue{Path: parsePath(t, "/a/b"), Index: 3, Value: &gpb.TypedValue{Value: &gpb.TypedValue_StringVal{StringVal: "x"}}},
+				Cause: journal.CauseRollback, Proposal: 4, Error: &journalpb.Error{Code: 3, Message: "no"}, Since: stamp(5),
+			}})
+		},
+		base: "/out-of-sync/path[path=/a/b]/state/",
+		want: map[string]string{
+			"path": "str:/a/b", "deleted": "bool:false", "value": "str:x", "cause": "str:ROLLBACK", "proposal": "uint:4",
+			"error-code": "str:INVALID_ARGUMENT", "error-message": "str:no", "since": nanos(5),
 		},
 	}, {
 		name: "connected device after a re-push",
@@ -269,6 +287,8 @@ func TestSchemaMatchesRenderer(t *testing.T) {
 	leaves = append(leaves, deviceLeaves("a", agent.Status{Connected: true, Term: 1, LastRepush: fixtureTime, LastError: "e"})...)
 	leaves = append(leaves, commitConfirmLeaves(&journal.CommitConfirm{Id: "c", Started: stamp(1), Deadline: stamp(2)})...)
 	leaves = append(leaves, proposalLeaves(p)...)
+	leaves = append(leaves, outOfSyncLeaves([]*journal.OutOfSync{{Value: &journal.PathValue{Path: parsePath(t, "/a"),
+		Value: &gpb.TypedValue{Value: &gpb.TypedValue_UintVal{UintVal: 1}}}, Proposal: 1, Error: &journalpb.Error{Code: 3, Message: "m"}, Since: stamp(1)}})...)
 
 	rendered := map[string]bool{}
 	for _, l := range leaves {
@@ -298,7 +318,7 @@ func TestSchemaMatchesRenderer(t *testing.T) {
 }
 
 func TestPatterns(t *testing.T) {
-	all := treeSelection{configuration: true, device: true, commitConfirm: true, proposals: true}
+	all := treeSelection{configuration: true, device: true, commitConfirm: true, outOfSync: true, proposals: true}
 	for _, tc := range []struct {
 		path string
 		code codes.Code
@@ -311,12 +331,13 @@ func TestPatterns(t *testing.T) {
 		{path: "/configuration/state/last-index", sel: treeSelection{configuration: true}},
 		{path: "/device", sel: treeSelection{device: true}},
 		{path: "/commit-confirm/state", sel: treeSelection{commitConfirm: true}},
+		{path: "/out-of-sync/path[path=/a]/state", sel: treeSelection{outOfSync: true}},
 		{path: "/proposals", sel: treeSelection{proposals: true}},
 		{path: "/proposals/proposal/state", sel: treeSelection{proposals: true}},
 		{path: "/proposals/proposal[index=*]/state", sel: treeSelection{proposals: true}},
 		{path: "/proposals/proposal[index=007]/state", sel: treeSelection{proposals: true, indexes: []uint64{7}}},
 		{path: "/proposals/*/state/nosuch", sel: treeSelection{proposals: true}}, // below a wildcard: not checked
-		{path: "/nosuch", code: codes.NotFound, msg: `no element "nosuch" at the root of origin gnmi-sidecar (it has configuration, device, commit-confirm, proposals)`},
+		{path: "/nosuch", code: codes.NotFound, msg: `no element "nosuch" at the root of origin gnmi-sidecar (it has configuration, device, commit-confirm, out-of-sync, proposals)`},
 		{path: "/configuration/stat", code: codes.NotFound, msg: `no element "stat" under /configuration`},
 		{path: "/configuration/state/last-index/x", code: codes.NotFound, msg: "last-index is a leaf"},
 		{path: "/proposals/proposal[index=x1]", code: codes.InvalidArgument, msg: `key index="x1" is not a number`},
@@ -395,6 +416,7 @@ type fakeJournal struct {
 	conf      *journal.Configuration
 	proposals map[uint64]*journal.Proposal
 	cc        *journal.CommitConfirm
+	outOfSync []*journal.OutOfSync
 }
 
 func (f *fakeJournal) Configuration(context.Context) (*journal.Configuration, error) {
@@ -417,6 +439,10 @@ func (f *fakeJournal) Proposals(_ context.Context, from, to uint64, fn func(*jou
 		}
 	}
 	return nil
+}
+
+func (f *fakeJournal) OutOfSync(context.Context) ([]*journal.OutOfSync, error) {
+	return f.outOfSync, nil
 }
 
 func (f *fakeJournal) CommitConfirm(context.Context) (*journal.CommitConfirm, error) {

@@ -23,6 +23,7 @@ type journalReader interface {
 	Proposal(ctx context.Context, i uint64) (*journal.Proposal, error)
 	Proposals(ctx context.Context, from, to uint64, fn func(*journal.Proposal) error) error
 	CommitConfirm(ctx context.Context) (*journal.CommitConfirm, error)
+	OutOfSync(ctx context.Context) ([]*journal.OutOfSync, error)
 }
 
 // treeSource is where the tree's values come from.
@@ -136,6 +137,15 @@ func (v *treeView) refresh(ctx context.Context) (treeDelta, error) {
 			return d, err
 		}
 		v.setPart(&d, elemCommitConfirm, commitConfirmLeaves(cc))
+	}
+	if v.sel.outOfSync {
+		var recs []*journal.OutOfSync
+		if c.GetOutOfSync() > 0 || prev.GetOutOfSync() > 0 {
+			if recs, err = v.src.journal.OutOfSync(ctx); err != nil {
+				return d, err
+			}
+		}
+		v.setPart(&d, elemOutOfSync, outOfSyncLeaves(recs))
 	}
 	switch {
 	case !v.sel.proposals:
@@ -287,7 +297,7 @@ func (v *treeView) filter(leaves []treeLeaf) []treeLeaf {
 // all returns every leaf of the view, in tree order.
 func (v *treeView) all() []treeLeaf {
 	var out []treeLeaf
-	for _, name := range []string{elemConfiguration, elemDevice, elemCommitConfirm} {
+	for _, name := range []string{elemConfiguration, elemDevice, elemCommitConfirm, elemOutOfSync} {
 		out = append(out, v.parts[name]...)
 	}
 	for _, i := range slices.Sorted(maps.Keys(v.proposals)) {

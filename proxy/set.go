@@ -176,12 +176,17 @@ func (s *Server) waitRollback(ctx context.Context, i uint64, sync, orFailed bool
 			return true
 		}
 		if sync {
-			return p.GetRollback().GetApply() == journal.StatusComplete
+			return journal.Finished(p.GetRollback().GetApply())
 		}
 		return p.GetRollback().GetCommit() == journal.StatusComplete
 	})
 	if err != nil {
 		return nil, s.waitError(wctx, i, err)
+	}
+	if e := p.GetRollback().GetError(); e != nil && p.GetRollback().GetApply() == journal.StatusFailed {
+		return nil, status.Errorf(codes.Code(e.GetCode()),
+			"the device refused the rollback of proposal %d: %s; the journal records it as rolled back and the paths the device refused as out of sync (gnmi-sidecar status; resolve them with gnmi-sidecar resolve)",
+			i, e.GetMessage())
 	}
 	resp := &gpb.SetResponse{Timestamp: time.Now().UnixNano()}
 	r := rollbackResponse(p)

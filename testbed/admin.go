@@ -30,6 +30,8 @@ func ParseCode(s string) (codes.Code, error) {
 // device running in another process. Endpoints (faults are POST):
 //
 //	POST /faults/reject?n=3&code=UNAVAILABLE   reject the next n Sets
+//	POST /faults/refuse?path=/a/b&code=INVALID_ARGUMENT
+//	                                           refuse every Set writing at or under /a/b
 //	POST /faults/delay?d=20ms                  delay every Set (0 = off)
 //	POST /faults/hang                          hang the next Set
 //	POST /faults/drop                          drop all client connections
@@ -57,6 +59,19 @@ func (d *Device) AdminHandler() http.Handler {
 		}
 		d.RejectNextSets(n, code)
 		ok(w, "rejecting the next %d sets with %v", n, code)
+	})
+	mux.HandleFunc("POST /faults/refuse", func(w http.ResponseWriter, r *http.Request) {
+		code, err := ParseCode(r.URL.Query().Get("code"))
+		if err != nil || code == codes.OK {
+			http.Error(w, "code must name a gRPC error code, e.g. INVALID_ARGUMENT", http.StatusBadRequest)
+			return
+		}
+		path := r.URL.Query().Get("path")
+		if err := d.RefuseSetsAt(path, code); err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		ok(w, "refusing every set writing at or under %s with %v", path, code)
 	})
 	mux.HandleFunc("POST /faults/delay", func(w http.ResponseWriter, r *http.Request) {
 		delay, err := time.ParseDuration(r.URL.Query().Get("d"))

@@ -93,6 +93,9 @@ type Device struct {
 type faults struct {
 	rejectN    int
 	rejectCode codes.Code
+	// refuse holds paths at or under which every Set that writes or
+	// deletes is refused, with their codes.
+	refuse []refusedPath
 	delay      time.Duration
 	hangNext   bool
 }
@@ -274,6 +277,27 @@ func (d *Device) RejectNextSets(n int, code codes.Code) {
 	defer d.mu.Unlock()
 	d.faults.rejectN, d.faults.rejectCode = n, code
 	d.log.Info("fault armed: reject sets", "n", n, "code", code.String())
+}
+
+// refusedPath is a path the device refuses to touch (RefuseSetsAt).
+type refusedPath struct {
+	path *gpb.Path
+	code codes.Code
+}
+
+// RefuseSetsAt makes the device refuse, with code and until ClearFaults,
+// every Set with an operation at or under path (a device that rejects one
+// value, whatever else the Set carries).
+func (d *Device) RefuseSetsAt(path string, code codes.Code) error {
+	p, err := ygot.StringToStructuredPath(path)
+	if err != nil {
+		return fmt.Errorf("refuse sets at %q: %w", path, err)
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.faults.refuse = append(d.faults.refuse, refusedPath{path: p, code: code})
+	d.log.Info("fault armed: refuse sets at path", "path", path, "code", code.String())
+	return nil
 }
 
 // SetDelay delays every Set by delay before it is applied (0 turns it off),

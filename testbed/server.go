@@ -2,7 +2,9 @@ package testbed
 
 import (
 	"context"
+	"maps"
 	"reflect"
+	"slices"
 	"time"
 
 	gpb "github.com/openconfig/gnmi/proto/gnmi"
@@ -97,6 +99,9 @@ func (s *gnmiServer) Set(ctx context.Context, req *gpb.SetRequest) (*gpb.SetResp
 	}
 	if len(req.GetUnionReplace()) > 0 {
 		return nil, status.Error(codes.Unimplemented, "union_replace is not supported by this device")
+	}
+	if err := d.refused(req); err != nil {
+		return nil, err
 	}
 
 	var ops []setOp
@@ -227,6 +232,51 @@ func (d *Device) injectSetFaults(ctx context.Context) error {
 		return status.Errorf(reject, "set rejected by injected fault (%v)", reject)
 	}
 	return nil
+}
+
+// refused returns the error of a RefuseSetsAt fault that req's operations
+// meet, nil if none does.
+func (d *Device) refused(req *gpb.SetRequest) error {
+	d.mu.Lock()
+	refuse := d.faults.refuse
+	d.mu.Unlock()
+	if len(refuse) == 0 {
+		return nil
+	}
+	var paths []*gpb.Path
+	for _, p := range req.GetDelete() {
+		paths = append(paths, p)
+	}
+	for _, u := range append(slices.Clone(req.GetReplace()), req.GetUpdate()...) {
+		paths = append(paths, u.GetPath())
+	}
+	for _, p := range paths {
+		full, err := joinPath(req.GetPrefix(), p)
+		if err != nil {
+			continue // the Set fails on it later
+		}
+		for _, r := range refuse {
+			if under(full, r.path) {
+				return status.Errorf(r.code, "%s: refused by injected fault (%v)", pathString(r.path), r.code)
+			}
+		}
+	}
+	return nil
+}
+
+// under reports whether a is at or under b (same element names and keys;
+// origins ignored).
+func under(a, b *gpb.Path) bool {
+	ae, be := a.GetElem(), b.GetElem()
+	if len(ae) < len(be) {
+		return false
+	}
+	for n := range be {
+		if ae[n].GetName() != be[n].GetName() || !maps.Equal(ae[n].GetKey(), be[n].GetKey()) {
+			return false
+		}
+	}
+	return true
 }
 
 // arbitrate implements MasterArbitration as in the OpenConfig reference:

@@ -60,9 +60,10 @@ type Counts struct {
 	Applies  int // CompleteApply
 	Failures int // FailApply
 	// Rollbacks counts ProposeRollback lines, RolledBack
-	// CompleteApplyRollback lines.
-	Rollbacks  int
-	RolledBack int
+	// CompleteApplyRollback lines, RollbacksRefused FailApplyRollback lines.
+	Rollbacks        int
+	RolledBack       int
+	RollbacksRefused int
 	// Recovered counts the lines Recover put back.
 	Recovered int
 }
@@ -72,6 +73,9 @@ func (c Counts) String() string {
 	s := fmt.Sprintf("%d lines, %d opens, %d connects, %d re-pushes, %d changes proposed, "+
 		"%d applied, %d failed to apply, %d rollbacks proposed, %d rolled back",
 		c.Lines, c.Opens, c.Connects, c.Repushes, c.Changes, c.Applies, c.Failures, c.Rollbacks, c.RolledBack)
+	if c.RollbacksRefused > 0 {
+		s += fmt.Sprintf(", %d rollbacks refused by the device", c.RollbacksRefused)
+	}
 	if c.Recovered > 0 {
 		s += fmt.Sprintf(", %d lines recovered from the journal", c.Recovered)
 	}
@@ -136,7 +140,7 @@ func (r *Report) CheckQuiescent() {
 		if !finished(s.Commit) || !finished(s.Apply) {
 			r.liveness(s, "proposal %d is not finished at quiescence: commit %s, apply %s", i, s.Commit, s.Apply)
 		}
-		if s.Phase == journal.PhaseRollback.String() && (s.RollbackCommit != complete || s.RollbackApply != complete) {
+		if s.Phase == journal.PhaseRollback.String() && (s.RollbackCommit != complete || !finished(s.RollbackApply)) {
 			r.liveness(s, "the rollback of proposal %d is not complete at quiescence: commit %s, apply %s",
 				i, s.RollbackCommit, s.RollbackApply)
 		}
@@ -228,6 +232,11 @@ func (c *checker) check(pos int, l *Line) {
 		c.startApplyRollback()
 	case journal.ActionCompleteApplyRollback:
 		c.r.Counts.RolledBack++
+		c.completeApplyRollback()
+	case journal.ActionFailApplyRollback:
+		// The rollback took effect in the journal; the device refused
+		// (some of) its values, which the journal marks out of sync.
+		c.r.Counts.RollbacksRefused++
 		c.completeApplyRollback()
 	}
 	c.seen[step{journal.Action(l.Action), l.Index}] = true

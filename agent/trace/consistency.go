@@ -112,9 +112,24 @@ func (r *Report) AppliedValues() ([]*journal.PathValue, error) {
 // device's default origin. Violations about applied values come first, in
 // their order, then those about device leaves, in path order. The cost is
 // linear in the number of values and leaves (about 1 s for 100,000 leaves).
-func CheckDevice(applied []*journal.PathValue, device map[string]*gnmi.TypedValue) []Violation {
-	out, _ := checkDevice(applied, device)
+//
+// Paths the journal records out of sync (outOfSync, see journal.OutOfSync)
+// are left out, at and under each record's path: the device refused them
+// and the sidecar says so.
+func CheckDevice(applied []*journal.PathValue, device map[string]*gnmi.TypedValue, outOfSync ...*journal.OutOfSync) []Violation {
+	out, _ := checkDevice(applied, device, outOfSync)
 	return out
+}
+
+// excused reports whether p is at or under the path of an out-of-sync
+// record.
+func excused(p *gnmi.Path, outOfSync []*journal.OutOfSync) bool {
+	for _, rec := range outOfSync {
+		if journal.IsUnder(p, rec.GetValue().GetPath()) {
+			return true
+		}
+	}
+	return false
 }
 
 // deviceStats counts the applied values CheckDevice compared with the
@@ -124,8 +139,12 @@ type deviceStats struct {
 	compared, opaque int
 }
 
-func checkDevice(applied []*journal.PathValue, device map[string]*gnmi.TypedValue) ([]Violation, deviceStats) {
+func checkDevice(applied []*journal.PathValue, device map[string]*gnmi.TypedValue, outOfSync []*journal.OutOfSync) ([]Violation, deviceStats) {
 	held, out := parseLeaves(device)
+	if len(outOfSync) > 0 {
+		applied = slices.DeleteFunc(slices.Clone(applied), func(pv *journal.PathValue) bool { return excused(pv.GetPath(), outOfSync) })
+		held = slices.DeleteFunc(held, func(l deviceLeaf) bool { return excused(l.path, outOfSync) })
+	}
 	onDevice := make(map[string]deviceLeaf, len(held))
 	for _, l := range held {
 		onDevice[l.key] = l

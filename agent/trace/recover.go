@@ -45,6 +45,7 @@ var stageOf = map[journal.Action]stage{
 	journal.ActionCommitRollback:        stageCommitRollback,
 	journal.ActionStartApplyRollback:    stageStartApplyRollback,
 	journal.ActionCompleteApplyRollback: stageCompleteApplyRollback,
+	journal.ActionFailApplyRollback:     stageCompleteApplyRollback,
 }
 
 // lifeStep is a step the journal's record of a proposal says happened.
@@ -88,6 +89,9 @@ func lifeSteps(p *journal.Proposal) []lifeStep {
 	case journal.StatusComplete:
 		steps = append(steps, lifeStep{stageStartApplyRollback, journal.ActionStartApplyRollback},
 			lifeStep{stageCompleteApplyRollback, journal.ActionCompleteApplyRollback})
+	case journal.StatusFailed:
+		steps = append(steps, lifeStep{stageStartApplyRollback, journal.ActionStartApplyRollback},
+			lifeStep{stageCompleteApplyRollback, journal.ActionFailApplyRollback})
 	}
 	return steps
 }
@@ -296,7 +300,7 @@ func recoveredLine(p *journal.Proposal, st lifeStep, lines []Line, at int) Line 
 	switch st.action {
 	case journal.ActionCommitChange, journal.ActionCompleteApply:
 		l.Values = traceValues(ch.GetValues())
-	case journal.ActionCommitRollback, journal.ActionCompleteApplyRollback:
+	case journal.ActionCommitRollback, journal.ActionCompleteApplyRollback, journal.ActionFailApplyRollback:
 		l.Values = traceValues(rb.GetValues())
 	case journal.ActionFailCommit, journal.ActionFailApply:
 		if err := ch.GetError(); err != nil {

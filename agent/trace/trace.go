@@ -168,7 +168,7 @@ func (t *Tracer) Observe(e journal.Event) {
 		switch e.Action {
 		case journal.ActionCommitChange, journal.ActionCompleteApply:
 			l.Values = traceValues(ch.GetValues())
-		case journal.ActionCommitRollback, journal.ActionCompleteApplyRollback:
+		case journal.ActionCommitRollback, journal.ActionCompleteApplyRollback, journal.ActionFailApplyRollback:
 			l.Values = traceValues(rb.GetValues())
 		}
 	}

@@ -21,6 +21,9 @@ type VerifyOptions struct {
 	// checked against Applied, or against the trace's applied values if
 	// Applied is nil (CheckDevice). nil skips the check.
 	Device map[string]*gnmi.TypedValue
+	// OutOfSync are the journal's out-of-sync records (Journal.OutOfSync):
+	// the device check leaves their paths out.
+	OutOfSync []*journal.OutOfSync
 	// Proposals are the journal's proposals (Journal.Proposals, read once
 	// the sidecar stopped). When set, the lines lost to crashes are put
 	// back from them first (Recover), so a trace across SIGKILLs checks;
@@ -72,7 +75,7 @@ func Verify(t testing.TB, path string, opts VerifyOptions) *Report {
 				return nil
 			}
 		}
-		violations, stats := checkDevice(applied, opts.Device)
+		violations, stats := checkDevice(applied, opts.Device, opts.OutOfSync)
 		r.Violations = append(r.Violations, violations...)
 		t.Logf("trace %s: checked %d device leaves against %d applied values (%d opaque values and container markers not compared)",
 			path, len(opts.Device), stats.compared, stats.opaque)

@@ -703,8 +703,26 @@ func printStatus(w io.Writer, v *StatusView, now time.Time) error {
 		"last-index", strconv.FormatUint(c.LastIndex, 10),
 		"rolling-back", optUintText(c.RollingBack),
 		"history-floor", optTime(c.HistoryFloor),
+		"out-of-sync", strconv.FormatUint(c.OutOfSync, 10),
 	); err != nil {
 		return err
+	}
+	if len(v.OutOfSync) > 0 {
+		fmt.Fprintln(w, "\nOut of sync (the device refused these values; see gnmi-sidecar resolve)")
+		tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "  PATH\tJOURNAL VALUE\tCAUSE\tPROPOSAL\tDEVICE ERROR\tSINCE")
+		for _, o := range v.OutOfSync {
+			val := "(deleted)"
+			if !o.Deleted && o.Value != nil {
+				val = truncate(o.Value.Text(), maxValueWidth)
+			}
+			errText := strings.TrimSpace(o.ErrorCode + ": " + o.ErrorMessage)
+			fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\t%s\n", o.Path, val, o.Cause, optUintText(o.Proposal),
+				truncate(errText, maxValueWidth), optTime(o.Since))
+		}
+		if err := tw.Flush(); err != nil {
+			return err
+		}
 	}
 	fmt.Fprintln(w, "\nDevice")
 	dur, onDevice := "", ""

@@ -50,6 +50,7 @@ type ConfigurationState struct {
 	LastIndex         uint64    `json:"last_index"`
 	RollingBack       *uint64   `json:"rolling_back,omitempty"`
 	HistoryFloor      time.Time `json:"history_floor,omitzero"`
+	OutOfSync         uint64    `json:"out_of_sync"`
 }
 
 // DeviceState is device/state.
@@ -83,6 +84,22 @@ type StatusView struct {
 	Device        DeviceState        `json:"device"`
 	// CommitConfirm is nil (JSON null) while none is outstanding.
 	CommitConfirm *CommitConfirmState `json:"commit_confirm"`
+	// OutOfSync lists the paths where the device may not hold the applied
+	// configuration (empty when it holds all of it).
+	OutOfSync []OutOfSyncState `json:"out_of_sync"`
+}
+
+// OutOfSyncState is out-of-sync/path[path=P]/state: a value the device
+// refused for good.
+type OutOfSyncState struct {
+	Path         string    `json:"path"`
+	Deleted      bool      `json:"deleted"`
+	Value        *Value    `json:"value,omitempty"` // the applied value the device refused
+	Cause        string    `json:"cause"`           // ROLLBACK, REPUSH or RETRY
+	Proposal     *uint64   `json:"proposal,omitempty"`
+	ErrorCode    string    `json:"error_code,omitempty"`
+	ErrorMessage string    `json:"error_message,omitempty"`
+	Since        time.Time `json:"since,omitzero"`
 }
 
 // ProposalState is proposals/proposal[index=N]/state.
@@ -491,6 +508,7 @@ func configurationState(m map[string]*gpb.TypedValue) ConfigurationState {
 		LastIndex:         uintOf(m["last-index"]),
 		RollingBack:       optUint(m["rolling-back"]),
 		HistoryFloor:      timeOf(m["history-floor"]),
+		OutOfSync:         uintOf(m["out-of-sync"]),
 	}
 }
 
@@ -661,6 +679,36 @@ func fetchStatus(ctx context.Context, c gpb.GNMIClient) (*StatusView, error) {
 		return nil, err
 	}
 	v.CommitConfirm = commitConfirmState(stateLeaves(cc, "commit-confirm"))
+	v.OutOfSync = []OutOfSyncState{}
+	if v.Configuration.OutOfSync == 0 {
+		return v, nil
+	}
+	oos, err := getIntrospection(ctx, c, []*gpb.PathElem{elem("out-of-sync")})
+	if err != nil && status.Code(err) != codes.NotFound {
+		return nil, err
+	}
+	byPath := map[string]map[string]*gpb.TypedValue{}
+	var order []string
+	for _, l := range oos {
+		if len(l.elems) != 4 || l.elems[1].GetName() != "path" || l.elems[2].GetName() != "state" {
+			continue
+		}
+		p := l.elems[1].GetKey()["path"]
+		if byPath[p] == nil {
+			byPath[p] = map[string]*gpb.TypedValue{}
+			order = append(order, p)
+		}
+		byPath[p][l.elems[3].GetName()] = l.val
+	}
+	sort.Strings(order)
+	for _, p := range order {
+		m := byPath[p]
+		v.OutOfSync = append(v.OutOfSync, OutOfSyncState{
+			Path: stringOf(m["path"]), Deleted: boolOf(m["deleted"]), Value: newValue(m["value"]),
+			Cause: stringOf(m["cause"]), Proposal: optUint(m["proposal"]), ErrorCode: stringOf(m["error-code"]),
+			ErrorMessage: stringOf(m["error-message"]), Since: timeOf(m["since"]),
+		})
+	}
 	return v, nil
 }
 

@@ -10,12 +10,15 @@ import (
 	"net"
 	"os"
 	"os/signal"
+	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
 
 	"github.com/gnmi-sidecar/gnmi-sidecar/agent"
 	"github.com/gnmi-sidecar/gnmi-sidecar/agent/trace"
@@ -49,6 +52,7 @@ type serveConfig struct {
 	deviceUsername        string
 	tracePath             string
 	applyTimeout          time.Duration
+	transientCodes        []string
 	shutdownTimeout       time.Duration
 	maxRecvMsgSize        int
 	logLevel              string
@@ -78,6 +82,8 @@ func (c *serveConfig) addFlags(f *pflag.FlagSet) {
 	f.StringSliceVar(&c.yangPaths, "yang", nil, "the device's YANG modules: .yang files or directories of them, comma-separated or repeated; with them the journal records JSON lists, leaf-lists, presence containers and choices exactly, leaf by leaf (docs/values.md)")
 	f.StringSliceVar(&c.yangModules, "yang-module", nil, "load only these modules (names) from the --yang directories, with what they import (default: every .yang file there)")
 	f.StringVar(&c.tracePath, "trace", "", "append every journal transition as a JSON line to this file (also $"+trace.Env+")")
+	f.StringSliceVar(&c.transientCodes, "transient-codes", defaultTransientCodes(),
+		"gRPC codes of a device answer that leaves a Set's outcome open: the Set is sent again after a backoff; every other code is a definitive refusal (docs/agent.md)")
 	f.DurationVar(&c.applyTimeout, "apply-timeout", 30*time.Second, "longest a device Set may take before it counts as a transient failure")
 	f.DurationVar(&c.shutdownTimeout, "shutdown-timeout", 10*time.Second, "on SIGINT/SIGTERM, how long in-flight Sets may take to finish (they stay journaled either way)")
 	f.IntVar(&c.maxRecvMsgSize, "max-recv-msg-size", defaultMaxRecvMsgSize, "largest gNMI request accepted, in bytes; larger ones are refused with RESOURCE_EXHAUSTED (the device has its own limit for what the sidecar forwards)")
@@ -224,15 +230,20 @@ func serve(ctx context.Context, cfg serveConfig, stdout io.Writer, log *slog.Log
 	if err != nil {
 		return err
 	}
+	transient, err := parseCodes(cfg.transientCodes)
+	if err != nil {
+		return fmt.Errorf("--transient-codes: %w", err)
+	}
 	a, err := agent.New(j, agent.Options{
-		Target:       cfg.target,
-		TLS:          devTLS,
-		Username:     cfg.deviceUsername,
-		Password:     devicePassword,
-		Persistent:   cfg.persistentDevice,
-		Fencing:      cfg.masterArbitration,
-		ApplyTimeout: cfg.applyTimeout,
-		Logger:       log,
+		Target:         cfg.target,
+		TLS:            devTLS,
+		Username:       cfg.deviceUsername,
+		Password:       devicePassword,
+		Persistent:     cfg.persistentDevice,
+		Fencing:        cfg.masterArbitration,
+		ApplyTimeout:   cfg.applyTimeout,
+		TransientCodes: transient,
+		Logger:         log,
 	})
 	if err != nil {
 		return err
@@ -360,4 +371,28 @@ func openTrace(path string) (*trace.Tracer, io.Closer, error) {
 		return nil, nil, fmt.Errorf("--trace: %w", err)
 	}
 	return t, c, nil
+}
+
+// defaultTransientCodes names agent.DefaultTransientCodes as the flag
+// takes them (TestParseCodes checks they agree).
+func defaultTransientCodes() []string {
+	return []string{"UNAVAILABLE", "DEADLINE_EXCEEDED", "CANCELLED", "RESOURCE_EXHAUSTED", "UNAUTHENTICATED"}
+}
+
+// parseCodes parses gRPC code names (UNAVAILABLE, unavailable) or numbers.
+func parseCodes(names []string) ([]codes.Code, error) {
+	out := []codes.Code{}
+	for _, n := range names {
+		n = strings.TrimSpace(n)
+		var c codes.Code
+		arg := n
+		if _, err := strconv.Atoi(n); err != nil {
+			arg = strconv.Quote(strings.ToUpper(n))
+		}
+		if err := c.UnmarshalJSON([]byte(arg)); err != nil || c == codes.OK {
+			return nil, fmt.Errorf("%q is not a gRPC error code (e.g. UNAVAILABLE, DEADLINE_EXCEEDED)", n)
+		}
+		out = append(out, c)
+	}
+	return out, nil
 }

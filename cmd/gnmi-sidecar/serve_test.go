@@ -3,10 +3,14 @@ package main
 import (
 	"bytes"
 	"context"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"google.golang.org/grpc/codes"
+
+	"github.com/gnmi-sidecar/gnmi-sidecar/agent"
 	"github.com/gnmi-sidecar/gnmi-sidecar/journal"
 )
 
@@ -59,5 +63,31 @@ func TestServeRefusesBadStartUp(t *testing.T) {
 				t.Errorf("serve %v: %v, want an error containing %q", tt.args, err, tt.want)
 			}
 		})
+	}
+}
+
+func TestParseCodes(t *testing.T) {
+	for _, tc := range []struct {
+		in      []string
+		want    []codes.Code
+		wantErr string
+	}{
+		{in: defaultTransientCodes(), want: agent.DefaultTransientCodes},
+		{in: []string{"aborted", " UNAVAILABLE", "4"}, want: []codes.Code{codes.Aborted, codes.Unavailable, codes.DeadlineExceeded}},
+		{in: []string{}, want: []codes.Code{}},
+		{in: []string{"OK"}, wantErr: `"OK" is not a gRPC error code`},
+		{in: []string{"unavailabel"}, wantErr: `"unavailabel" is not a gRPC error code`},
+		{in: []string{"99"}, wantErr: `"99" is not a gRPC error code`},
+	} {
+		got, err := parseCodes(tc.in)
+		if tc.wantErr != "" {
+			if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+				t.Errorf("parseCodes(%q) = %v, %v; want error %q", tc.in, got, err, tc.wantErr)
+			}
+			continue
+		}
+		if err != nil || !slices.Equal(got, tc.want) {
+			t.Errorf("parseCodes(%q) = %v, %v; want %v", tc.in, got, err, tc.want)
+		}
 	}
 }

@@ -249,6 +249,63 @@ func (HistoryKind) EnumDescriptor() ([]byte, []int) {
 	return file_journal_journalpb_journal_proto_rawDescGZIP(), []int{3}
 }
 
+// What the sidecar was writing when the device refused a value for good.
+type OutOfSyncCause int32
+
+const (
+	OutOfSyncCause_OUT_OF_SYNC_CAUSE_UNSET OutOfSyncCause = 0
+	// The rollback of a proposal (operator rollback, commit-confirmed cancel
+	// or expiry).
+	OutOfSyncCause_OUT_OF_SYNC_CAUSE_ROLLBACK OutOfSyncCause = 1
+	// The re-push of the applied configuration on a new term.
+	OutOfSyncCause_OUT_OF_SYNC_CAUSE_REPUSH OutOfSyncCause = 2
+	// An operator's `resolve retry`.
+	OutOfSyncCause_OUT_OF_SYNC_CAUSE_RETRY OutOfSyncCause = 3
+)
+
+// Enum value maps for OutOfSyncCause.
+var (
+	OutOfSyncCause_name = map[int32]string{
+		0: "OUT_OF_SYNC_CAUSE_UNSET",
+		1: "OUT_OF_SYNC_CAUSE_ROLLBACK",
+		2: "OUT_OF_SYNC_CAUSE_REPUSH",
+		3: "OUT_OF_SYNC_CAUSE_RETRY",
+	}
+	OutOfSyncCause_value = map[string]int32{
+		"OUT_OF_SYNC_CAUSE_UNSET":    0,
+		"OUT_OF_SYNC_CAUSE_ROLLBACK": 1,
+		"OUT_OF_SYNC_CAUSE_REPUSH":   2,
+		"OUT_OF_SYNC_CAUSE_RETRY":    3,
+	}
+)
+
+func (x OutOfSyncCause) Enum() *OutOfSyncCause {
+	p := new(OutOfSyncCause)
+	*p = x
+	return p
+}
+
+func (x OutOfSyncCause) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (OutOfSyncCause) Descriptor() protoreflect.EnumDescriptor {
+	return file_journal_journalpb_journal_proto_enumTypes[4].Descriptor()
+}
+
+func (OutOfSyncCause) Type() protoreflect.EnumType {
+	return &file_journal_journalpb_journal_proto_enumTypes[4]
+}
+
+func (x OutOfSyncCause) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use OutOfSyncCause.Descriptor instead.
+func (OutOfSyncCause) EnumDescriptor() ([]byte, []int) {
+	return file_journal_journalpb_journal_proto_rawDescGZIP(), []int{4}
+}
+
 type Meta struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// 1: values recorded per Set path, as sent. 2: values recorded per leaf
@@ -743,13 +800,16 @@ type Rollback struct {
 	// committed.index before the change was committed.
 	Index uint64 `protobuf:"varint,1,opt,name=index,proto3" json:"index,omitempty"`
 	// What each path the change touched held before it.
-	Values        []*PathValue           `protobuf:"bytes,2,rep,name=values,proto3" json:"values,omitempty"`
-	Commit        Status                 `protobuf:"varint,3,opt,name=commit,proto3,enum=gnmisidecar.journal.v1.Status" json:"commit,omitempty"`
-	Apply         Status                 `protobuf:"varint,4,opt,name=apply,proto3,enum=gnmisidecar.journal.v1.Status" json:"apply,omitempty"`
-	Proposed      *timestamppb.Timestamp `protobuf:"bytes,5,opt,name=proposed,proto3" json:"proposed,omitempty"`
-	Committed     *timestamppb.Timestamp `protobuf:"bytes,6,opt,name=committed,proto3" json:"committed,omitempty"`
-	ApplyStarted  *timestamppb.Timestamp `protobuf:"bytes,7,opt,name=apply_started,json=applyStarted,proto3" json:"apply_started,omitempty"`
-	Applied       *timestamppb.Timestamp `protobuf:"bytes,8,opt,name=applied,proto3" json:"applied,omitempty"`
+	Values       []*PathValue           `protobuf:"bytes,2,rep,name=values,proto3" json:"values,omitempty"`
+	Commit       Status                 `protobuf:"varint,3,opt,name=commit,proto3,enum=gnmisidecar.journal.v1.Status" json:"commit,omitempty"`
+	Apply        Status                 `protobuf:"varint,4,opt,name=apply,proto3,enum=gnmisidecar.journal.v1.Status" json:"apply,omitempty"`
+	Proposed     *timestamppb.Timestamp `protobuf:"bytes,5,opt,name=proposed,proto3" json:"proposed,omitempty"`
+	Committed    *timestamppb.Timestamp `protobuf:"bytes,6,opt,name=committed,proto3" json:"committed,omitempty"`
+	ApplyStarted *timestamppb.Timestamp `protobuf:"bytes,7,opt,name=apply_started,json=applyStarted,proto3" json:"apply_started,omitempty"`
+	Applied      *timestamppb.Timestamp `protobuf:"bytes,8,opt,name=applied,proto3" json:"applied,omitempty"`
+	// Why the apply failed: the device's definitive rejection of the
+	// rollback values (apply FAILED). The values it refused are out of sync.
+	Error         *Error `protobuf:"bytes,9,opt,name=error,proto3" json:"error,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -836,6 +896,13 @@ func (x *Rollback) GetApplyStarted() *timestamppb.Timestamp {
 func (x *Rollback) GetApplied() *timestamppb.Timestamp {
 	if x != nil {
 		return x.Applied
+	}
+	return nil
+}
+
+func (x *Rollback) GetError() *Error {
+	if x != nil {
+		return x.Error
 	}
 	return nil
 }
@@ -1178,7 +1245,10 @@ type Configuration struct {
 	HistoryFloor *timestamppb.Timestamp `protobuf:"bytes,8,opt,name=history_floor,json=historyFloor,proto3" json:"history_floor,omitempty"`
 	// Time of the newest history delta; deltas never go back in time even if
 	// the wall clock does.
-	HistoryTime   *timestamppb.Timestamp `protobuf:"bytes,9,opt,name=history_time,json=historyTime,proto3" json:"history_time,omitempty"`
+	HistoryTime *timestamppb.Timestamp `protobuf:"bytes,9,opt,name=history_time,json=historyTime,proto3" json:"history_time,omitempty"`
+	// Number of OutOfSync records: paths where the device may not hold the
+	// applied value.
+	OutOfSync     uint64 `protobuf:"varint,10,opt,name=out_of_sync,json=outOfSync,proto3" json:"out_of_sync,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1276,6 +1346,97 @@ func (x *Configuration) GetHistoryTime() *timestamppb.Timestamp {
 	return nil
 }
 
+func (x *Configuration) GetOutOfSync() uint64 {
+	if x != nil {
+		return x.OutOfSync
+	}
+	return 0
+}
+
+// A path where the device may not hold the applied value, because it
+// definitively refused to write it and the pipeline moved on (DESIGN
+// "never stuck, never silent"). Kept under os/<path key> until a later
+// write of the path is accepted, a re-push gets it accepted, or an
+// operator resolves it.
+type OutOfSync struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The applied value the device refused (a tombstone for a delete).
+	Value *PathValue     `protobuf:"bytes,1,opt,name=value,proto3" json:"value,omitempty"`
+	Cause OutOfSyncCause `protobuf:"varint,2,opt,name=cause,proto3,enum=gnmisidecar.journal.v1.OutOfSyncCause" json:"cause,omitempty"`
+	// The proposal whose rollback was refused (0 for a re-push).
+	Proposal uint64 `protobuf:"varint,3,opt,name=proposal,proto3" json:"proposal,omitempty"`
+	// The device's answer.
+	Error         *Error                 `protobuf:"bytes,4,opt,name=error,proto3" json:"error,omitempty"`
+	Since         *timestamppb.Timestamp `protobuf:"bytes,5,opt,name=since,proto3" json:"since,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *OutOfSync) Reset() {
+	*x = OutOfSync{}
+	mi := &file_journal_journalpb_journal_proto_msgTypes[14]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *OutOfSync) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*OutOfSync) ProtoMessage() {}
+
+func (x *OutOfSync) ProtoReflect() protoreflect.Message {
+	mi := &file_journal_journalpb_journal_proto_msgTypes[14]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use OutOfSync.ProtoReflect.Descriptor instead.
+func (*OutOfSync) Descriptor() ([]byte, []int) {
+	return file_journal_journalpb_journal_proto_rawDescGZIP(), []int{14}
+}
+
+func (x *OutOfSync) GetValue() *PathValue {
+	if x != nil {
+		return x.Value
+	}
+	return nil
+}
+
+func (x *OutOfSync) GetCause() OutOfSyncCause {
+	if x != nil {
+		return x.Cause
+	}
+	return OutOfSyncCause_OUT_OF_SYNC_CAUSE_UNSET
+}
+
+func (x *OutOfSync) GetProposal() uint64 {
+	if x != nil {
+		return x.Proposal
+	}
+	return 0
+}
+
+func (x *OutOfSync) GetError() *Error {
+	if x != nil {
+		return x.Error
+	}
+	return nil
+}
+
+func (x *OutOfSync) GetSince() *timestamppb.Timestamp {
+	if x != nil {
+		return x.Since
+	}
+	return nil
+}
+
 type Mastership struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Term          uint64                 `protobuf:"varint,1,opt,name=term,proto3" json:"term,omitempty"`
@@ -1286,7 +1447,7 @@ type Mastership struct {
 
 func (x *Mastership) Reset() {
 	*x = Mastership{}
-	mi := &file_journal_journalpb_journal_proto_msgTypes[14]
+	mi := &file_journal_journalpb_journal_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1298,7 +1459,7 @@ func (x *Mastership) String() string {
 func (*Mastership) ProtoMessage() {}
 
 func (x *Mastership) ProtoReflect() protoreflect.Message {
-	mi := &file_journal_journalpb_journal_proto_msgTypes[14]
+	mi := &file_journal_journalpb_journal_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1311,7 +1472,7 @@ func (x *Mastership) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Mastership.ProtoReflect.Descriptor instead.
 func (*Mastership) Descriptor() ([]byte, []int) {
-	return file_journal_journalpb_journal_proto_rawDescGZIP(), []int{14}
+	return file_journal_journalpb_journal_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *Mastership) GetTerm() uint64 {
@@ -1348,7 +1509,7 @@ type CommitConfirm struct {
 
 func (x *CommitConfirm) Reset() {
 	*x = CommitConfirm{}
-	mi := &file_journal_journalpb_journal_proto_msgTypes[15]
+	mi := &file_journal_journalpb_journal_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1360,7 +1521,7 @@ func (x *CommitConfirm) String() string {
 func (*CommitConfirm) ProtoMessage() {}
 
 func (x *CommitConfirm) ProtoReflect() protoreflect.Message {
-	mi := &file_journal_journalpb_journal_proto_msgTypes[15]
+	mi := &file_journal_journalpb_journal_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1373,7 +1534,7 @@ func (x *CommitConfirm) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CommitConfirm.ProtoReflect.Descriptor instead.
 func (*CommitConfirm) Descriptor() ([]byte, []int) {
-	return file_journal_journalpb_journal_proto_rawDescGZIP(), []int{15}
+	return file_journal_journalpb_journal_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *CommitConfirm) GetId() string {
@@ -1422,7 +1583,7 @@ type HistoryEntry struct {
 
 func (x *HistoryEntry) Reset() {
 	*x = HistoryEntry{}
-	mi := &file_journal_journalpb_journal_proto_msgTypes[16]
+	mi := &file_journal_journalpb_journal_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1434,7 +1595,7 @@ func (x *HistoryEntry) String() string {
 func (*HistoryEntry) ProtoMessage() {}
 
 func (x *HistoryEntry) ProtoReflect() protoreflect.Message {
-	mi := &file_journal_journalpb_journal_proto_msgTypes[16]
+	mi := &file_journal_journalpb_journal_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1447,7 +1608,7 @@ func (x *HistoryEntry) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HistoryEntry.ProtoReflect.Descriptor instead.
 func (*HistoryEntry) Descriptor() ([]byte, []int) {
-	return file_journal_journalpb_journal_proto_rawDescGZIP(), []int{16}
+	return file_journal_journalpb_journal_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *HistoryEntry) GetBefore() *PathValue {
@@ -1477,7 +1638,7 @@ type HistoryDelta struct {
 
 func (x *HistoryDelta) Reset() {
 	*x = HistoryDelta{}
-	mi := &file_journal_journalpb_journal_proto_msgTypes[17]
+	mi := &file_journal_journalpb_journal_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1489,7 +1650,7 @@ func (x *HistoryDelta) String() string {
 func (*HistoryDelta) ProtoMessage() {}
 
 func (x *HistoryDelta) ProtoReflect() protoreflect.Message {
-	mi := &file_journal_journalpb_journal_proto_msgTypes[17]
+	mi := &file_journal_journalpb_journal_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1502,7 +1663,7 @@ func (x *HistoryDelta) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HistoryDelta.ProtoReflect.Descriptor instead.
 func (*HistoryDelta) Descriptor() ([]byte, []int) {
-	return file_journal_journalpb_journal_proto_rawDescGZIP(), []int{17}
+	return file_journal_journalpb_journal_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *HistoryDelta) GetTime() *timestamppb.Timestamp {
@@ -1575,7 +1736,7 @@ const file_journal_journalpb_journal_proto_rawDesc = "" +
 	"\tcommitted\x18\x06 \x01(\v2\x1a.google.protobuf.TimestampR\tcommitted\x12?\n" +
 	"\rapply_started\x18\a \x01(\v2\x1a.google.protobuf.TimestampR\fapplyStarted\x124\n" +
 	"\aapplied\x18\b \x01(\v2\x1a.google.protobuf.TimestampR\aapplied\x123\n" +
-	"\x05error\x18\t \x01(\v2\x1d.gnmisidecar.journal.v1.ErrorR\x05error\"\xb2\x03\n" +
+	"\x05error\x18\t \x01(\v2\x1d.gnmisidecar.journal.v1.ErrorR\x05error\"\xe7\x03\n" +
 	"\bRollback\x12\x14\n" +
 	"\x05index\x18\x01 \x01(\x04R\x05index\x129\n" +
 	"\x06values\x18\x02 \x03(\v2!.gnmisidecar.journal.v1.PathValueR\x06values\x126\n" +
@@ -1584,7 +1745,8 @@ const file_journal_journalpb_journal_proto_rawDesc = "" +
 	"\bproposed\x18\x05 \x01(\v2\x1a.google.protobuf.TimestampR\bproposed\x128\n" +
 	"\tcommitted\x18\x06 \x01(\v2\x1a.google.protobuf.TimestampR\tcommitted\x12?\n" +
 	"\rapply_started\x18\a \x01(\v2\x1a.google.protobuf.TimestampR\fapplyStarted\x124\n" +
-	"\aapplied\x18\b \x01(\v2\x1a.google.protobuf.TimestampR\aapplied\"\xcb\x01\n" +
+	"\aapplied\x18\b \x01(\v2\x1a.google.protobuf.TimestampR\aapplied\x123\n" +
+	"\x05error\x18\t \x01(\v2\x1d.gnmisidecar.journal.v1.ErrorR\x05error\"\xcb\x01\n" +
 	"\bProposal\x12\x14\n" +
 	"\x05index\x18\x01 \x01(\x04R\x05index\x123\n" +
 	"\x05phase\x18\x02 \x01(\x0e2\x1d.gnmisidecar.journal.v1.PhaseR\x05phase\x126\n" +
@@ -1606,7 +1768,7 @@ const file_journal_journalpb_journal_proto_rawDesc = "" +
 	"\bproposal\x18\x01 \x01(\x04R\bproposal\x12\x14\n" +
 	"\x05index\x18\x02 \x01(\x04R\x05index\x12\x12\n" +
 	"\x04term\x18\x03 \x01(\x04R\x04term\x12\x16\n" +
-	"\x06target\x18\x04 \x01(\x04R\x06target\"\xc7\x03\n" +
+	"\x06target\x18\x04 \x01(\x04R\x06target\"\xe7\x03\n" +
 	"\rConfiguration\x12?\n" +
 	"\tcommitted\x18\x01 \x01(\v2!.gnmisidecar.journal.v1.CommittedR\tcommitted\x129\n" +
 	"\aapplied\x18\x02 \x01(\v2\x1f.gnmisidecar.journal.v1.AppliedR\aapplied\x126\n" +
@@ -1619,7 +1781,15 @@ const file_journal_journalpb_journal_proto_rawDesc = "" +
 	"\vhistory_seq\x18\a \x01(\x04R\n" +
 	"historySeq\x12?\n" +
 	"\rhistory_floor\x18\b \x01(\v2\x1a.google.protobuf.TimestampR\fhistoryFloor\x12=\n" +
-	"\fhistory_time\x18\t \x01(\v2\x1a.google.protobuf.TimestampR\vhistoryTime\"4\n" +
+	"\fhistory_time\x18\t \x01(\v2\x1a.google.protobuf.TimestampR\vhistoryTime\x12\x1e\n" +
+	"\vout_of_sync\x18\n" +
+	" \x01(\x04R\toutOfSync\"\x85\x02\n" +
+	"\tOutOfSync\x127\n" +
+	"\x05value\x18\x01 \x01(\v2!.gnmisidecar.journal.v1.PathValueR\x05value\x12<\n" +
+	"\x05cause\x18\x02 \x01(\x0e2&.gnmisidecar.journal.v1.OutOfSyncCauseR\x05cause\x12\x1a\n" +
+	"\bproposal\x18\x03 \x01(\x04R\bproposal\x123\n" +
+	"\x05error\x18\x04 \x01(\v2\x1d.gnmisidecar.journal.v1.ErrorR\x05error\x120\n" +
+	"\x05since\x18\x05 \x01(\v2\x1a.google.protobuf.TimestampR\x05since\"4\n" +
 	"\n" +
 	"Mastership\x12\x12\n" +
 	"\x04term\x18\x01 \x01(\x04R\x04term\x12\x12\n" +
@@ -1659,7 +1829,12 @@ const file_journal_journalpb_journal_proto_rawDesc = "" +
 	"\x1aHISTORY_KIND_COMMIT_CHANGE\x10\x01\x12 \n" +
 	"\x1cHISTORY_KIND_COMMIT_ROLLBACK\x10\x02\x12\x1b\n" +
 	"\x17HISTORY_KIND_FAIL_APPLY\x10\x03\x12 \n" +
-	"\x1cHISTORY_KIND_DROP_TOMBSTONES\x10\x04B8Z6github.com/gnmi-sidecar/gnmi-sidecar/journal/journalpbb\x06proto3"
+	"\x1cHISTORY_KIND_DROP_TOMBSTONES\x10\x04*\x88\x01\n" +
+	"\x0eOutOfSyncCause\x12\x1b\n" +
+	"\x17OUT_OF_SYNC_CAUSE_UNSET\x10\x00\x12\x1e\n" +
+	"\x1aOUT_OF_SYNC_CAUSE_ROLLBACK\x10\x01\x12\x1c\n" +
+	"\x18OUT_OF_SYNC_CAUSE_REPUSH\x10\x02\x12\x1b\n" +
+	"\x17OUT_OF_SYNC_CAUSE_RETRY\x10\x03B8Z6github.com/gnmi-sidecar/gnmi-sidecar/journal/journalpbb\x06proto3"
 
 var (
 	file_journal_journalpb_journal_proto_rawDescOnce sync.Once
@@ -1673,87 +1848,94 @@ func file_journal_journalpb_journal_proto_rawDescGZIP() []byte {
 	return file_journal_journalpb_journal_proto_rawDescData
 }
 
-var file_journal_journalpb_journal_proto_enumTypes = make([]protoimpl.EnumInfo, 4)
-var file_journal_journalpb_journal_proto_msgTypes = make([]protoimpl.MessageInfo, 18)
+var file_journal_journalpb_journal_proto_enumTypes = make([]protoimpl.EnumInfo, 5)
+var file_journal_journalpb_journal_proto_msgTypes = make([]protoimpl.MessageInfo, 19)
 var file_journal_journalpb_journal_proto_goTypes = []any{
 	(Status)(0),                   // 0: gnmisidecar.journal.v1.Status
 	(Phase)(0),                    // 1: gnmisidecar.journal.v1.Phase
 	(OpKind)(0),                   // 2: gnmisidecar.journal.v1.OpKind
 	(HistoryKind)(0),              // 3: gnmisidecar.journal.v1.HistoryKind
-	(*Meta)(nil),                  // 4: gnmisidecar.journal.v1.Meta
-	(*ListKeys)(nil),              // 5: gnmisidecar.journal.v1.ListKeys
-	(*Leaf)(nil),                  // 6: gnmisidecar.journal.v1.Leaf
-	(*Op)(nil),                    // 7: gnmisidecar.journal.v1.Op
-	(*PathValue)(nil),             // 8: gnmisidecar.journal.v1.PathValue
-	(*Error)(nil),                 // 9: gnmisidecar.journal.v1.Error
-	(*Change)(nil),                // 10: gnmisidecar.journal.v1.Change
-	(*Rollback)(nil),              // 11: gnmisidecar.journal.v1.Rollback
-	(*Proposal)(nil),              // 12: gnmisidecar.journal.v1.Proposal
-	(*ProposalStatus)(nil),        // 13: gnmisidecar.journal.v1.ProposalStatus
-	(*StepStatus)(nil),            // 14: gnmisidecar.journal.v1.StepStatus
-	(*Committed)(nil),             // 15: gnmisidecar.journal.v1.Committed
-	(*Applied)(nil),               // 16: gnmisidecar.journal.v1.Applied
-	(*Configuration)(nil),         // 17: gnmisidecar.journal.v1.Configuration
-	(*Mastership)(nil),            // 18: gnmisidecar.journal.v1.Mastership
-	(*CommitConfirm)(nil),         // 19: gnmisidecar.journal.v1.CommitConfirm
-	(*HistoryEntry)(nil),          // 20: gnmisidecar.journal.v1.HistoryEntry
-	(*HistoryDelta)(nil),          // 21: gnmisidecar.journal.v1.HistoryDelta
-	(*gnmi.Path)(nil),             // 22: gnmi.Path
-	(*gnmi.TypedValue)(nil),       // 23: gnmi.TypedValue
-	(*timestamppb.Timestamp)(nil), // 24: google.protobuf.Timestamp
+	(OutOfSyncCause)(0),           // 4: gnmisidecar.journal.v1.OutOfSyncCause
+	(*Meta)(nil),                  // 5: gnmisidecar.journal.v1.Meta
+	(*ListKeys)(nil),              // 6: gnmisidecar.journal.v1.ListKeys
+	(*Leaf)(nil),                  // 7: gnmisidecar.journal.v1.Leaf
+	(*Op)(nil),                    // 8: gnmisidecar.journal.v1.Op
+	(*PathValue)(nil),             // 9: gnmisidecar.journal.v1.PathValue
+	(*Error)(nil),                 // 10: gnmisidecar.journal.v1.Error
+	(*Change)(nil),                // 11: gnmisidecar.journal.v1.Change
+	(*Rollback)(nil),              // 12: gnmisidecar.journal.v1.Rollback
+	(*Proposal)(nil),              // 13: gnmisidecar.journal.v1.Proposal
+	(*ProposalStatus)(nil),        // 14: gnmisidecar.journal.v1.ProposalStatus
+	(*StepStatus)(nil),            // 15: gnmisidecar.journal.v1.StepStatus
+	(*Committed)(nil),             // 16: gnmisidecar.journal.v1.Committed
+	(*Applied)(nil),               // 17: gnmisidecar.journal.v1.Applied
+	(*Configuration)(nil),         // 18: gnmisidecar.journal.v1.Configuration
+	(*OutOfSync)(nil),             // 19: gnmisidecar.journal.v1.OutOfSync
+	(*Mastership)(nil),            // 20: gnmisidecar.journal.v1.Mastership
+	(*CommitConfirm)(nil),         // 21: gnmisidecar.journal.v1.CommitConfirm
+	(*HistoryEntry)(nil),          // 22: gnmisidecar.journal.v1.HistoryEntry
+	(*HistoryDelta)(nil),          // 23: gnmisidecar.journal.v1.HistoryDelta
+	(*gnmi.Path)(nil),             // 24: gnmi.Path
+	(*gnmi.TypedValue)(nil),       // 25: gnmi.TypedValue
+	(*timestamppb.Timestamp)(nil), // 26: google.protobuf.Timestamp
 }
 var file_journal_journalpb_journal_proto_depIdxs = []int32{
-	22, // 0: gnmisidecar.journal.v1.ListKeys.list:type_name -> gnmi.Path
-	22, // 1: gnmisidecar.journal.v1.Leaf.path:type_name -> gnmi.Path
-	23, // 2: gnmisidecar.journal.v1.Leaf.value:type_name -> gnmi.TypedValue
+	24, // 0: gnmisidecar.journal.v1.ListKeys.list:type_name -> gnmi.Path
+	24, // 1: gnmisidecar.journal.v1.Leaf.path:type_name -> gnmi.Path
+	25, // 2: gnmisidecar.journal.v1.Leaf.value:type_name -> gnmi.TypedValue
 	2,  // 3: gnmisidecar.journal.v1.Op.kind:type_name -> gnmisidecar.journal.v1.OpKind
-	22, // 4: gnmisidecar.journal.v1.Op.path:type_name -> gnmi.Path
-	6,  // 5: gnmisidecar.journal.v1.Op.values:type_name -> gnmisidecar.journal.v1.Leaf
-	6,  // 6: gnmisidecar.journal.v1.Op.units:type_name -> gnmisidecar.journal.v1.Leaf
-	22, // 7: gnmisidecar.journal.v1.Op.implied_deletes:type_name -> gnmi.Path
-	22, // 8: gnmisidecar.journal.v1.PathValue.path:type_name -> gnmi.Path
-	23, // 9: gnmisidecar.journal.v1.PathValue.value:type_name -> gnmi.TypedValue
-	7,  // 10: gnmisidecar.journal.v1.Change.ops:type_name -> gnmisidecar.journal.v1.Op
-	8,  // 11: gnmisidecar.journal.v1.Change.values:type_name -> gnmisidecar.journal.v1.PathValue
+	24, // 4: gnmisidecar.journal.v1.Op.path:type_name -> gnmi.Path
+	7,  // 5: gnmisidecar.journal.v1.Op.values:type_name -> gnmisidecar.journal.v1.Leaf
+	7,  // 6: gnmisidecar.journal.v1.Op.units:type_name -> gnmisidecar.journal.v1.Leaf
+	24, // 7: gnmisidecar.journal.v1.Op.implied_deletes:type_name -> gnmi.Path
+	24, // 8: gnmisidecar.journal.v1.PathValue.path:type_name -> gnmi.Path
+	25, // 9: gnmisidecar.journal.v1.PathValue.value:type_name -> gnmi.TypedValue
+	8,  // 10: gnmisidecar.journal.v1.Change.ops:type_name -> gnmisidecar.journal.v1.Op
+	9,  // 11: gnmisidecar.journal.v1.Change.values:type_name -> gnmisidecar.journal.v1.PathValue
 	0,  // 12: gnmisidecar.journal.v1.Change.commit:type_name -> gnmisidecar.journal.v1.Status
 	0,  // 13: gnmisidecar.journal.v1.Change.apply:type_name -> gnmisidecar.journal.v1.Status
-	24, // 14: gnmisidecar.journal.v1.Change.proposed:type_name -> google.protobuf.Timestamp
-	24, // 15: gnmisidecar.journal.v1.Change.committed:type_name -> google.protobuf.Timestamp
-	24, // 16: gnmisidecar.journal.v1.Change.apply_started:type_name -> google.protobuf.Timestamp
-	24, // 17: gnmisidecar.journal.v1.Change.applied:type_name -> google.protobuf.Timestamp
-	9,  // 18: gnmisidecar.journal.v1.Change.error:type_name -> gnmisidecar.journal.v1.Error
-	8,  // 19: gnmisidecar.journal.v1.Rollback.values:type_name -> gnmisidecar.journal.v1.PathValue
+	26, // 14: gnmisidecar.journal.v1.Change.proposed:type_name -> google.protobuf.Timestamp
+	26, // 15: gnmisidecar.journal.v1.Change.committed:type_name -> google.protobuf.Timestamp
+	26, // 16: gnmisidecar.journal.v1.Change.apply_started:type_name -> google.protobuf.Timestamp
+	26, // 17: gnmisidecar.journal.v1.Change.applied:type_name -> google.protobuf.Timestamp
+	10, // 18: gnmisidecar.journal.v1.Change.error:type_name -> gnmisidecar.journal.v1.Error
+	9,  // 19: gnmisidecar.journal.v1.Rollback.values:type_name -> gnmisidecar.journal.v1.PathValue
 	0,  // 20: gnmisidecar.journal.v1.Rollback.commit:type_name -> gnmisidecar.journal.v1.Status
 	0,  // 21: gnmisidecar.journal.v1.Rollback.apply:type_name -> gnmisidecar.journal.v1.Status
-	24, // 22: gnmisidecar.journal.v1.Rollback.proposed:type_name -> google.protobuf.Timestamp
-	24, // 23: gnmisidecar.journal.v1.Rollback.committed:type_name -> google.protobuf.Timestamp
-	24, // 24: gnmisidecar.journal.v1.Rollback.apply_started:type_name -> google.protobuf.Timestamp
-	24, // 25: gnmisidecar.journal.v1.Rollback.applied:type_name -> google.protobuf.Timestamp
-	1,  // 26: gnmisidecar.journal.v1.Proposal.phase:type_name -> gnmisidecar.journal.v1.Phase
-	10, // 27: gnmisidecar.journal.v1.Proposal.change:type_name -> gnmisidecar.journal.v1.Change
-	11, // 28: gnmisidecar.journal.v1.Proposal.rollback:type_name -> gnmisidecar.journal.v1.Rollback
-	1,  // 29: gnmisidecar.journal.v1.ProposalStatus.phase:type_name -> gnmisidecar.journal.v1.Phase
-	14, // 30: gnmisidecar.journal.v1.ProposalStatus.change:type_name -> gnmisidecar.journal.v1.StepStatus
-	14, // 31: gnmisidecar.journal.v1.ProposalStatus.rollback:type_name -> gnmisidecar.journal.v1.StepStatus
-	0,  // 32: gnmisidecar.journal.v1.StepStatus.commit:type_name -> gnmisidecar.journal.v1.Status
-	0,  // 33: gnmisidecar.journal.v1.StepStatus.apply:type_name -> gnmisidecar.journal.v1.Status
-	15, // 34: gnmisidecar.journal.v1.Configuration.committed:type_name -> gnmisidecar.journal.v1.Committed
-	16, // 35: gnmisidecar.journal.v1.Configuration.applied:type_name -> gnmisidecar.journal.v1.Applied
-	0,  // 36: gnmisidecar.journal.v1.Configuration.status:type_name -> gnmisidecar.journal.v1.Status
-	24, // 37: gnmisidecar.journal.v1.Configuration.history_floor:type_name -> google.protobuf.Timestamp
-	24, // 38: gnmisidecar.journal.v1.Configuration.history_time:type_name -> google.protobuf.Timestamp
-	24, // 39: gnmisidecar.journal.v1.CommitConfirm.deadline:type_name -> google.protobuf.Timestamp
-	24, // 40: gnmisidecar.journal.v1.CommitConfirm.started:type_name -> google.protobuf.Timestamp
-	8,  // 41: gnmisidecar.journal.v1.HistoryEntry.before:type_name -> gnmisidecar.journal.v1.PathValue
-	8,  // 42: gnmisidecar.journal.v1.HistoryEntry.after:type_name -> gnmisidecar.journal.v1.PathValue
-	24, // 43: gnmisidecar.journal.v1.HistoryDelta.time:type_name -> google.protobuf.Timestamp
-	3,  // 44: gnmisidecar.journal.v1.HistoryDelta.kind:type_name -> gnmisidecar.journal.v1.HistoryKind
-	20, // 45: gnmisidecar.journal.v1.HistoryDelta.entries:type_name -> gnmisidecar.journal.v1.HistoryEntry
-	46, // [46:46] is the sub-list for method output_type
-	46, // [46:46] is the sub-list for method input_type
-	46, // [46:46] is the sub-list for extension type_name
-	46, // [46:46] is the sub-list for extension extendee
-	0,  // [0:46] is the sub-list for field type_name
+	26, // 22: gnmisidecar.journal.v1.Rollback.proposed:type_name -> google.protobuf.Timestamp
+	26, // 23: gnmisidecar.journal.v1.Rollback.committed:type_name -> google.protobuf.Timestamp
+	26, // 24: gnmisidecar.journal.v1.Rollback.apply_started:type_name -> google.protobuf.Timestamp
+	26, // 25: gnmisidecar.journal.v1.Rollback.applied:type_name -> google.protobuf.Timestamp
+	10, // 26: gnmisidecar.journal.v1.Rollback.error:type_name -> gnmisidecar.journal.v1.Error
+	1,  // 27: gnmisidecar.journal.v1.Proposal.phase:type_name -> gnmisidecar.journal.v1.Phase
+	11, // 28: gnmisidecar.journal.v1.Proposal.change:type_name -> gnmisidecar.journal.v1.Change
+	12, // 29: gnmisidecar.journal.v1.Proposal.rollback:type_name -> gnmisidecar.journal.v1.Rollback
+	1,  // 30: gnmisidecar.journal.v1.ProposalStatus.phase:type_name -> gnmisidecar.journal.v1.Phase
+	15, // 31: gnmisidecar.journal.v1.ProposalStatus.change:type_name -> gnmisidecar.journal.v1.StepStatus
+	15, // 32: gnmisidecar.journal.v1.ProposalStatus.rollback:type_name -> gnmisidecar.journal.v1.StepStatus
+	0,  // 33: gnmisidecar.journal.v1.StepStatus.commit:type_name -> gnmisidecar.journal.v1.Status
+	0,  // 34: gnmisidecar.journal.v1.StepStatus.apply:type_name -> gnmisidecar.journal.v1.Status
+	16, // 35: gnmisidecar.journal.v1.Configuration.committed:type_name -> gnmisidecar.journal.v1.Committed
+	17, // 36: gnmisidecar.journal.v1.Configuration.applied:type_name -> gnmisidecar.journal.v1.Applied
+	0,  // 37: gnmisidecar.journal.v1.Configuration.status:type_name -> gnmisidecar.journal.v1.Status
+	26, // 38: gnmisidecar.journal.v1.Configuration.history_floor:type_name -> google.protobuf.Timestamp
+	26, // 39: gnmisidecar.journal.v1.Configuration.history_time:type_name -> google.protobuf.Timestamp
+	9,  // 40: gnmisidecar.journal.v1.OutOfSync.value:type_name -> gnmisidecar.journal.v1.PathValue
+	4,  // 41: gnmisidecar.journal.v1.OutOfSync.cause:type_name -> gnmisidecar.journal.v1.OutOfSyncCause
+	10, // 42: gnmisidecar.journal.v1.OutOfSync.error:type_name -> gnmisidecar.journal.v1.Error
+	26, // 43: gnmisidecar.journal.v1.OutOfSync.since:type_name -> google.protobuf.Timestamp
+	26, // 44: gnmisidecar.journal.v1.CommitConfirm.deadline:type_name -> google.protobuf.Timestamp
+	26, // 45: gnmisidecar.journal.v1.CommitConfirm.started:type_name -> google.protobuf.Timestamp
+	9,  // 46: gnmisidecar.journal.v1.HistoryEntry.before:type_name -> gnmisidecar.journal.v1.PathValue
+	9,  // 47: gnmisidecar.journal.v1.HistoryEntry.after:type_name -> gnmisidecar.journal.v1.PathValue
+	26, // 48: gnmisidecar.journal.v1.HistoryDelta.time:type_name -> google.protobuf.Timestamp
+	3,  // 49: gnmisidecar.journal.v1.HistoryDelta.kind:type_name -> gnmisidecar.journal.v1.HistoryKind
+	22, // 50: gnmisidecar.journal.v1.HistoryDelta.entries:type_name -> gnmisidecar.journal.v1.HistoryEntry
+	51, // [51:51] is the sub-list for method output_type
+	51, // [51:51] is the sub-list for method input_type
+	51, // [51:51] is the sub-list for extension type_name
+	51, // [51:51] is the sub-list for extension extendee
+	0,  // [0:51] is the sub-list for field type_name
 }
 
 func init() { file_journal_journalpb_journal_proto_init() }
@@ -1766,8 +1948,8 @@ func file_journal_journalpb_journal_proto_init() {
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_journal_journalpb_journal_proto_rawDesc), len(file_journal_journalpb_journal_proto_rawDesc)),
-			NumEnums:      4,
-			NumMessages:   18,
+			NumEnums:      5,
+			NumMessages:   19,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -1,0 +1,135 @@
+package agent_test
+
+import (
+	"context"
+	"testing"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/gnmi-sidecar/gnmi-sidecar/agent"
+	"github.com/gnmi-sidecar/gnmi-sidecar/journal"
+	"github.com/gnmi-sidecar/gnmi-sidecar/testbed"
+)
+
+// outOfSyncPaths returns the paths of the journal's out-of-sync records.
+func outOfSyncPaths(r *rig) []string {
+	var out []string
+	for _, rec := range r.outOfSync() {
+		out = append(out, journal.PathString(rec.GetValue().GetPath()))
+	}
+	return out
+}
+
+// A rollback the device refuses for good ends (rollback apply FAILED with
+// the device's error), its refused value is out of sync, the values the
+// device took are on it, and later proposals go on (DESIGN "never stuck").
+func TestRefusedRollbackEndsAndWorkGoesOn(t *testing.T) {
+	r := newRig(t, testbed.Options{}, agent.Options{})
+	r.propose(updateOp(t, descPath("eth0"), str("one")))
+	b := r.propose(updateOp(t, descPath("eth0"), str("two")), updateOp(t, mtuPath("eth0"), uintv(1300)))
+	r.waitApplied(b)
+	if err := r.dev.RefuseSetsAt(descPath("eth0"), codes.InvalidArgument); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.rollback(b); err != nil {
+		t.Fatal(err)
+	}
+	p := r.waitApplied(b)
+	rb := p.GetRollback()
+	if rb.GetApply() != journal.StatusFailed || codes.Code(rb.GetError().GetCode()) != codes.InvalidArgument {
+		t.Fatalf("rollback apply %v, error %v; want FAILED with the device's InvalidArgument", rb.GetApply(), rb.GetError())
+	}
+	if got := outOfSyncPaths(r); len(got) != 1 || got[0] != descPath("eth0") {
+		t.Fatalf("out of sync: %v, want [%s]", got, descPath("eth0"))
+	}
+	if c := r.config(); c.GetOutOfSync() != 1 || c.GetRollingBack() != 0 {
+		t.Errorf("configuration: out_of_sync %d, rolling_back %d; want 1 and 0", c.GetOutOfSync(), c.GetRollingBack())
+	}
+	// The device took the rest of the rollback: the mtu the change created
+	// is gone; it still holds the refused path's old value.
+	if _, ok := r.deviceLeaf(mtuPath("eth0")); ok {
+		t.Error("the rollback's accepted values did not reach the device")
+	}
+	wantLeaf(t, r, descPath("eth0"), str("two"))
+
+	// The pipeline is not blocked.
+	c := r.propose(updateOp(t, descPath("eth1"), str("after")))
+	if p := r.waitApplied(c); p.GetChange().GetApply() != journal.StatusComplete {
+		t.Fatalf("proposal after the refused rollback: apply %v", p.GetChange().GetApply())
+	}
+	// Writing the path again, once the device takes it, settles it.
+	r.dev.ClearFaults()
+	d := r.propose(updateOp(t, descPath("eth0"), str("three")))
+	r.waitApplied(d)
+	if got := outOfSyncPaths(r); len(got) != 0 {
+		t.Errorf("out of sync after the path was written again: %v", got)
+	}
+	r.waitQuiescent()
+	r.verify()
+}
+
+// A re-push the device refuses in part does not loop: the refused value is
+// narrowed down and marked out of sync, everything else is pushed, the term
+// is recorded, and new proposals are applied.
+func TestRefusedRepushPushesTheRest(t *testing.T) {
+	r := newRig(t, testbed.Options{}, agent.Options{})
+	var last uint64
+	for _, intf := range []string{"eth0", "eth1", "eth2", "eth3"} {
+		last = r.propose(updateOp(t, descPath(intf), str("d-"+intf)), updateOp(t, mtuPath(intf), uintv(1400)))
+	}
+	r.waitApplied(last)
+	if err := r.dev.RefuseSetsAt(mtuPath("eth2"), codes.FailedPrecondition); err != nil {
+		t.Fatal(err)
+	}
+	r.restartDevice()
+	r.eventually("a re-push that leaves the refused value out of sync", func() bool {
+		return r.config().GetOutOfSync() == 1 && r.a.Status().Repushes >= 1
+	})
+	if got := outOfSyncPaths(r); len(got) != 1 || got[0] != mtuPath("eth2") {
+		t.Fatalf("out of sync: %v, want [%s]", got, mtuPath("eth2"))
+	}
+	for _, intf := range []string{"eth0", "eth1", "eth2", "eth3"} {
+		wantLeaf(t, r, descPath(intf), str("d-"+intf))
+		if intf != "eth2" {
+			wantLeaf(t, r, mtuPath(intf), uintv(1400))
+		}
+	}
+	if _, ok := r.deviceLeaf(mtuPath("eth2")); ok {
+		t.Error("the refused value is on the device")
+	}
+	e := r.propose(updateOp(t, descPath("eth4"), str("new")))
+	if p := r.waitApplied(e); p.GetChange().GetApply() != journal.StatusComplete {
+		t.Fatalf("proposal after the refused re-push: apply %v", p.GetChange().GetApply())
+	}
+	st := r.a.Status()
+	if st.SetsRefused == 0 {
+		t.Errorf("status counts no refusal: %+v", st)
+	}
+	// The next re-push, which the device takes whole, settles the path.
+	r.dev.ClearFaults()
+	r.restartDevice()
+	r.eventually("a re-push that settles the path", func() bool { return r.config().GetOutOfSync() == 0 })
+	v, ok := r.deviceLeaf(mtuPath("eth2"))
+	if !ok || !proto.Equal(v, uintv(1400)) {
+		t.Errorf("after the second re-push %s = %v, want 1400", mtuPath("eth2"), v)
+	}
+	r.waitQuiescent()
+	r.verify()
+}
+
+// A transient answer repeated on every attempt backs off instead of
+// re-sending in a hot loop, and counts as a retry.
+func TestTransientSetRetriesBackOff(t *testing.T) {
+	r := newRig(t, testbed.Options{}, agent.Options{})
+	r.dev.RejectNextSets(4, codes.Unavailable)
+	i := r.propose(updateOp(t, descPath("eth0"), str("eventually")))
+	r.waitApplied(i)
+	wantLeaf(t, r, descPath("eth0"), str("eventually"))
+	if st := r.a.Status(); st.SetRetries < 4 {
+		t.Errorf("status counts %d Set retries, want at least 4", st.SetRetries)
+	}
+	r.waitQuiescent()
+	r.verify()
+	_ = context.Background
+}

@@ -1,0 +1,212 @@
+package journal
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+
+	"github.com/dgraph-io/badger/v4"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	"github.com/gnmi-sidecar/gnmi-sidecar/journal/journalpb"
+)
+
+// Out-of-sync paths (DESIGN "never stuck, never silent"): when the device
+// definitively refuses a rollback's or a re-push's values, the journal
+// still records them as applied, so that the pipeline moves on, and keeps
+// an OutOfSync record for each refused value saying that the device may
+// hold something else there. A record goes when a later write of its path
+// is accepted (CompleteApply, CompleteApplyRollback), when a re-push gets it
+// accepted (CompleteReconcile), or when an operator resolves it.
+
+// OutOfSync is the record of one out-of-sync path.
+type OutOfSync = journalpb.OutOfSync
+
+// OutOfSyncCause is what the sidecar was writing when the device refused.
+type OutOfSyncCause = journalpb.OutOfSyncCause
+
+// The causes.
+const (
+	CauseRollback = journalpb.OutOfSyncCause_OUT_OF_SYNC_CAUSE_ROLLBACK
+	CauseRepush   = journalpb.OutOfSyncCause_OUT_OF_SYNC_CAUSE_REPUSH
+	CauseRetry    = journalpb.OutOfSyncCause_OUT_OF_SYNC_CAUSE_RETRY
+)
+
+var nsOutOfSync = []byte("os/")
+
+// OutOfSync returns the out-of-sync records, in path-key order.
+func (j *Journal) OutOfSync(ctx context.Context) ([]*OutOfSync, error) {
+	var out []*OutOfSync
+	err := j.view(ctx, func(txn *badger.Txn) error {
+		var err error
+		out, err = loadOutOfSync(txn)
+		return err
+	})
+	return out, err
+}
+
+func loadOutOfSync(txn *badger.Txn) ([]*OutOfSync, error) {
+	var out []*OutOfSync
+	err := iteratePrefix(txn, nsOutOfSync, func(key, val []byte) error {
+		rec := &OutOfSync{}
+		if err := proto.Unmarshal(val, rec); err != nil {
+			return fmt.Errorf("%w: decode %q: %w", ErrCorrupt, key, err)
+		}
+		out = append(out, rec)
+		return nil
+	})
+	return out, err
+}
+
+// markOutOfSync records that the device refused value pv (cause, the
+// proposal concerned, the device's error), replacing a record of the same
+// path, and keeps c.OutOfSync counting the records.
+func (w *writeTxn) markOutOfSync(c *Configuration, pv *PathValue, cause OutOfSyncCause, proposal uint64, code uint32, message string) error {
+	key := valueKey(nsOutOfSync, PathKey(pv.GetPath()))
+	found, err := w.get(key, &OutOfSync{})
+	if err != nil {
+		return err
+	}
+	rec := &OutOfSync{Value: pv, Cause: cause, Proposal: proposal,
+		Error: &journalpb.Error{Code: code, Message: message}, Since: timestamppb.New(w.now)}
+	if err := w.put(key, rec); err != nil {
+		return err
+	}
+	if !found {
+		c.OutOfSync++
+	}
+	return nil
+}
+
+// clearOutOfSync removes the records the device's acceptance of values
+// settles: a value settles the record of its own path, a tombstone those
+// at and under its path.
+func (w *writeTxn) clearOutOfSync(c *Configuration, values []*PathValue) error {
+	if c.GetOutOfSync() == 0 || len(values) == 0 {
+		return nil
+	}
+	recs, err := loadOutOfSync(w.txn)
+	if err != nil {
+		return err
+	}
+	for _, rec := range recs {
+		for _, pv := range values {
+			if settles(pv, rec) {
+				if err := w.dropOutOfSync(c, rec); err != nil {
+					return err
+				}
+				break
+			}
+		}
+	}
+	return nil
+}
+
+func settles(pv *PathValue, rec *OutOfSync) bool {
+	if pv.GetDeleted() {
+		return IsUnder(rec.GetValue().GetPath(), pv.GetPath())
+	}
+	return bytes.Equal(PathKey(pv.GetPath()), PathKey(rec.GetValue().GetPath()))
+}
+
+func (w *writeTxn) dropOutOfSync(c *Configuration, rec *OutOfSync) error {
+	if err := w.delete(valueKey(nsOutOfSync, PathKey(rec.GetValue().GetPath()))); err != nil {
+		return err
+	}
+	if c.OutOfSync > 0 {
+		c.OutOfSync--
+	}
+	return nil
+}
+
+// FailApplyRollback records the device's definitive refusal of proposal
+// i's rollback values, sent under term (DESIGN "never stuck, never
+// silent"): the rollback takes effect in the journal as
+// CompleteApplyRollback would record it (applied values, applied.index,
+// no rollback under way), so later proposals go on; its apply is Failed
+// with the device's error; and every value in refused (those the device
+// would not take; the others it took) is marked out of sync.
+func (j *Journal) FailApplyRollback(ctx context.Context, i, term uint64, refused []*PathValue, code uint32, message string) (*Proposal, *Configuration, error) {
+	return j.proposalTransition(ctx, proposalTransition{action: ActionFailApplyRollback, index: i,
+		fn: func(w *writeTxn, c *Configuration, p *Proposal) error {
+			if err := w.finishApplyRollback(c, p, i, term); err != nil {
+				return err
+			}
+			p.Rollback.Apply = StatusFailed
+			p.Rollback.Error = &journalpb.Error{Code: code, Message: message}
+			for _, pv := range refused {
+				if err := w.markOutOfSync(c, pv, CauseRollback, i, code, message); err != nil {
+					return err
+				}
+			}
+			return nil
+		}})
+}
+
+// SettleOutOfSync records the outcome of an operator's retry of the
+// out-of-sync paths, sent under term: the records of the values the device
+// accepted go (see clearOutOfSync), and each refused value is marked again
+// with the device's error.
+func (j *Journal) SettleOutOfSync(ctx context.Context, term uint64, accepted, refused []*PathValue, code uint32, message string) (*Configuration, error) {
+	var out *Configuration
+	err := j.submit(ctx, func(w *writeTxn) error {
+		c, err := w.configuration()
+		if err != nil {
+			return err
+		}
+		if err := w.requireSynced(c, "record a retry of the out-of-sync paths", 0); err != nil {
+			return err
+		}
+		if term != c.Applied.Term {
+			return guardf("record a retry of the out-of-sync paths: sent under term %d, current term is %d", term, c.Applied.Term)
+		}
+		if err := w.clearOutOfSync(c, accepted); err != nil {
+			return err
+		}
+		for _, pv := range refused {
+			if err := w.markOutOfSync(c, pv, CauseRetry, 0, code, message); err != nil {
+				return err
+			}
+		}
+		if err := w.put(keyConfiguration, c); err != nil {
+			return err
+		}
+		w.emit(Event{Action: ActionSettleOutOfSync, Configuration: c})
+		out = c
+		return nil
+	})
+	return out, err
+}
+
+// RepushOutcome is what a re-push leaves out of sync (CompleteReconcile):
+// the values the device refused, with its error, and the records of the
+// paths it did not send (Kept, by path).
+type RepushOutcome struct {
+	Refused []*PathValue
+	Code    uint32
+	Message string
+	Kept    func(*OutOfSync) bool
+}
+
+func (w *writeTxn) recordRepush(c *Configuration, o RepushOutcome) error {
+	if c.GetOutOfSync() > 0 {
+		recs, err := loadOutOfSync(w.txn)
+		if err != nil {
+			return err
+		}
+		for _, rec := range recs {
+			if o.Kept == nil || !o.Kept(rec) {
+				if err := w.dropOutOfSync(c, rec); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	for _, pv := range o.Refused {
+		if err := w.markOutOfSync(c, pv, CauseRepush, 0, o.Code, o.Message); err != nil {
+			return err
+		}
+	}
+	return nil
+}
