@@ -162,6 +162,10 @@ type Agent struct {
 	commitWake chan struct{}
 	applyWake  chan struct{}
 
+	// deviceMu is held while configuration is sent to the device (the
+	// applier's sends, an operator's retry): one writer at a time.
+	deviceMu sync.Mutex
+
 	mu         sync.Mutex
 	sess       *session
 	sessions   uint64
@@ -555,6 +559,8 @@ func (a *Agent) perform(ctx context.Context, step Step) error {
 	case StepStartRepush:
 		_, err = j.StartReconcile(ctx, step.Term)
 	case StepRepush:
+		a.deviceMu.Lock()
+		defer a.deviceMu.Unlock()
 		return a.repush(ctx, step.Term, log)
 	case StepCommitChange:
 		err = a.commitRun(ctx, step.Index, log)
@@ -563,12 +569,16 @@ func (a *Agent) perform(ctx context.Context, step Step) error {
 	case StepStartApply:
 		_, _, err = j.StartApply(ctx, step.Index)
 	case StepSendChange:
+		a.deviceMu.Lock()
+		defer a.deviceMu.Unlock()
 		return a.sendChanges(ctx, step, log)
 	case StepCommitRollback:
 		_, _, err = j.CommitRollback(ctx, step.Index)
 	case StepStartApplyRollback:
 		_, _, err = j.StartApplyRollback(ctx, step.Index)
 	case StepSendRollback:
+		a.deviceMu.Lock()
+		defer a.deviceMu.Unlock()
 		return a.sendRollback(ctx, step, log)
 	default:
 		return fmt.Errorf("agent: unknown step %v", step)

@@ -28,6 +28,15 @@ func (a *Agent) sendChanges(ctx context.Context, step Step, log *slog.Logger) er
 	if err != nil {
 		return err
 	}
+	if ps[0].GetChange().GetAdopted() {
+		// The device holds these values already (they were read from it).
+		if _, _, err := a.j.CompleteApply(ctx, step.Index, step.Term); err != nil {
+			return err
+		}
+		a.noteApplied(step.Index)
+		log.Info("recorded the device's values as applied", "author", ps[0].GetChange().GetAuthor())
+		return nil
+	}
 	b, err := batchChanges(ps, a.opts.MaxSetBytes)
 	if err != nil {
 		log.Error("proposal cannot be sent", "err", err)
@@ -90,11 +99,15 @@ func (a *Agent) readyChanges(ctx context.Context, i uint64) ([]*journal.Proposal
 	var ps []*journal.Proposal
 	err := a.j.Proposals(ctx, i, last, func(p *journal.Proposal) error {
 		ch := p.GetChange()
-		ready := p.GetPhase() == journal.PhaseChange && ch.GetCommit() == journal.StatusComplete && ch.GetApply() == journal.StatusPending
+		ready := p.GetPhase() == journal.PhaseChange && ch.GetCommit() == journal.StatusComplete &&
+			ch.GetApply() == journal.StatusPending && !ch.GetAdopted()
 		if len(ps) > 0 && !ready {
 			return errEnough
 		}
 		ps = append(ps, p)
+		if ch.GetAdopted() {
+			return errEnough // an adoption is applied alone, without a Set
+		}
 		return nil
 	})
 	if err != nil && !errors.Is(err, errEnough) {

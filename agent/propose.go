@@ -21,6 +21,14 @@ func (a *Agent) ProposeChange(ctx context.Context, ops []*journal.Op) (*journal.
 	})
 }
 
+// ProposeAdoption is ProposeChange for values the device already holds
+// (journal.ProposeAdoption): applied without a device Set.
+func (a *Agent) ProposeAdoption(ctx context.Context, ops []*journal.Op, author string) (*journal.Proposal, error) {
+	return a.propose(func(then func(*journal.Tx) error) (*journal.Proposal, error) {
+		return a.j.ProposeAdoption(ctx, ops, author, then)
+	})
+}
+
 // ProposeConfirmedChange is ProposeChange for a commit-confirmed change
 // (journal.ProposeConfirmedChange).
 func (a *Agent) ProposeConfirmedChange(ctx context.Context, ops []*journal.Op, id string, deadline time.Time) (*journal.Proposal, error) {

@@ -1,10 +1,12 @@
 package agent
 
 import (
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
+	"context"
+	"slices"
 
 	gpb "github.com/openconfig/gnmi/proto/gnmi"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 
 	"github.com/gnmi-sidecar/gnmi-sidecar/journal"
 )
@@ -129,4 +131,91 @@ func (a *Agent) pushSplitting(s *session, term uint64, batch *valueBatch, out *p
 		}
 	}
 	return nil
+}
+
+// RetryOutOfSync pushes the applied values of the out-of-sync paths at or
+// under paths (all of them if paths is empty) to the device again, as an
+// operator's `resolve retry` asks, and records the outcome
+// (journal.SettleOutOfSync): the paths the device takes are settled, those
+// it refuses again stay out of sync with its new answer. It returns how
+// many records were settled and those still out of sync among the ones it
+// retried. The device must be connected and synced (else Unavailable).
+func (a *Agent) RetryOutOfSync(ctx context.Context, paths []*gpb.Path) (settled int, still []*journal.OutOfSync, err error) {
+	a.deviceMu.Lock()
+	defer a.deviceMu.Unlock()
+	v, err := a.view(ctx)
+	if err != nil {
+		return 0, nil, err
+	}
+	term := v.Mastership.GetTerm()
+	s := a.termSession(term)
+	if !v.synced() || s == nil {
+		return 0, nil, status.Error(codes.Unavailable,
+			"the device is not connected or its configuration is being re-pushed; retry once it is (gnmi-sidecar status)")
+	}
+	recs, err := a.j.OutOfSync(ctx)
+	if err != nil {
+		return 0, nil, err
+	}
+	recs = slices.DeleteFunc(recs, func(rec *journal.OutOfSync) bool { return !selected(rec, paths) })
+	if len(recs) == 0 {
+		return 0, nil, nil
+	}
+	var values []*journal.PathValue
+	for _, rec := range recs {
+		n := len(values)
+		err := a.j.Applied(ctx, rec.GetValue().GetPath(), func(pv *journal.PathValue) error {
+			values = append(values, pv)
+			return nil
+		})
+		if err != nil {
+			return 0, nil, err
+		}
+		if len(values) == n {
+			// Nothing applied there any more: the journal holds nothing.
+			values = append(values, &journal.PathValue{Path: rec.GetValue().GetPath(), Deleted: true})
+		}
+	}
+	log := a.log.With("step", "RetryOutOfSync", "term", term)
+	out := &pushOutcome{}
+	for _, b := range valueBatches(inWriteOrder(values), a.setLimits()) {
+		if err := a.pushSplitting(s, term, b, out); err != nil {
+			_ = a.endSession(ctx, s, err, log)
+			return 0, nil, status.Errorf(codes.Unavailable, "the device did not answer the retry (%v); nothing recorded, try again", err)
+		}
+	}
+	refused := make(map[*journal.PathValue]bool, len(out.refused))
+	for _, pv := range out.refused {
+		refused[pv] = true
+	}
+	accepted := slices.DeleteFunc(slices.Clone(values), func(pv *journal.PathValue) bool { return refused[pv] })
+	if _, err := a.j.SettleOutOfSync(ctx, term, accepted, out.refused, out.code(), out.message()); err != nil {
+		return 0, nil, err
+	}
+	if len(out.refused) > 0 {
+		a.noteRefused(out.err.Err())
+		a.warnOutOfSync(log, "device refused the retry of out-of-sync paths", out)
+	}
+	after, err := a.j.OutOfSync(ctx)
+	if err != nil {
+		return 0, nil, err
+	}
+	after = slices.DeleteFunc(after, func(rec *journal.OutOfSync) bool { return !selected(rec, paths) })
+	log.Info("retried out-of-sync paths", "retried", len(recs), "settled", len(recs)-len(after), "values", len(values))
+	a.broadcast()
+	return len(recs) - len(after), after, nil
+}
+
+// selected reports whether rec is at or under one of paths (all records
+// when paths is empty).
+func selected(rec *journal.OutOfSync, paths []*gpb.Path) bool {
+	if len(paths) == 0 {
+		return true
+	}
+	for _, p := range paths {
+		if journal.IsUnder(rec.GetValue().GetPath(), p) {
+			return true
+		}
+	}
+	return false
 }

@@ -147,3 +147,23 @@ func setExtension(req *gpb.SetRequest, r *sidecarpb.Request) {
 	}
 	req.Extension = exts
 }
+
+// Resolve settles out-of-sync paths (docs/cli.md, resolve): action RETRY,
+// SKIP or ADOPT, paths as gNMI path strings (required for ADOPT; for RETRY
+// and SKIP they narrow the out-of-sync paths, none meaning all).
+func Resolve(ctx context.Context, c gpb.GNMIClient, action sidecarpb.Resolve_Action, paths []string, opts ...grpc.CallOption) (*sidecarpb.ResolveResult, error) {
+	req := &gpb.SetRequest{}
+	setExtension(req, &sidecarpb.Request{Resolve: &sidecarpb.Resolve{Action: action, Paths: paths}})
+	resp, err := c.Set(ctx, req, opts...)
+	if err != nil {
+		return nil, fmt.Errorf("sidecar resolve: %w", err)
+	}
+	r, ok, err := ResponseOf(resp)
+	if err != nil {
+		return nil, fmt.Errorf("sidecar resolve: %w", err)
+	}
+	if !ok || r.GetResolve() == nil {
+		return nil, fmt.Errorf("sidecar resolve: the SetResponse carries no resolve result (is the target a gnmi-sidecar?)")
+	}
+	return r.GetResolve(), nil
+}

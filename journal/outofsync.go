@@ -120,6 +120,21 @@ func (w *writeTxn) dropOutOfSync(c *Configuration, rec *OutOfSync) error {
 	return nil
 }
 
+// ProposeAdoption journals ops, which write values the device already
+// holds (read from it), as a proposal marked adopted with its author: it is
+// committed like any change and its apply completes without a device Set
+// (an operator's `resolve skip|adopt`); applying it settles the out-of-sync
+// records of the paths it writes. Refused like ProposeChange while a
+// commit-confirmed is outstanding.
+func (j *Journal) ProposeAdoption(ctx context.Context, ops []*Op, author string, then ...func(*Tx) error) (*Proposal, error) {
+	return j.propose(ctx, ops, "a commit-confirmed is outstanding", "confirm or cancel it first, or wait for its rollback",
+		func(w *writeTxn, p *Proposal) error {
+			p.Change.Adopted = true
+			p.Change.Author = author
+			return w.put(proposalKey(p.GetIndex()), p)
+		}, then)
+}
+
 // FailApplyRollback records the device's definitive refusal of proposal
 // i's rollback values, sent under term (DESIGN "never stuck, never
 // silent"): the rollback takes effect in the journal as

@@ -122,7 +122,7 @@ func RequiredAction(fullMethod string, req any) Action {
 // SetAction returns what a SetRequest is and the role it needs, from its
 // extensions, decoded exactly as Set decodes them:
 //
-//   - the sidecar extension with a rollback: admin;
+//   - the sidecar extension with a rollback or a resolve: admin;
 //   - commit-confirmed confirm, cancel or set_rollback_duration: admin;
 //   - anything else (a change, a commit-confirmed commit): write.
 //
@@ -134,6 +134,9 @@ func SetAction(req *gpb.SetRequest) Action {
 	}
 	if ext.GetRollback() != nil {
 		return Action{"rollback", RoleAdmin} // with a commit extension too: Set refuses it
+	}
+	if ext.GetResolve() != nil {
+		return Action{"resolve", RoleAdmin}
 	}
 	if commit == nil {
 		return Action{"Set", RoleWrite}

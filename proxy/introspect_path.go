@@ -72,9 +72,10 @@ func introspectSchema() *schemaNode {
 			"proposal", "error-code", "error-message", "since"))),
 		schemaContainer(elemProposals, schemaList("proposal", "index",
 			schemaState("index", "phase", "commit-status", "apply-status", "proposed", "committed",
-				"apply-started", "applied", "error-code", "error-message", "operations", "rollback-index",
-				"rollback-commit-status", "rollback-apply-status", "rollback-proposed", "rollback-committed",
-				"rollback-apply-started", "rollback-applied"),
+				"apply-started", "applied", "error-code", "error-message", "operations", "author", "adopted",
+				"rollback-index", "rollback-commit-status", "rollback-apply-status", "rollback-proposed",
+				"rollback-committed", "rollback-apply-started", "rollback-applied", "rollback-error-code",
+				"rollback-error-message"),
 			schemaContainer("operations", schemaList("operation", "seq", schemaState("kind", "path", "value"))),
 			schemaContainer("changes", schemaList("change", "path", schemaState("path", "deleted", "value",
 				"previous-index", "previous-deleted", "previous-value"))))))

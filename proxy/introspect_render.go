@@ -318,6 +318,10 @@ func proposalState(b leafBuilder, p *journal.Proposal) {
 		b.add("error-message", tvString(e.GetMessage()))
 	}
 	b.add("operations", tvUint(uint64(len(ch.GetOps()))))
+	b.add("author", tvString(ch.GetAuthor()))
+	if ch.GetAdopted() {
+		b.add("adopted", tvBool(true))
+	}
 	if p.GetPhase() != journal.PhaseRollback {
 		return
 	}
@@ -328,6 +332,10 @@ func proposalState(b leafBuilder, p *journal.Proposal) {
 	b.add("rollback-proposed", tvTime(rb.GetProposed()))
 	b.add("rollback-committed", tvTime(rb.GetCommitted()))
 	b.add("rollback-apply-started", tvTime(rb.GetApplyStarted()))
+	if e := rb.GetError(); e != nil {
+		b.add("rollback-error-code", tvString(codeName(codes.Code(e.GetCode()))))
+		b.add("rollback-error-message", tvString(e.GetMessage()))
+	}
 	b.add("rollback-applied", tvTime(rb.GetApplied()))
 }
 

@@ -282,6 +282,8 @@ func TestSchemaMatchesRenderer(t *testing.T) {
 	p.Change.Error = &journalpb.Error{Code: 3, Message: "x"}
 	p.Rollback.Commit, p.Rollback.Apply = journal.StatusComplete, journal.StatusComplete
 	p.Rollback.Proposed, p.Rollback.Committed, p.Rollback.ApplyStarted, p.Rollback.Applied = stamp(1), stamp(2), stamp(3), stamp(4)
+	p.Rollback.Error = &journalpb.Error{Code: 3, Message: "refused"}
+	p.Change.Author, p.Change.Adopted = "alice", true
 	var leaves []treeLeaf
 	leaves = append(leaves, configurationLeaves(&journal.Configuration{Status: journal.StatusComplete, RollingBack: 2, HistoryFloor: stamp(1)})...)
 	leaves = append(leaves, deviceLeaves("a", agent.Status{Connected: true, Term: 1, LastRepush: fixtureTime, LastError: "e"})...)

@@ -33,8 +33,15 @@ func (s *Server) Set(ctx context.Context, req *gpb.SetRequest) (*gpb.SetResponse
 	}
 	sync := ext.GetMode() == sidecarpb.SetMode_SET_MODE_SYNC
 	switch {
-	case commit != nil && ext.GetRollback() != nil:
-		return nil, status.Error(codes.InvalidArgument, "a Set cannot carry both the commit-confirmed extension and the sidecar's rollback")
+	case commit != nil && (ext.GetRollback() != nil || ext.GetResolve() != nil):
+		return nil, status.Error(codes.InvalidArgument, "a Set cannot carry both the commit-confirmed extension and the sidecar's rollback or resolve")
+	case ext.GetRollback() != nil && ext.GetResolve() != nil:
+		return nil, status.Error(codes.InvalidArgument, "a Set cannot carry both a rollback and a resolve")
+	case ext.GetResolve() != nil:
+		if hasOps(req) {
+			return nil, status.Error(codes.InvalidArgument, "a resolve Set (sidecar extension with resolve) must carry no operations")
+		}
+		return s.resolve(ctx, ext.GetResolve())
 	case commit != nil:
 		return s.commitConfirmed(ctx, req, commit, sync)
 	case ext.GetRollback() != nil:

@@ -107,7 +107,7 @@ func failed(what string, err error) error {
 // sidecar over gNMI (docs/cli.md).
 func newOpsCommands(stdout, stderr io.Writer) []*cobra.Command {
 	return []*cobra.Command{newJournalCommand(stdout, stderr), newRollbackCommand(stdout, stderr),
-		newCommitCommand(stdout, stderr), newStatusCommand(stdout, stderr)}
+		newCommitCommand(stdout, stderr), newStatusCommand(stdout, stderr), newResolveCommand(stdout, stderr)}
 }
 
 // --- common flags ---
@@ -341,6 +341,14 @@ func keyValues(w io.Writer, indent string, kv ...string) error {
 	return tw.Flush()
 }
 
+// optBool is "true", or "" (left out) for false.
+func optBool(b bool) string {
+	if b {
+		return "true"
+	}
+	return ""
+}
+
 func optTime(t time.Time) string {
 	if t.IsZero() {
 		return ""
@@ -461,6 +469,8 @@ func printProposal(w io.Writer, d *ProposalDetail) error {
 		"applied", optTime(p.Applied),
 		"error", p.Error(),
 		"operations", strconv.FormatUint(p.Operations, 10),
+		"author", p.Author,
+		"adopted", optBool(p.Adopted),
 		"rollback-index", optUintText(p.RollbackIndex),
 		"rollback-commit-status", p.RollbackCommitStatus,
 		"rollback-apply-status", p.RollbackApplyStatus,
@@ -468,6 +478,7 @@ func printProposal(w io.Writer, d *ProposalDetail) error {
 		"rollback-committed", optTime(p.RollbackCommitted),
 		"rollback-apply-started", optTime(p.RollbackApplyStarted),
 		"rollback-applied", optTime(p.RollbackApplied),
+		"rollback-error", strings.TrimSpace(strings.TrimSuffix(p.RollbackErrorCode+": "+p.RollbackErrorMessage, ": ")),
 	); err != nil {
 		return err
 	}
@@ -541,6 +552,93 @@ newer change in effect follows fails with exit code 5.
 		})
 	}
 	return cmd
+}
+
+// --- resolve ---
+
+// ResolveOutput is what `gnmi-sidecar resolve ...` prints in JSON.
+type ResolveOutput struct {
+	Action         string   `json:"action"`
+	Settled        uint64   `json:"settled"`
+	StillOutOfSync []string `json:"still_out_of_sync"`
+	Proposal       uint64   `json:"proposal,omitempty"`
+}
+
+func newResolveCommand(stdout, stderr io.Writer) *cobra.Command {
+	o := &ops{stdout: stdout, stderr: stderr}
+	cmd := o.group(&cobra.Command{
+		Use:   "resolve",
+		Short: "Settle paths the device is out of sync for: retry, skip or adopt",
+		Long: `resolve settles the paths "gnmi-sidecar status" lists as out of sync: values
+of a rollback, a commit-confirmed revert or a re-push that the device refused
+for good. The journal records them as applied; the device may hold
+something else there.
+
+  retry [PATH...]   push the journal's values again (all out-of-sync paths, or
+                    those at or under PATH); the ones the device takes are
+                    settled, the others stay out of sync with its new answer
+  skip [PATH...]    give up on them: the device's current values there are
+                    read back and recorded as applied (a journal proposal
+                    authored by you, sent to no device)
+  adopt PATH...     the same for any PATH: make the device's current values
+                    the journal's
+
+Each is recorded in the journal: a retry as its outcome on the out-of-sync
+records, skip and adopt as a proposal naming who asked (journal show).
+Exit code 1 when a retry leaves paths out of sync.
+
+` + exitCodesHelp,
+	})
+	o.cfg.addFlags(cmd.PersistentFlags())
+	action := func(use, short string, a sidecarpb.Resolve_Action, args cobra.PositionalArgs) *cobra.Command {
+		c := o.command(&cobra.Command{Use: use, Short: short, Long: short + "\n\n" + exitCodesHelp})
+		c.Args = o.args(args)
+		c.RunE = func(cmd *cobra.Command, paths []string) error {
+			name := strings.Fields(use)[0]
+			return o.run(cmd, func(ctx context.Context, c gpb.GNMIClient) error {
+				r, err := client.Resolve(ctx, c, a, paths)
+				if err != nil {
+					return failed("resolve "+name, err)
+				}
+				out := ResolveOutput{Action: name, Settled: r.GetSettled(), StillOutOfSync: r.GetStillOutOfSync(), Proposal: r.GetProposal()}
+				if out.StillOutOfSync == nil {
+					out.StillOutOfSync = []string{}
+				}
+				if o.json() {
+					err = o.printJSON(out)
+				} else {
+					err = printResolve(o.stdout, out)
+				}
+				if err == nil && len(out.StillOutOfSync) > 0 {
+					err = &exitError{code: exitFailed, err: fmt.Errorf("resolve %s: %d paths still out of sync", name, len(out.StillOutOfSync))}
+				}
+				return err
+			})
+		}
+		return c
+	}
+	cmd.AddCommand(
+		action("retry [PATH...]", "Push the journal's values of the out-of-sync paths to the device again", sidecarpb.Resolve_ACTION_RETRY, cobra.ArbitraryArgs),
+		action("skip [PATH...]", "Record the device's current values of the out-of-sync paths as applied", sidecarpb.Resolve_ACTION_SKIP, cobra.ArbitraryArgs),
+		action("adopt PATH...", "Record the device's current values at PATH as applied", sidecarpb.Resolve_ACTION_ADOPT, cobra.MinimumNArgs(1)),
+	)
+	return cmd
+}
+
+func printResolve(w io.Writer, r ResolveOutput) error {
+	s := fmt.Sprintf("%s: %d out-of-sync paths settled", r.Action, r.Settled)
+	if r.Proposal != 0 {
+		s += fmt.Sprintf(", the device's values recorded as proposal %d", r.Proposal)
+	}
+	if _, err := fmt.Fprintln(w, s); err != nil {
+		return err
+	}
+	for _, p := range r.StillOutOfSync {
+		if _, err := fmt.Fprintf(w, "still out of sync: %s\n", p); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // --- commit ---

@@ -115,6 +115,10 @@ type ProposalState struct {
 	ErrorCode            string    `json:"error_code,omitempty"`
 	ErrorMessage         string    `json:"error_message,omitempty"`
 	Operations           uint64    `json:"operations"` // how many the Set had
+	Author               string    `json:"author,omitempty"`
+	Adopted              bool      `json:"adopted,omitempty"` // the device's values, recorded by resolve skip|adopt
+	RollbackErrorCode    string    `json:"rollback_error_code,omitempty"`
+	RollbackErrorMessage string    `json:"rollback_error_message,omitempty"`
 	RollbackIndex        *uint64   `json:"rollback_index,omitempty"`
 	RollbackCommitStatus string    `json:"rollback_commit_status,omitempty"`
 	RollbackApplyStatus  string    `json:"rollback_apply_status,omitempty"`
@@ -559,6 +563,10 @@ func proposalState(index uint64, m map[string]*gpb.TypedValue) ProposalState {
 		ErrorCode:            stringOf(m["error-code"]),
 		ErrorMessage:         stringOf(m["error-message"]),
 		Operations:           uintOf(m["operations"]),
+		Author:               stringOf(m["author"]),
+		Adopted:              boolOf(m["adopted"]),
+		RollbackErrorCode:    stringOf(m["rollback-error-code"]),
+		RollbackErrorMessage: stringOf(m["rollback-error-message"]),
 		RollbackIndex:        optUint(m["rollback-index"]),
 		RollbackCommitStatus: stringOf(m["rollback-commit-status"]),
 		RollbackApplyStatus:  stringOf(m["rollback-apply-status"]),

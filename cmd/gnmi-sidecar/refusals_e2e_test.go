@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/url"
@@ -92,6 +93,9 @@ func TestRefusedRollbackAndRepushDoNotBlock(t *testing.T) {
 		t.Errorf("status does not name the out-of-sync path:\n%s", text)
 	}
 
+	// A retry while the device still refuses it leaves it out of sync.
+	runOpsAt(t, s.sidecar.addr, "resolve", "retry").wantCode(t, exitFailed, "1 paths still out of sync")
+
 	// The device restarts empty while it refuses eth1's description: the
 	// re-push pushes everything else and marks that path out of sync.
 	postAdmin(t, s.devAdmin, "/faults/clear")
@@ -110,6 +114,52 @@ func TestRefusedRollbackAndRepushDoNotBlock(t *testing.T) {
 	}
 	if v, _ := mustGetLeaf(t, s.devClient, descPath("eth0")); v != "one" {
 		t.Errorf("device eth0 description = %q after the re-push, want the rolled-back value %q", v, "one")
+	}
+
+	// skip: the device's value (none: it restarted empty and refused the
+	// re-push's) becomes the journal's, recorded as a proposal.
+	out := mustOps(t, s.sidecar.addr, "resolve", "skip")
+	if !strings.Contains(out, "skip: 1 out-of-sync paths settled") {
+		t.Errorf("resolve skip printed %q", out)
+	}
+	if got := outOfSyncPaths(t, s.sidecar.addr); len(got) != 0 {
+		t.Fatalf("out of sync after resolve skip: %v", got)
+	}
+	postAdmin(t, s.devAdmin, "/faults/clear")
+
+	// adopt: a value written on the device behind the sidecar's back
+	// becomes the journal's, so a re-push keeps it.
+	eth3 := "/interfaces/interface[name=eth3]/config/description"
+	if _, err := setDesc(context.Background(), s.devClient, "eth3", "written on the device"); err != nil {
+		t.Fatal(err)
+	}
+	var adopted ResolveOutput
+	if err := json.Unmarshal([]byte(mustOps(t, s.sidecar.addr, "resolve", "adopt", eth3, "--output", "json")), &adopted); err != nil {
+		t.Fatal(err)
+	}
+	if adopted.Proposal == 0 {
+		t.Fatalf("resolve adopt recorded no proposal: %+v", adopted)
+	}
+	show := mustOps(t, s.sidecar.addr, "journal", "show", fmt.Sprint(adopted.Proposal))
+	for _, want := range []string{"adopted:", "true", "author:", "127.0.0.1:", eth3, "written on the device"} {
+		if !strings.Contains(show, want) {
+			t.Errorf("journal show %d lacks %q:\n%s", adopted.Proposal, want, show)
+		}
+	}
+
+	// Both survive a SIGKILL of the sidecar and a device restart.
+	s.sidecar.kill(t)
+	s.startSidecar(t, s.sidecar.addr)
+	postAdmin(t, s.devAdmin, "/restart")
+	poll(t, 20*time.Second, "the re-push to restore the adopted value", func() (bool, string) {
+		v, ok, err := getLeaf(context.Background(), s.devClient, descPath("eth3"))
+		return err == nil && ok && v == "written on the device", fmt.Sprintf("%q %v %v", v, ok, err)
+	})
+	if got := outOfSyncPaths(t, s.sidecar.addr); len(got) != 0 {
+		t.Errorf("out of sync after a restart: %v", got)
+	}
+	if _, ok, _ := getLeaf(context.Background(), s.devClient, descPath("eth1")); ok {
+		t.Error("the skipped path came back on the device")
 	}
 	s.verifyTrace(t, trace.VerifyOptions{Quiescent: true})
 }

@@ -697,7 +697,12 @@ type Change struct {
 	ApplyStarted *timestamppb.Timestamp `protobuf:"bytes,7,opt,name=apply_started,json=applyStarted,proto3" json:"apply_started,omitempty"`
 	Applied      *timestamppb.Timestamp `protobuf:"bytes,8,opt,name=applied,proto3" json:"applied,omitempty"`
 	// Why the commit or apply failed or was aborted.
-	Error         *Error `protobuf:"bytes,9,opt,name=error,proto3" json:"error,omitempty"`
+	Error *Error `protobuf:"bytes,9,opt,name=error,proto3" json:"error,omitempty"`
+	// The change records values the device already holds (an operator's
+	// `resolve skip|adopt`): its apply completes without a device Set.
+	Adopted bool `protobuf:"varint,10,opt,name=adopted,proto3" json:"adopted,omitempty"`
+	// Who proposed it (for now set on adoptions only).
+	Author        string `protobuf:"bytes,11,opt,name=author,proto3" json:"author,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -793,6 +798,20 @@ func (x *Change) GetError() *Error {
 		return x.Error
 	}
 	return nil
+}
+
+func (x *Change) GetAdopted() bool {
+	if x != nil {
+		return x.Adopted
+	}
+	return false
+}
+
+func (x *Change) GetAuthor() string {
+	if x != nil {
+		return x.Author
+	}
+	return ""
 }
 
 type Rollback struct {
@@ -1726,7 +1745,7 @@ const file_journal_journalpb_journal_proto_rawDesc = "" +
 	"\x05value\x18\x04 \x01(\v2\x10.gnmi.TypedValueR\x05value\"5\n" +
 	"\x05Error\x12\x12\n" +
 	"\x04code\x18\x01 \x01(\rR\x04code\x12\x18\n" +
-	"\amessage\x18\x02 \x01(\tR\amessage\"\xfd\x03\n" +
+	"\amessage\x18\x02 \x01(\tR\amessage\"\xaf\x04\n" +
 	"\x06Change\x12,\n" +
 	"\x03ops\x18\x01 \x03(\v2\x1a.gnmisidecar.journal.v1.OpR\x03ops\x129\n" +
 	"\x06values\x18\x02 \x03(\v2!.gnmisidecar.journal.v1.PathValueR\x06values\x126\n" +
@@ -1736,7 +1755,10 @@ const file_journal_journalpb_journal_proto_rawDesc = "" +
 	"\tcommitted\x18\x06 \x01(\v2\x1a.google.protobuf.TimestampR\tcommitted\x12?\n" +
 	"\rapply_started\x18\a \x01(\v2\x1a.google.protobuf.TimestampR\fapplyStarted\x124\n" +
 	"\aapplied\x18\b \x01(\v2\x1a.google.protobuf.TimestampR\aapplied\x123\n" +
-	"\x05error\x18\t \x01(\v2\x1d.gnmisidecar.journal.v1.ErrorR\x05error\"\xe7\x03\n" +
+	"\x05error\x18\t \x01(\v2\x1d.gnmisidecar.journal.v1.ErrorR\x05error\x12\x18\n" +
+	"\aadopted\x18\n" +
+	" \x01(\bR\aadopted\x12\x16\n" +
+	"\x06author\x18\v \x01(\tR\x06author\"\xe7\x03\n" +
 	"\bRollback\x12\x14\n" +
 	"\x05index\x18\x01 \x01(\x04R\x05index\x129\n" +
 	"\x06values\x18\x02 \x03(\v2!.gnmisidecar.journal.v1.PathValueR\x06values\x126\n" +

@@ -182,6 +182,61 @@ func (Status) EnumDescriptor() ([]byte, []int) {
 	return file_proxy_sidecarpb_sidecar_proto_rawDescGZIP(), []int{2}
 }
 
+type Resolve_Action int32
+
+const (
+	Resolve_ACTION_UNSPECIFIED Resolve_Action = 0
+	// Push the journal's applied values of the out-of-sync paths again.
+	Resolve_ACTION_RETRY Resolve_Action = 1
+	// Give up on them: the device's current values become the journal's.
+	Resolve_ACTION_SKIP Resolve_Action = 2
+	// Make the device's current values at paths the journal's.
+	Resolve_ACTION_ADOPT Resolve_Action = 3
+)
+
+// Enum value maps for Resolve_Action.
+var (
+	Resolve_Action_name = map[int32]string{
+		0: "ACTION_UNSPECIFIED",
+		1: "ACTION_RETRY",
+		2: "ACTION_SKIP",
+		3: "ACTION_ADOPT",
+	}
+	Resolve_Action_value = map[string]int32{
+		"ACTION_UNSPECIFIED": 0,
+		"ACTION_RETRY":       1,
+		"ACTION_SKIP":        2,
+		"ACTION_ADOPT":       3,
+	}
+)
+
+func (x Resolve_Action) Enum() *Resolve_Action {
+	p := new(Resolve_Action)
+	*p = x
+	return p
+}
+
+func (x Resolve_Action) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (Resolve_Action) Descriptor() protoreflect.EnumDescriptor {
+	return file_proxy_sidecarpb_sidecar_proto_enumTypes[3].Descriptor()
+}
+
+func (Resolve_Action) Type() protoreflect.EnumType {
+	return &file_proxy_sidecarpb_sidecar_proto_enumTypes[3]
+}
+
+func (x Resolve_Action) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use Resolve_Action.Descriptor instead.
+func (Resolve_Action) EnumDescriptor() ([]byte, []int) {
+	return file_proxy_sidecarpb_sidecar_proto_rawDescGZIP(), []int{1, 0}
+}
+
 // Rolls back one proposal.
 type Rollback struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -228,19 +283,78 @@ func (x *Rollback) GetIndex() uint64 {
 	return 0
 }
 
+// Settles paths the device is out of sync for (see docs/cli.md, resolve).
+type Resolve struct {
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	Action Resolve_Action         `protobuf:"varint,1,opt,name=action,proto3,enum=gnmisidecar.extension.v1.Resolve_Action" json:"action,omitempty"`
+	// The paths (gNMI path strings, e.g. /system/config/hostname): required
+	// for ADOPT; for RETRY and SKIP they narrow the out-of-sync paths
+	// concerned (empty: all of them).
+	Paths         []string `protobuf:"bytes,2,rep,name=paths,proto3" json:"paths,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Resolve) Reset() {
+	*x = Resolve{}
+	mi := &file_proxy_sidecarpb_sidecar_proto_msgTypes[1]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Resolve) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Resolve) ProtoMessage() {}
+
+func (x *Resolve) ProtoReflect() protoreflect.Message {
+	mi := &file_proxy_sidecarpb_sidecar_proto_msgTypes[1]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Resolve.ProtoReflect.Descriptor instead.
+func (*Resolve) Descriptor() ([]byte, []int) {
+	return file_proxy_sidecarpb_sidecar_proto_rawDescGZIP(), []int{1}
+}
+
+func (x *Resolve) GetAction() Resolve_Action {
+	if x != nil {
+		return x.Action
+	}
+	return Resolve_ACTION_UNSPECIFIED
+}
+
+func (x *Resolve) GetPaths() []string {
+	if x != nil {
+		return x.Paths
+	}
+	return nil
+}
+
 // In SetRequest.extension.
 type Request struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	Mode  SetMode                `protobuf:"varint,1,opt,name=mode,proto3,enum=gnmisidecar.extension.v1.SetMode" json:"mode,omitempty"`
 	// Set only on a Set with no operations: that Set is a rollback.
-	Rollback      *Rollback `protobuf:"bytes,2,opt,name=rollback,proto3" json:"rollback,omitempty"`
+	Rollback *Rollback `protobuf:"bytes,2,opt,name=rollback,proto3" json:"rollback,omitempty"`
+	// Set only on a Set with no operations: that Set resolves out-of-sync
+	// paths.
+	Resolve       *Resolve `protobuf:"bytes,3,opt,name=resolve,proto3" json:"resolve,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Request) Reset() {
 	*x = Request{}
-	mi := &file_proxy_sidecarpb_sidecar_proto_msgTypes[1]
+	mi := &file_proxy_sidecarpb_sidecar_proto_msgTypes[2]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -252,7 +366,7 @@ func (x *Request) String() string {
 func (*Request) ProtoMessage() {}
 
 func (x *Request) ProtoReflect() protoreflect.Message {
-	mi := &file_proxy_sidecarpb_sidecar_proto_msgTypes[1]
+	mi := &file_proxy_sidecarpb_sidecar_proto_msgTypes[2]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -265,7 +379,7 @@ func (x *Request) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Request.ProtoReflect.Descriptor instead.
 func (*Request) Descriptor() ([]byte, []int) {
-	return file_proxy_sidecarpb_sidecar_proto_rawDescGZIP(), []int{1}
+	return file_proxy_sidecarpb_sidecar_proto_rawDescGZIP(), []int{2}
 }
 
 func (x *Request) GetMode() SetMode {
@@ -282,6 +396,77 @@ func (x *Request) GetRollback() *Rollback {
 	return nil
 }
 
+func (x *Request) GetResolve() *Resolve {
+	if x != nil {
+		return x.Resolve
+	}
+	return nil
+}
+
+// What a resolve did.
+type ResolveResult struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Out-of-sync paths settled.
+	Settled uint64 `protobuf:"varint,1,opt,name=settled,proto3" json:"settled,omitempty"`
+	// Paths still out of sync afterwards (a retry the device refused again).
+	StillOutOfSync []string `protobuf:"bytes,2,rep,name=still_out_of_sync,json=stillOutOfSync,proto3" json:"still_out_of_sync,omitempty"`
+	// The proposal that records the device's values (SKIP, ADOPT; 0: none).
+	Proposal      uint64 `protobuf:"varint,3,opt,name=proposal,proto3" json:"proposal,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ResolveResult) Reset() {
+	*x = ResolveResult{}
+	mi := &file_proxy_sidecarpb_sidecar_proto_msgTypes[3]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ResolveResult) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ResolveResult) ProtoMessage() {}
+
+func (x *ResolveResult) ProtoReflect() protoreflect.Message {
+	mi := &file_proxy_sidecarpb_sidecar_proto_msgTypes[3]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ResolveResult.ProtoReflect.Descriptor instead.
+func (*ResolveResult) Descriptor() ([]byte, []int) {
+	return file_proxy_sidecarpb_sidecar_proto_rawDescGZIP(), []int{3}
+}
+
+func (x *ResolveResult) GetSettled() uint64 {
+	if x != nil {
+		return x.Settled
+	}
+	return 0
+}
+
+func (x *ResolveResult) GetStillOutOfSync() []string {
+	if x != nil {
+		return x.StillOutOfSync
+	}
+	return nil
+}
+
+func (x *ResolveResult) GetProposal() uint64 {
+	if x != nil {
+		return x.Proposal
+	}
+	return 0
+}
+
 // In SetResponse.extension of every Set the sidecar answers.
 type Response struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -290,15 +475,17 @@ type Response struct {
 	Phase Phase  `protobuf:"varint,2,opt,name=phase,proto3,enum=gnmisidecar.extension.v1.Phase" json:"phase,omitempty"`
 	// Commit and apply status of the change, or of the rollback when phase
 	// is PHASE_ROLLBACK.
-	Commit        Status `protobuf:"varint,3,opt,name=commit,proto3,enum=gnmisidecar.extension.v1.Status" json:"commit,omitempty"`
-	Apply         Status `protobuf:"varint,4,opt,name=apply,proto3,enum=gnmisidecar.extension.v1.Status" json:"apply,omitempty"`
+	Commit Status `protobuf:"varint,3,opt,name=commit,proto3,enum=gnmisidecar.extension.v1.Status" json:"commit,omitempty"`
+	Apply  Status `protobuf:"varint,4,opt,name=apply,proto3,enum=gnmisidecar.extension.v1.Status" json:"apply,omitempty"`
+	// Set on the answer to a resolve.
+	Resolve       *ResolveResult `protobuf:"bytes,5,opt,name=resolve,proto3" json:"resolve,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Response) Reset() {
 	*x = Response{}
-	mi := &file_proxy_sidecarpb_sidecar_proto_msgTypes[2]
+	mi := &file_proxy_sidecarpb_sidecar_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -310,7 +497,7 @@ func (x *Response) String() string {
 func (*Response) ProtoMessage() {}
 
 func (x *Response) ProtoReflect() protoreflect.Message {
-	mi := &file_proxy_sidecarpb_sidecar_proto_msgTypes[2]
+	mi := &file_proxy_sidecarpb_sidecar_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -323,7 +510,7 @@ func (x *Response) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Response.ProtoReflect.Descriptor instead.
 func (*Response) Descriptor() ([]byte, []int) {
-	return file_proxy_sidecarpb_sidecar_proto_rawDescGZIP(), []int{2}
+	return file_proxy_sidecarpb_sidecar_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *Response) GetIndex() uint64 {
@@ -354,21 +541,42 @@ func (x *Response) GetApply() Status {
 	return Status_STATUS_UNSPECIFIED
 }
 
+func (x *Response) GetResolve() *ResolveResult {
+	if x != nil {
+		return x.Resolve
+	}
+	return nil
+}
+
 var File_proxy_sidecarpb_sidecar_proto protoreflect.FileDescriptor
 
 const file_proxy_sidecarpb_sidecar_proto_rawDesc = "" +
 	"\n" +
 	"\x1dproxy/sidecarpb/sidecar.proto\x12\x18gnmisidecar.extension.v1\" \n" +
 	"\bRollback\x12\x14\n" +
-	"\x05index\x18\x01 \x01(\x04R\x05index\"\x80\x01\n" +
+	"\x05index\x18\x01 \x01(\x04R\x05index\"\xb8\x01\n" +
+	"\aResolve\x12@\n" +
+	"\x06action\x18\x01 \x01(\x0e2(.gnmisidecar.extension.v1.Resolve.ActionR\x06action\x12\x14\n" +
+	"\x05paths\x18\x02 \x03(\tR\x05paths\"U\n" +
+	"\x06Action\x12\x16\n" +
+	"\x12ACTION_UNSPECIFIED\x10\x00\x12\x10\n" +
+	"\fACTION_RETRY\x10\x01\x12\x0f\n" +
+	"\vACTION_SKIP\x10\x02\x12\x10\n" +
+	"\fACTION_ADOPT\x10\x03\"\xbd\x01\n" +
 	"\aRequest\x125\n" +
 	"\x04mode\x18\x01 \x01(\x0e2!.gnmisidecar.extension.v1.SetModeR\x04mode\x12>\n" +
-	"\brollback\x18\x02 \x01(\v2\".gnmisidecar.extension.v1.RollbackR\brollback\"\xc9\x01\n" +
+	"\brollback\x18\x02 \x01(\v2\".gnmisidecar.extension.v1.RollbackR\brollback\x12;\n" +
+	"\aresolve\x18\x03 \x01(\v2!.gnmisidecar.extension.v1.ResolveR\aresolve\"p\n" +
+	"\rResolveResult\x12\x18\n" +
+	"\asettled\x18\x01 \x01(\x04R\asettled\x12)\n" +
+	"\x11still_out_of_sync\x18\x02 \x03(\tR\x0estillOutOfSync\x12\x1a\n" +
+	"\bproposal\x18\x03 \x01(\x04R\bproposal\"\x8c\x02\n" +
 	"\bResponse\x12\x14\n" +
 	"\x05index\x18\x01 \x01(\x04R\x05index\x125\n" +
 	"\x05phase\x18\x02 \x01(\x0e2\x1f.gnmisidecar.extension.v1.PhaseR\x05phase\x128\n" +
 	"\x06commit\x18\x03 \x01(\x0e2 .gnmisidecar.extension.v1.StatusR\x06commit\x126\n" +
-	"\x05apply\x18\x04 \x01(\x0e2 .gnmisidecar.extension.v1.StatusR\x05apply*0\n" +
+	"\x05apply\x18\x04 \x01(\x0e2 .gnmisidecar.extension.v1.StatusR\x05apply\x12A\n" +
+	"\aresolve\x18\x05 \x01(\v2'.gnmisidecar.extension.v1.ResolveResultR\aresolve*0\n" +
 	"\aSetMode\x12\x11\n" +
 	"\rSET_MODE_SYNC\x10\x00\x12\x12\n" +
 	"\x0eSET_MODE_ASYNC\x10\x01*D\n" +
@@ -396,27 +604,33 @@ func file_proxy_sidecarpb_sidecar_proto_rawDescGZIP() []byte {
 	return file_proxy_sidecarpb_sidecar_proto_rawDescData
 }
 
-var file_proxy_sidecarpb_sidecar_proto_enumTypes = make([]protoimpl.EnumInfo, 3)
-var file_proxy_sidecarpb_sidecar_proto_msgTypes = make([]protoimpl.MessageInfo, 3)
+var file_proxy_sidecarpb_sidecar_proto_enumTypes = make([]protoimpl.EnumInfo, 4)
+var file_proxy_sidecarpb_sidecar_proto_msgTypes = make([]protoimpl.MessageInfo, 5)
 var file_proxy_sidecarpb_sidecar_proto_goTypes = []any{
-	(SetMode)(0),     // 0: gnmisidecar.extension.v1.SetMode
-	(Phase)(0),       // 1: gnmisidecar.extension.v1.Phase
-	(Status)(0),      // 2: gnmisidecar.extension.v1.Status
-	(*Rollback)(nil), // 3: gnmisidecar.extension.v1.Rollback
-	(*Request)(nil),  // 4: gnmisidecar.extension.v1.Request
-	(*Response)(nil), // 5: gnmisidecar.extension.v1.Response
+	(SetMode)(0),          // 0: gnmisidecar.extension.v1.SetMode
+	(Phase)(0),            // 1: gnmisidecar.extension.v1.Phase
+	(Status)(0),           // 2: gnmisidecar.extension.v1.Status
+	(Resolve_Action)(0),   // 3: gnmisidecar.extension.v1.Resolve.Action
+	(*Rollback)(nil),      // 4: gnmisidecar.extension.v1.Rollback
+	(*Resolve)(nil),       // 5: gnmisidecar.extension.v1.Resolve
+	(*Request)(nil),       // 6: gnmisidecar.extension.v1.Request
+	(*ResolveResult)(nil), // 7: gnmisidecar.extension.v1.ResolveResult
+	(*Response)(nil),      // 8: gnmisidecar.extension.v1.Response
 }
 var file_proxy_sidecarpb_sidecar_proto_depIdxs = []int32{
-	0, // 0: gnmisidecar.extension.v1.Request.mode:type_name -> gnmisidecar.extension.v1.SetMode
-	3, // 1: gnmisidecar.extension.v1.Request.rollback:type_name -> gnmisidecar.extension.v1.Rollback
-	1, // 2: gnmisidecar.extension.v1.Response.phase:type_name -> gnmisidecar.extension.v1.Phase
-	2, // 3: gnmisidecar.extension.v1.Response.commit:type_name -> gnmisidecar.extension.v1.Status
-	2, // 4: gnmisidecar.extension.v1.Response.apply:type_name -> gnmisidecar.extension.v1.Status
-	5, // [5:5] is the sub-list for method output_type
-	5, // [5:5] is the sub-list for method input_type
-	5, // [5:5] is the sub-list for extension type_name
-	5, // [5:5] is the sub-list for extension extendee
-	0, // [0:5] is the sub-list for field type_name
+	3, // 0: gnmisidecar.extension.v1.Resolve.action:type_name -> gnmisidecar.extension.v1.Resolve.Action
+	0, // 1: gnmisidecar.extension.v1.Request.mode:type_name -> gnmisidecar.extension.v1.SetMode
+	4, // 2: gnmisidecar.extension.v1.Request.rollback:type_name -> gnmisidecar.extension.v1.Rollback
+	5, // 3: gnmisidecar.extension.v1.Request.resolve:type_name -> gnmisidecar.extension.v1.Resolve
+	1, // 4: gnmisidecar.extension.v1.Response.phase:type_name -> gnmisidecar.extension.v1.Phase
+	2, // 5: gnmisidecar.extension.v1.Response.commit:type_name -> gnmisidecar.extension.v1.Status
+	2, // 6: gnmisidecar.extension.v1.Response.apply:type_name -> gnmisidecar.extension.v1.Status
+	7, // 7: gnmisidecar.extension.v1.Response.resolve:type_name -> gnmisidecar.extension.v1.ResolveResult
+	8, // [8:8] is the sub-list for method output_type
+	8, // [8:8] is the sub-list for method input_type
+	8, // [8:8] is the sub-list for extension type_name
+	8, // [8:8] is the sub-list for extension extendee
+	0, // [0:8] is the sub-list for field type_name
 }
 
 func init() { file_proxy_sidecarpb_sidecar_proto_init() }
@@ -429,8 +643,8 @@ func file_proxy_sidecarpb_sidecar_proto_init() {
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_proxy_sidecarpb_sidecar_proto_rawDesc), len(file_proxy_sidecarpb_sidecar_proto_rawDesc)),
-			NumEnums:      3,
-			NumMessages:   3,
+			NumEnums:      4,
+			NumMessages:   5,
 			NumExtensions: 0,
 			NumServices:   0,
 		},
