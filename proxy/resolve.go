@@ -213,4 +213,3 @@ func requester(ctx context.Context) string {
 func subjectOf(cert *x509.Certificate) string {
 	return fmt.Sprintf("cert:%s", cert.Subject.String())
 }
-

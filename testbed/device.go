@@ -95,9 +95,9 @@ type faults struct {
 	rejectCode codes.Code
 	// refuse holds paths at or under which every Set that writes or
 	// deletes is refused, with their codes.
-	refuse []refusedPath
-	delay      time.Duration
-	hangNext   bool
+	refuse   []refusedPath
+	delay    time.Duration
+	hangNext bool
 }
 
 // New returns a stopped device; call Start to serve it.
