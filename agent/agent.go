@@ -150,6 +150,11 @@ type Status struct {
 	SetRetries uint64
 	// SetsRefused counts the device's definitive refusals.
 	SetsRefused uint64
+	// Fenced: with Options.Fencing, the device refused a Set because
+	// another client holds a higher election id. The agent no longer
+	// connects or writes; FencedBy is the device's answer.
+	Fenced   bool
+	FencedBy string
 }
 
 // Agent drives the journal's proposals onto one device. Create it with
@@ -274,6 +279,9 @@ func (a *Agent) wait(ctx context.Context, i uint64, done func(*journal.Proposal)
 	read := true
 	for {
 		changed := a.Changes()
+		if a.Fenced() {
+			return nil, ErrFenced
+		}
 		if early != nil {
 			if p := early(); p != nil {
 				return p, nil
@@ -301,6 +309,10 @@ func (a *Agent) wait(ctx context.Context, i uint64, done func(*journal.Proposal)
 		t.Stop()
 	}
 }
+
+// ErrFenced ends a Wait when the agent is fenced (Status.Fenced): the
+// proposal waited for will not be applied by this run.
+var ErrFenced = errors.New("agent: fenced: another client is master on the device")
 
 // Applied reports whether proposal p is finished as far as the device is
 // concerned: its change's apply is Finished and, if it is being rolled
@@ -610,7 +622,7 @@ func (a *Agent) recordTerm(ctx context.Context, log *slog.Logger) error {
 	if err != nil {
 		return err
 	}
-	s.setTerm(m.GetTerm())
+	s.setTerm(m.GetTerm(), m.GetIncarnation())
 	log.Info("connected to device", "term", m.GetTerm(), "conn", m.GetConn(), "session", s.id)
 	return nil
 }
@@ -619,6 +631,9 @@ func (a *Agent) adoptTerm(ctx context.Context, term uint64, log *slog.Logger) er
 	s := a.termSession(term)
 	if s == nil {
 		return nil
+	}
+	if ok, err := a.claim(ctx, s, term, log); !ok {
+		return err
 	}
 	if _, err := a.j.StartReconcile(ctx, term); err != nil {
 		return err
@@ -648,6 +663,9 @@ func (a *Agent) repush(ctx context.Context, term uint64, log *slog.Logger) error
 	s := a.termSession(term)
 	if s == nil {
 		return nil
+	}
+	if ok, err := a.claim(ctx, s, term, log); !ok {
+		return err
 	}
 	a.setRepushing(true)
 	defer a.setRepushing(false)
@@ -749,6 +767,28 @@ func (a *Agent) repush(ctx context.Context, term uint64, log *slog.Logger) error
 	return nil
 }
 
+// claim announces this session's election id to the device with an empty
+// Set, as the gNMI master arbitration specification asks of a new master,
+// before anything is written under the new term (with Options.Fencing;
+// otherwise it does nothing). ok is false if the session cannot go on: the
+// device answered that another client is master (the agent is fenced) or
+// did not answer (the session ends). A device that refuses the empty Set
+// itself is logged and let be: the id is on every Set anyway.
+func (a *Agent) claim(ctx context.Context, s *session, term uint64, log *slog.Logger) (ok bool, err error) {
+	if !a.opts.Fencing {
+		return true, nil
+	}
+	_, err = a.send(s, term, &gpb.SetRequest{})
+	switch a.classify(err) {
+	case accepted:
+		return true, nil
+	case rejected:
+		log.Warn("the device refused the empty Set announcing the election id; going on", "err", err)
+		return true, nil
+	}
+	return false, a.endSession(ctx, s, err, log)
+}
+
 // largeRepush is the number of values from which a re-push returns the
 // memory it used to the operating system when it is done.
 const largeRepush = 10_000
@@ -824,6 +864,10 @@ func (a *Agent) endSession(ctx context.Context, s *session, err error, log *slog
 	if ctx.Err() != nil {
 		return ctx.Err()
 	}
+	if a.classify(err) == superseded {
+		a.fence(s, err, log)
+		return nil
+	}
 	a.noteError(err)
 	a.mu.Lock()
 	a.status.SetRetries++
@@ -832,6 +876,30 @@ func (a *Agent) endSession(ctx context.Context, s *session, err error, log *slog
 	log.Warn("set not acknowledged; reconnecting", "outcome", a.classify(err), "err", err)
 	s.end(fmt.Errorf("set not acknowledged: %w", err))
 	return nil
+}
+
+// fence stops the agent writing for good (until the sidecar restarts):
+// the device answered that another client holds a higher election id.
+// Raising its own id to win would make two writers take turns.
+func (a *Agent) fence(s *session, err error, log *slog.Logger) {
+	s.end(fmt.Errorf("fenced: %w", err))
+	a.mu.Lock()
+	first := !a.status.Fenced
+	a.status.Fenced, a.status.FencedBy = true, err.Error()
+	a.status.LastError = err.Error()
+	a.mu.Unlock()
+	if first {
+		log.Error("fenced: the device says another client is master; this sidecar stops writing to it until restarted",
+			"err", err, "election_id", s.electionID().String())
+	}
+	a.broadcast()
+}
+
+// Fenced reports whether the agent is fenced (Status.Fenced).
+func (a *Agent) Fenced() bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.status.Fenced
 }
 
 // noteRefused counts a definitive refusal and keeps its error.
@@ -856,7 +924,7 @@ func (a *Agent) sendAll(s *session, term uint64, reqs []*gpb.SetRequest) error {
 // send sends one Set on session s under term.
 func (a *Agent) send(s *session, term uint64, req *gpb.SetRequest) (*gpb.SetResponse, error) {
 	if a.opts.Fencing {
-		req.Extension = append(req.Extension, fencing(term))
+		req.Extension = append(req.Extension, fencing(s.electionID()))
 	}
 	ctx, cancel := context.WithTimeout(s.ctx, a.opts.ApplyTimeout)
 	defer cancel()
@@ -875,6 +943,10 @@ func (a *Agent) connectLoop(ctx context.Context) error {
 	}
 	bo.Reset()
 	for {
+		if a.Fenced() {
+			<-ctx.Done()
+			return ctx.Err()
+		}
 		s, err := a.connect(ctx)
 		if err != nil {
 			if ctx.Err() != nil {

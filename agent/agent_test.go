@@ -341,46 +341,52 @@ func TestRolledBackChangeSurvivesDeviceRestart(t *testing.T) {
 	r.verify()
 }
 
-func TestFencingSendsTermAndYieldsToANewerMaster(t *testing.T) {
+func TestFencingStopsWritingWhenAnotherIsMaster(t *testing.T) {
 	r := newRig(t, testbed.Options{}, agent.Options{Fencing: true})
-	i := r.propose(updateOp(t, descPath("eth0"), str("fenced")))
+	i := r.propose(updateOp(t, descPath("eth0"), str("ours")))
 	r.waitApplied(i)
 	term := r.config().GetApplied().GetTerm()
-	if id, ok := r.dev.ElectionID(); !ok || id.Low != term {
-		t.Fatalf("device election id = %v (%v), want the term %d", id, ok, term)
+	id, ok := r.dev.ElectionID()
+	if !ok || id.High != term || id.Low == 0 {
+		t.Fatalf("device election id = %v (%v), want {high: term %d, low: the journal's incarnation}", id, ok, term)
 	}
 
-	// Another client becomes master with an election id a few terms ahead:
-	// the agent's Sets are refused as superseded, it reconnects (each time
-	// with a new term) and applies once its term passes the other's. The
-	// proposal never fails for it.
+	// Another client becomes master with a higher election id: the
+	// agent's next Set is refused for arbitration, and it stops writing
+	// instead of out-bidding the other (which would make the two take
+	// turns on the device).
 	conn, err := grpc.NewClient(r.dev.Addr(), grpc.WithTransportCredentials(insecure.NewCredentials()))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer conn.Close()
-	other := term + 3
+	other := &gnmi_ext.Uint128{High: term + 100}
 	_, err = gpb.NewGNMIClient(conn).Set(context.Background(), &gpb.SetRequest{
-		Update: []*gpb.Update{{Path: sidecartest.Path(t, descPath("eth9")), Val: str("other master")}},
+		Update: []*gpb.Update{{Path: sidecartest.Path(t, descPath("eth0")), Val: str("theirs")}},
 		Extension: []*gnmi_ext.Extension{{Ext: &gnmi_ext.Extension_MasterArbitration{
-			MasterArbitration: &gnmi_ext.MasterArbitration{ElectionId: &gnmi_ext.Uint128{Low: other}}}}},
+			MasterArbitration: &gnmi_ext.MasterArbitration{ElectionId: other}}}},
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	j := r.propose(updateOp(t, descPath("eth0"), str("after takeover")))
-	p := r.waitApplied(j)
-	if p.GetChange().GetApply() != journal.StatusComplete {
-		t.Fatalf("apply = %v (%v), want COMPLETE: arbitration refusals must not fail a proposal",
-			p.GetChange().GetApply(), p.GetChange().GetError())
+	j := r.propose(updateOp(t, descPath("eth0"), str("ours again")))
+	r.eventually("the agent to report itself fenced", func() bool { return r.a.Status().Fenced })
+	if st := r.a.Status(); !strings.Contains(st.FencedBy, "election") || st.Connected {
+		t.Errorf("status %+v: want fenced by the device's arbitration answer, and disconnected", st)
 	}
-	if got := r.config().GetApplied().GetTerm(); got < other {
-		t.Errorf("applied under term %d, below the other master's election id %d", got, other)
+	sets := r.dev.SetCount()
+	time.Sleep(300 * time.Millisecond) // several backoff periods of the rig
+	if got := r.dev.SetCount(); got != sets {
+		t.Errorf("a fenced agent sent %d more Sets", got-sets)
 	}
-	if st := r.a.Status(); !strings.Contains(st.LastError, "election") {
-		t.Errorf("last error %q does not show the arbitration refusal", st.LastError)
+	if id, _ := r.dev.ElectionID(); id.High != other.GetHigh() {
+		t.Errorf("device election id = %v, want the other master's %v: the agent must not raise its own", id, other)
 	}
-	wantLeaf(t, r, descPath("eth0"), str("after takeover"))
+	wantLeaf(t, r, descPath("eth0"), str("theirs"))
+	// The proposal is not failed: it stays journaled, in progress.
+	if p, _ := r.j.Proposal(context.Background(), j); journal.Finished(p.GetChange().GetApply()) {
+		t.Errorf("proposal %d apply = %v, want it left unfinished", j, p.GetChange().GetApply())
+	}
 }
 
 func TestUnreachableDeviceThenUp(t *testing.T) {

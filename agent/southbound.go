@@ -45,14 +45,23 @@ type session struct {
 
 	mu   sync.Mutex
 	term uint64 // recorded by StepConnect
+	// incarnation is the journal's (journal.Mastership), the low half of
+	// the election id.
+	incarnation uint64
 }
 
 func (s *session) up() bool { return s != nil && s.ctx.Err() == nil }
 
-func (s *session) setTerm(t uint64) {
+func (s *session) setTerm(t, incarnation uint64) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.term = t
+	s.term, s.incarnation = t, incarnation
+}
+
+func (s *session) electionID() *gnmi_ext.Uint128 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return &gnmi_ext.Uint128{High: s.term, Low: s.incarnation}
 }
 
 func (s *session) getTerm() uint64 {
@@ -200,12 +209,12 @@ func (a *Agent) watchState(ctx context.Context, s *session) error {
 	return nil
 }
 
-// fencing returns the MasterArbitration extension carrying term as the
-// election id, so a device that supports arbitration refuses Sets from an
-// older sidecar incarnation.
-func fencing(term uint64) *gnmi_ext.Extension {
+// fencing returns the MasterArbitration extension carrying id as the
+// election id (default role): a device that arbitrates refuses Sets from a
+// sidecar whose id is lower than the highest it saw.
+func fencing(id *gnmi_ext.Uint128) *gnmi_ext.Extension {
 	return &gnmi_ext.Extension{Ext: &gnmi_ext.Extension_MasterArbitration{
-		MasterArbitration: &gnmi_ext.MasterArbitration{ElectionId: &gnmi_ext.Uint128{Low: term}},
+		MasterArbitration: &gnmi_ext.MasterArbitration{ElectionId: id},
 	}}
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"slices"
 
 	"github.com/dgraph-io/badger/v4"
@@ -784,7 +785,8 @@ func (w *writeTxn) finishApplyRollback(c *Configuration, p *Proposal, i, term ui
 
 // Connect records a new southbound connection: it increments the
 // mastership term and the connection id and returns them (spec
-// ReconcileMastership). They are never reused, even across crashes.
+// ReconcileMastership). They are never reused, even across crashes. The
+// first Connect of a journal also draws its incarnation number.
 func (j *Journal) Connect(ctx context.Context) (*Mastership, error) {
 	var out *Mastership
 	err := j.submit(ctx, func(w *writeTxn) error {
@@ -794,6 +796,9 @@ func (j *Journal) Connect(ctx context.Context) (*Mastership, error) {
 		}
 		m.Term++
 		m.Conn++
+		for m.Incarnation == 0 {
+			m.Incarnation = rand.Uint64() // math/rand/v2: seeded from the OS, ChaCha8
+		}
 		if err := w.put(keyMastership, m); err != nil {
 			return err
 		}

@@ -26,6 +26,7 @@ type Device struct {
 	lastValuesDesc   *prometheus.Desc
 	lastTimeDesc     *prometheus.Desc
 	retriesDesc      *prometheus.Desc
+	fencedDesc       *prometheus.Desc
 	refusedDesc      *prometheus.Desc
 
 	mu     sync.Mutex
@@ -49,6 +50,8 @@ func NewDevice() *Device {
 		repushesDesc:     desc("repushes_total", "Re-pushes of the applied configuration completed since the sidecar started."),
 		lastDurationDesc: desc("repush_last_duration_seconds", "Duration of the last completed re-push (0 before the first)."),
 		lastValuesDesc:   desc("repush_last_values", "Path values the last completed re-push sent (0 before the first)."),
+		fencedDesc: desc("fenced",
+			"1 once the device answered that another client holds a higher MasterArbitration election id: the sidecar no longer writes to it until restarted."),
 		retriesDesc: desc("device_set_retries_total",
 			"Device Sets whose outcome a transient answer (or a lost connection) left open since the sidecar started: each is sent again on a new session after a backoff."),
 		refusedDesc: desc("device_sets_refused_total",
@@ -82,7 +85,7 @@ func (d *Device) Update(st agent.Status) {
 func (d *Device) Describe(ch chan<- *prometheus.Desc) {
 	d.repushDuration.Describe(ch)
 	for _, desc := range []*prometheus.Desc{d.connectedDesc, d.repushingDesc, d.repushesDesc,
-		d.lastDurationDesc, d.lastValuesDesc, d.lastTimeDesc, d.retriesDesc, d.refusedDesc} {
+		d.lastDurationDesc, d.lastValuesDesc, d.lastTimeDesc, d.retriesDesc, d.refusedDesc, d.fencedDesc} {
 		ch <- desc
 	}
 }
@@ -110,6 +113,7 @@ func (d *Device) Collect(ch chan<- prometheus.Metric) {
 		last = float64(st.LastRepush.UnixNano()) / 1e9
 	}
 	gauge(d.lastTimeDesc, last)
+	gauge(d.fencedDesc, boolValue(st.Fenced))
 	ch <- prometheus.MustNewConstMetric(d.retriesDesc, prometheus.CounterValue, float64(st.SetRetries))
 	ch <- prometheus.MustNewConstMetric(d.refusedDesc, prometheus.CounterValue, float64(st.SetsRefused))
 }

@@ -66,7 +66,7 @@ func introspectSchema() *schemaNode {
 			"applied-proposal", "applied-term", "applied-target", "status", "first-index", "last-index",
 			"rolling-back", "history-floor", "out-of-sync")),
 		schemaContainer(elemDevice, schemaState("address", "connected", "term", "repushing", "last-repush-time",
-			"last-repush-values", "last-repush-duration", "last-repush-device-duration", "last-error")),
+			"last-repush-values", "last-repush-duration", "last-repush-device-duration", "last-error", "fenced", "fenced-by")),
 		schemaContainer(elemCommitConfirm, schemaState("id", "proposal", "started", "deadline", "cancelled")),
 		schemaContainer(elemOutOfSync, schemaList("path", "path", schemaState("path", "deleted", "value", "cause",
 			"proposal", "error-code", "error-message", "since"))),

@@ -248,6 +248,8 @@ func deviceLeaves(address string, st agent.Status) []treeLeaf {
 		b.add("last-repush-device-duration", tvInt(int64(st.LastRepushDeviceDuration)))
 	}
 	b.add("last-error", tvString(st.LastError))
+	b.add("fenced", tvBool(st.Fenced))
+	b.add("fenced-by", tvString(st.FencedBy))
 	return out
 }
 

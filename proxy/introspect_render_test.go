@@ -175,12 +175,13 @@ func TestRenderer(t *testing.T) {
 			"last-repush-time": nanos(0), "last-repush-values": "uint:12", "last-repush-duration": "int:3000000",
 			"last-repush-device-duration": "int:2000000",
 			"last-error":                  "str:boom",
+			"fenced":                      "bool:false",
 		},
 	}, {
 		name:   "disconnected device: no term",
 		leaves: func() []treeLeaf { return deviceLeaves("dev:1", agent.Status{Term: 4, Repushing: true}) },
 		base:   "/device/state/",
-		want:   map[string]string{"address": "str:dev:1", "connected": "bool:false", "repushing": "bool:true"},
+		want:   map[string]string{"address": "str:dev:1", "connected": "bool:false", "repushing": "bool:true", "fenced": "bool:false"},
 	}, {
 		name:   "no commit-confirmed",
 		leaves: func() []treeLeaf { return commitConfirmLeaves(nil) },
@@ -286,7 +287,8 @@ func TestSchemaMatchesRenderer(t *testing.T) {
 	p.Change.Author, p.Change.Adopted = "alice", true
 	var leaves []treeLeaf
 	leaves = append(leaves, configurationLeaves(&journal.Configuration{Status: journal.StatusComplete, RollingBack: 2, HistoryFloor: stamp(1)})...)
-	leaves = append(leaves, deviceLeaves("a", agent.Status{Connected: true, Term: 1, LastRepush: fixtureTime, LastError: "e"})...)
+	leaves = append(leaves, deviceLeaves("a", agent.Status{Connected: true, Term: 1, LastRepush: fixtureTime, LastError: "e",
+		Fenced: true, FencedBy: "f"})...)
 	leaves = append(leaves, commitConfirmLeaves(&journal.CommitConfirm{Id: "c", Started: stamp(1), Deadline: stamp(2)})...)
 	leaves = append(leaves, proposalLeaves(p)...)
 	leaves = append(leaves, outOfSyncLeaves([]*journal.OutOfSync{{Value: &journal.PathValue{Path: parsePath(t, "/a"),

@@ -192,6 +192,7 @@ func TestIntrospectGet(t *testing.T) {
 		"/device/state/connected": boolTV(true),
 		"/device/state/term":      uintVal(st.Term),
 		"/device/state/repushing": boolTV(false),
+		"/device/state/fenced":    boolTV(false),
 	}
 	if !st.LastRepush.IsZero() {
 		deviceState["/device/state/last-repush-time"] = &gpb.TypedValue{Value: &gpb.TypedValue_IntVal{IntVal: st.LastRepush.UnixNano()}}

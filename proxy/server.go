@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"sync"
 	"slices"
 	"strings"
 
@@ -60,6 +61,9 @@ type Server struct {
 	drain     context.CancelFunc
 	waits     context.Context
 	stopWaits context.CancelFunc
+
+	// electionMu serializes master arbitration (arbitration.go).
+	electionMu sync.Mutex
 }
 
 // New returns a Server passing reads through to opts.Target. The device

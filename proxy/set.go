@@ -15,6 +15,7 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/gnmi-sidecar/gnmi-sidecar/agent"
 	"github.com/gnmi-sidecar/gnmi-sidecar/journal"
 	"github.com/gnmi-sidecar/gnmi-sidecar/leaves"
 	"github.com/gnmi-sidecar/gnmi-sidecar/proxy/sidecarpb"
@@ -30,6 +31,16 @@ func (s *Server) Set(ctx context.Context, req *gpb.SetRequest) (*gpb.SetResponse
 	ext, commit, err := requestExtension(req.GetExtension())
 	if err != nil {
 		return nil, err
+	}
+	ma, err := masterArbitration(req.GetExtension())
+	if err != nil {
+		return nil, err
+	}
+	if err := s.arbitrate(ctx, ma); err != nil {
+		return nil, err
+	}
+	if onlyArbitration(req, ma) {
+		return masterResponse(req), nil
 	}
 	sync := ext.GetMode() == sidecarpb.SetMode_SET_MODE_SYNC
 	switch {
@@ -231,6 +242,11 @@ func withoutSidecarExtension(exts []*gnmi_ext.Extension) []*gnmi_ext.Extension {
 // refuseIfDisconnected refuses a SYNC Set while the device is not
 // connected, before anything is journaled.
 func (s *Server) refuseIfDisconnected(sync bool) error {
+	if st := s.opts.Agent.Status(); st.Fenced {
+		return status.Errorf(codes.FailedPrecondition,
+			"this sidecar is fenced: the device answered that another client holds a higher MasterArbitration election id (%s); it no longer writes to device %s and journaled nothing. Stop the other writer and restart this sidecar to take over",
+			st.FencedBy, s.opts.Target)
+	}
 	if !sync || s.opts.QueueWhenDisconnected || s.opts.Agent.Status().Connected {
 		return nil
 	}
@@ -273,6 +289,9 @@ func (s *Server) waitError(ctx context.Context, i uint64, err error) error {
 	case ctx.Err() != nil:
 		st := status.FromContextError(ctx.Err())
 		return status.Errorf(st.Code(), "%s; the Set is journaled as proposal %d and will still be applied", st.Message(), i)
+	case s.opts.Agent.Fenced():
+		return status.Errorf(codes.FailedPrecondition,
+			"this sidecar is fenced (another client is master on device %s): the Set is journaled as proposal %d and is applied only if this sidecar, restarted, becomes master again", s.opts.Target, i)
 	case errors.Is(err, journal.ErrFailed):
 		// Aborted, as for a shutdown: the Set is journaled.
 		return status.Errorf(codes.Aborted, "the sidecar's journal failed a write to its disk and the sidecar stops to recover; the Set is journaled as proposal %d and will be applied when it runs again", i)
@@ -327,8 +346,7 @@ func requestExtension(exts []*gnmi_ext.Extension) (*sidecarpb.Request, *gnmi_ext
 				return nil, nil, status.Errorf(codes.InvalidArgument, "sidecar extension (id %d): unknown set mode %d (0 = SYNC, 1 = ASYNC)", ExtensionID, out.GetMode())
 			}
 		case *gnmi_ext.Extension_MasterArbitration:
-			// Accepted and not forwarded: the sidecar is the device's only
-			// writer and fences its own Sets (--master-arbitration).
+			// Arbitrated by the sidecar (arbitration.go), not forwarded.
 		case *gnmi_ext.Extension_Commit:
 			if commit != nil {
 				return nil, nil, status.Error(codes.InvalidArgument, "more than one commit-confirmed extension in one SetRequest")
@@ -513,6 +531,9 @@ func journalError(err error) error {
 	var guard *journal.GuardError
 	var value *leaves.Error
 	switch {
+	case errors.Is(err, agent.ErrFenced):
+		return status.Error(codes.FailedPrecondition,
+			"this sidecar is fenced: another client is master on the device (gnmi-sidecar status); stop the other writer and restart this sidecar to take over")
 	case errors.As(err, &guard):
 		return status.Error(codes.FailedPrecondition, guard.Reason)
 	case errors.As(err, &value) && errors.Is(err, leaves.ErrNeedSchema):

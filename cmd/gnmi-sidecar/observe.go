@@ -260,6 +260,8 @@ func (o *observability) follow(ctx context.Context) {
 func (o *observability) servingStatus(ctx context.Context, st agent.Status) (healthpb.HealthCheckResponse_ServingStatus, string) {
 	const notServing = healthpb.HealthCheckResponse_NOT_SERVING
 	switch {
+	case st.Fenced:
+		return notServing, "fenced: another client is master on the device (" + st.FencedBy + "); restart the sidecar to try again"
 	case !st.Connected:
 		return notServing, "device unreachable"
 	case st.Repushing:
@@ -273,6 +275,10 @@ func (o *observability) servingStatus(ctx context.Context, st agent.Status) (hea
 	}
 	if cfg.GetApplied().GetTerm() != st.Term || cfg.GetStatus() != journal.StatusComplete {
 		return notServing, "re-pushing the configuration to the device"
+	}
+	if n := cfg.GetOutOfSync(); n > 0 {
+		// Serving: later Sets are applied; the operator resolves the paths.
+		return healthpb.HealthCheckResponse_SERVING, fmt.Sprintf("device connected; %d paths out of sync with the journal (gnmi-sidecar status)", n)
 	}
 	return healthpb.HealthCheckResponse_SERVING, "device connected and in step with the journal"
 }

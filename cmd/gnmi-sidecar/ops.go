@@ -835,6 +835,8 @@ func printStatus(w io.Writer, v *StatusView, now time.Time) error {
 		"connected", strconv.FormatBool(d.Connected),
 		"term", optUintText(d.Term),
 		"repushing", strconv.FormatBool(d.Repushing),
+		"fenced", strconv.FormatBool(d.Fenced),
+		"fenced-by", d.FencedBy,
 		"last-repush-time", optTime(d.LastRepushTime),
 		"last-repush-values", optUintText(d.LastRepushValues),
 		"last-repush-duration", dur,

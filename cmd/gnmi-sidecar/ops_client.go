@@ -59,6 +59,8 @@ type DeviceState struct {
 	Connected          bool      `json:"connected"`
 	Term               *uint64   `json:"term,omitempty"`
 	Repushing          bool      `json:"repushing"`
+	Fenced             bool      `json:"fenced"`
+	FencedBy           string    `json:"fenced_by,omitempty"`
 	LastRepushTime     time.Time `json:"last_repush_time,omitzero"`
 	LastRepushValues   *uint64   `json:"last_repush_values,omitempty"`
 	LastRepushDuration *int64    `json:"last_repush_duration,omitempty"` // nanoseconds
@@ -522,6 +524,8 @@ func deviceState(m map[string]*gpb.TypedValue) DeviceState {
 		Connected:        boolOf(m["connected"]),
 		Term:             optUint(m["term"]),
 		Repushing:        boolOf(m["repushing"]),
+		Fenced:           boolOf(m["fenced"]),
+		FencedBy:         stringOf(m["fenced-by"]),
 		LastRepushTime:   timeOf(m["last-repush-time"]),
 		LastRepushValues: optUint(m["last-repush-values"]),
 		LastError:        stringOf(m["last-error"]),

@@ -1457,9 +1457,14 @@ func (x *OutOfSync) GetSince() *timestamppb.Timestamp {
 }
 
 type Mastership struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Term          uint64                 `protobuf:"varint,1,opt,name=term,proto3" json:"term,omitempty"`
-	Conn          uint64                 `protobuf:"varint,2,opt,name=conn,proto3" json:"conn,omitempty"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Term  uint64                 `protobuf:"varint,1,opt,name=term,proto3" json:"term,omitempty"`
+	Conn  uint64                 `protobuf:"varint,2,opt,name=conn,proto3" json:"conn,omitempty"`
+	// A random number drawn once per journal (at its first Connect): the low
+	// half of the election id the agent presents to the device with
+	// MasterArbitration, the term its high half, so that sidecars with
+	// separate journals never present the same id.
+	Incarnation   uint64 `protobuf:"varint,3,opt,name=incarnation,proto3" json:"incarnation,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1504,6 +1509,13 @@ func (x *Mastership) GetTerm() uint64 {
 func (x *Mastership) GetConn() uint64 {
 	if x != nil {
 		return x.Conn
+	}
+	return 0
+}
+
+func (x *Mastership) GetIncarnation() uint64 {
+	if x != nil {
+		return x.Incarnation
 	}
 	return 0
 }
@@ -1811,11 +1823,12 @@ const file_journal_journalpb_journal_proto_rawDesc = "" +
 	"\x05cause\x18\x02 \x01(\x0e2&.gnmisidecar.journal.v1.OutOfSyncCauseR\x05cause\x12\x1a\n" +
 	"\bproposal\x18\x03 \x01(\x04R\bproposal\x123\n" +
 	"\x05error\x18\x04 \x01(\v2\x1d.gnmisidecar.journal.v1.ErrorR\x05error\x120\n" +
-	"\x05since\x18\x05 \x01(\v2\x1a.google.protobuf.TimestampR\x05since\"4\n" +
+	"\x05since\x18\x05 \x01(\v2\x1a.google.protobuf.TimestampR\x05since\"V\n" +
 	"\n" +
 	"Mastership\x12\x12\n" +
 	"\x04term\x18\x01 \x01(\x04R\x04term\x12\x12\n" +
-	"\x04conn\x18\x02 \x01(\x04R\x04conn\"\xc7\x01\n" +
+	"\x04conn\x18\x02 \x01(\x04R\x04conn\x12 \n" +
+	"\vincarnation\x18\x03 \x01(\x04R\vincarnation\"\xc7\x01\n" +
 	"\rCommitConfirm\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x1a\n" +
 	"\bproposal\x18\x02 \x01(\x04R\bproposal\x126\n" +

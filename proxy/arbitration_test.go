@@ -1,0 +1,70 @@
+package proxy_test
+
+import (
+	"testing"
+
+	gpb "github.com/openconfig/gnmi/proto/gnmi"
+	"github.com/openconfig/gnmi/proto/gnmi_ext"
+	"google.golang.org/grpc/codes"
+
+	"github.com/gnmi-sidecar/gnmi-sidecar/testbed/sidecartest"
+)
+
+func arbitration(role string, high, low uint64) *gnmi_ext.Extension {
+	ma := &gnmi_ext.MasterArbitration{ElectionId: &gnmi_ext.Uint128{High: high, Low: low}}
+	if role != "" {
+		ma.Role = &gnmi_ext.Role{Id: role}
+	}
+	return &gnmi_ext.Extension{Ext: &gnmi_ext.Extension_MasterArbitration{MasterArbitration: ma}}
+}
+
+// The sidecar arbitrates among its own clients as the gNMI master
+// arbitration specification asks of a target, per role, and remembers the
+// master across a restart.
+func TestMasterArbitrationAmongClients(t *testing.T) {
+	r := newRig(t, sidecartest.Options{})
+	p := "/interfaces/interface[name=eth0]/config/description"
+	steps := []struct {
+		name  string
+		req   *gpb.SetRequest
+		code  codes.Code
+		msg   string
+		value string // the device's description after the step ("" = unchanged)
+	}{
+		{"first master", updateReq(t, p, strVal("a"), arbitration("", 0, 5)), codes.OK, "", "a"},
+		{"lower id refused", updateReq(t, p, strVal("b"), arbitration("", 0, 3)), codes.PermissionDenied,
+			"election_id 3 is lower than the current master's election_id 5 for the default role", ""},
+		{"same id proceeds", updateReq(t, p, strVal("c"), arbitration("", 0, 5)), codes.OK, "", "c"},
+		{"new master announces itself with an empty Set", &gpb.SetRequest{Extension: []*gnmi_ext.Extension{arbitration("", 1, 0)}}, codes.OK, "", ""},
+		{"old master refused", updateReq(t, p, strVal("d"), arbitration("", 0, 5)), codes.PermissionDenied,
+			"lower than the current master's election_id {high:1 low:0}", ""},
+		{"another role has its own master", updateReq(t, p, strVal("e"), arbitration("backup", 0, 1)), codes.OK, "", "e"},
+		{"no extension proceeds", updateReq(t, p, strVal("f")), codes.OK, "", "f"},
+		{"no election id", updateReq(t, p, strVal("g"), &gnmi_ext.Extension{Ext: &gnmi_ext.Extension_MasterArbitration{
+			MasterArbitration: &gnmi_ext.MasterArbitration{}}}), codes.InvalidArgument, "without election_id", ""},
+	}
+	for _, st := range steps {
+		before := r.lastIndex()
+		_, err := r.set(st.req)
+		if st.code == codes.OK {
+			if err != nil {
+				t.Fatalf("%s: %v", st.name, err)
+			}
+		} else {
+			wantStatus(t, err, st.code, st.msg)
+			if after := r.lastIndex(); after != before {
+				t.Errorf("%s: a refused Set was journaled (last index %d → %d)", st.name, before, after)
+			}
+		}
+		if st.value != "" {
+			r.wantDeviceLeaf(p, strVal(st.value))
+		}
+	}
+	if r.lastIndex() != 4 {
+		t.Errorf("journal has %d proposals, want 4: the empty Set of a new master journals nothing", r.lastIndex())
+	}
+	id, err := r.Journal.ElectionID(t.Context(), "")
+	if err != nil || id.GetHigh() != 1 {
+		t.Errorf("journaled election id of the default role = %v, %v; want {high:1}", id, err)
+	}
+}
