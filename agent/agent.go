@@ -577,7 +577,12 @@ func (a *Agent) perform(ctx context.Context, step Step) error {
 	case StepCommitChange:
 		err = a.commitRun(ctx, step.Index, log)
 	case StepAbortApply:
-		_, _, err = j.AbortApply(ctx, step.Index)
+		var p *journal.Proposal
+		if p, _, err = j.AbortApply(ctx, step.Index); err == nil {
+			// Its client may have been answered already (ASYNC): say so.
+			log.Warn("proposal aborted: its change will not reach the device",
+				"reason", p.GetChange().GetError().GetMessage(), "depends_on", p.GetChange().GetAbortedBy())
+		}
 	case StepStartApply:
 		_, _, err = j.StartApply(ctx, step.Index)
 	case StepSendChange:

@@ -51,7 +51,7 @@ func TestAppliesInIndexOrder(t *testing.T) {
 	r.verify()
 }
 
-func TestRejectFailsProposalAndAbortsLaterOnes(t *testing.T) {
+func TestRejectFailsProposalAndAbortsTheLaterOnesThatDependOnIt(t *testing.T) {
 	r := newRig(t, testbed.Options{}, agent.Options{})
 	base := r.propose(updateOp(t, descPath("eth0"), str("base")))
 	r.waitApplied(base)
@@ -73,17 +73,23 @@ func TestRejectFailsProposalAndAbortsLaterOnes(t *testing.T) {
 	if e := p.GetChange().GetError(); codes.Code(e.GetCode()) != codes.InvalidArgument || !strings.Contains(e.GetMessage(), "rejected") {
 		t.Errorf("recorded error = %v, want the device's InvalidArgument and message", e)
 	}
-	for _, i := range []uint64{later1, later2} {
-		p := r.waitApplied(i)
-		if got := p.GetChange().GetApply(); got != journal.StatusAborted {
-			t.Errorf("proposal %d after the failed one: apply %v, want ABORTED", i, got)
-		}
-		if msg := p.GetChange().GetError().GetMessage(); !strings.Contains(msg, "failed") {
-			t.Errorf("proposal %d abort reason %q does not say why", i, msg)
-		}
+	// later1 writes the failed proposal's path: aborted, saying why.
+	// later2 does not depend on it: applied (DESIGN "never stuck, never
+	// silent": a later proposal is aborted only if it depends on the
+	// failed one's paths).
+	p = r.waitApplied(later1)
+	if got := p.GetChange().GetApply(); got != journal.StatusAborted {
+		t.Errorf("proposal %d writing the failed one's path: apply %v, want ABORTED", later1, got)
+	}
+	if msg := p.GetChange().GetError().GetMessage(); !strings.Contains(msg, "failed") {
+		t.Errorf("proposal %d abort reason %q does not say why", later1, msg)
+	}
+	if got := r.waitApplied(later2).GetChange().GetApply(); got != journal.StatusComplete {
+		t.Errorf("independent proposal %d after the failed one: apply %v, want COMPLETE", later2, got)
 	}
 	r.dev.ClearFaults()
 	wantLeaf(t, r, descPath("eth0"), str("base"))
+	wantLeaf(t, r, descPath("eth1"), str("later"))
 	if _, ok := r.deviceLeaf(mtuPath("eth0")); ok {
 		t.Error("an aborted proposal reached the device")
 	}
@@ -95,8 +101,8 @@ func TestRejectFailsProposalAndAbortsLaterOnes(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	// The interface's entry (its marker) and its description.
-	if want := []string{"/interfaces/interface[name=eth0]", descPath("eth0")}; !slices.Equal(committed, want) {
+	// The interfaces' entries (their markers) and descriptions.
+	if want := []string{"/interfaces/interface[name=eth0]", descPath("eth0"), "/interfaces/interface[name=eth1]", descPath("eth1")}; !slices.Equal(committed, want) {
 		t.Errorf("committed paths after the failure = %v, want only %v", committed, want)
 	}
 	// Work continues after the failure.
@@ -566,7 +572,7 @@ func TestRejectedBatchIsolatesTheOffendingProposal(t *testing.T) {
 	for _, tc := range []struct {
 		i    uint64
 		want journal.Status
-	}{{slow, journal.StatusComplete}, {good, journal.StatusComplete}, {bad, journal.StatusFailed}, {after, journal.StatusAborted}} {
+	}{{slow, journal.StatusComplete}, {good, journal.StatusComplete}, {bad, journal.StatusFailed}, {after, journal.StatusComplete}} {
 		if got := r.waitApplied(tc.i).GetChange().GetApply(); got != tc.want {
 			t.Errorf("proposal %d apply %v, want %v", tc.i, got, tc.want)
 		}
@@ -575,8 +581,10 @@ func TestRejectedBatchIsolatesTheOffendingProposal(t *testing.T) {
 		t.Errorf("the offending proposal's error = %v, want the device's InvalidArgument", e)
 	}
 	wantLeaf(t, r, mtuPath("eth1"), uintv(1500))
-	if v, ok := r.deviceLeaf(descPath("eth3")); ok {
-		t.Errorf("an aborted proposal's value is on the device: %v", v)
+	// Independent of the offending one: applied.
+	wantLeaf(t, r, descPath("eth3"), str("after"))
+	if v, ok := r.deviceLeaf(mtuPath("eth2")); ok {
+		t.Errorf("the offending proposal's value is on the device: %v", v)
 	}
 	r.waitQuiescent()
 	r.verify()

@@ -100,7 +100,7 @@ func (a *Agent) readyChanges(ctx context.Context, i uint64) ([]*journal.Proposal
 	err := a.j.Proposals(ctx, i, last, func(p *journal.Proposal) error {
 		ch := p.GetChange()
 		ready := p.GetPhase() == journal.PhaseChange && ch.GetCommit() == journal.StatusComplete &&
-			ch.GetApply() == journal.StatusPending && !ch.GetAdopted()
+			ch.GetApply() == journal.StatusPending && !ch.GetAdopted() && ch.GetAbortedBy() == 0
 		if len(ps) > 0 && !ready {
 			return errEnough
 		}

@@ -165,8 +165,9 @@ func CommitChange(v View, p, prev *journal.Proposal) Step {
 
 // ApplyChange implements spec ApplyChange for proposal p (predecessor
 // prev): once prev's apply is Finished, a proposal whose commit failed is
-// aborted without I/O; a committed one is started and sent to the device,
-// but only while the device is synced for the current term.
+// aborted without I/O, as is one that depends on a proposal that failed to
+// apply (Change.aborted_by); a committed one is started and sent to the
+// device, but only while the device is synced for the current term.
 func ApplyChange(v View, p, prev *journal.Proposal) Step {
 	if p == nil || p.GetPhase() != journal.PhaseChange || v.Config.GetRollingBack() != 0 {
 		return wait
@@ -177,10 +178,10 @@ func ApplyChange(v View, p, prev *journal.Proposal) Step {
 		if prev != nil && !journal.Finished(prev.GetChange().GetApply()) {
 			return wait
 		}
-		switch ch.GetCommit() {
-		case journal.StatusFailed, journal.StatusAborted:
+		switch {
+		case ch.GetCommit() == journal.StatusFailed, ch.GetCommit() == journal.StatusAborted, ch.GetAbortedBy() != 0:
 			return Step{Kind: StepAbortApply, Index: i}
-		case journal.StatusComplete:
+		case ch.GetCommit() == journal.StatusComplete:
 			if v.synced() {
 				return Step{Kind: StepStartApply, Index: i, Term: v.Mastership.GetTerm()}
 			}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"path/filepath"
 	"testing"
 	"time"
@@ -54,6 +55,9 @@ func newRig(t testing.TB, devOpts testbed.Options, opts agent.Options) *rig {
 	}
 	if opts.Resync == 0 {
 		opts.Resync = 200 * time.Millisecond
+	}
+	if keep := os.Getenv("AGENT_TRACE_DIR"); keep != "" {
+		dir = keep
 	}
 	r := &rig{t: t, dev: dev, dir: filepath.Join(dir, "journal"), tracePath: filepath.Join(dir, "trace.jsonl"), opts: opts}
 	r.start()

@@ -484,7 +484,9 @@ func TestFailuresClearTheCommitConfirm(t *testing.T) {
 		if _, _, err := j.StartApply(ctx, first.Index); err != nil {
 			t.Fatal(err)
 		}
-		i := proposeConfirmed(t, j, "c1", fakeTime(600))
+		// The commit-confirmed change writes /a too: it depends on the
+		// failed proposal.
+		i := proposeConfirmed(t, j, "c1", fakeTime(600), update(t, "/a", "2"))
 		mustCommit(t, j, i)
 		rec.take()
 		_, _, err = j.FailApply(ctx, first.Index, 3, "device said no")
@@ -495,8 +497,8 @@ func TestFailuresClearTheCommitConfirm(t *testing.T) {
 			t.Fatalf("events %v, want %v", got, want)
 		}
 		noCommitConfirm(t, j)
-		if p, _ := j.Proposal(ctx, i); p.GetChange().GetApply() != StatusAborted {
-			t.Fatalf("confirmed proposal apply %v, want ABORTED", p.GetChange().GetApply())
+		if p, _, err := j.AbortApply(ctx, i); err != nil || p.GetChange().GetApply() != StatusAborted {
+			t.Fatalf("confirmed proposal apply %v (%v), want ABORTED in its turn", p.GetChange().GetApply(), err)
 		}
 		checkInvariants(t, j)
 	})

@@ -63,8 +63,9 @@ type Event struct {
 	Configuration *Configuration
 	// Mastership is set by Connect: the new term and connection id.
 	Mastership *Mastership
-	// Aborted lists, for FailApply, the later proposals whose apply it
-	// marked Aborted.
+	// Aborted lists, for FailApply, the later proposals that depend on the
+	// failed one: their commit is undone (Change.aborted_by) and their
+	// apply is aborted in its turn (AbortApply).
 	Aborted []uint64
 	// CommitConfirm is set by the commit-confirmed events: the record
 	// written (ActionSetCommitConfirm) or removed (ActionClearCommitConfirm).

@@ -164,8 +164,9 @@ func TestFailApplyAbortsFailedCommitsInBetweenInOrder(t *testing.T) {
 	if !slices.Equal(last.Aborted, idx[1:]) {
 		t.Errorf("FailApply aborted %v, want %v in order", last.Aborted, idx[1:])
 	}
+	// Their applies are aborted in their turn, in index order.
 	for _, i := range idx[1:] {
-		p, err := j.Proposal(ctx, i)
+		p, _, err := j.AbortApply(ctx, i)
 		if err != nil {
 			t.Fatal(err)
 		}

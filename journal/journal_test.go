@@ -453,8 +453,13 @@ func TestFailApplyRestoresCommittedAndAbortsLater(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if p3.Change.Apply != StatusAborted || !strings.Contains(p3.Change.Error.GetMessage(), "proposal 2") {
+	// 3 writes /a, as 2 did: its commit is undone, its apply aborted in
+	// its turn.
+	if p3.Change.AbortedBy != 2 || p3.Change.Apply != StatusPending || !strings.Contains(p3.Change.Error.GetMessage(), "proposal 2") {
 		t.Fatalf("proposal 3 after 2 failed: %v", p3.Change)
+	}
+	if p3, _, err = j.AbortApply(ctx, 3); err != nil || p3.Change.Apply != StatusAborted {
+		t.Fatalf("AbortApply(3) = %v, %v", p3.GetChange().GetApply(), err)
 	}
 	checkInvariants(t, j)
 	// Proposal 4 (not yet committed) commits on top of the restored state.
@@ -464,6 +469,54 @@ func TestFailApplyRestoresCommittedAndAbortsLater(t *testing.T) {
 	}
 	if i, _ := j.NewestRollbackable(ctx); i != 4 {
 		t.Fatalf("NewestRollbackable = %d", i)
+	}
+	checkInvariants(t, j)
+}
+
+// A later proposal that writes none of the failed one's paths is not
+// aborted: it stays committed, and applies as usual.
+func TestFailApplyKeepsIndependentLaterProposals(t *testing.T) {
+	j := openTest(t, "", Options{NoSync: true})
+	ctx := context.Background()
+	term := synced(t, j)
+	applyChange(t, j, term, update(t, "/a", "1"))
+	for _, op := range []*Op{update(t, "/a", "2"), update(t, "/c", "3"), update(t, "/a", "4")} {
+		if _, err := j.ProposeChange(ctx, []*Op{op}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	mustCommit(t, j, 2)
+	mustCommit(t, j, 3)
+	mustCommit(t, j, 4)
+	if _, _, err := j.StartApply(ctx, 2); err != nil {
+		t.Fatal(err)
+	}
+	_, c, err := j.FailApply(ctx, 2, 3, "bad value")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Committed.Index != 3 {
+		t.Errorf("committed index = %d, want 3 (the newest proposal kept)", c.Committed.Index)
+	}
+	if got := committedList(t, j, nil); !slices.Equal(got, []string{"/a=1@1", "/c=3@3"}) {
+		t.Fatalf("committed after the failure: %v, want /a back to its applied value and /c kept", got)
+	}
+	p3, _ := j.Proposal(ctx, 3)
+	if p3.Change.AbortedBy != 0 || p3.Change.Apply != StatusPending || p3.Rollback.GetIndex() != 1 {
+		t.Errorf("proposal 3: %v; want kept (not aborted, apply pending) with rollback index 1", p3)
+	}
+	p4, _ := j.Proposal(ctx, 4)
+	if p4.Change.AbortedBy != 2 {
+		t.Errorf("proposal 4 writes /a as 2 did: aborted_by = %d, want 2", p4.Change.AbortedBy)
+	}
+	if _, _, err := j.StartApply(ctx, 3); err != nil {
+		t.Fatalf("the kept proposal applies next: %v", err)
+	}
+	if _, _, err := j.CompleteApply(ctx, 3, term); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := j.AbortApply(ctx, 4); err != nil {
+		t.Fatal(err)
 	}
 	checkInvariants(t, j)
 }

@@ -465,12 +465,17 @@ func (w *writeTxn) applyInProgressGuard(c *Configuration, p *Proposal, i, term u
 
 // FailApply records the device's definitive rejection of proposal i
 // (spec ApplyChange, failure branch; DESIGN §4): apply Failed with the
-// device's error; the committed values go back to the applied values for
-// every path proposals i..committed.index touched, committed.index =
-// applied.index, and every later proposal whose commit is decided (committed
-// on top of i, or failed) gets apply Aborted, those committed with an error
-// naming i. A commit-confirmed of i or of an aborted proposal is cleared
-// with it (DESIGN §4): its change did not take effect.
+// device's error. A later proposal whose commit is decided is aborted (apply
+// Aborted, with an error naming i) only if it depends on i: it failed to
+// commit, or it writes a path at, above or below one that i or an
+// aborted proposal writes. Its client was answered (ASYNC) on a commit
+// made on top of i's values there. The others stay committed and are
+// applied as usual. The committed values of the paths i and the aborted
+// proposals wrote go back to the applied ones; committed.index becomes the
+// newest proposal kept (applied.index if none), and a kept proposal's
+// rollback index skips the failed and aborted ones. A commit-confirmed of
+// i or of an aborted proposal is cleared with it (DESIGN §4): its change
+// did not take effect.
 func (j *Journal) FailApply(ctx context.Context, i uint64, code uint32, message string) (*Proposal, *Configuration, error) {
 	return j.proposalTransition(ctx, failApplyTransition(i, code, message))
 }
@@ -488,70 +493,114 @@ func failApplyTransition(i uint64, code uint32, message string) proposalTransiti
 		p.Change.Apply = StatusFailed
 		p.Change.Applied = timestamppb.New(w.now)
 		p.Change.Error = &journalpb.Error{Code: code, Message: message}
-		var history []*journalpb.HistoryEntry
-		restored := make(map[string]bool)
-		for k := i; k <= c.LastIndex; k++ {
-			pk := p
-			if k != i {
-				var err error
-				if pk, err = w.proposal(c, k); err != nil {
-					return err
-				}
-			}
-			ch := pk.GetChange()
-			if k != i && k <= c.Committed.Proposal && ch.GetApply() == StatusPending && Finished(ch.GetCommit()) {
-				// Every later proposal whose commit is decided has its apply
-				// aborted now, in index order: those committed on top of i,
-				// and those whose commit failed in between (their apply
-				// could only be aborted anyway, and later than the ones
-				// after them otherwise).
-				ch.Apply = StatusAborted
-				ch.Applied = timestamppb.New(w.now)
-				if ch.GetError() == nil {
-					ch.Error = &journalpb.Error{Code: codeAborted,
-						Message: fmt.Sprintf("proposal %d failed to apply: %s", i, message)}
-				}
-				if err := w.put(proposalKey(k), pk); err != nil {
-					return err
-				}
-				w.aborted = append(w.aborted, k)
-			}
-			if pk.GetPhase() != PhaseChange || ch.GetCommit() != StatusComplete || k > c.Committed.Index {
+		// undone: the values of i and of the proposals aborted with it,
+		// whose committed values go back to the applied ones.
+		undone := slices.Clone(p.GetChange().GetValues())
+		if p.GetChange().GetCommit() != StatusComplete || i > c.Committed.Index {
+			undone = nil
+		}
+		kept := c.Applied.Index
+		// keptValues: what the kept proposals wrote, newest last, which an
+		// aborted proposal's path must get back rather than the applied
+		// value.
+		keptValues := make(map[string]*PathValue)
+		for k := i + 1; k <= c.Committed.Proposal; k++ {
+			pk, err := w.proposal(c, k)
+			if errors.Is(err, ErrNotFound) || errors.Is(err, ErrCompacted) {
 				continue
 			}
-			for _, pv := range ch.GetValues() {
-				key := PathKey(pv.GetPath())
-				if restored[string(key)] {
-					continue
+			if err != nil {
+				return err
+			}
+			ch := pk.GetChange()
+			if pk.GetPhase() != PhaseChange || ch.GetApply() != StatusPending || !Finished(ch.GetCommit()) || ch.GetAbortedBy() != 0 {
+				continue // undecided, or undone already by an earlier failure
+			}
+			if ch.GetCommit() == StatusComplete && !overlapsAny(ch.GetValues(), undone) {
+				// Independent of i: it stays, and is applied next.
+				if pk.Rollback == nil {
+					pk.Rollback = &Rollback{}
 				}
-				restored[string(key)] = true
-				entry, err := w.restoreCommitted(key)
-				if err != nil {
-					return err
+				if pk.Rollback.Index != kept {
+					pk.Rollback.Index = kept
+					if err := w.put(proposalKey(k), pk); err != nil {
+						return err
+					}
 				}
-				if entry != nil {
-					history = append(history, entry)
+				kept = k
+				for _, pv := range ch.GetValues() {
+					keptValues[string(PathKey(pv.GetPath()))] = pv
 				}
+				continue
+			}
+			// Its commit is undone now; its apply is aborted in its turn
+			// (AbortApply), so that applies still finish in index order.
+			ch.AbortedBy = i
+			if ch.GetError() == nil {
+				ch.Error = &journalpb.Error{Code: codeAborted,
+					Message: fmt.Sprintf("proposal %d failed to apply and this change writes paths it wrote: %s", i, message)}
+			}
+			if err := w.put(proposalKey(k), pk); err != nil {
+				return err
+			}
+			w.aborted = append(w.aborted, k)
+			if ch.GetCommit() == StatusComplete {
+				undone = append(undone, ch.GetValues()...)
+			}
+		}
+		var history []*journalpb.HistoryEntry
+		restored := make(map[string]bool)
+		for _, pv := range undone {
+			key := PathKey(pv.GetPath())
+			if restored[string(key)] {
+				continue
+			}
+			restored[string(key)] = true
+			entry, err := w.restoreCommitted(key, keptValues[string(key)])
+			if err != nil {
+				return err
+			}
+			if entry != nil {
+				history = append(history, entry)
 			}
 		}
 		if err := w.appendHistory(c, i, HistoryKindFailApply, history); err != nil {
 			return err
 		}
-		c.Committed.Index = c.Applied.Index
+		c.Committed.Index = kept
 		return w.clearFailedCommitConfirm(append([]uint64{i}, w.aborted...)...)
 	}}
 }
 
-// restoreCommitted sets the committed value of key to its applied value (or
-// removes it) and returns the history entry, nil if nothing changed.
-func (w *writeTxn) restoreCommitted(key []byte) (*journalpb.HistoryEntry, error) {
+// overlapsAny reports whether a value of values is at, above or below a
+// value of others.
+func overlapsAny(values, others []*PathValue) bool {
+	if len(others) == 0 {
+		return false
+	}
+	for _, v := range values {
+		for _, o := range others {
+			if IsUnder(v.GetPath(), o.GetPath()) || IsUnder(o.GetPath(), v.GetPath()) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// restoreCommitted sets the committed value of key to kept, if not nil,
+// else to its applied value (or removes it), and returns the history entry,
+// nil if nothing changed.
+func (w *writeTxn) restoreCommitted(key []byte, kept *PathValue) (*journalpb.HistoryEntry, error) {
 	cur, err := w.value(nsCommitted, key)
 	if err != nil {
 		return nil, err
 	}
-	app, err := w.value(nsApplied, key)
-	if err != nil {
-		return nil, err
+	app := kept
+	if app == nil {
+		if app, err = w.value(nsApplied, key); err != nil {
+			return nil, err
+		}
 	}
 	if proto.Equal(cur, app) {
 		return nil, nil
@@ -587,7 +636,7 @@ func abortApplyTransition(i uint64) proposalTransition {
 		if ch.GetApply() != StatusPending {
 			return guardf("abort apply of proposal %d: apply is %v, not pending", i, ch.GetApply())
 		}
-		if ch.GetCommit() != StatusFailed && ch.GetCommit() != StatusAborted {
+		if ch.GetCommit() != StatusFailed && ch.GetCommit() != StatusAborted && ch.GetAbortedBy() == 0 {
 			return guardf("abort apply of proposal %d: commit is %v, not failed or aborted", i, ch.GetCommit())
 		}
 		if err := w.previousFinished(c, i, "apply", func(p *Proposal) Status { return p.GetChange().GetApply() }); err != nil {

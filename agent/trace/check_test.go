@@ -127,12 +127,9 @@ func (s *script) apply(i uint64, values ...Value) *script {
 	return s.propose(i).commit(i, values...).startApply(i).completeApply(i, values...)
 }
 
+// failApply records FailApply(i); abort are the proposals depending on
+// i, whose AbortApply lines come later, in their turn.
 func (s *script) failApply(i uint64, abort ...uint64) *script {
-	for _, k := range abort {
-		p := s.proposals[k]
-		p.Apply = aborted
-		s.proposals[k] = p
-	}
 	s.set(journal.ActionFailApply, i, func(p *ProposalStatus) { p.Apply = failed })
 	s.lines[len(s.lines)-1].Aborted = abort
 	return s
@@ -196,9 +193,10 @@ func properties(vs []Violation) []string {
 func lifecycle(t testing.TB) *script {
 	s := synced()
 	s.apply(1, val(t, "/a", 1, "1"))
-	// 2 is rejected by the device and aborts 3, committed on top of it.
-	s.propose(2).commit(2, val(t, "/b", 2, "2")).propose(3).commit(3, val(t, "/c", 3, "3"))
-	s.startApply(2).failApply(2, 3)
+	// 2 is rejected by the device and aborts 3, committed on top of it
+	// and writing its path.
+	s.propose(2).commit(2, val(t, "/b", 2, "2")).propose(3).commit(3, val(t, "/b", 3, "3"))
+	s.startApply(2).failApply(2, 3).abortApply(3)
 	// 4 does not validate.
 	s.propose(4).failCommit(4).abortApply(4)
 	// The sidecar restarts while 5 is in progress; the agent completes it
@@ -221,7 +219,7 @@ func TestCheckLifecycle(t *testing.T) {
 		t.Errorf("%v", v)
 	}
 	wantCounts := Counts{
-		Lines: 36, Opens: 2, Connects: 2, Repushes: 2, Changes: 5, Applies: 2, Failures: 1, Rollbacks: 2, RolledBack: 2,
+		Lines: 37, Opens: 2, Connects: 2, Repushes: 2, Changes: 5, Applies: 2, Failures: 1, Rollbacks: 2, RolledBack: 2,
 	}
 	if diff := cmp.Diff(wantCounts, r.Counts); diff != "" {
 		t.Errorf("Counts (-want +got):\n%s", diff)
@@ -283,9 +281,9 @@ func TestCheckViolations(t *testing.T) {
 			wantMsg: "apply of proposal 1 finished after the apply of proposal 2",
 		},
 		{
-			name: "failed apply aborts an earlier proposal",
+			name: "an earlier proposal aborted after a later one failed",
 			build: func(testing.TB) *script {
-				return synced().propose(1).propose(2).commit(1).commit(2).startApply(2).failApply(2, 1)
+				return synced().propose(1).propose(2).commit(1).commit(2).startApply(2).failApply(2).abortApply(1)
 			},
 			want:    PropertyOrder,
 			wantMsg: "apply of proposal 1 finished after the apply of proposal 2",
@@ -508,11 +506,12 @@ func TestCheckJournal(t *testing.T) {
 	d.do(j.CompleteApplyRollback(ctx, i, term))
 
 	rejected := d.propose("/system/config/hostname", "r1")
-	onTop := d.propose("/system/config/domain-name", "example.net")
+	onTop := d.propose("/system/config/hostname", "r1-again")
 	d.do(j.CommitChange(ctx, rejected))
 	d.do(j.CommitChange(ctx, onTop))
 	d.do(j.StartApply(ctx, rejected))
 	d.do(j.FailApply(ctx, rejected, 3, "rejected by the device"))
+	d.do(j.AbortApply(ctx, onTop))
 
 	invalid := d.propose("/system/config/hostname", "bad")
 	d.do(j.FailCommit(ctx, invalid, 3, "does not validate"))
@@ -551,7 +550,7 @@ func TestCheckJournal(t *testing.T) {
 	for _, v := range r.Violations {
 		t.Errorf("%v", v)
 	}
-	want := Counts{Lines: 29, Opens: 2, Connects: 2, Repushes: 2, Changes: 5, Applies: 2, Failures: 1, Rollbacks: 1, RolledBack: 1}
+	want := Counts{Lines: 30, Opens: 2, Connects: 2, Repushes: 2, Changes: 5, Applies: 2, Failures: 1, Rollbacks: 1, RolledBack: 1}
 	if diff := cmp.Diff(want, r.Counts); diff != "" {
 		t.Errorf("Counts (-want +got):\n%s", diff)
 	}

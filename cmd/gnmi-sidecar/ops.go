@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -382,18 +383,23 @@ sidecar, read over gNMI from its introspection tree.
 
 func newJournalListCommand(o *ops) *cobra.Command {
 	var limit int
+	var failedOnly bool
 	cmd := o.command(&cobra.Command{
-		Use:   "list [--limit N]",
+		Use:   "list [--limit N] [--failed]",
 		Short: "List the newest proposals, oldest first",
 		Long: `list prints the newest --limit proposals (0: all the journal keeps), oldest
 first, one row each: INDEX, PHASE, COMMIT and APPLY (the statuses of the
 change, or of its rollback once the phase is ROLLBACK), PROPOSED (UTC),
-OPS (operations of the Set) and ERROR.
+OPS (operations of the Set) and ERROR. With --failed, only those among
+them whose change did not take effect (commit or apply FAILED or ABORTED:
+an ASYNC client was answered before that) or whose rollback the device
+refused; --limit 0 --failed lists every such proposal the journal keeps.
 
 ` + exitCodesHelp,
 	})
 	cmd.Args = o.args(cobra.NoArgs)
 	cmd.Flags().IntVarP(&limit, "limit", "n", 20, "how many of the newest proposals to list (0: all)")
+	cmd.Flags().BoolVar(&failedOnly, "failed", false, "only the proposals that failed or were aborted, or whose rollback the device refused")
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
 		if limit < 0 {
 			return o.usage(cmd, fmt.Errorf("--limit %d: must not be negative", limit))
@@ -402,6 +408,9 @@ OPS (operations of the Set) and ERROR.
 			l, err := fetchJournalList(ctx, c, uint64(limit))
 			if err != nil {
 				return failed("list the journal", err)
+			}
+			if failedOnly {
+				l.Proposals = slices.DeleteFunc(l.Proposals, func(p ProposalState) bool { return !p.Unsuccessful() })
 			}
 			if o.json() {
 				return o.printJSON(l)

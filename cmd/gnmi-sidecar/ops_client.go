@@ -153,6 +153,13 @@ func (p *ProposalState) Error() string {
 	return p.ErrorCode + ": " + p.ErrorMessage
 }
 
+// Unsuccessful reports whether the proposal's change did not take effect
+// (commit or apply FAILED or ABORTED) or the device refused its rollback.
+func (p *ProposalState) Unsuccessful() bool {
+	bad := func(s string) bool { return s == "FAILED" || s == "ABORTED" }
+	return bad(p.CommitStatus) || bad(p.ApplyStatus) || p.RollbackApplyStatus == "FAILED"
+}
+
 // OperationView is proposals/proposal/operations/operation[seq=K]/state.
 type OperationView struct {
 	Seq   uint64 `json:"seq"`

@@ -12,7 +12,10 @@ import (
 	"testing"
 	"time"
 
+	gpb "github.com/openconfig/gnmi/proto/gnmi"
+
 	"github.com/gnmi-sidecar/gnmi-sidecar/agent/trace"
+	"github.com/gnmi-sidecar/gnmi-sidecar/proxy/sidecarpb"
 )
 
 // postAdmin posts to a gnmi-testbed admin endpoint and requires 200 OK.
@@ -161,5 +164,49 @@ func TestRefusedRollbackAndRepushDoNotBlock(t *testing.T) {
 	if _, ok, _ := getLeaf(context.Background(), s.devClient, descPath("eth1")); ok {
 		t.Error("the skipped path came back on the device")
 	}
+	s.verifyTrace(t, trace.VerifyOptions{Quiescent: true})
+}
+
+// TestAsyncSetAbortedIsTold: an ASYNC Set, acknowledged once committed,
+// that writes the path of an earlier Set the device then refuses is
+// aborted; its client finds it with the proposal index of its Set response
+// in `journal list --failed` and in the introspection origin. An
+// independent ASYNC Set committed on top of the refused one is applied.
+func TestAsyncSetAbortedIsTold(t *testing.T) {
+	s := startStack(t, nil, nil)
+	async := sidecarExt(t, &sidecarpb.Request{Mode: sidecarpb.SetMode_SET_MODE_ASYNC})
+	refusePath(t, s.devAdmin, "/interfaces/interface[name=eth0]/config/description")
+	postAdmin(t, s.devAdmin, "/faults/delay?d=300ms")
+	bad := mustSetDesc(t, s.client, "eth0", "refused", async)
+	dependent := mustSetDesc(t, s.client, "eth0", "acknowledged, then aborted", async)
+	independent := mustSetDesc(t, s.client, "eth1", "independent", async)
+	t.Logf("proposals: refused %d, dependent %d, independent %d", bad.GetIndex(), dependent.GetIndex(), independent.GetIndex())
+
+	var listed []string
+	poll(t, 20*time.Second, "journal list --failed to show the refused and the aborted Set", func() (bool, string) {
+		var l JournalList
+		if err := json.Unmarshal([]byte(mustOps(t, s.sidecar.addr, "journal", "list", "--failed", "--output", "json")), &l); err != nil {
+			t.Fatal(err)
+		}
+		listed = nil
+		for _, p := range l.Proposals {
+			listed = append(listed, fmt.Sprintf("%d:%s", p.Index, p.ApplyStatus))
+		}
+		want := []string{fmt.Sprintf("%d:FAILED", bad.GetIndex()), fmt.Sprintf("%d:ABORTED", dependent.GetIndex())}
+		return slices.Equal(listed, want), strings.Join(listed, " ")
+	})
+	v, ok := mustGetLeaf(t, s.client, &gpb.Path{Origin: "gnmi-sidecar", Elem: []*gpb.PathElem{{Name: "proposals"},
+		{Name: "proposal", Key: map[string]string{"index": fmt.Sprint(dependent.GetIndex())}}, {Name: "state"}, {Name: "apply-status"}}})
+	if !ok || v != "ABORTED" {
+		t.Errorf("introspection: proposal %d apply-status = %q, want ABORTED", dependent.GetIndex(), v)
+	}
+	show := mustOps(t, s.sidecar.addr, "journal", "show", fmt.Sprint(dependent.GetIndex()))
+	if !strings.Contains(show, fmt.Sprintf("proposal %d failed to apply", bad.GetIndex())) {
+		t.Errorf("journal show %d does not say why it was aborted:\n%s", dependent.GetIndex(), show)
+	}
+	poll(t, 10*time.Second, "the independent Set on the device", func() (bool, string) {
+		v, ok, err := getLeaf(context.Background(), s.devClient, descPath("eth1"))
+		return err == nil && ok && v == "independent", v
+	})
 	s.verifyTrace(t, trace.VerifyOptions{Quiescent: true})
 }

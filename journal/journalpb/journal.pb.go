@@ -702,7 +702,11 @@ type Change struct {
 	// `resolve skip|adopt`): its apply completes without a device Set.
 	Adopted bool `protobuf:"varint,10,opt,name=adopted,proto3" json:"adopted,omitempty"`
 	// Who proposed it (for now set on adoptions only).
-	Author        string `protobuf:"bytes,11,opt,name=author,proto3" json:"author,omitempty"`
+	Author string `protobuf:"bytes,11,opt,name=author,proto3" json:"author,omitempty"`
+	// The proposal whose failed apply this change depends on (it writes
+	// paths that one wrote): its commit was undone and its apply is
+	// aborted in its turn (AbortApply). 0: none.
+	AbortedBy     uint64 `protobuf:"varint,12,opt,name=aborted_by,json=abortedBy,proto3" json:"aborted_by,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -812,6 +816,13 @@ func (x *Change) GetAuthor() string {
 		return x.Author
 	}
 	return ""
+}
+
+func (x *Change) GetAbortedBy() uint64 {
+	if x != nil {
+		return x.AbortedBy
+	}
+	return 0
 }
 
 type Rollback struct {
@@ -1757,7 +1768,7 @@ const file_journal_journalpb_journal_proto_rawDesc = "" +
 	"\x05value\x18\x04 \x01(\v2\x10.gnmi.TypedValueR\x05value\"5\n" +
 	"\x05Error\x12\x12\n" +
 	"\x04code\x18\x01 \x01(\rR\x04code\x12\x18\n" +
-	"\amessage\x18\x02 \x01(\tR\amessage\"\xaf\x04\n" +
+	"\amessage\x18\x02 \x01(\tR\amessage\"\xce\x04\n" +
 	"\x06Change\x12,\n" +
 	"\x03ops\x18\x01 \x03(\v2\x1a.gnmisidecar.journal.v1.OpR\x03ops\x129\n" +
 	"\x06values\x18\x02 \x03(\v2!.gnmisidecar.journal.v1.PathValueR\x06values\x126\n" +
@@ -1770,7 +1781,9 @@ const file_journal_journalpb_journal_proto_rawDesc = "" +
 	"\x05error\x18\t \x01(\v2\x1d.gnmisidecar.journal.v1.ErrorR\x05error\x12\x18\n" +
 	"\aadopted\x18\n" +
 	" \x01(\bR\aadopted\x12\x16\n" +
-	"\x06author\x18\v \x01(\tR\x06author\"\xe7\x03\n" +
+	"\x06author\x18\v \x01(\tR\x06author\x12\x1d\n" +
+	"\n" +
+	"aborted_by\x18\f \x01(\x04R\tabortedBy\"\xe7\x03\n" +
 	"\bRollback\x12\x14\n" +
 	"\x05index\x18\x01 \x01(\x04R\x05index\x129\n" +
 	"\x06values\x18\x02 \x03(\v2!.gnmisidecar.journal.v1.PathValueR\x06values\x126\n" +
