@@ -202,9 +202,15 @@ func (s *Server) waitRollback(ctx context.Context, i uint64, sync, orFailed bool
 		return nil, s.waitError(wctx, i, err)
 	}
 	if e := p.GetRollback().GetError(); e != nil && p.GetRollback().GetApply() == journal.StatusFailed {
-		return nil, status.Errorf(codes.Code(e.GetCode()),
+		// The detail (the Response: phase ROLLBACK, apply FAILED) tells a
+		// program this refusal from one made before anything was journaled.
+		st := status.Newf(codes.Code(e.GetCode()),
 			"the device refused the rollback of proposal %d: %s; the journal records it as rolled back and the paths the device refused as out of sync (gnmi-sidecar status; resolve them with gnmi-sidecar resolve)",
 			i, e.GetMessage())
+		if withDetail, err := st.WithDetails(rollbackResponse(p)); err == nil {
+			st = withDetail
+		}
+		return nil, st.Err()
 	}
 	resp := &gpb.SetResponse{Timestamp: time.Now().UnixNano()}
 	r := rollbackResponse(p)

@@ -2,12 +2,14 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
 	"maps"
 	"math/rand/v2"
 	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -16,6 +18,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 
 	"github.com/gnmi-sidecar/gnmi-sidecar/agent/trace"
 	"github.com/gnmi-sidecar/gnmi-sidecar/testbed/relay"
@@ -39,6 +44,8 @@ const (
 	faultPartition     = "network partition"
 	faultBlackHole     = "network black hole"
 	faultLatency       = "network latency"
+	faultRefusePath    = "device refuses a path (rollbacks, re-pushes)"
+	faultSecondSidecar = "a second sidecar on the device"
 )
 
 // chaosFaults are the faults with their weights.
@@ -48,6 +55,7 @@ var chaosFaults = []struct {
 }{
 	{faultKillSidecar, 3}, {faultRestartDevice, 2}, {faultDrop, 2}, {faultReject, 3}, {faultHang, 1},
 	{faultCut, 2}, {faultPartition, 2}, {faultBlackHole, 2}, {faultLatency, 1},
+	{faultRefusePath, 2}, {faultSecondSidecar, 1},
 }
 
 // rejectCodes are the codes the device rejects Sets with: definitive
@@ -137,6 +145,22 @@ func TestChaos(t *testing.T) {
 		return err == nil, fmt.Sprint(err)
 	})
 	mon.waitFor(t, "eth99", "fence", 30*time.Second)
+	// Paths the device refused (rollbacks, re-pushes) are out of sync until
+	// resolved: with the faults gone, a retry settles every one of them.
+	retry := runOpsAt(t, c.s.sidecar.addr, "resolve", "retry")
+	if retry.code != 0 {
+		t.Errorf("resolve retry after healing: exit %d: %s%s", retry.code, retry.stdout, retry.stderr)
+	}
+	var st StatusView
+	if err := json.Unmarshal([]byte(mustOps(t, c.s.sidecar.addr, "status", "--output", "json")), &struct {
+		Configuration *ConfigurationState `json:"configuration"`
+		Device        *DeviceState        `json:"device"`
+	}{&st.Configuration, &st.Device}); err != nil {
+		t.Fatal(err)
+	}
+	if st.Configuration.OutOfSync != 0 || st.Device.Fenced {
+		t.Errorf("after healing and a retry: %d paths out of sync, fenced %v; want none and false", st.Configuration.OutOfSync, st.Device.Fenced)
+	}
 	events := mon.snapshot()
 
 	// Every acknowledged change is on the device, in order.
@@ -176,6 +200,7 @@ func TestChaos(t *testing.T) {
 		fmt.Sprintf("verified: %d acknowledged Sets (%d rolled back) of %d clients on the device, %d device events checked, %d device subscriptions",
 			verified, rollbacks.acked, len(writers), len(events), mon.streams),
 		fmt.Sprintf("journal: %d proposals, %d applied values, the device's configuration; trace: %v", len(proposals), len(applied), r.Counts),
+		"out of sync settled by the final retry: " + strings.TrimSpace(retry.stdout),
 	}
 	for _, l := range counts {
 		t.Log(l)
@@ -192,7 +217,7 @@ func startChaos(t *testing.T, rng *rand.Rand) *chaos {
 	t.Helper()
 	// A short apply timeout: a hung or black-holed Set counts as a
 	// transient failure within seconds.
-	s := newStack(t, nil, []string{"--apply-timeout", "2s", "--log-level", "warn"})
+	s := newStack(t, nil, []string{"--apply-timeout", "2s", "--log-level", "warn", "--master-arbitration"})
 	c := &chaos{s: s, rng: rng, faults: map[string]int{}}
 	c.started = append(c.started, s.dev)
 	var err error
@@ -273,7 +298,71 @@ func (c *chaos) inject(t *testing.T) {
 		c.south.SetLatency(time.Duration(1+c.rng.IntN(30)) * time.Millisecond)
 		c.sleep(500*time.Millisecond, 3*time.Second)
 		c.south.SetLatency(0)
+	case faultRefusePath:
+		// The device refuses one client's leaf for a while: its Sets fail,
+		// a rollback of it ends refused (its path out of sync), and so
+		// does a re-push, half the time, after a device restart.
+		path := fmt.Sprintf("/interfaces/interface[name=eth%d]/config/description", 1+c.rng.IntN(*chaosClients))
+		code := refuseCodes[c.rng.IntN(len(refuseCodes))]
+		c.admin(t, "/faults/refuse?code="+code+"&path="+url.QueryEscape(path))
+		if c.rng.IntN(2) == 0 {
+			c.sleep(100*time.Millisecond, time.Second)
+			c.admin(t, "/restart")
+			c.faults[faultRefusePath+", device restarted"]++
+		}
+		c.sleep(500*time.Millisecond, 3*time.Second)
+		c.admin(t, "/faults/clear")
+	case faultSecondSidecar:
+		if !c.secondSidecar(t) {
+			c.faults[faultSecondSidecar+" (skipped: the sidecar was not synced under a term > 1)"]++
+		}
 	}
+}
+
+// refuseCodes are the definitive codes of faultRefusePath.
+var refuseCodes = []string{"INVALID_ARGUMENT", "FAILED_PRECONDITION", "NOT_FOUND"}
+
+// secondSidecar starts a second sidecar, with a journal of its own and
+// --master-arbitration, on the device, while the chaos sidecar is master:
+// it must find itself fenced at once (its election id, of term 1, is lower
+// than the master's of a later term), refuse a Set with FAILED_PRECONDITION
+// and write nothing (the writers' checks see any flap). It is then killed.
+// It reports false, doing nothing, unless the chaos sidecar is synced under
+// a term above 1 (at term 1, the random low halves decide).
+func (c *chaos) secondSidecar(t *testing.T) bool {
+	t.Helper()
+	var v struct {
+		Configuration struct {
+			Status string `json:"status"`
+		} `json:"configuration"`
+		Device struct {
+			Connected bool   `json:"connected"`
+			Term      uint64 `json:"term"`
+		} `json:"device"`
+	}
+	r := runOpsAt(t, c.s.sidecar.addr, "status", "--output", "json", "--timeout", "2s")
+	if r.code != 0 || json.Unmarshal([]byte(r.stdout), &v) != nil ||
+		!v.Device.Connected || v.Device.Term < 2 || v.Configuration.Status != "COMPLETE" {
+		return false
+	}
+	dir := t.TempDir()
+	second := startProcess(t, "gnmi-sidecar", c.s.sidecarBin, "serve", "--listen", "127.0.0.1:0",
+		"--target", c.s.dev.addr, "--journal-dir", filepath.Join(dir, "journal"), "--metrics", "127.0.0.1:0",
+		"--master-arbitration", "--log-level", "warn")
+	c.started = append(c.started, second)
+	defer second.kill(t)
+	client := dial(t, second.addr)
+	poll(t, 20*time.Second, "the second sidecar to report itself fenced", func() (bool, string) {
+		r := runOpsAt(t, second.addr, "status", "--output", "json", "--timeout", "2s")
+		return strings.Contains(r.stdout, `"fenced": true`), r.stdout + r.stderr
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	_, err := setDesc(ctx, client, "eth1", "from the second sidecar")
+	if st := status.Convert(err); st.Code() != codes.FailedPrecondition || !strings.Contains(st.Message(), "fenced") {
+		t.Errorf("a Set through the fenced second sidecar: %v; want FAILED_PRECONDITION saying it is fenced", err)
+	}
+	return true
 }
 
 // admin posts to the device's admin endpoint.

@@ -376,6 +376,12 @@ func (w *writer) rollback(c gpb.GNMIClient) {
 		w.rolledBack = append(w.rolledBack, ack{seq: top.seq, at: time.Now().UnixNano()})
 		return
 	case codes.FailedPrecondition, codes.NotFound, codes.InvalidArgument, codes.ResourceExhausted:
+		if journaledRollback(err) {
+			// The device refused it, but the journal took it (its paths
+			// are out of sync): a re-push or a resolve may still put it
+			// on the device. The floor stays lower.
+			break
+		}
 		// Refused before anything was journaled: the change stays.
 		w.effect = append(w.effect, top)
 		w.setFloor(time.Now().UnixNano())
@@ -385,6 +391,18 @@ func (w *writer) rollback(c gpb.GNMIClient) {
 	}
 	w.rollbacks.errs[code]++
 	time.Sleep(time.Duration(5+w.rng.IntN(20)) * time.Millisecond)
+}
+
+// journaledRollback reports whether err is the device's refusal of a
+// rollback the journal recorded (its detail is the sidecar's Response in
+// the rollback phase), not a refusal before anything was journaled.
+func journaledRollback(err error) bool {
+	for _, d := range status.Convert(err).Details() {
+		if r, ok := d.(*sidecarpb.Response); ok && r.GetPhase() == sidecarpb.Phase_PHASE_ROLLBACK {
+			return true
+		}
+	}
+	return false
 }
 
 // rollbackExt is the sidecar's extension of a SYNC rollback of proposal
