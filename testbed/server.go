@@ -243,10 +243,7 @@ func (d *Device) refused(req *gpb.SetRequest) error {
 	if len(refuse) == 0 {
 		return nil
 	}
-	var paths []*gpb.Path
-	for _, p := range req.GetDelete() {
-		paths = append(paths, p)
-	}
+	paths := slices.Clone(req.GetDelete())
 	for _, u := range append(slices.Clone(req.GetReplace()), req.GetUpdate()...) {
 		paths = append(paths, u.GetPath())
 	}
