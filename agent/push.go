@@ -157,7 +157,7 @@ func (a *Agent) RetryOutOfSync(ctx context.Context, paths []*gpb.Path) (settled 
 	if err != nil {
 		return 0, nil, err
 	}
-	recs = slices.DeleteFunc(recs, func(rec *journal.OutOfSync) bool { return !selected(rec, paths) })
+	recs = journal.SelectOutOfSync(recs, paths)
 	if len(recs) == 0 {
 		return 0, nil, nil
 	}
@@ -200,22 +200,8 @@ func (a *Agent) RetryOutOfSync(ctx context.Context, paths []*gpb.Path) (settled 
 	if err != nil {
 		return 0, nil, err
 	}
-	after = slices.DeleteFunc(after, func(rec *journal.OutOfSync) bool { return !selected(rec, paths) })
+	after = journal.SelectOutOfSync(after, paths)
 	log.Info("retried out-of-sync paths", "retried", len(recs), "settled", len(recs)-len(after), "values", len(values))
 	a.broadcast()
 	return len(recs) - len(after), after, nil
-}
-
-// selected reports whether rec is at or under one of paths (all records
-// when paths is empty).
-func selected(rec *journal.OutOfSync, paths []*gpb.Path) bool {
-	if len(paths) == 0 {
-		return true
-	}
-	for _, p := range paths {
-		if journal.IsUnder(rec.GetValue().GetPath(), p) {
-			return true
-		}
-	}
-	return false
 }

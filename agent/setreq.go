@@ -113,14 +113,8 @@ func inPathOrder(values []*journal.PathValue) []*journal.PathValue {
 // into requests with a setBatcher.
 func batchValues(values []*journal.PathValue, limits setLimits) []*gpb.SetRequest {
 	var reqs []*gpb.SetRequest
-	b := newSetBatcher(limits)
-	for _, pv := range values {
-		if req := b.add(pv); req != nil {
-			reqs = append(reqs, req)
-		}
-	}
-	if req := b.flush(); req != nil {
-		reqs = append(reqs, req)
+	for _, b := range valueBatches(values, limits) {
+		reqs = append(reqs, b.req)
 	}
 	return reqs
 }

@@ -5,7 +5,10 @@ import (
 	"context"
 	"fmt"
 
+	"slices"
+
 	"github.com/dgraph-io/badger/v4"
+	"github.com/openconfig/gnmi/proto/gnmi"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
@@ -44,6 +47,17 @@ func (j *Journal) OutOfSync(ctx context.Context) ([]*OutOfSync, error) {
 		return err
 	})
 	return out, err
+}
+
+// SelectOutOfSync returns the records of recs at or under one of paths (all
+// of them when paths is empty), in place.
+func SelectOutOfSync(recs []*OutOfSync, paths []*gnmi.Path) []*OutOfSync {
+	if len(paths) == 0 {
+		return recs
+	}
+	return slices.DeleteFunc(recs, func(rec *OutOfSync) bool {
+		return !slices.ContainsFunc(paths, func(p *gnmi.Path) bool { return IsUnder(rec.GetValue().GetPath(), p) })
+	})
 }
 
 func loadOutOfSync(txn *badger.Txn) ([]*OutOfSync, error) {

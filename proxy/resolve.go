@@ -101,17 +101,7 @@ func (s *Server) outOfSync(ctx context.Context, paths []*gpb.Path) ([]*journal.O
 	if err != nil {
 		return nil, err
 	}
-	return slices.DeleteFunc(recs, func(rec *journal.OutOfSync) bool {
-		if len(paths) == 0 {
-			return false
-		}
-		for _, p := range paths {
-			if journal.IsUnder(rec.GetValue().GetPath(), p) {
-				return false
-			}
-		}
-		return true
-	}), nil
+	return journal.SelectOutOfSync(recs, paths), nil
 }
 
 // adopt reads the device's configuration at targets and journals it as an

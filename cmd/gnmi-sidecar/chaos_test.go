@@ -5,10 +5,8 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
-	"io"
 	"maps"
 	"math/rand/v2"
-	"net/http"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -368,15 +366,7 @@ func (c *chaos) secondSidecar(t *testing.T) bool {
 // admin posts to the device's admin endpoint.
 func (c *chaos) admin(t *testing.T, path string) {
 	t.Helper()
-	resp, err := http.Post(c.s.devAdmin+path, "", nil)
-	if err != nil {
-		t.Fatalf("POST %s: %v", path, err)
-	}
-	defer resp.Body.Close()
-	body, _ := io.ReadAll(resp.Body)
-	if resp.StatusCode != http.StatusOK {
-		t.Fatalf("POST %s: %s: %s", path, resp.Status, body)
-	}
+	postAdmin(t, c.s.devAdmin, path)
 }
 
 // heal ends every fault: the network, the device's armed faults; the
