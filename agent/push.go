@@ -137,10 +137,11 @@ func (a *Agent) pushSplitting(s *session, term uint64, batch *valueBatch, out *p
 // under paths (all of them if paths is empty) to the device again, as an
 // operator's `resolve retry` asks, and records the outcome
 // (journal.SettleOutOfSync): the paths the device takes are settled, those
-// it refuses again stay out of sync with its new answer. It returns how
+// it refuses again stay out of sync with its new answer; the journal's
+// Resolution record names author. It returns how
 // many records were settled and those still out of sync among the ones it
 // retried. The device must be connected and synced (else Unavailable).
-func (a *Agent) RetryOutOfSync(ctx context.Context, paths []*gpb.Path) (settled int, still []*journal.OutOfSync, err error) {
+func (a *Agent) RetryOutOfSync(ctx context.Context, paths []*gpb.Path, author string) (settled int, still []*journal.OutOfSync, err error) {
 	a.deviceMu.Lock()
 	defer a.deviceMu.Unlock()
 	v, err := a.view(ctx)
@@ -189,7 +190,7 @@ func (a *Agent) RetryOutOfSync(ctx context.Context, paths []*gpb.Path) (settled 
 		refused[pv] = true
 	}
 	accepted := slices.DeleteFunc(slices.Clone(values), func(pv *journal.PathValue) bool { return refused[pv] })
-	if _, err := a.j.SettleOutOfSync(ctx, term, accepted, out.refused, out.code(), out.message()); err != nil {
+	if _, err := a.j.SettleOutOfSync(ctx, term, accepted, out.refused, out.code(), out.message(), author); err != nil {
 		return 0, nil, err
 	}
 	if len(out.refused) > 0 {

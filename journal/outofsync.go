@@ -175,9 +175,10 @@ func (j *Journal) FailApplyRollback(ctx context.Context, i, term uint64, refused
 
 // SettleOutOfSync records the outcome of an operator's retry of the
 // out-of-sync paths, sent under term: the records of the values the device
-// accepted go (see clearOutOfSync), and each refused value is marked again
-// with the device's error.
-func (j *Journal) SettleOutOfSync(ctx context.Context, term uint64, accepted, refused []*PathValue, code uint32, message string) (*Configuration, error) {
+// accepted go (see clearOutOfSync), each refused value is marked again
+// with the device's error, and a Resolution names author and what was
+// settled.
+func (j *Journal) SettleOutOfSync(ctx context.Context, term uint64, accepted, refused []*PathValue, code uint32, message, author string) (*Configuration, error) {
 	var out *Configuration
 	err := j.submit(ctx, func(w *writeTxn) error {
 		c, err := w.configuration()
@@ -190,6 +191,10 @@ func (j *Journal) SettleOutOfSync(ctx context.Context, term uint64, accepted, re
 		if term != c.Applied.Term {
 			return guardf("record a retry of the out-of-sync paths: sent under term %d, current term is %d", term, c.Applied.Term)
 		}
+		before, err := loadOutOfSync(w.txn)
+		if err != nil {
+			return err
+		}
 		if err := w.clearOutOfSync(c, accepted); err != nil {
 			return err
 		}
@@ -197,6 +202,26 @@ func (j *Journal) SettleOutOfSync(ctx context.Context, term uint64, accepted, re
 			if err := w.markOutOfSync(c, pv, CauseRetry, 0, code, message); err != nil {
 				return err
 			}
+		}
+		after, err := loadOutOfSync(w.txn)
+		if err != nil {
+			return err
+		}
+		res := &Resolution{Author: author, Action: "RETRY"}
+		still := make(map[string]bool, len(after))
+		for _, rec := range after {
+			still[string(PathKey(rec.GetValue().GetPath()))] = true
+		}
+		for _, rec := range before {
+			if !still[string(PathKey(rec.GetValue().GetPath()))] {
+				res.Settled = append(res.Settled, rec.GetValue().GetPath())
+			}
+		}
+		for _, pv := range refused {
+			res.StillOutOfSync = append(res.StillOutOfSync, pv.GetPath())
+		}
+		if _, err := w.recordResolution(c, res); err != nil {
+			return err
 		}
 		if err := w.put(keyConfiguration, c); err != nil {
 			return err
@@ -238,4 +263,66 @@ func (w *writeTxn) recordRepush(c *Configuration, o RepushOutcome) error {
 		}
 	}
 	return nil
+}
+
+// Resolution is the record of an operator's resolve.
+type Resolution = journalpb.Resolution
+
+var nsResolution = []byte("rs/")
+
+// keepResolutions bounds the Resolution records kept.
+const keepResolutions = 1000
+
+// RecordResolution journals r (its seq and time are set here) and drops the
+// records beyond the newest keepResolutions.
+func (j *Journal) RecordResolution(ctx context.Context, r *Resolution) (*Resolution, error) {
+	var out *Resolution
+	err := j.submit(ctx, func(w *writeTxn) error {
+		c, err := w.configuration()
+		if err != nil {
+			return err
+		}
+		rec, err := w.recordResolution(c, r)
+		if err != nil {
+			return err
+		}
+		out = rec
+		return w.put(keyConfiguration, c)
+	})
+	return out, err
+}
+
+func (w *writeTxn) recordResolution(c *Configuration, r *Resolution) (*Resolution, error) {
+	rec := proto.CloneOf(r)
+	c.Resolutions++
+	rec.Seq, rec.Time = c.Resolutions, timestamppb.New(w.now)
+	if err := w.put(uint64Key(nsResolution, rec.Seq), rec); err != nil {
+		return nil, err
+	}
+	if rec.Seq > keepResolutions {
+		if err := w.delete(uint64Key(nsResolution, rec.Seq-keepResolutions)); err != nil {
+			return nil, err
+		}
+	}
+	return rec, nil
+}
+
+// Resolutions returns the newest n Resolution records (all kept if n is
+// 0), oldest first.
+func (j *Journal) Resolutions(ctx context.Context, n int) ([]*Resolution, error) {
+	var out []*Resolution
+	err := j.view(ctx, func(txn *badger.Txn) error {
+		return iteratePrefix(txn, nsResolution, func(key, val []byte) error {
+			r := &Resolution{}
+			if err := proto.Unmarshal(val, r); err != nil {
+				return fmt.Errorf("%w: decode %q: %w", ErrCorrupt, key, err)
+			}
+			out = append(out, r)
+			return nil
+		})
+	})
+	if n > 0 && len(out) > n {
+		out = out[len(out)-n:]
+	}
+	return out, err
 }

@@ -64,12 +64,14 @@ func introspectSchema() *schemaNode {
 	return schemaContainer("",
 		schemaContainer(elemConfiguration, schemaState("committed-index", "committed-proposal", "applied-index",
 			"applied-proposal", "applied-term", "applied-target", "status", "first-index", "last-index",
-			"rolling-back", "history-floor", "out-of-sync")),
+			"rolling-back", "history-floor", "out-of-sync", "resolutions")),
 		schemaContainer(elemDevice, schemaState("address", "connected", "term", "repushing", "last-repush-time",
 			"last-repush-values", "last-repush-duration", "last-repush-device-duration", "last-error", "fenced", "fenced-by")),
 		schemaContainer(elemCommitConfirm, schemaState("id", "proposal", "started", "deadline", "cancelled")),
 		schemaContainer(elemOutOfSync, schemaList("path", "path", schemaState("path", "deleted", "value", "cause",
 			"proposal", "error-code", "error-message", "since"))),
+		schemaContainer(elemResolutions, schemaList("resolution", "seq", schemaState("seq", "time", "author", "action",
+			"settled", "still-out-of-sync", "proposal"))),
 		schemaContainer(elemProposals, schemaList("proposal", "index",
 			schemaState("index", "phase", "commit-status", "apply-status", "proposed", "committed",
 				"apply-started", "applied", "error-code", "error-message", "operations", "author", "adopted",
@@ -208,7 +210,7 @@ func (p treePattern) keylessList() (string, bool) {
 // treeSelection is which parts of the tree some patterns select, so that only
 // those are read and rendered.
 type treeSelection struct {
-	configuration, device, commitConfirm, outOfSync, proposals bool
+	configuration, device, commitConfirm, outOfSync, resolutions, proposals bool
 	// indexes, if not nil, restricts proposals to these (ascending).
 	indexes []uint64
 }
@@ -217,7 +219,7 @@ type treeSelection struct {
 // select.
 func (p treePattern) selection() treeSelection {
 	if len(p.elems) == 0 || p.elems[0].GetName() == anyElem || p.elems[0].GetName() == anyDepth {
-		return treeSelection{configuration: true, device: true, commitConfirm: true, outOfSync: true, proposals: true}
+		return treeSelection{configuration: true, device: true, commitConfirm: true, outOfSync: true, resolutions: true, proposals: true}
 	}
 	switch p.elems[0].GetName() {
 	case elemConfiguration:
@@ -228,6 +230,8 @@ func (p treePattern) selection() treeSelection {
 		return treeSelection{commitConfirm: true}
 	case elemOutOfSync:
 		return treeSelection{outOfSync: true}
+	case elemResolutions:
+		return treeSelection{resolutions: true}
 	}
 	sel := treeSelection{proposals: true}
 	if i, ok := p.index(); ok {
@@ -256,6 +260,7 @@ func (s treeSelection) union(o treeSelection) treeSelection {
 		device:        s.device || o.device,
 		commitConfirm: s.commitConfirm || o.commitConfirm,
 		outOfSync:     s.outOfSync || o.outOfSync,
+		resolutions:   s.resolutions || o.resolutions,
 		proposals:     s.proposals || o.proposals,
 	}
 	switch {

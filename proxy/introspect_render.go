@@ -24,6 +24,7 @@ const (
 	elemDevice        = "device"
 	elemCommitConfirm = "commit-confirm"
 	elemOutOfSync     = "out-of-sync"
+	elemResolutions   = "resolutions"
 	elemProposals     = "proposals"
 )
 
@@ -199,6 +200,7 @@ func configurationLeaves(c *journal.Configuration) []treeLeaf {
 	b.add("rolling-back", tvNonZero(c.GetRollingBack()))
 	b.add("history-floor", tvTime(c.GetHistoryFloor()))
 	b.add("out-of-sync", tvUint(c.GetOutOfSync()))
+	b.add("resolutions", tvUint(c.GetResolutions()))
 	return out
 }
 
@@ -222,6 +224,35 @@ func outOfSyncLeaves(recs []*journal.OutOfSync) []treeLeaf {
 		b.add("since", tvTime(rec.GetSince()))
 	}
 	return out
+}
+
+// resolutionLeaves renders resolutions/resolution[seq=N]: the operators'
+// resolves of out-of-sync paths the journal keeps.
+func resolutionLeaves(recs []*journal.Resolution) []treeLeaf {
+	var out []treeLeaf
+	for _, r := range recs {
+		b := underElems(&out, nil, pathElem(elemResolutions), keyedElem("resolution", "seq", strconv.FormatUint(r.GetSeq(), 10)), pathElem("state"))
+		b.add("seq", tvUint(r.GetSeq()))
+		b.add("time", tvTime(r.GetTime()))
+		b.add("author", tvString(r.GetAuthor()))
+		b.add("action", tvString(r.GetAction()))
+		b.add("settled", tvPaths(r.GetSettled()))
+		b.add("still-out-of-sync", tvPaths(r.GetStillOutOfSync()))
+		b.add("proposal", tvNonZero(r.GetProposal()))
+	}
+	return out
+}
+
+// tvPaths is a leaf-list of path strings (absent when empty).
+func tvPaths(paths []*gpb.Path) *gpb.TypedValue {
+	if len(paths) == 0 {
+		return nil
+	}
+	l := &gpb.ScalarArray{}
+	for _, p := range paths {
+		l.Element = append(l.Element, &gpb.TypedValue{Value: &gpb.TypedValue_StringVal{StringVal: journal.PathString(p)}})
+	}
+	return &gpb.TypedValue{Value: &gpb.TypedValue_LeaflistVal{LeaflistVal: l}}
 }
 
 // causeName is an out-of-sync cause as the tree shows it: ROLLBACK,

@@ -135,7 +135,7 @@ func TestRenderer(t *testing.T) {
 			"committed-index": "uint:4", "committed-proposal": "uint:5", "applied-index": "uint:4",
 			"applied-proposal": "uint:4", "applied-term": "uint:3", "applied-target": "uint:77",
 			"status": "str:COMPLETE", "first-index": "uint:2", "last-index": "uint:5", "history-floor": nanos(9),
-			"out-of-sync": "uint:2",
+			"out-of-sync": "uint:2", "resolutions": "uint:0",
 		},
 	}, {
 		name:   "empty configuration: no rolling-back, no history-floor, no status",
@@ -144,7 +144,7 @@ func TestRenderer(t *testing.T) {
 		want: map[string]string{
 			"committed-index": "uint:0", "committed-proposal": "uint:0", "applied-index": "uint:0",
 			"applied-proposal": "uint:0", "applied-term": "uint:0", "applied-target": "uint:0",
-			"first-index": "uint:1", "last-index": "uint:0", "out-of-sync": "uint:0",
+			"first-index": "uint:1", "last-index": "uint:0", "out-of-sync": "uint:0", "resolutions": "uint:0",
 		},
 	}, {
 		name:   "nothing out of sync",
@@ -291,6 +291,8 @@ func TestSchemaMatchesRenderer(t *testing.T) {
 		Fenced: true, FencedBy: "f"})...)
 	leaves = append(leaves, commitConfirmLeaves(&journal.CommitConfirm{Id: "c", Started: stamp(1), Deadline: stamp(2)})...)
 	leaves = append(leaves, proposalLeaves(p)...)
+	leaves = append(leaves, resolutionLeaves([]*journal.Resolution{{Seq: 1, Time: stamp(1), Author: "alice", Action: "SKIP",
+		Settled: []*gpb.Path{parsePath(t, "/a")}, StillOutOfSync: []*gpb.Path{parsePath(t, "/b")}, Proposal: 3}})...)
 	leaves = append(leaves, outOfSyncLeaves([]*journal.OutOfSync{{Value: &journal.PathValue{Path: parsePath(t, "/a"),
 		Value: &gpb.TypedValue{Value: &gpb.TypedValue_UintVal{UintVal: 1}}}, Proposal: 1, Error: &journalpb.Error{Code: 3, Message: "m"}, Since: stamp(1)}})...)
 
@@ -322,7 +324,7 @@ func TestSchemaMatchesRenderer(t *testing.T) {
 }
 
 func TestPatterns(t *testing.T) {
-	all := treeSelection{configuration: true, device: true, commitConfirm: true, outOfSync: true, proposals: true}
+	all := treeSelection{configuration: true, device: true, commitConfirm: true, outOfSync: true, resolutions: true, proposals: true}
 	for _, tc := range []struct {
 		path string
 		code codes.Code
@@ -341,7 +343,7 @@ func TestPatterns(t *testing.T) {
 		{path: "/proposals/proposal[index=*]/state", sel: treeSelection{proposals: true}},
 		{path: "/proposals/proposal[index=007]/state", sel: treeSelection{proposals: true, indexes: []uint64{7}}},
 		{path: "/proposals/*/state/nosuch", sel: treeSelection{proposals: true}}, // below a wildcard: not checked
-		{path: "/nosuch", code: codes.NotFound, msg: `no element "nosuch" at the root of origin gnmi-sidecar (it has configuration, device, commit-confirm, out-of-sync, proposals)`},
+		{path: "/nosuch", code: codes.NotFound, msg: `no element "nosuch" at the root of origin gnmi-sidecar (it has configuration, device, commit-confirm, out-of-sync, resolutions, proposals)`},
 		{path: "/configuration/stat", code: codes.NotFound, msg: `no element "stat" under /configuration`},
 		{path: "/configuration/state/last-index/x", code: codes.NotFound, msg: "last-index is a leaf"},
 		{path: "/proposals/proposal[index=x1]", code: codes.InvalidArgument, msg: `key index="x1" is not a number`},
@@ -443,6 +445,10 @@ func (f *fakeJournal) Proposals(_ context.Context, from, to uint64, fn func(*jou
 		}
 	}
 	return nil
+}
+
+func (f *fakeJournal) Resolutions(context.Context, int) ([]*journal.Resolution, error) {
+	return nil, nil
 }
 
 func (f *fakeJournal) OutOfSync(context.Context) ([]*journal.OutOfSync, error) {

@@ -219,6 +219,7 @@ func TestIntrospectGet(t *testing.T) {
 			"/configuration/state/first-index":        uintVal(1),
 			"/configuration/state/last-index":         uintVal(4),
 			"/configuration/state/out-of-sync":        uintVal(0),
+			"/configuration/state/resolutions":        uintVal(0),
 		},
 	}, {
 		name:  "device",
@@ -413,7 +414,7 @@ func TestIntrospectGetErrors(t *testing.T) {
 	}{{
 		name: "unknown top-level element",
 		req:  &gpb.GetRequest{Prefix: sidecarPrefix(), Path: path("/journal/state")},
-		code: codes.NotFound, msg: []string{`no element "journal"`, "configuration, device, commit-confirm, out-of-sync, proposals"},
+		code: codes.NotFound, msg: []string{`no element "journal"`, "configuration, device, commit-confirm, out-of-sync, resolutions, proposals"},
 	}, {
 		name: "unknown element deeper",
 		req:  &gpb.GetRequest{Prefix: sidecarPrefix(), Path: path("/proposals/proposal[index=1]/stat")},

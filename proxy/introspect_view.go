@@ -24,6 +24,7 @@ type journalReader interface {
 	Proposals(ctx context.Context, from, to uint64, fn func(*journal.Proposal) error) error
 	CommitConfirm(ctx context.Context) (*journal.CommitConfirm, error)
 	OutOfSync(ctx context.Context) ([]*journal.OutOfSync, error)
+	Resolutions(ctx context.Context, n int) ([]*journal.Resolution, error)
 }
 
 // treeSource is where the tree's values come from.
@@ -146,6 +147,15 @@ func (v *treeView) refresh(ctx context.Context) (treeDelta, error) {
 			}
 		}
 		v.setPart(&d, elemOutOfSync, outOfSyncLeaves(recs))
+	}
+	if _, seen := v.parts[elemResolutions]; v.sel.resolutions && (!seen || c.GetResolutions() != prev.GetResolutions()) {
+		var recs []*journal.Resolution
+		if c.GetResolutions() > 0 {
+			if recs, err = v.src.journal.Resolutions(ctx, 0); err != nil {
+				return d, err
+			}
+		}
+		v.setPart(&d, elemResolutions, resolutionLeaves(recs))
 	}
 	switch {
 	case !v.sel.proposals:
@@ -297,7 +307,7 @@ func (v *treeView) filter(leaves []treeLeaf) []treeLeaf {
 // all returns every leaf of the view, in tree order.
 func (v *treeView) all() []treeLeaf {
 	var out []treeLeaf
-	for _, name := range []string{elemConfiguration, elemDevice, elemCommitConfirm, elemOutOfSync} {
+	for _, name := range []string{elemConfiguration, elemDevice, elemCommitConfirm, elemOutOfSync, elemResolutions} {
 		out = append(out, v.parts[name]...)
 	}
 	for _, i := range slices.Sorted(maps.Keys(v.proposals)) {

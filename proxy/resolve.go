@@ -53,7 +53,7 @@ func (s *Server) resolve(ctx context.Context, r *sidecarpb.Resolve) (*gpb.SetRes
 	case sidecarpb.Resolve_ACTION_RETRY:
 		var settled int
 		var still []*journal.OutOfSync
-		settled, still, err = s.opts.Agent.RetryOutOfSync(ctx, paths)
+		settled, still, err = s.opts.Agent.RetryOutOfSync(ctx, paths, author)
 		if err == nil {
 			result = &sidecarpb.ResolveResult{Settled: uint64(settled)}
 			for _, rec := range still {
@@ -71,13 +71,13 @@ func (s *Server) resolve(ctx context.Context, r *sidecarpb.Resolve) (*gpb.SetRes
 			targets = append(targets, rec.GetValue().GetPath())
 		}
 		if err == nil {
-			result, err = s.adopt(ctx, targets, author, paths)
+			result, err = s.adopt(ctx, "SKIP", targets, author, paths)
 		}
 	case sidecarpb.Resolve_ACTION_ADOPT:
 		if len(paths) == 0 {
 			return nil, status.Error(codes.InvalidArgument, "resolve adopt: name the paths whose device values the journal takes")
 		}
-		result, err = s.adopt(ctx, paths, author, paths)
+		result, err = s.adopt(ctx, "ADOPT", paths, author, paths)
 	default:
 		return nil, status.Errorf(codes.InvalidArgument, "resolve: unknown action %v (RETRY, SKIP or ADOPT)", r.GetAction())
 	}
@@ -108,8 +108,9 @@ func (s *Server) outOfSync(ctx context.Context, paths []*gpb.Path) ([]*journal.O
 // adopted proposal: for each target a Delete of it and an Update of every
 // value the device returned there, so that the journal holds exactly what
 // the device holds. It waits until the proposal is applied and reports the
-// out-of-sync records at or under scope it settled.
-func (s *Server) adopt(ctx context.Context, targets []*gpb.Path, author string, scope []*gpb.Path) (*sidecarpb.ResolveResult, error) {
+// out-of-sync records at or under scope it settled, recording them in a
+// Resolution (action SKIP or ADOPT) with author.
+func (s *Server) adopt(ctx context.Context, action string, targets []*gpb.Path, author string, scope []*gpb.Path) (*sidecarpb.ResolveResult, error) {
 	before, err := s.outOfSync(ctx, scope)
 	if err != nil {
 		return nil, err
@@ -145,8 +146,20 @@ func (s *Server) adopt(ctx context.Context, targets []*gpb.Path, author string, 
 		return nil, err
 	}
 	out := &sidecarpb.ResolveResult{Proposal: i, Settled: uint64(max(0, len(before)-len(after)))}
+	res := &journal.Resolution{Author: author, Action: action, Proposal: i}
+	still := make(map[string]bool, len(after))
 	for _, rec := range after {
 		out.StillOutOfSync = append(out.StillOutOfSync, journal.PathString(rec.GetValue().GetPath()))
+		res.StillOutOfSync = append(res.StillOutOfSync, rec.GetValue().GetPath())
+		still[string(journal.PathKey(rec.GetValue().GetPath()))] = true
+	}
+	for _, rec := range before {
+		if !still[string(journal.PathKey(rec.GetValue().GetPath()))] {
+			res.Settled = append(res.Settled, rec.GetValue().GetPath())
+		}
+	}
+	if _, err := s.opts.Journal.RecordResolution(ctx, res); err != nil {
+		return nil, err
 	}
 	return out, nil
 }

@@ -592,8 +592,8 @@ something else there.
   adopt PATH...     the same for any PATH: make the device's current values
                     the journal's
 
-Each is recorded in the journal: a retry as its outcome on the out-of-sync
-records, skip and adopt as a proposal naming who asked (journal show).
+Each is recorded in the journal with who asked (status lists the newest);
+skip and adopt also as a proposal naming its author (journal show).
 Exit code 1 when a retry leaves paths out of sync.
 
 ` + exitCodesHelp,
@@ -826,6 +826,18 @@ func printStatus(w io.Writer, v *StatusView, now time.Time) error {
 			errText := strings.TrimSpace(o.ErrorCode + ": " + o.ErrorMessage)
 			fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\t%s\n", o.Path, val, o.Cause, optUintText(o.Proposal),
 				truncate(errText, maxValueWidth), optTime(o.Since))
+		}
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+	}
+	if len(v.Resolutions) > 0 {
+		fmt.Fprintln(w, "\nResolutions (the newest, oldest first)")
+		tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "  SEQ\tTIME\tAUTHOR\tACTION\tSETTLED\tSTILL OUT OF SYNC\tPROPOSAL")
+		for _, r := range v.Resolutions {
+			fmt.Fprintf(tw, "  %d\t%s\t%s\t%s\t%d\t%d\t%s\n", r.Seq, optTime(r.Time), r.Author, r.Action,
+				len(r.Settled), len(r.StillOutOfSync), optUintText(r.Proposal))
 		}
 		if err := tw.Flush(); err != nil {
 			return err

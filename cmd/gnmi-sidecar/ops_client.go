@@ -11,7 +11,9 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"math"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -51,6 +53,7 @@ type ConfigurationState struct {
 	RollingBack       *uint64   `json:"rolling_back,omitempty"`
 	HistoryFloor      time.Time `json:"history_floor,omitzero"`
 	OutOfSync         uint64    `json:"out_of_sync"`
+	Resolutions       uint64    `json:"resolutions"`
 }
 
 // DeviceState is device/state.
@@ -89,6 +92,23 @@ type StatusView struct {
 	// OutOfSync lists the paths where the device may not hold the applied
 	// configuration (empty when it holds all of it).
 	OutOfSync []OutOfSyncState `json:"out_of_sync"`
+	// Resolutions are the newest operators' resolves (at most
+	// maxStatusResolutions), oldest first.
+	Resolutions []ResolutionState `json:"resolutions"`
+}
+
+// maxStatusResolutions bounds the resolves status shows.
+const maxStatusResolutions = 5
+
+// ResolutionState is resolutions/resolution[seq=N]/state.
+type ResolutionState struct {
+	Seq            uint64    `json:"seq"`
+	Time           time.Time `json:"time,omitzero"`
+	Author         string    `json:"author"`
+	Action         string    `json:"action"`
+	Settled        []string  `json:"settled"`
+	StillOutOfSync []string  `json:"still_out_of_sync"`
+	Proposal       *uint64   `json:"proposal,omitempty"`
 }
 
 // OutOfSyncState is out-of-sync/path[path=P]/state: a value the device
@@ -522,6 +542,7 @@ func configurationState(m map[string]*gpb.TypedValue) ConfigurationState {
 		RollingBack:       optUint(m["rolling-back"]),
 		HistoryFloor:      timeOf(m["history-floor"]),
 		OutOfSync:         uintOf(m["out-of-sync"]),
+		Resolutions:       uintOf(m["resolutions"]),
 	}
 }
 
@@ -698,7 +719,12 @@ func fetchStatus(ctx context.Context, c gpb.GNMIClient) (*StatusView, error) {
 		return nil, err
 	}
 	v.CommitConfirm = commitConfirmState(stateLeaves(cc, "commit-confirm"))
-	v.OutOfSync = []OutOfSyncState{}
+	v.OutOfSync, v.Resolutions = []OutOfSyncState{}, []ResolutionState{}
+	if v.Configuration.Resolutions > 0 {
+		if v.Resolutions, err = fetchResolutions(ctx, c); err != nil {
+			return nil, err
+		}
+	}
 	if v.Configuration.OutOfSync == 0 {
 		return v, nil
 	}
@@ -729,6 +755,46 @@ func fetchStatus(ctx context.Context, c gpb.GNMIClient) (*StatusView, error) {
 		})
 	}
 	return v, nil
+}
+
+// fetchResolutions reads the newest maxStatusResolutions resolves.
+func fetchResolutions(ctx context.Context, c gpb.GNMIClient) ([]ResolutionState, error) {
+	leaves, err := getIntrospection(ctx, c, []*gpb.PathElem{elem("resolutions")})
+	if err != nil && status.Code(err) != codes.NotFound {
+		return nil, err
+	}
+	bySeq := map[uint64]map[string]*gpb.TypedValue{}
+	for _, l := range leaves {
+		if len(l.elems) != 4 || l.elems[1].GetName() != "resolution" || l.elems[2].GetName() != "state" {
+			continue
+		}
+		seq, _ := strconv.ParseUint(l.elems[1].GetKey()["seq"], 10, 64)
+		if bySeq[seq] == nil {
+			bySeq[seq] = map[string]*gpb.TypedValue{}
+		}
+		bySeq[seq][l.elems[3].GetName()] = l.val
+	}
+	seqs := slices.Sorted(maps.Keys(bySeq))
+	if len(seqs) > maxStatusResolutions {
+		seqs = seqs[len(seqs)-maxStatusResolutions:]
+	}
+	out := []ResolutionState{}
+	for _, seq := range seqs {
+		m := bySeq[seq]
+		out = append(out, ResolutionState{Seq: seq, Time: timeOf(m["time"]), Author: stringOf(m["author"]),
+			Action: stringOf(m["action"]), Settled: stringsOf(m["settled"]), StillOutOfSync: stringsOf(m["still-out-of-sync"]),
+			Proposal: optUint(m["proposal"])})
+	}
+	return out, nil
+}
+
+// stringsOf reads a leaf-list of strings (empty, not nil, if absent).
+func stringsOf(tv *gpb.TypedValue) []string {
+	out := []string{}
+	for _, e := range tv.GetLeaflistVal().GetElement() {
+		out = append(out, e.GetStringVal())
+	}
+	return out
 }
 
 // fetchProposal reads the whole subtree of proposal index. A proposal the

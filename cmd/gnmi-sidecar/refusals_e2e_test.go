@@ -150,6 +150,27 @@ func TestRefusedRollbackAndRepushDoNotBlock(t *testing.T) {
 		}
 	}
 
+	// Each resolve is recorded with who asked: status shows them.
+	var st struct {
+		Resolutions []struct {
+			Author, Action string
+			Settled        []string `json:"settled"`
+		} `json:"resolutions"`
+	}
+	if err := json.Unmarshal([]byte(mustOps(t, s.sidecar.addr, "status", "--output", "json")), &st); err != nil {
+		t.Fatal(err)
+	}
+	var actions []string
+	for _, r := range st.Resolutions {
+		if !strings.HasPrefix(r.Author, "127.0.0.1:") {
+			t.Errorf("resolution %s recorded author %q, want the client's address", r.Action, r.Author)
+		}
+		actions = append(actions, fmt.Sprintf("%s:%d", r.Action, len(r.Settled)))
+	}
+	if want := []string{"RETRY:0", "SKIP:1", "ADOPT:0"}; !slices.Equal(actions, want) {
+		t.Errorf("resolutions (action:settled) = %v, want %v", actions, want)
+	}
+
 	// Both survive a SIGKILL of the sidecar and a device restart.
 	s.sidecar.kill(t)
 	s.startSidecar(t, s.sidecar.addr)

@@ -1278,7 +1278,9 @@ type Configuration struct {
 	HistoryTime *timestamppb.Timestamp `protobuf:"bytes,9,opt,name=history_time,json=historyTime,proto3" json:"history_time,omitempty"`
 	// Number of OutOfSync records: paths where the device may not hold the
 	// applied value.
-	OutOfSync     uint64 `protobuf:"varint,10,opt,name=out_of_sync,json=outOfSync,proto3" json:"out_of_sync,omitempty"`
+	OutOfSync uint64 `protobuf:"varint,10,opt,name=out_of_sync,json=outOfSync,proto3" json:"out_of_sync,omitempty"`
+	// Sequence number of the newest Resolution record (0: none yet).
+	Resolutions   uint64 `protobuf:"varint,11,opt,name=resolutions,proto3" json:"resolutions,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1383,6 +1385,112 @@ func (x *Configuration) GetOutOfSync() uint64 {
 	return 0
 }
 
+func (x *Configuration) GetResolutions() uint64 {
+	if x != nil {
+		return x.Resolutions
+	}
+	return 0
+}
+
+// An operator's resolve of out-of-sync paths (gnmi-sidecar resolve
+// retry|skip|adopt), kept under rs/<seq> (the newest 1,000).
+type Resolution struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Seq   uint64                 `protobuf:"varint,1,opt,name=seq,proto3" json:"seq,omitempty"`
+	Time  *timestamppb.Timestamp `protobuf:"bytes,2,opt,name=time,proto3" json:"time,omitempty"`
+	// Who asked (client certificate subject, username, or address).
+	Author string `protobuf:"bytes,3,opt,name=author,proto3" json:"author,omitempty"`
+	// RETRY, SKIP or ADOPT.
+	Action string `protobuf:"bytes,4,opt,name=action,proto3" json:"action,omitempty"`
+	// The out-of-sync paths it settled.
+	Settled []*gnmi.Path `protobuf:"bytes,5,rep,name=settled,proto3" json:"settled,omitempty"`
+	// The paths still out of sync after it (a retry the device refused).
+	StillOutOfSync []*gnmi.Path `protobuf:"bytes,6,rep,name=still_out_of_sync,json=stillOutOfSync,proto3" json:"still_out_of_sync,omitempty"`
+	// SKIP, ADOPT: the adopted proposal recording the device's values.
+	Proposal      uint64 `protobuf:"varint,7,opt,name=proposal,proto3" json:"proposal,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Resolution) Reset() {
+	*x = Resolution{}
+	mi := &file_journal_journalpb_journal_proto_msgTypes[14]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Resolution) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Resolution) ProtoMessage() {}
+
+func (x *Resolution) ProtoReflect() protoreflect.Message {
+	mi := &file_journal_journalpb_journal_proto_msgTypes[14]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Resolution.ProtoReflect.Descriptor instead.
+func (*Resolution) Descriptor() ([]byte, []int) {
+	return file_journal_journalpb_journal_proto_rawDescGZIP(), []int{14}
+}
+
+func (x *Resolution) GetSeq() uint64 {
+	if x != nil {
+		return x.Seq
+	}
+	return 0
+}
+
+func (x *Resolution) GetTime() *timestamppb.Timestamp {
+	if x != nil {
+		return x.Time
+	}
+	return nil
+}
+
+func (x *Resolution) GetAuthor() string {
+	if x != nil {
+		return x.Author
+	}
+	return ""
+}
+
+func (x *Resolution) GetAction() string {
+	if x != nil {
+		return x.Action
+	}
+	return ""
+}
+
+func (x *Resolution) GetSettled() []*gnmi.Path {
+	if x != nil {
+		return x.Settled
+	}
+	return nil
+}
+
+func (x *Resolution) GetStillOutOfSync() []*gnmi.Path {
+	if x != nil {
+		return x.StillOutOfSync
+	}
+	return nil
+}
+
+func (x *Resolution) GetProposal() uint64 {
+	if x != nil {
+		return x.Proposal
+	}
+	return 0
+}
+
 // A path where the device may not hold the applied value, because it
 // definitively refused to write it and the pipeline moved on (DESIGN
 // "never stuck, never silent"). Kept under os/<path key> until a later
@@ -1404,7 +1512,7 @@ type OutOfSync struct {
 
 func (x *OutOfSync) Reset() {
 	*x = OutOfSync{}
-	mi := &file_journal_journalpb_journal_proto_msgTypes[14]
+	mi := &file_journal_journalpb_journal_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1416,7 +1524,7 @@ func (x *OutOfSync) String() string {
 func (*OutOfSync) ProtoMessage() {}
 
 func (x *OutOfSync) ProtoReflect() protoreflect.Message {
-	mi := &file_journal_journalpb_journal_proto_msgTypes[14]
+	mi := &file_journal_journalpb_journal_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1429,7 +1537,7 @@ func (x *OutOfSync) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use OutOfSync.ProtoReflect.Descriptor instead.
 func (*OutOfSync) Descriptor() ([]byte, []int) {
-	return file_journal_journalpb_journal_proto_rawDescGZIP(), []int{14}
+	return file_journal_journalpb_journal_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *OutOfSync) GetValue() *PathValue {
@@ -1482,7 +1590,7 @@ type Mastership struct {
 
 func (x *Mastership) Reset() {
 	*x = Mastership{}
-	mi := &file_journal_journalpb_journal_proto_msgTypes[15]
+	mi := &file_journal_journalpb_journal_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1494,7 +1602,7 @@ func (x *Mastership) String() string {
 func (*Mastership) ProtoMessage() {}
 
 func (x *Mastership) ProtoReflect() protoreflect.Message {
-	mi := &file_journal_journalpb_journal_proto_msgTypes[15]
+	mi := &file_journal_journalpb_journal_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1507,7 +1615,7 @@ func (x *Mastership) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Mastership.ProtoReflect.Descriptor instead.
 func (*Mastership) Descriptor() ([]byte, []int) {
-	return file_journal_journalpb_journal_proto_rawDescGZIP(), []int{15}
+	return file_journal_journalpb_journal_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *Mastership) GetTerm() uint64 {
@@ -1551,7 +1659,7 @@ type CommitConfirm struct {
 
 func (x *CommitConfirm) Reset() {
 	*x = CommitConfirm{}
-	mi := &file_journal_journalpb_journal_proto_msgTypes[16]
+	mi := &file_journal_journalpb_journal_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1563,7 +1671,7 @@ func (x *CommitConfirm) String() string {
 func (*CommitConfirm) ProtoMessage() {}
 
 func (x *CommitConfirm) ProtoReflect() protoreflect.Message {
-	mi := &file_journal_journalpb_journal_proto_msgTypes[16]
+	mi := &file_journal_journalpb_journal_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1576,7 +1684,7 @@ func (x *CommitConfirm) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CommitConfirm.ProtoReflect.Descriptor instead.
 func (*CommitConfirm) Descriptor() ([]byte, []int) {
-	return file_journal_journalpb_journal_proto_rawDescGZIP(), []int{16}
+	return file_journal_journalpb_journal_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *CommitConfirm) GetId() string {
@@ -1625,7 +1733,7 @@ type HistoryEntry struct {
 
 func (x *HistoryEntry) Reset() {
 	*x = HistoryEntry{}
-	mi := &file_journal_journalpb_journal_proto_msgTypes[17]
+	mi := &file_journal_journalpb_journal_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1637,7 +1745,7 @@ func (x *HistoryEntry) String() string {
 func (*HistoryEntry) ProtoMessage() {}
 
 func (x *HistoryEntry) ProtoReflect() protoreflect.Message {
-	mi := &file_journal_journalpb_journal_proto_msgTypes[17]
+	mi := &file_journal_journalpb_journal_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1650,7 +1758,7 @@ func (x *HistoryEntry) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HistoryEntry.ProtoReflect.Descriptor instead.
 func (*HistoryEntry) Descriptor() ([]byte, []int) {
-	return file_journal_journalpb_journal_proto_rawDescGZIP(), []int{17}
+	return file_journal_journalpb_journal_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *HistoryEntry) GetBefore() *PathValue {
@@ -1680,7 +1788,7 @@ type HistoryDelta struct {
 
 func (x *HistoryDelta) Reset() {
 	*x = HistoryDelta{}
-	mi := &file_journal_journalpb_journal_proto_msgTypes[18]
+	mi := &file_journal_journalpb_journal_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1692,7 +1800,7 @@ func (x *HistoryDelta) String() string {
 func (*HistoryDelta) ProtoMessage() {}
 
 func (x *HistoryDelta) ProtoReflect() protoreflect.Message {
-	mi := &file_journal_journalpb_journal_proto_msgTypes[18]
+	mi := &file_journal_journalpb_journal_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1705,7 +1813,7 @@ func (x *HistoryDelta) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HistoryDelta.ProtoReflect.Descriptor instead.
 func (*HistoryDelta) Descriptor() ([]byte, []int) {
-	return file_journal_journalpb_journal_proto_rawDescGZIP(), []int{18}
+	return file_journal_journalpb_journal_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *HistoryDelta) GetTime() *timestamppb.Timestamp {
@@ -1815,7 +1923,7 @@ const file_journal_journalpb_journal_proto_rawDesc = "" +
 	"\bproposal\x18\x01 \x01(\x04R\bproposal\x12\x14\n" +
 	"\x05index\x18\x02 \x01(\x04R\x05index\x12\x12\n" +
 	"\x04term\x18\x03 \x01(\x04R\x04term\x12\x16\n" +
-	"\x06target\x18\x04 \x01(\x04R\x06target\"\xe7\x03\n" +
+	"\x06target\x18\x04 \x01(\x04R\x06target\"\x89\x04\n" +
 	"\rConfiguration\x12?\n" +
 	"\tcommitted\x18\x01 \x01(\v2!.gnmisidecar.journal.v1.CommittedR\tcommitted\x129\n" +
 	"\aapplied\x18\x02 \x01(\v2\x1f.gnmisidecar.journal.v1.AppliedR\aapplied\x126\n" +
@@ -1830,7 +1938,19 @@ const file_journal_journalpb_journal_proto_rawDesc = "" +
 	"\rhistory_floor\x18\b \x01(\v2\x1a.google.protobuf.TimestampR\fhistoryFloor\x12=\n" +
 	"\fhistory_time\x18\t \x01(\v2\x1a.google.protobuf.TimestampR\vhistoryTime\x12\x1e\n" +
 	"\vout_of_sync\x18\n" +
-	" \x01(\x04R\toutOfSync\"\x85\x02\n" +
+	" \x01(\x04R\toutOfSync\x12 \n" +
+	"\vresolutions\x18\v \x01(\x04R\vresolutions\"\xf7\x01\n" +
+	"\n" +
+	"Resolution\x12\x10\n" +
+	"\x03seq\x18\x01 \x01(\x04R\x03seq\x12.\n" +
+	"\x04time\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\x04time\x12\x16\n" +
+	"\x06author\x18\x03 \x01(\tR\x06author\x12\x16\n" +
+	"\x06action\x18\x04 \x01(\tR\x06action\x12$\n" +
+	"\asettled\x18\x05 \x03(\v2\n" +
+	".gnmi.PathR\asettled\x125\n" +
+	"\x11still_out_of_sync\x18\x06 \x03(\v2\n" +
+	".gnmi.PathR\x0estillOutOfSync\x12\x1a\n" +
+	"\bproposal\x18\a \x01(\x04R\bproposal\"\x85\x02\n" +
 	"\tOutOfSync\x127\n" +
 	"\x05value\x18\x01 \x01(\v2!.gnmisidecar.journal.v1.PathValueR\x05value\x12<\n" +
 	"\x05cause\x18\x02 \x01(\x0e2&.gnmisidecar.journal.v1.OutOfSyncCauseR\x05cause\x12\x1a\n" +
@@ -1897,7 +2017,7 @@ func file_journal_journalpb_journal_proto_rawDescGZIP() []byte {
 }
 
 var file_journal_journalpb_journal_proto_enumTypes = make([]protoimpl.EnumInfo, 5)
-var file_journal_journalpb_journal_proto_msgTypes = make([]protoimpl.MessageInfo, 19)
+var file_journal_journalpb_journal_proto_msgTypes = make([]protoimpl.MessageInfo, 20)
 var file_journal_journalpb_journal_proto_goTypes = []any{
 	(Status)(0),                   // 0: gnmisidecar.journal.v1.Status
 	(Phase)(0),                    // 1: gnmisidecar.journal.v1.Phase
@@ -1918,42 +2038,43 @@ var file_journal_journalpb_journal_proto_goTypes = []any{
 	(*Committed)(nil),             // 16: gnmisidecar.journal.v1.Committed
 	(*Applied)(nil),               // 17: gnmisidecar.journal.v1.Applied
 	(*Configuration)(nil),         // 18: gnmisidecar.journal.v1.Configuration
-	(*OutOfSync)(nil),             // 19: gnmisidecar.journal.v1.OutOfSync
-	(*Mastership)(nil),            // 20: gnmisidecar.journal.v1.Mastership
-	(*CommitConfirm)(nil),         // 21: gnmisidecar.journal.v1.CommitConfirm
-	(*HistoryEntry)(nil),          // 22: gnmisidecar.journal.v1.HistoryEntry
-	(*HistoryDelta)(nil),          // 23: gnmisidecar.journal.v1.HistoryDelta
-	(*gnmi.Path)(nil),             // 24: gnmi.Path
-	(*gnmi.TypedValue)(nil),       // 25: gnmi.TypedValue
-	(*timestamppb.Timestamp)(nil), // 26: google.protobuf.Timestamp
+	(*Resolution)(nil),            // 19: gnmisidecar.journal.v1.Resolution
+	(*OutOfSync)(nil),             // 20: gnmisidecar.journal.v1.OutOfSync
+	(*Mastership)(nil),            // 21: gnmisidecar.journal.v1.Mastership
+	(*CommitConfirm)(nil),         // 22: gnmisidecar.journal.v1.CommitConfirm
+	(*HistoryEntry)(nil),          // 23: gnmisidecar.journal.v1.HistoryEntry
+	(*HistoryDelta)(nil),          // 24: gnmisidecar.journal.v1.HistoryDelta
+	(*gnmi.Path)(nil),             // 25: gnmi.Path
+	(*gnmi.TypedValue)(nil),       // 26: gnmi.TypedValue
+	(*timestamppb.Timestamp)(nil), // 27: google.protobuf.Timestamp
 }
 var file_journal_journalpb_journal_proto_depIdxs = []int32{
-	24, // 0: gnmisidecar.journal.v1.ListKeys.list:type_name -> gnmi.Path
-	24, // 1: gnmisidecar.journal.v1.Leaf.path:type_name -> gnmi.Path
-	25, // 2: gnmisidecar.journal.v1.Leaf.value:type_name -> gnmi.TypedValue
+	25, // 0: gnmisidecar.journal.v1.ListKeys.list:type_name -> gnmi.Path
+	25, // 1: gnmisidecar.journal.v1.Leaf.path:type_name -> gnmi.Path
+	26, // 2: gnmisidecar.journal.v1.Leaf.value:type_name -> gnmi.TypedValue
 	2,  // 3: gnmisidecar.journal.v1.Op.kind:type_name -> gnmisidecar.journal.v1.OpKind
-	24, // 4: gnmisidecar.journal.v1.Op.path:type_name -> gnmi.Path
+	25, // 4: gnmisidecar.journal.v1.Op.path:type_name -> gnmi.Path
 	7,  // 5: gnmisidecar.journal.v1.Op.values:type_name -> gnmisidecar.journal.v1.Leaf
 	7,  // 6: gnmisidecar.journal.v1.Op.units:type_name -> gnmisidecar.journal.v1.Leaf
-	24, // 7: gnmisidecar.journal.v1.Op.implied_deletes:type_name -> gnmi.Path
-	24, // 8: gnmisidecar.journal.v1.PathValue.path:type_name -> gnmi.Path
-	25, // 9: gnmisidecar.journal.v1.PathValue.value:type_name -> gnmi.TypedValue
+	25, // 7: gnmisidecar.journal.v1.Op.implied_deletes:type_name -> gnmi.Path
+	25, // 8: gnmisidecar.journal.v1.PathValue.path:type_name -> gnmi.Path
+	26, // 9: gnmisidecar.journal.v1.PathValue.value:type_name -> gnmi.TypedValue
 	8,  // 10: gnmisidecar.journal.v1.Change.ops:type_name -> gnmisidecar.journal.v1.Op
 	9,  // 11: gnmisidecar.journal.v1.Change.values:type_name -> gnmisidecar.journal.v1.PathValue
 	0,  // 12: gnmisidecar.journal.v1.Change.commit:type_name -> gnmisidecar.journal.v1.Status
 	0,  // 13: gnmisidecar.journal.v1.Change.apply:type_name -> gnmisidecar.journal.v1.Status
-	26, // 14: gnmisidecar.journal.v1.Change.proposed:type_name -> google.protobuf.Timestamp
-	26, // 15: gnmisidecar.journal.v1.Change.committed:type_name -> google.protobuf.Timestamp
-	26, // 16: gnmisidecar.journal.v1.Change.apply_started:type_name -> google.protobuf.Timestamp
-	26, // 17: gnmisidecar.journal.v1.Change.applied:type_name -> google.protobuf.Timestamp
+	27, // 14: gnmisidecar.journal.v1.Change.proposed:type_name -> google.protobuf.Timestamp
+	27, // 15: gnmisidecar.journal.v1.Change.committed:type_name -> google.protobuf.Timestamp
+	27, // 16: gnmisidecar.journal.v1.Change.apply_started:type_name -> google.protobuf.Timestamp
+	27, // 17: gnmisidecar.journal.v1.Change.applied:type_name -> google.protobuf.Timestamp
 	10, // 18: gnmisidecar.journal.v1.Change.error:type_name -> gnmisidecar.journal.v1.Error
 	9,  // 19: gnmisidecar.journal.v1.Rollback.values:type_name -> gnmisidecar.journal.v1.PathValue
 	0,  // 20: gnmisidecar.journal.v1.Rollback.commit:type_name -> gnmisidecar.journal.v1.Status
 	0,  // 21: gnmisidecar.journal.v1.Rollback.apply:type_name -> gnmisidecar.journal.v1.Status
-	26, // 22: gnmisidecar.journal.v1.Rollback.proposed:type_name -> google.protobuf.Timestamp
-	26, // 23: gnmisidecar.journal.v1.Rollback.committed:type_name -> google.protobuf.Timestamp
-	26, // 24: gnmisidecar.journal.v1.Rollback.apply_started:type_name -> google.protobuf.Timestamp
-	26, // 25: gnmisidecar.journal.v1.Rollback.applied:type_name -> google.protobuf.Timestamp
+	27, // 22: gnmisidecar.journal.v1.Rollback.proposed:type_name -> google.protobuf.Timestamp
+	27, // 23: gnmisidecar.journal.v1.Rollback.committed:type_name -> google.protobuf.Timestamp
+	27, // 24: gnmisidecar.journal.v1.Rollback.apply_started:type_name -> google.protobuf.Timestamp
+	27, // 25: gnmisidecar.journal.v1.Rollback.applied:type_name -> google.protobuf.Timestamp
 	10, // 26: gnmisidecar.journal.v1.Rollback.error:type_name -> gnmisidecar.journal.v1.Error
 	1,  // 27: gnmisidecar.journal.v1.Proposal.phase:type_name -> gnmisidecar.journal.v1.Phase
 	11, // 28: gnmisidecar.journal.v1.Proposal.change:type_name -> gnmisidecar.journal.v1.Change
@@ -1966,24 +2087,27 @@ var file_journal_journalpb_journal_proto_depIdxs = []int32{
 	16, // 35: gnmisidecar.journal.v1.Configuration.committed:type_name -> gnmisidecar.journal.v1.Committed
 	17, // 36: gnmisidecar.journal.v1.Configuration.applied:type_name -> gnmisidecar.journal.v1.Applied
 	0,  // 37: gnmisidecar.journal.v1.Configuration.status:type_name -> gnmisidecar.journal.v1.Status
-	26, // 38: gnmisidecar.journal.v1.Configuration.history_floor:type_name -> google.protobuf.Timestamp
-	26, // 39: gnmisidecar.journal.v1.Configuration.history_time:type_name -> google.protobuf.Timestamp
-	9,  // 40: gnmisidecar.journal.v1.OutOfSync.value:type_name -> gnmisidecar.journal.v1.PathValue
-	4,  // 41: gnmisidecar.journal.v1.OutOfSync.cause:type_name -> gnmisidecar.journal.v1.OutOfSyncCause
-	10, // 42: gnmisidecar.journal.v1.OutOfSync.error:type_name -> gnmisidecar.journal.v1.Error
-	26, // 43: gnmisidecar.journal.v1.OutOfSync.since:type_name -> google.protobuf.Timestamp
-	26, // 44: gnmisidecar.journal.v1.CommitConfirm.deadline:type_name -> google.protobuf.Timestamp
-	26, // 45: gnmisidecar.journal.v1.CommitConfirm.started:type_name -> google.protobuf.Timestamp
-	9,  // 46: gnmisidecar.journal.v1.HistoryEntry.before:type_name -> gnmisidecar.journal.v1.PathValue
-	9,  // 47: gnmisidecar.journal.v1.HistoryEntry.after:type_name -> gnmisidecar.journal.v1.PathValue
-	26, // 48: gnmisidecar.journal.v1.HistoryDelta.time:type_name -> google.protobuf.Timestamp
-	3,  // 49: gnmisidecar.journal.v1.HistoryDelta.kind:type_name -> gnmisidecar.journal.v1.HistoryKind
-	22, // 50: gnmisidecar.journal.v1.HistoryDelta.entries:type_name -> gnmisidecar.journal.v1.HistoryEntry
-	51, // [51:51] is the sub-list for method output_type
-	51, // [51:51] is the sub-list for method input_type
-	51, // [51:51] is the sub-list for extension type_name
-	51, // [51:51] is the sub-list for extension extendee
-	0,  // [0:51] is the sub-list for field type_name
+	27, // 38: gnmisidecar.journal.v1.Configuration.history_floor:type_name -> google.protobuf.Timestamp
+	27, // 39: gnmisidecar.journal.v1.Configuration.history_time:type_name -> google.protobuf.Timestamp
+	27, // 40: gnmisidecar.journal.v1.Resolution.time:type_name -> google.protobuf.Timestamp
+	25, // 41: gnmisidecar.journal.v1.Resolution.settled:type_name -> gnmi.Path
+	25, // 42: gnmisidecar.journal.v1.Resolution.still_out_of_sync:type_name -> gnmi.Path
+	9,  // 43: gnmisidecar.journal.v1.OutOfSync.value:type_name -> gnmisidecar.journal.v1.PathValue
+	4,  // 44: gnmisidecar.journal.v1.OutOfSync.cause:type_name -> gnmisidecar.journal.v1.OutOfSyncCause
+	10, // 45: gnmisidecar.journal.v1.OutOfSync.error:type_name -> gnmisidecar.journal.v1.Error
+	27, // 46: gnmisidecar.journal.v1.OutOfSync.since:type_name -> google.protobuf.Timestamp
+	27, // 47: gnmisidecar.journal.v1.CommitConfirm.deadline:type_name -> google.protobuf.Timestamp
+	27, // 48: gnmisidecar.journal.v1.CommitConfirm.started:type_name -> google.protobuf.Timestamp
+	9,  // 49: gnmisidecar.journal.v1.HistoryEntry.before:type_name -> gnmisidecar.journal.v1.PathValue
+	9,  // 50: gnmisidecar.journal.v1.HistoryEntry.after:type_name -> gnmisidecar.journal.v1.PathValue
+	27, // 51: gnmisidecar.journal.v1.HistoryDelta.time:type_name -> google.protobuf.Timestamp
+	3,  // 52: gnmisidecar.journal.v1.HistoryDelta.kind:type_name -> gnmisidecar.journal.v1.HistoryKind
+	23, // 53: gnmisidecar.journal.v1.HistoryDelta.entries:type_name -> gnmisidecar.journal.v1.HistoryEntry
+	54, // [54:54] is the sub-list for method output_type
+	54, // [54:54] is the sub-list for method input_type
+	54, // [54:54] is the sub-list for extension type_name
+	54, // [54:54] is the sub-list for extension extendee
+	0,  // [0:54] is the sub-list for field type_name
 }
 
 func init() { file_journal_journalpb_journal_proto_init() }
@@ -1997,7 +2121,7 @@ func file_journal_journalpb_journal_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_journal_journalpb_journal_proto_rawDesc), len(file_journal_journalpb_journal_proto_rawDesc)),
 			NumEnums:      5,
-			NumMessages:   19,
+			NumMessages:   20,
 			NumExtensions: 0,
 			NumServices:   0,
 		},
