@@ -193,12 +193,9 @@ type Agent struct {
 	// restored first (see restore). At the start of Run it is every
 	// proposal: an earlier run may have sent any of them. isolateThrough:
 	// the device rejected a batch ending there, so the proposals up to it go
-	// one at a time until the offending one is found. restoresRefused counts
-	// the device's refusals to restore proposal restoringIndex.
-	reached         uint64
-	isolateThrough  uint64
-	restoringIndex  uint64
-	restoresRefused int
+	// one at a time until the offending one is found.
+	reached        uint64
+	isolateThrough uint64
 
 	// progress is the newest index up to which every proposal's commit
 	// (committed) and change apply (applied) are Finished; both only grow,

@@ -257,11 +257,6 @@ func (a *Agent) stopAt(err error, i uint64, log *slog.Logger) error {
 	return nil
 }
 
-// maxRestoresRefused is how many times the device may refuse to restore
-// the paths of a rejected proposal (each time on a new session) before the
-// failure is recorded anyway, with the paths possibly out of step.
-const maxRestoresRefused = 3
-
 // restore undoes on the device whatever earlier Sets carrying proposals
 // step.Index..through (at most the committed ones) may have written,
 // before the rejection of step.Index is recorded: every path they wrote
@@ -269,9 +264,6 @@ const maxRestoresRefused = 3
 // values. done is false if the session ended first (the proposal stays in
 // progress and is tried again on the next term, re-push included).
 func (a *Agent) restore(ctx context.Context, s *session, step Step, through uint64, log *slog.Logger) (done bool, err error) {
-	if a.restoringIndex != step.Index {
-		a.restoringIndex, a.restoresRefused = step.Index, 0
-	}
 	var written []*journal.PathValue
 	err = a.j.Proposals(ctx, step.Index, through, func(p *journal.Proposal) error {
 		if p.GetPhase() == journal.PhaseChange && p.GetChange().GetCommit() == journal.StatusComplete {
@@ -294,21 +286,21 @@ func (a *Agent) restore(ctx context.Context, s *session, step Step, through uint
 		}
 	}
 	values := append(tops, inWriteOrder(applied)...)
-	err = a.sendAll(s, step.Term, batchValues(values, a.setLimits()))
-	switch a.classify(err) {
-	case accepted:
-		log.Info("restored the paths of a rejected proposal an earlier attempt may have written", "values", len(values))
-		return true, nil
-	case rejected:
-		a.restoresRefused++
-		if a.restoresRefused >= maxRestoresRefused {
-			log.Error("device keeps refusing to restore the paths of a rejected proposal; recording the failure, the paths may differ from the journal",
-				"refusals", a.restoresRefused, "err", err)
-			return true, nil
+	out := &pushOutcome{}
+	for _, b := range valueBatches(values, a.setLimits()) {
+		if err := a.pushSplitting(s, step.Term, b, out); err != nil {
+			return false, a.endSession(ctx, s, err, log)
 		}
-		log.Warn("device refused to restore the paths of a rejected proposal; retrying on a new connection", "err", err)
-		return false, a.endSession(ctx, s, err, log)
-	default:
-		return false, a.endSession(ctx, s, err, log)
 	}
+	if len(out.refused) > 0 {
+		// The device refuses to put some paths back: they are out of sync
+		// (the journal's applied values there may not be on the device).
+		a.noteRefused(out.err.Err())
+		if _, err := a.j.MarkOutOfSync(ctx, out.refused, journal.CauseRestore, step.Index, out.code(), out.message()); err != nil {
+			return false, err
+		}
+		a.warnOutOfSync(log, "device refused to restore a path a rejected proposal may have written; it is out of sync until resolved", out)
+	}
+	log.Info("restored the paths of a rejected proposal an earlier attempt may have written", "values", len(values), "refused", len(out.refused))
+	return true, nil
 }

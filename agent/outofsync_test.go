@@ -133,3 +133,34 @@ func TestTransientSetRetriesBackOff(t *testing.T) {
 	r.verify()
 	_ = context.Background
 }
+
+// A proposal an earlier run may have sent, then refused, is restored; a
+// path the device will not restore is marked out of sync (cause RESTORE)
+// and the failure is recorded: nothing blocks.
+func TestRefusedRestoreMarksOutOfSync(t *testing.T) {
+	r := newRig(t, testbed.Options{Persistent: true}, agent.Options{Persistent: true})
+	r.waitApplied(r.propose(updateOp(t, descPath("eth0"), str("base"))))
+	var i uint64
+	r.offline(func(j *journal.Journal) {
+		i = startedOffline(t, j, updateOp(t, descPath("eth0"), str("uncertain")), updateOp(t, mtuPath("eth1"), uintv(1500)))
+		// The device now refuses eth0's description: the proposal, and the
+		// restore of that path.
+		if err := r.dev.RefuseSetsAt(descPath("eth0"), codes.FailedPrecondition); err != nil {
+			t.Fatal(err)
+		}
+	})
+	if p := r.waitApplied(i); p.GetChange().GetApply() != journal.StatusFailed {
+		t.Fatalf("apply = %v, want FAILED", p.GetChange().GetApply())
+	}
+	recs := r.outOfSync()
+	if len(recs) != 1 || journal.PathString(recs[0].GetValue().GetPath()) != descPath("eth0") ||
+		recs[0].GetCause() != journal.CauseRestore || recs[0].GetProposal() != i {
+		t.Fatalf("out of sync: %v, want %s (RESTORE, proposal %d)", recs, descPath("eth0"), i)
+	}
+	next := r.propose(updateOp(t, descPath("eth2"), str("after")))
+	if p := r.waitApplied(next); p.GetChange().GetApply() != journal.StatusComplete {
+		t.Fatalf("proposal after the refused restore: apply %v", p.GetChange().GetApply())
+	}
+	r.waitQuiescent()
+	r.verify()
+}

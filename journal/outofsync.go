@@ -34,6 +34,7 @@ const (
 	CauseRollback = journalpb.OutOfSyncCause_OUT_OF_SYNC_CAUSE_ROLLBACK
 	CauseRepush   = journalpb.OutOfSyncCause_OUT_OF_SYNC_CAUSE_REPUSH
 	CauseRetry    = journalpb.OutOfSyncCause_OUT_OF_SYNC_CAUSE_RETRY
+	CauseRestore  = journalpb.OutOfSyncCause_OUT_OF_SYNC_CAUSE_RESTORE
 )
 
 var nsOutOfSync = []byte("os/")
@@ -171,6 +172,26 @@ func (j *Journal) FailApplyRollback(ctx context.Context, i, term uint64, refused
 			}
 			return nil
 		}})
+}
+
+// MarkOutOfSync records values the device refused for good outside a
+// rollback or a re-push (cause), for proposal, with the device's answer.
+func (j *Journal) MarkOutOfSync(ctx context.Context, values []*PathValue, cause OutOfSyncCause, proposal uint64, code uint32, message string) (*Configuration, error) {
+	var out *Configuration
+	err := j.submit(ctx, func(w *writeTxn) error {
+		c, err := w.configuration()
+		if err != nil {
+			return err
+		}
+		for _, pv := range values {
+			if err := w.markOutOfSync(c, pv, cause, proposal, code, message); err != nil {
+				return err
+			}
+		}
+		out = c
+		return w.put(keyConfiguration, c)
+	})
+	return out, err
 }
 
 // SettleOutOfSync records the outcome of an operator's retry of the

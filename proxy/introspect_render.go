@@ -256,7 +256,7 @@ func tvPaths(paths []*gpb.Path) *gpb.TypedValue {
 }
 
 // causeName is an out-of-sync cause as the tree shows it: ROLLBACK,
-// REPUSH or RETRY.
+// REPUSH, RETRY or RESTORE.
 func causeName(c journal.OutOfSyncCause) string {
 	return strings.TrimPrefix(c.String(), "OUT_OF_SYNC_CAUSE_")
 }

@@ -117,7 +117,7 @@ type OutOfSyncState struct {
 	Path         string    `json:"path"`
 	Deleted      bool      `json:"deleted"`
 	Value        *Value    `json:"value,omitempty"` // the applied value the device refused
-	Cause        string    `json:"cause"`           // ROLLBACK, REPUSH or RETRY
+	Cause        string    `json:"cause"`           // ROLLBACK, REPUSH, RETRY or RESTORE
 	Proposal     *uint64   `json:"proposal,omitempty"`
 	ErrorCode    string    `json:"error_code,omitempty"`
 	ErrorMessage string    `json:"error_message,omitempty"`

@@ -261,6 +261,9 @@ const (
 	OutOfSyncCause_OUT_OF_SYNC_CAUSE_REPUSH OutOfSyncCause = 2
 	// An operator's `resolve retry`.
 	OutOfSyncCause_OUT_OF_SYNC_CAUSE_RETRY OutOfSyncCause = 3
+	// Putting back the applied values of paths that an earlier attempt of
+	// a proposal the device then refused may have written.
+	OutOfSyncCause_OUT_OF_SYNC_CAUSE_RESTORE OutOfSyncCause = 4
 )
 
 // Enum value maps for OutOfSyncCause.
@@ -270,12 +273,14 @@ var (
 		1: "OUT_OF_SYNC_CAUSE_ROLLBACK",
 		2: "OUT_OF_SYNC_CAUSE_REPUSH",
 		3: "OUT_OF_SYNC_CAUSE_RETRY",
+		4: "OUT_OF_SYNC_CAUSE_RESTORE",
 	}
 	OutOfSyncCause_value = map[string]int32{
 		"OUT_OF_SYNC_CAUSE_UNSET":    0,
 		"OUT_OF_SYNC_CAUSE_ROLLBACK": 1,
 		"OUT_OF_SYNC_CAUSE_REPUSH":   2,
 		"OUT_OF_SYNC_CAUSE_RETRY":    3,
+		"OUT_OF_SYNC_CAUSE_RESTORE":  4,
 	}
 )
 
@@ -1997,12 +2002,13 @@ const file_journal_journalpb_journal_proto_rawDesc = "" +
 	"\x1aHISTORY_KIND_COMMIT_CHANGE\x10\x01\x12 \n" +
 	"\x1cHISTORY_KIND_COMMIT_ROLLBACK\x10\x02\x12\x1b\n" +
 	"\x17HISTORY_KIND_FAIL_APPLY\x10\x03\x12 \n" +
-	"\x1cHISTORY_KIND_DROP_TOMBSTONES\x10\x04*\x88\x01\n" +
+	"\x1cHISTORY_KIND_DROP_TOMBSTONES\x10\x04*\xa7\x01\n" +
 	"\x0eOutOfSyncCause\x12\x1b\n" +
 	"\x17OUT_OF_SYNC_CAUSE_UNSET\x10\x00\x12\x1e\n" +
 	"\x1aOUT_OF_SYNC_CAUSE_ROLLBACK\x10\x01\x12\x1c\n" +
 	"\x18OUT_OF_SYNC_CAUSE_REPUSH\x10\x02\x12\x1b\n" +
-	"\x17OUT_OF_SYNC_CAUSE_RETRY\x10\x03B8Z6github.com/gnmi-sidecar/gnmi-sidecar/journal/journalpbb\x06proto3"
+	"\x17OUT_OF_SYNC_CAUSE_RETRY\x10\x03\x12\x1d\n" +
+	"\x19OUT_OF_SYNC_CAUSE_RESTORE\x10\x04B8Z6github.com/gnmi-sidecar/gnmi-sidecar/journal/journalpbb\x06proto3"
 
 var (
 	file_journal_journalpb_journal_proto_rawDescOnce sync.Once
