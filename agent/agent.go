@@ -912,17 +912,6 @@ func (a *Agent) noteRefused(err error) {
 	a.noteError(err)
 }
 
-// sendAll sends reqs in order on session s under term, stopping at the
-// first error.
-func (a *Agent) sendAll(s *session, term uint64, reqs []*gpb.SetRequest) error {
-	for _, req := range reqs {
-		if _, err := a.send(s, term, req); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
 // send sends one Set on session s under term.
 func (a *Agent) send(s *session, term uint64, req *gpb.SetRequest) (*gpb.SetResponse, error) {
 	if a.opts.Fencing {
