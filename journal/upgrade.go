@@ -45,12 +45,25 @@ func (j *Journal) upgrade() error {
 	if meta.GetFormat() == formatVersion {
 		return j.dropFormat1()
 	}
+	if meta.GetFormat() == 2 {
+		// Format 2's records are format 3's: only the format moves, so
+		// that format-2 code no longer opens the journal.
+		err := j.db.Update(func(txn *badger.Txn) error {
+			w := &writeTxn{txn: txn, now: j.opts.Clock()}
+			return w.put(keyMeta, &journalpb.Meta{Format: formatVersion})
+		})
+		if err != nil {
+			return fmt.Errorf("upgrading the journal from format 2 to %d: %w", formatVersion, err)
+		}
+		j.log.Info("journal upgraded from format 2", "format", formatVersion)
+		return nil
+	}
 	start := time.Now()
 	u := &upgrader{j: j}
 	if err := u.run(); err != nil {
 		return fmt.Errorf("upgrading the journal from format 1 to %d: %w", formatVersion, err)
 	}
-	j.log.Info("journal upgraded to format 2 (values recorded leaf by leaf)",
+	j.log.Info("journal upgraded from format 1 (values now recorded leaf by leaf)", "format", formatVersion,
 		"proposals", u.replayed, "values", u.seeded, "took", time.Since(start).Round(time.Millisecond))
 	return nil
 }
