@@ -28,8 +28,9 @@ func (a *Agent) sendChanges(ctx context.Context, step Step, log *slog.Logger) er
 	if err != nil {
 		return err
 	}
-	if ps[0].GetChange().GetAdopted() {
-		// The device holds these values already (they were read from it).
+	if ch := ps[0].GetChange(); ch.GetAdopted() && ch.GetAdoptedTerm() == step.Term {
+		// The device holds these values already (they were read from it
+		// under this term: it has not restarted since).
 		if _, _, err := a.j.CompleteApply(ctx, step.Index, step.Term); err != nil {
 			return err
 		}

@@ -35,7 +35,10 @@ func (a *Agent) inDoubt(ctx context.Context) (*inDoubtPaths, error) {
 	}
 	err = a.j.Proposals(ctx, from, through, func(p *journal.Proposal) error {
 		ch := p.GetChange()
-		if p.GetPhase() != journal.PhaseChange || ch.GetCommit() != journal.StatusComplete || journal.Finished(ch.GetApply()) {
+		if p.GetPhase() != journal.PhaseChange || ch.GetCommit() != journal.StatusComplete || journal.Finished(ch.GetApply()) ||
+			ch.GetAbortedBy() != 0 {
+			// Not in doubt; an aborted one was restored (Agent.restore)
+			// before the failure it depends on was recorded.
 			return nil
 		}
 		for _, v := range ch.GetValues() {

@@ -137,14 +137,20 @@ func (w *writeTxn) dropOutOfSync(c *Configuration, rec *OutOfSync) error {
 
 // ProposeAdoption journals ops, which write values the device already
 // holds (read from it), as a proposal marked adopted with its author: it is
-// committed like any change and its apply completes without a device Set
-// (an operator's `resolve skip|adopt`); applying it settles the out-of-sync
-// records of the paths it writes. Refused like ProposeChange while a
+// committed like any change and, under the term the values were read in,
+// its apply completes without a device Set (an operator's `resolve
+// skip|adopt`); applying it settles the out-of-sync records of the paths
+// it writes. Refused like ProposeChange while a
 // commit-confirmed is outstanding.
 func (j *Journal) ProposeAdoption(ctx context.Context, ops []*Op, author string, then ...func(*Tx) error) (*Proposal, error) {
 	return j.propose(ctx, ops, "a commit-confirmed is outstanding", "confirm or cancel it first, or wait for its rollback",
 		func(w *writeTxn, p *Proposal) error {
+			c, err := w.configuration()
+			if err != nil {
+				return err
+			}
 			p.Change.Adopted = true
+			p.Change.AdoptedTerm = c.GetApplied().GetTerm()
 			p.Change.Author = author
 			return w.put(proposalKey(p.GetIndex()), p)
 		}, then)

@@ -400,6 +400,8 @@ func startApplyTransition(i uint64) proposalTransition {
 			return guardf("apply proposal %d: it is being rolled back", i)
 		case ch.GetCommit() != StatusComplete:
 			return guardf("apply proposal %d: commit is %v, not complete", i, ch.GetCommit())
+		case ch.GetAbortedBy() != 0:
+			return guardf("apply proposal %d: it depends on proposal %d, which failed to apply: its apply is aborted", i, ch.GetAbortedBy())
 		case ch.GetApply() == StatusInProgress && c.Applied.Proposal == i:
 			return errUnchanged // re-entry after a transient failure
 		case ch.GetApply() != StatusPending:

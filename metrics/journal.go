@@ -193,12 +193,8 @@ func (t *Journal) apply(e journal.Event) {
 	if e.Proposal != nil && e.Index != 0 {
 		t.set(e.Index, stateOf(e.Proposal))
 	}
-	for _, k := range e.Aborted {
-		if s, ok := t.state[k]; ok {
-			s.steps[0][1] = journal.StatusAborted
-			t.set(k, s)
-		}
-	}
+	// e.Aborted (FailApply) are aborted in their turn: their AbortApply
+	// events carry the new status.
 	if e.Action == journal.ActionCompact && e.Configuration != nil {
 		first := e.Configuration.GetFirstIndex()
 		for k, s := range t.state {

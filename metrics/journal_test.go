@@ -188,6 +188,9 @@ func TestJournalMetrics(t *testing.T) {
 	must(t, p, cf, err)
 	p, cf, err = j.FailApply(ctx, 2, 3, "rejected")
 	must(t, p, cf, err)
+	// 3 writes what 2 wrote: its apply is aborted in its turn.
+	p, cf, err = j.AbortApply(ctx, 3)
+	must(t, p, cf, err)
 	checkProposals(t, c, map[string]float64{
 		"phase=change,status=complete,step=commit": 3,
 		"phase=change,status=complete,step=apply":  1,
@@ -280,6 +283,7 @@ func scanned(t *testing.T, j *journal.Journal) (map[string]float64, float64) {
 // proposals, and checks that the counts kept from the events always match
 // a scan, and that a collector loaded from the journal agrees.
 func TestJournalMetricsMatchScan(t *testing.T) {
+	const walkSteps = 2000
 	ctx := context.Background()
 	dir := t.TempDir()
 	j, c := openJournal(t, dir, journal.Options{Retain: 8})
@@ -289,7 +293,7 @@ func TestJournalMetricsMatchScan(t *testing.T) {
 		return err == nil || errors.Is(err, journal.ErrGuard) || errors.Is(err, journal.ErrNotFound) ||
 			errors.Is(err, journal.ErrCompacted) || errors.Is(err, journal.ErrInvalid)
 	}
-	for step := 0; step < 2000; step++ {
+	for step := 0; step < walkSteps; step++ {
 		cfg, err := j.Configuration(ctx)
 		if err != nil {
 			t.Fatal(err)
@@ -321,6 +325,14 @@ func TestJournalMetricsMatchScan(t *testing.T) {
 			// the queue drains and rollbacks become possible.
 			if (step/100)%2 == 0 && (nextApply == 0 || cfg.GetLastIndex()-nextApply < 6) {
 				_, err = j.ProposeChange(ctx, update(fmt.Sprint("l", rng.IntN(4)), fmt.Sprint(step)))
+			} else if (step/100)%2 == 1 && nextApply != 0 {
+				// Drain the queue as the agent does: start and complete
+				// the next apply (or abort it, if that is what it needs).
+				if _, _, err = j.StartApply(ctx, nextApply); err == nil {
+					_, _, err = j.CompleteApply(ctx, nextApply, term)
+				} else if refused(err) {
+					_, _, err = j.AbortApply(ctx, nextApply)
+				}
 			}
 		case 2:
 			commitChange()
@@ -360,7 +372,7 @@ func TestJournalMetricsMatchScan(t *testing.T) {
 		if !refused(err) {
 			t.Fatalf("step %d: %v", step, err)
 		}
-		if step%50 == 0 || step == 1999 {
+		if step%50 == 0 || step == walkSteps-1 {
 			want, queue := scanned(t, j)
 			checkProposals(t, c, want)
 			if got := one(t, c, "gnmi_sidecar_queue_depth"); got != queue {

@@ -711,7 +711,11 @@ type Change struct {
 	// The proposal whose failed apply this change depends on (it writes
 	// paths that one wrote): its commit was undone and its apply is
 	// aborted in its turn (AbortApply). 0: none.
-	AbortedBy     uint64 `protobuf:"varint,12,opt,name=aborted_by,json=abortedBy,proto3" json:"aborted_by,omitempty"`
+	AbortedBy uint64 `protobuf:"varint,12,opt,name=aborted_by,json=abortedBy,proto3" json:"aborted_by,omitempty"`
+	// For an adopted change: the applied term when the device's values were
+	// read. Applied under another term (the device may have restarted since),
+	// it is sent like any change.
+	AdoptedTerm   uint64 `protobuf:"varint,13,opt,name=adopted_term,json=adoptedTerm,proto3" json:"adopted_term,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -826,6 +830,13 @@ func (x *Change) GetAuthor() string {
 func (x *Change) GetAbortedBy() uint64 {
 	if x != nil {
 		return x.AbortedBy
+	}
+	return 0
+}
+
+func (x *Change) GetAdoptedTerm() uint64 {
+	if x != nil {
+		return x.AdoptedTerm
 	}
 	return 0
 }
@@ -1881,7 +1892,7 @@ const file_journal_journalpb_journal_proto_rawDesc = "" +
 	"\x05value\x18\x04 \x01(\v2\x10.gnmi.TypedValueR\x05value\"5\n" +
 	"\x05Error\x12\x12\n" +
 	"\x04code\x18\x01 \x01(\rR\x04code\x12\x18\n" +
-	"\amessage\x18\x02 \x01(\tR\amessage\"\xce\x04\n" +
+	"\amessage\x18\x02 \x01(\tR\amessage\"\xf1\x04\n" +
 	"\x06Change\x12,\n" +
 	"\x03ops\x18\x01 \x03(\v2\x1a.gnmisidecar.journal.v1.OpR\x03ops\x129\n" +
 	"\x06values\x18\x02 \x03(\v2!.gnmisidecar.journal.v1.PathValueR\x06values\x126\n" +
@@ -1896,7 +1907,8 @@ const file_journal_journalpb_journal_proto_rawDesc = "" +
 	" \x01(\bR\aadopted\x12\x16\n" +
 	"\x06author\x18\v \x01(\tR\x06author\x12\x1d\n" +
 	"\n" +
-	"aborted_by\x18\f \x01(\x04R\tabortedBy\"\xe7\x03\n" +
+	"aborted_by\x18\f \x01(\x04R\tabortedBy\x12!\n" +
+	"\fadopted_term\x18\r \x01(\x04R\vadoptedTerm\"\xe7\x03\n" +
 	"\bRollback\x12\x14\n" +
 	"\x05index\x18\x01 \x01(\x04R\x05index\x129\n" +
 	"\x06values\x18\x02 \x03(\v2!.gnmisidecar.journal.v1.PathValueR\x06values\x126\n" +
