@@ -795,6 +795,20 @@ names of docs/introspection.md.
 	return cmd
 }
 
+// section prints a titled, indented table of rows under header; nothing
+// when there are no rows.
+func section(w io.Writer, title string, header []string, rows [][]string) error {
+	if len(rows) == 0 {
+		return nil
+	}
+	fmt.Fprintln(w, "\n"+title)
+	tw := newTable(w)
+	for _, r := range append([][]string{header}, rows...) {
+		fmt.Fprintln(tw, "  "+strings.Join(r, "\t"))
+	}
+	return tw.Flush()
+}
+
 func printStatus(w io.Writer, v *StatusView, now time.Time) error {
 	c, d := v.Configuration, v.Device
 	fmt.Fprintln(w, "Configuration")
@@ -814,34 +828,27 @@ func printStatus(w io.Writer, v *StatusView, now time.Time) error {
 	); err != nil {
 		return err
 	}
-	if len(v.OutOfSync) > 0 {
-		fmt.Fprintln(w, "\nOut of sync (the device refused these values; see gnmi-sidecar resolve)")
-		tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, "  PATH\tJOURNAL VALUE\tCAUSE\tPROPOSAL\tDEVICE ERROR\tSINCE")
-		for _, o := range v.OutOfSync {
-			val := "(deleted)"
-			if !o.Deleted && o.Value != nil {
-				val = truncate(o.Value.Text(), maxValueWidth)
-			}
-			errText := strings.TrimSpace(o.ErrorCode + ": " + o.ErrorMessage)
-			fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\t%s\n", o.Path, val, o.Cause, optUintText(o.Proposal),
-				truncate(errText, maxValueWidth), optTime(o.Since))
+	var rows [][]string
+	for _, o := range v.OutOfSync {
+		val := "(deleted)"
+		if !o.Deleted && o.Value != nil {
+			val = truncate(o.Value.Text(), maxValueWidth)
 		}
-		if err := tw.Flush(); err != nil {
-			return err
-		}
+		rows = append(rows, []string{o.Path, val, o.Cause, optUintText(o.Proposal),
+			truncate(strings.TrimSpace(o.ErrorCode+": "+o.ErrorMessage), maxValueWidth), optTime(o.Since)})
 	}
-	if len(v.Resolutions) > 0 {
-		fmt.Fprintln(w, "\nResolutions (the newest, oldest first)")
-		tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, "  SEQ\tTIME\tAUTHOR\tACTION\tSETTLED\tSTILL OUT OF SYNC\tPROPOSAL")
-		for _, r := range v.Resolutions {
-			fmt.Fprintf(tw, "  %d\t%s\t%s\t%s\t%d\t%d\t%s\n", r.Seq, optTime(r.Time), r.Author, r.Action,
-				len(r.Settled), len(r.StillOutOfSync), optUintText(r.Proposal))
-		}
-		if err := tw.Flush(); err != nil {
-			return err
-		}
+	if err := section(w, "Out of sync (the device refused these values; see gnmi-sidecar resolve)",
+		[]string{"PATH", "JOURNAL VALUE", "CAUSE", "PROPOSAL", "DEVICE ERROR", "SINCE"}, rows); err != nil {
+		return err
+	}
+	rows = nil
+	for _, r := range v.Resolutions {
+		rows = append(rows, []string{strconv.FormatUint(r.Seq, 10), optTime(r.Time), r.Author, r.Action,
+			strconv.Itoa(len(r.Settled)), strconv.Itoa(len(r.StillOutOfSync)), optUintText(r.Proposal)})
+	}
+	if err := section(w, "Resolutions (the newest, oldest first)",
+		[]string{"SEQ", "TIME", "AUTHOR", "ACTION", "SETTLED", "STILL OUT OF SYNC", "PROPOSAL"}, rows); err != nil {
+		return err
 	}
 	fmt.Fprintln(w, "\nDevice")
 	dur, onDevice := "", ""
