@@ -150,6 +150,24 @@ func TestRefusedRollbackAndRepushDoNotBlock(t *testing.T) {
 		}
 	}
 
+	// adopt settles an out-of-sync path too: eth2's description, refused
+	// by the re-push after another restart, becomes what the device has
+	// there (nothing).
+	eth2 := "/interfaces/interface[name=eth2]/config/description"
+	refusePath(t, s.devAdmin, eth2)
+	postAdmin(t, s.devAdmin, "/restart")
+	poll(t, 20*time.Second, "the re-push to mark eth2's description out of sync", func() (bool, string) {
+		got := outOfSyncPaths(t, s.sidecar.addr)
+		return slices.Equal(got, []string{eth2}), strings.Join(got, ", ")
+	})
+	if out := mustOps(t, s.sidecar.addr, "resolve", "adopt", eth2); !strings.Contains(out, "adopt: 1 out-of-sync paths settled") {
+		t.Errorf("resolve adopt of an out-of-sync path printed %q", out)
+	}
+	if got := outOfSyncPaths(t, s.sidecar.addr); len(got) != 0 {
+		t.Fatalf("out of sync after resolve adopt: %v", got)
+	}
+	postAdmin(t, s.devAdmin, "/faults/clear")
+
 	// Each resolve is recorded with who asked: status shows them.
 	var st struct {
 		Resolutions []struct {
@@ -167,7 +185,7 @@ func TestRefusedRollbackAndRepushDoNotBlock(t *testing.T) {
 		}
 		actions = append(actions, fmt.Sprintf("%s:%d", r.Action, len(r.Settled)))
 	}
-	if want := []string{"RETRY:0", "SKIP:1", "ADOPT:0"}; !slices.Equal(actions, want) {
+	if want := []string{"RETRY:0", "SKIP:1", "ADOPT:0", "ADOPT:1"}; !slices.Equal(actions, want) {
 		t.Errorf("resolutions (action:settled) = %v, want %v", actions, want)
 	}
 
@@ -182,8 +200,10 @@ func TestRefusedRollbackAndRepushDoNotBlock(t *testing.T) {
 	if got := outOfSyncPaths(t, s.sidecar.addr); len(got) != 0 {
 		t.Errorf("out of sync after a restart: %v", got)
 	}
-	if _, ok, _ := getLeaf(context.Background(), s.devClient, descPath("eth1")); ok {
-		t.Error("the skipped path came back on the device")
+	for _, intf := range []string{"eth1", "eth2"} {
+		if _, ok, _ := getLeaf(context.Background(), s.devClient, descPath(intf)); ok {
+			t.Errorf("the skipped or adopted-as-absent %s description came back on the device", intf)
+		}
 	}
 	s.verifyTrace(t, trace.VerifyOptions{Quiescent: true})
 }
