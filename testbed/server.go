@@ -2,9 +2,11 @@ package testbed
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
 	"maps"
 	"reflect"
-	"slices"
+	"strings"
 	"time"
 
 	gpb "github.com/openconfig/gnmi/proto/gnmi"
@@ -100,9 +102,6 @@ func (s *gnmiServer) Set(ctx context.Context, req *gpb.SetRequest) (*gpb.SetResp
 	if len(req.GetUnionReplace()) > 0 {
 		return nil, status.Error(codes.Unimplemented, "union_replace is not supported by this device")
 	}
-	if err := d.refused(req); err != nil {
-		return nil, err
-	}
 
 	var ops []setOp
 	add := func(op gpb.UpdateResult_Operation, p *gpb.Path, v *gpb.TypedValue) error {
@@ -127,6 +126,10 @@ func (s *gnmiServer) Set(ctx context.Context, req *gpb.SetRequest) (*gpb.SetResp
 		if err := add(gpb.UpdateResult_UPDATE, u.GetPath(), u.GetVal()); err != nil {
 			return nil, err
 		}
+	}
+
+	if err := d.refused(ops); err != nil {
+		return nil, err
 	}
 
 	// This Set is the only writer: reading the tree needs no lock.
@@ -234,26 +237,16 @@ func (d *Device) injectSetFaults(ctx context.Context) error {
 	return nil
 }
 
-// refused returns the error of a RefuseSetsAt fault that req's operations
-// meet, nil if none does.
-func (d *Device) refused(req *gpb.SetRequest) error {
+// refused returns the error of a RefuseSetsAt fault that one of ops meets,
+// nil if none does: an operation at or under a refused path, or a replace
+// or update above it whose JSON value holds it.
+func (d *Device) refused(ops []setOp) error {
 	d.mu.Lock()
 	refuse := d.faults.refuse
 	d.mu.Unlock()
-	if len(refuse) == 0 {
-		return nil
-	}
-	paths := slices.Clone(req.GetDelete())
-	for _, u := range append(slices.Clone(req.GetReplace()), req.GetUpdate()...) {
-		paths = append(paths, u.GetPath())
-	}
-	for _, p := range paths {
-		full, err := joinPath(req.GetPrefix(), p)
-		if err != nil {
-			continue // the Set fails on it later
-		}
+	for _, o := range ops {
 		for _, r := range refuse {
-			if under(full, r.path) {
+			if under(o.full, r.path) || o.op != gpb.UpdateResult_DELETE && under(r.path, o.full) && jsonHolds(o.val, r.path.GetElem()[len(o.full.GetElem()):]) {
 				return status.Errorf(r.code, "%s: refused by injected fault (%v)", pathString(r.path), r.code)
 			}
 		}
@@ -274,6 +267,62 @@ func under(a, b *gpb.Path) bool {
 		}
 	}
 	return true
+}
+
+// jsonHolds reports whether the JSON or JSON_IETF value v holds something
+// at the relative path rel: members by name (a module prefix ignored), list
+// entries by their keys.
+func jsonHolds(v *gpb.TypedValue, rel []*gpb.PathElem) bool {
+	raw := v.GetJsonIetfVal()
+	if raw == nil {
+		raw = v.GetJsonVal()
+	}
+	var node any
+	if raw == nil || json.Unmarshal(raw, &node) != nil {
+		return false
+	}
+	for _, e := range rel {
+		obj, ok := node.(map[string]any)
+		if !ok {
+			return false
+		}
+		node = nil
+		for name, member := range obj {
+			if name == e.GetName() || strings.HasSuffix(name, ":"+e.GetName()) {
+				node = member
+			}
+		}
+		if len(e.GetKey()) > 0 {
+			node = entryWithKeys(node, e.GetKey())
+		}
+		if node == nil {
+			return false
+		}
+	}
+	return true
+}
+
+// entryWithKeys returns the entry of a JSON list whose key leaves have the
+// values keys names (compared as text), nil if none.
+func entryWithKeys(list any, keys map[string]string) any {
+	entries, _ := list.([]any)
+	for _, entry := range entries {
+		obj, ok := entry.(map[string]any)
+		if !ok {
+			continue
+		}
+		match := true
+		for k, want := range keys {
+			if fmt.Sprint(obj[k]) != want {
+				match = false
+				break
+			}
+		}
+		if match {
+			return obj
+		}
+	}
+	return nil
 }
 
 // arbitrate implements MasterArbitration as in the OpenConfig reference:

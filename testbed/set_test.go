@@ -472,3 +472,42 @@ func TestSetLaterOperationRemovesAnEarlierOnesEntry(t *testing.T) {
 		t.Errorf("/interfaces after the Set: %s, want eth0 alone", got)
 	}
 }
+
+// A refused path stays refused until the faults are cleared, whatever
+// shape the Set gives it: a scalar at it or under it, or a JSON value at a
+// container or list above it that holds it (member names with or without
+// their module, list entries by key). Other values, and a delete above it,
+// go through.
+func TestRefuseSetsAt(t *testing.T) {
+	d, c := startDevice(t, testbed.Options{})
+	mtu := "/interfaces/interface[name=eth0]/config/mtu"
+	if err := d.RefuseSetsAt(mtu, codes.FailedPrecondition); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name    string
+		req     *gpb.SetRequest
+		refused bool
+	}{
+		{"scalar at the path", &gpb.SetRequest{Update: []*gpb.Update{upd(t, mtu, uintV(1500))}}, true},
+		{"JSON_IETF at the container", &gpb.SetRequest{Update: []*gpb.Update{
+			upd(t, "/interfaces/interface[name=eth0]/config", jsonIETF(`{"description":"x","openconfig-interfaces:mtu":1500}`))}}, true},
+		{"JSON at the list, the entry by key", &gpb.SetRequest{Replace: []*gpb.Update{
+			upd(t, "/interfaces", &gpb.TypedValue{Value: &gpb.TypedValue_JsonVal{JsonVal: []byte(
+				`{"interface":[{"name":"eth0","config":{"name":"eth0","mtu":1500}}]}`)}})}}, true},
+		{"several updates, one of them refused", &gpb.SetRequest{Update: []*gpb.Update{
+			upd(t, eth0Desc, str("ok")), upd(t, mtu, uintV(9000))}}, true},
+		{"JSON at the container without it", &gpb.SetRequest{Update: []*gpb.Update{
+			upd(t, "/interfaces/interface[name=eth0]/config", jsonIETF(`{"name":"eth0","description":"no mtu"}`))}}, false},
+		{"another entry of the list", &gpb.SetRequest{Update: []*gpb.Update{
+			upd(t, "/interfaces", jsonIETF(`{"interface":[{"name":"eth1","config":{"name":"eth1","mtu":1500}}]}`))}}, false},
+		{"a delete above it", &gpb.SetRequest{Delete: []*gpb.Path{p(t, "/interfaces/interface[name=eth0]")}}, false},
+	} {
+		_, err := c.Set(ctxT(t), tc.req)
+		if got := status.Code(err) == codes.FailedPrecondition; got != tc.refused || !tc.refused && err != nil {
+			t.Errorf("%s: Set = %v, refused %v; want refused %v", tc.name, err, got, tc.refused)
+		}
+	}
+	d.ClearFaults()
+	mustSet(t, c, &gpb.SetRequest{Update: []*gpb.Update{upd(t, mtu, uintV(1500))}})
+}
