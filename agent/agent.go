@@ -732,24 +732,15 @@ func (a *Agent) repush(ctx context.Context, term uint64, log *slog.Logger) error
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
-		a.noteError(err)
-		log.Warn("re-push failed; reconnecting", "values", values, "sets", out.sets, "err", err)
-		a.mu.Lock()
-		a.status.SetRetries++
-		a.mu.Unlock()
-		s.setFailed.Store(true)
-		s.end(fmt.Errorf("re-push failed: %w", err))
-		return nil
+		log.Warn("re-push not acknowledged", "values", values, "sets", out.sets, "err", err)
+		return a.endSession(ctx, s, err, log)
 	}
 	outcome := journal.RepushOutcome{Refused: out.refused, Code: out.code(), Message: out.message(),
 		Kept: func(rec *journal.OutOfSync) bool { return doubt.holds(rec.GetValue()) }}
 	if _, err := a.j.CompleteReconcile(ctx, term, s.boot, outcome); err != nil {
 		return err
 	}
-	if len(out.refused) > 0 {
-		a.noteRefused(out.err.Err())
-		a.warnOutOfSync(log, "device refused part of the re-push; those paths are out of sync until resolved", out)
-	}
+	a.reportRefused(log, "device refused part of the re-push; those paths are out of sync until resolved", out)
 	s.synced.Store(true)
 	took := time.Since(start)
 	a.mu.Lock()
@@ -831,32 +822,19 @@ func (a *Agent) sendRollback(ctx context.Context, step Step, log *slog.Logger) e
 	if s == nil || err != nil {
 		return err
 	}
-	out := &pushOutcome{}
-	for _, b := range valueBatches(inWriteOrder(p.GetRollback().GetValues()), a.setLimits()) {
-		if err := a.pushSplitting(s, step.Term, b, out); err != nil {
-			return a.endSession(ctx, s, err, log)
-		}
+	out, err := a.pushValues(s, step.Term, inWriteOrder(p.GetRollback().GetValues()))
+	if err != nil {
+		return a.endSession(ctx, s, err, log)
 	}
 	if len(out.refused) == 0 {
 		_, _, err = a.j.CompleteApplyRollback(ctx, step.Index, step.Term)
 		return err
 	}
-	a.noteRefused(out.err.Err())
 	_, _, err = a.j.FailApplyRollback(ctx, step.Index, step.Term, out.refused, out.code(), out.message())
 	if err == nil {
-		a.warnOutOfSync(log, "device refused a rollback; its paths are out of sync until resolved", out)
+		a.reportRefused(log, "device refused a rollback; its paths are out of sync until resolved", out)
 	}
 	return err
-}
-
-// warnOutOfSync logs the values a push left out of sync, one WARN line
-// each (they are few: single values the device refused for good).
-func (a *Agent) warnOutOfSync(log *slog.Logger, msg string, out *pushOutcome) {
-	for _, pv := range out.refused {
-		log.Warn(msg, "path", journal.PathString(pv.GetPath()), "deleted", pv.GetDeleted(),
-			"code", out.err.Code(), "err", out.err.Message(),
-			"resolve", "gnmi-sidecar resolve retry|skip|adopt (docs/cli.md)")
-	}
 }
 
 // endSession handles a transient or superseded Set: the session goes, the

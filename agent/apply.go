@@ -287,20 +287,17 @@ func (a *Agent) restore(ctx context.Context, s *session, step Step, through uint
 		}
 	}
 	values := append(tops, inWriteOrder(applied)...)
-	out := &pushOutcome{}
-	for _, b := range valueBatches(values, a.setLimits()) {
-		if err := a.pushSplitting(s, step.Term, b, out); err != nil {
-			return false, a.endSession(ctx, s, err, log)
-		}
+	out, err := a.pushValues(s, step.Term, values)
+	if err != nil {
+		return false, a.endSession(ctx, s, err, log)
 	}
 	if len(out.refused) > 0 {
 		// The device refuses to put some paths back: they are out of sync
 		// (the journal's applied values there may not be on the device).
-		a.noteRefused(out.err.Err())
 		if _, err := a.j.MarkOutOfSync(ctx, out.refused, journal.CauseRestore, step.Index, out.code(), out.message()); err != nil {
 			return false, err
 		}
-		a.warnOutOfSync(log, "device refused to restore a path a rejected proposal may have written; it is out of sync until resolved", out)
+		a.reportRefused(log, "device refused to restore a path a rejected proposal may have written; it is out of sync until resolved", out)
 	}
 	log.Info("restored the paths of a rejected proposal an earlier attempt may have written", "values", len(values), "refused", len(out.refused))
 	return true, nil

@@ -4,12 +4,14 @@ import (
 	"context"
 	"testing"
 
+	gpb "github.com/openconfig/gnmi/proto/gnmi"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/gnmi-sidecar/gnmi-sidecar/agent"
 	"github.com/gnmi-sidecar/gnmi-sidecar/journal"
 	"github.com/gnmi-sidecar/gnmi-sidecar/testbed"
+	"github.com/gnmi-sidecar/gnmi-sidecar/testbed/sidecartest"
 )
 
 // outOfSyncPaths returns the paths of the journal's out-of-sync records.
@@ -161,6 +163,73 @@ func TestRefusedRestoreMarksOutOfSync(t *testing.T) {
 	if p := r.waitApplied(next); p.GetChange().GetApply() != journal.StatusComplete {
 		t.Fatalf("proposal after the refused restore: apply %v", p.GetChange().GetApply())
 	}
+	r.waitQuiescent()
+	r.verify()
+}
+
+// What clients send, and a device that keeps refusing: one Set with a
+// JSON_IETF Update of a container and a JSON Replace of another, rolled
+// back while the device refuses one leaf for good. The rollback's JSON
+// objects are split down to that leaf; every other leaf is rolled back.
+// A device restart while it still refuses it leaves only that leaf out of
+// sync again; once the device takes it, a retry settles it.
+func TestRefusedLeafInsideJSONRollbackAndRepush(t *testing.T) {
+	r := newRig(t, testbed.Options{}, agent.Options{})
+	eth0 := "/interfaces/interface[name=eth0]/config"
+	eth1 := "/interfaces/interface[name=eth1]/config"
+	jsonOp := func(kind journal.OpKind, path, text string) *journal.Op {
+		v := &gpb.TypedValue{Value: &gpb.TypedValue_JsonIetfVal{JsonIetfVal: []byte(text)}}
+		if kind == journal.OpReplace {
+			v = &gpb.TypedValue{Value: &gpb.TypedValue_JsonVal{JsonVal: []byte(text)}}
+		}
+		return &journal.Op{Kind: kind, Path: sidecartest.Path(t, path), Values: []*journal.Leaf{{Path: sidecartest.Path(t, path), Value: v}}}
+	}
+	r.waitApplied(r.propose(jsonOp(journal.OpUpdate, eth0, `{"name":"eth0","description":"d0","mtu":1400}`)))
+	change := r.propose(
+		jsonOp(journal.OpUpdate, eth0, `{"openconfig-interfaces:description":"d1","mtu":1500}`),
+		jsonOp(journal.OpReplace, eth1, `{"name":"eth1","description":"e1","mtu":9000}`),
+	)
+	r.waitApplied(change)
+	wantLeaf(t, r, mtuPath("eth0"), uintv(1500))
+	wantLeaf(t, r, descPath("eth1"), str("e1"))
+
+	if err := r.dev.RefuseSetsAt(mtuPath("eth0"), codes.FailedPrecondition); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.rollback(change); err != nil {
+		t.Fatal(err)
+	}
+	if p := r.waitApplied(change); p.GetRollback().GetApply() != journal.StatusFailed {
+		t.Fatalf("rollback apply %v, want FAILED", p.GetRollback().GetApply())
+	}
+	if got := outOfSyncPaths(r); len(got) != 1 || got[0] != mtuPath("eth0") {
+		t.Fatalf("out of sync after the rollback: %v, want only %s", got, mtuPath("eth0"))
+	}
+	wantLeaf(t, r, descPath("eth0"), str("d0")) // from the same JSON object as the refused leaf
+	wantLeaf(t, r, mtuPath("eth0"), uintv(1500))
+	if v, ok := r.deviceLeaf(descPath("eth1")); ok {
+		t.Errorf("the rollback left the replaced container's description %v", v)
+	}
+
+	r.restartDevice() // still refusing
+	r.eventually("a re-push that leaves only the refused leaf out", func() bool {
+		v, ok := r.deviceLeaf(descPath("eth0"))
+		return ok && proto.Equal(v, str("d0")) && r.a.Status().Repushes >= 2
+	})
+	recs := r.outOfSync()
+	if len(recs) != 1 || journal.PathString(recs[0].GetValue().GetPath()) != mtuPath("eth0") || recs[0].GetCause() != journal.CauseRepush {
+		t.Fatalf("out of sync after the re-push: %v, want %s (REPUSH)", recs, mtuPath("eth0"))
+	}
+	if _, ok := r.deviceLeaf(mtuPath("eth0")); ok {
+		t.Error("the refused leaf is on the restarted device")
+	}
+
+	r.dev.ClearFaults()
+	res, err := r.a.RetryOutOfSync(context.Background(), nil, "test")
+	if err != nil || len(res.GetSettled()) != 1 || len(res.GetStillOutOfSync()) != 0 {
+		t.Fatalf("retry once the device takes it: %v, %v; want 1 settled", res, err)
+	}
+	wantLeaf(t, r, mtuPath("eth0"), uintv(1400))
 	r.waitQuiescent()
 	r.verify()
 }

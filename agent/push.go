@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"log/slog"
 	"slices"
 
 	gpb "github.com/openconfig/gnmi/proto/gnmi"
@@ -133,34 +134,62 @@ func (a *Agent) pushSplitting(s *session, term uint64, batch *valueBatch, out *p
 	return nil
 }
 
+// pushValues sends values, in the order they must take effect, with
+// pushSplitting; the error is pushSplitting's (the caller ends the
+// session).
+func (a *Agent) pushValues(s *session, term uint64, values []*journal.PathValue) (*pushOutcome, error) {
+	out := &pushOutcome{}
+	for _, b := range valueBatches(values, a.setLimits()) {
+		if err := a.pushSplitting(s, term, b, out); err != nil {
+			return out, err
+		}
+	}
+	return out, nil
+}
+
+// reportRefused counts the refusal of a push that left values out of sync
+// and logs them, one WARN line each (they are few: single values the
+// device refused for good).
+func (a *Agent) reportRefused(log *slog.Logger, msg string, out *pushOutcome) {
+	if len(out.refused) == 0 {
+		return
+	}
+	a.noteRefused(out.err.Err())
+	for _, pv := range out.refused {
+		log.Warn(msg, "path", journal.PathString(pv.GetPath()), "deleted", pv.GetDeleted(),
+			"code", out.err.Code(), "err", out.err.Message(),
+			"resolve", "gnmi-sidecar resolve retry|skip|adopt (docs/cli.md)")
+	}
+}
+
 // RetryOutOfSync pushes the applied values of the out-of-sync paths at or
 // under paths (all of them if paths is empty) to the device again, as an
 // operator's `resolve retry` asks, and records the outcome
 // (journal.SettleOutOfSync): the paths the device takes are settled, those
-// it refuses again stay out of sync with its new answer; the journal's
-// Resolution record names author. It returns how
-// many records were settled and those still out of sync among the ones it
-// retried. The device must be connected and synced (else Unavailable).
-func (a *Agent) RetryOutOfSync(ctx context.Context, paths []*gpb.Path, author string) (settled int, still []*journal.OutOfSync, err error) {
+// it refuses again stay out of sync with its new answer. It returns the
+// journal's Resolution record, naming author (nil when nothing there was
+// out of sync). The device must be connected and synced (else
+// Unavailable).
+func (a *Agent) RetryOutOfSync(ctx context.Context, paths []*gpb.Path, author string) (*journal.Resolution, error) {
 	a.deviceMu.Lock()
 	defer a.deviceMu.Unlock()
 	v, err := a.view(ctx)
 	if err != nil {
-		return 0, nil, err
+		return nil, err
 	}
 	term := v.Mastership.GetTerm()
 	s := a.termSession(term)
 	if !v.synced() || s == nil {
-		return 0, nil, status.Error(codes.Unavailable,
+		return nil, status.Error(codes.Unavailable,
 			"the device is not connected or its configuration is being re-pushed; retry once it is (gnmi-sidecar status)")
 	}
 	recs, err := a.j.OutOfSync(ctx)
 	if err != nil {
-		return 0, nil, err
+		return nil, err
 	}
 	recs = journal.SelectOutOfSync(recs, paths)
 	if len(recs) == 0 {
-		return 0, nil, nil
+		return nil, nil
 	}
 	var values []*journal.PathValue
 	for _, rec := range recs {
@@ -170,7 +199,7 @@ func (a *Agent) RetryOutOfSync(ctx context.Context, paths []*gpb.Path, author st
 			return nil
 		})
 		if err != nil {
-			return 0, nil, err
+			return nil, err
 		}
 		if len(values) == n {
 			// Nothing applied there any more: the journal holds nothing.
@@ -178,31 +207,22 @@ func (a *Agent) RetryOutOfSync(ctx context.Context, paths []*gpb.Path, author st
 		}
 	}
 	log := a.log.With("step", "RetryOutOfSync", "term", term)
-	out := &pushOutcome{}
-	for _, b := range valueBatches(inWriteOrder(values), a.setLimits()) {
-		if err := a.pushSplitting(s, term, b, out); err != nil {
-			_ = a.endSession(ctx, s, err, log)
-			return 0, nil, status.Errorf(codes.Unavailable, "the device did not answer the retry (%v); nothing recorded, try again", err)
-		}
+	out, err := a.pushValues(s, term, inWriteOrder(values))
+	if err != nil {
+		_ = a.endSession(ctx, s, err, log)
+		return nil, status.Errorf(codes.Unavailable, "the device did not answer the retry (%v); nothing recorded, try again", err)
 	}
 	refused := make(map[*journal.PathValue]bool, len(out.refused))
 	for _, pv := range out.refused {
 		refused[pv] = true
 	}
 	accepted := slices.DeleteFunc(slices.Clone(values), func(pv *journal.PathValue) bool { return refused[pv] })
-	if _, err := a.j.SettleOutOfSync(ctx, term, accepted, out.refused, out.code(), out.message(), author); err != nil {
-		return 0, nil, err
-	}
-	if len(out.refused) > 0 {
-		a.noteRefused(out.err.Err())
-		a.warnOutOfSync(log, "device refused the retry of out-of-sync paths", out)
-	}
-	after, err := a.j.OutOfSync(ctx)
+	res, err := a.j.SettleOutOfSync(ctx, term, accepted, out.refused, out.code(), out.message(), author)
 	if err != nil {
-		return 0, nil, err
+		return nil, err
 	}
-	after = journal.SelectOutOfSync(after, paths)
-	log.Info("retried out-of-sync paths", "retried", len(recs), "settled", len(recs)-len(after), "values", len(values))
+	a.reportRefused(log, "device refused the retry of out-of-sync paths", out)
+	log.Info("retried out-of-sync paths", "retried", len(recs), "settled", len(res.GetSettled()), "values", len(values))
 	a.broadcast()
-	return len(recs) - len(after), after, nil
+	return res, nil
 }

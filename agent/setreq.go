@@ -53,21 +53,11 @@ func appendLeaves(dst []*gpb.Update, leaves []*journal.Leaf) []*gpb.Update {
 	return dst
 }
 
-// rollbackRequests returns the requests that restore a proposal's rollback
-// values: each path gets back what it held before the change (a tombstone,
-// possibly with index 0 for "absent before", becomes a delete).
-//
-// The values are applied in the order they were originally written: by
-// index and, within one index (one original Set), tombstones before values,
-// each group by path key. Tombstones go first because that is how the
-// original Set took effect (gNMI deletes before it writes); setBatcher
-// relies on it. values is not modified.
-func rollbackRequests(values []*journal.PathValue, limits setLimits) []*gpb.SetRequest {
-	return batchValues(inWriteOrder(values), limits)
-}
-
 // inWriteOrder returns a copy of values sorted the way they were originally
 // written: by index and, within one index, tombstones first, then by path.
+// Tombstones go first because that is how the original Set took effect
+// (gNMI deletes before it writes); setBatcher relies on it. It is the
+// order in which rollback values and an operator's retry are sent.
 func inWriteOrder(values []*journal.PathValue) []*journal.PathValue {
 	type keyed struct {
 		pv  *journal.PathValue
@@ -107,16 +97,6 @@ func inPathOrder(values []*journal.PathValue) []*journal.PathValue {
 	out := slices.Clone(values)
 	slices.SortStableFunc(out, func(a, b *journal.PathValue) int { return bytes.Compare(keys[a], keys[b]) })
 	return out
-}
-
-// batchValues packs values, already in the order they must take effect,
-// into requests with a setBatcher.
-func batchValues(values []*journal.PathValue, limits setLimits) []*gpb.SetRequest {
-	var reqs []*gpb.SetRequest
-	for _, b := range valueBatches(values, limits) {
-		reqs = append(reqs, b.req)
-	}
-	return reqs
 }
 
 // topTombstones returns a tombstone for each top-most path among a

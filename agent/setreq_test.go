@@ -20,6 +20,25 @@ import (
 	"github.com/gnmi-sidecar/gnmi-sidecar/leaves"
 )
 
+// batchValues packs values, already in the order they must take effect,
+// into the requests pushValues sends (valueBatches).
+func batchValues(values []*journal.PathValue, limits setLimits) []*gpb.SetRequest {
+	var reqs []*gpb.SetRequest
+	for _, b := range valueBatches(values, limits) {
+		reqs = append(reqs, b.req)
+	}
+	return reqs
+}
+
+// rollbackRequests returns the requests sendRollback sends for a
+// proposal's rollback values: each path gets back what it held before the
+// change (a tombstone, possibly with index 0 for "absent before", becomes
+// a delete), in the order the values were originally written
+// (inWriteOrder). values is not modified.
+func rollbackRequests(values []*journal.PathValue, limits setLimits) []*gpb.SetRequest {
+	return batchValues(inWriteOrder(values), limits)
+}
+
 func mustPath(tb testing.TB, s string) *gpb.Path {
 	tb.Helper()
 	p, err := ygot.StringToStructuredPath(s)

@@ -1,10 +1,8 @@
 package journal
 
 import (
-	"bytes"
 	"context"
 	"fmt"
-
 	"slices"
 
 	"github.com/dgraph-io/badger/v4"
@@ -61,6 +59,22 @@ func SelectOutOfSync(recs []*OutOfSync, paths []*gnmi.Path) []*OutOfSync {
 	})
 }
 
+// SettledPaths returns the paths of the records of before that after no
+// longer holds.
+func SettledPaths(before, after []*OutOfSync) []*gnmi.Path {
+	still := make(map[string]bool, len(after))
+	for _, rec := range after {
+		still[string(PathKey(rec.GetValue().GetPath()))] = true
+	}
+	var out []*gnmi.Path
+	for _, rec := range before {
+		if !still[string(PathKey(rec.GetValue().GetPath()))] {
+			out = append(out, rec.GetValue().GetPath())
+		}
+	}
+	return out
+}
+
 func loadOutOfSync(txn *badger.Txn) ([]*OutOfSync, error) {
 	var out []*OutOfSync
 	err := iteratePrefix(txn, nsOutOfSync, func(key, val []byte) error {
@@ -105,24 +119,24 @@ func (w *writeTxn) clearOutOfSync(c *Configuration, values []*PathValue) error {
 	if err != nil {
 		return err
 	}
+	written := make(map[string]bool, len(values))
+	var tombstones []*gnmi.Path
+	for _, pv := range values {
+		if pv.GetDeleted() {
+			tombstones = append(tombstones, pv.GetPath())
+		} else {
+			written[string(PathKey(pv.GetPath()))] = true
+		}
+	}
 	for _, rec := range recs {
-		for _, pv := range values {
-			if settles(pv, rec) {
-				if err := w.dropOutOfSync(c, rec); err != nil {
-					return err
-				}
-				break
+		path := rec.GetValue().GetPath()
+		if written[string(PathKey(path))] || slices.ContainsFunc(tombstones, func(t *gnmi.Path) bool { return IsUnder(path, t) }) {
+			if err := w.dropOutOfSync(c, rec); err != nil {
+				return err
 			}
 		}
 	}
 	return nil
-}
-
-func settles(pv *PathValue, rec *OutOfSync) bool {
-	if pv.GetDeleted() {
-		return IsUnder(rec.GetValue().GetPath(), pv.GetPath())
-	}
-	return bytes.Equal(PathKey(pv.GetPath()), PathKey(rec.GetValue().GetPath()))
 }
 
 func (w *writeTxn) dropOutOfSync(c *Configuration, rec *OutOfSync) error {
@@ -203,10 +217,10 @@ func (j *Journal) MarkOutOfSync(ctx context.Context, values []*PathValue, cause 
 // SettleOutOfSync records the outcome of an operator's retry of the
 // out-of-sync paths, sent under term: the records of the values the device
 // accepted go (see clearOutOfSync), each refused value is marked again
-// with the device's error, and a Resolution names author and what was
-// settled.
-func (j *Journal) SettleOutOfSync(ctx context.Context, term uint64, accepted, refused []*PathValue, code uint32, message, author string) (*Configuration, error) {
-	var out *Configuration
+// with the device's error, and the Resolution it returns names author,
+// what was settled and what is still out of sync (the refused values).
+func (j *Journal) SettleOutOfSync(ctx context.Context, term uint64, accepted, refused []*PathValue, code uint32, message, author string) (*Resolution, error) {
+	var out *Resolution
 	err := j.submit(ctx, func(w *writeTxn) error {
 		c, err := w.configuration()
 		if err != nil {
@@ -234,27 +248,17 @@ func (j *Journal) SettleOutOfSync(ctx context.Context, term uint64, accepted, re
 		if err != nil {
 			return err
 		}
-		res := &Resolution{Author: author, Action: "RETRY"}
-		still := make(map[string]bool, len(after))
-		for _, rec := range after {
-			still[string(PathKey(rec.GetValue().GetPath()))] = true
-		}
-		for _, rec := range before {
-			if !still[string(PathKey(rec.GetValue().GetPath()))] {
-				res.Settled = append(res.Settled, rec.GetValue().GetPath())
-			}
-		}
+		res := &Resolution{Author: author, Action: "RETRY", Settled: SettledPaths(before, after)}
 		for _, pv := range refused {
 			res.StillOutOfSync = append(res.StillOutOfSync, pv.GetPath())
 		}
-		if _, err := w.recordResolution(c, res); err != nil {
+		if out, err = w.recordResolution(c, res); err != nil {
 			return err
 		}
 		if err := w.put(keyConfiguration, c); err != nil {
 			return err
 		}
 		w.emit(Event{Action: ActionSettleOutOfSync, Configuration: c})
-		out = c
 		return nil
 	})
 	return out, err

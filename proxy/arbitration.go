@@ -48,14 +48,26 @@ func (s *Server) arbitrate(ctx context.Context, ma *gnmi_ext.MasterArbitration) 
 	if ma == nil {
 		return nil
 	}
-	role := ma.GetRole().GetId()
+	role, id := ma.GetRole().GetId(), ma.GetElectionId()
 	s.electionMu.Lock()
 	defer s.electionMu.Unlock()
-	master, err := s.opts.Journal.RaiseElectionID(ctx, role, ma.GetElectionId())
-	if err != nil {
-		return journalError(err)
+	master, known := s.elections[role]
+	if !known {
+		var err error
+		if master, err = s.opts.Journal.ElectionID(ctx, role); err != nil {
+			return journalError(err)
+		}
 	}
-	if journal.ElectionLess(ma.GetElectionId(), master) {
+	if master == nil || journal.ElectionLess(master, id) {
+		// A new master: journaled before its Set proceeds. An equal id,
+		// the usual case, costs no journal write.
+		var err error
+		if master, err = s.opts.Journal.RaiseElectionID(ctx, role, id); err != nil {
+			return journalError(err)
+		}
+	}
+	s.elections[role] = master
+	if journal.ElectionLess(id, master) {
 		return status.Errorf(codes.PermissionDenied, "election_id %s is lower than the current master's election_id %s for %s: not the master",
 			electionString(ma.GetElectionId()), electionString(master), roleName(role))
 	}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/x509"
 	"fmt"
-	"slices"
 	"time"
 
 	gpb "github.com/openconfig/gnmi/proto/gnmi"
@@ -46,38 +45,18 @@ func (s *Server) resolve(ctx context.Context, r *sidecarpb.Resolve) (*gpb.SetRes
 		return nil, err
 	}
 	author := requester(ctx)
-	log := s.log.With("resolve", r.GetAction().String(), "by", author)
-	var result *sidecarpb.ResolveResult
+	var res *journal.Resolution
 	var err error
 	switch r.GetAction() {
 	case sidecarpb.Resolve_ACTION_RETRY:
-		var settled int
-		var still []*journal.OutOfSync
-		settled, still, err = s.opts.Agent.RetryOutOfSync(ctx, paths, author)
-		if err == nil {
-			result = &sidecarpb.ResolveResult{Settled: uint64(settled)}
-			for _, rec := range still {
-				result.StillOutOfSync = append(result.StillOutOfSync, journal.PathString(rec.GetValue().GetPath()))
-			}
-		}
+		res, err = s.opts.Agent.RetryOutOfSync(ctx, paths, author)
 	case sidecarpb.Resolve_ACTION_SKIP:
-		var recs []*journal.OutOfSync
-		recs, err = s.outOfSync(ctx, paths)
-		if err == nil && len(recs) == 0 {
-			return nil, status.Error(codes.FailedPrecondition, "resolve skip: nothing is out of sync there (gnmi-sidecar status)")
-		}
-		var targets []*gpb.Path
-		for _, rec := range recs {
-			targets = append(targets, rec.GetValue().GetPath())
-		}
-		if err == nil {
-			result, err = s.adopt(ctx, "SKIP", targets, author, paths)
-		}
+		res, err = s.skip(ctx, paths, author)
 	case sidecarpb.Resolve_ACTION_ADOPT:
 		if len(paths) == 0 {
 			return nil, status.Error(codes.InvalidArgument, "resolve adopt: name the paths whose device values the journal takes")
 		}
-		result, err = s.adopt(ctx, "ADOPT", paths, author, paths)
+		res, err = s.adopt(ctx, "ADOPT", paths, author, paths)
 	default:
 		return nil, status.Errorf(codes.InvalidArgument, "resolve: unknown action %v (RETRY, SKIP or ADOPT)", r.GetAction())
 	}
@@ -87,11 +66,32 @@ func (s *Server) resolve(ctx context.Context, r *sidecarpb.Resolve) (*gpb.SetRes
 		}
 		return nil, journalError(err)
 	}
-	log.Info("resolved out-of-sync paths", "settled", result.GetSettled(), "still", len(result.GetStillOutOfSync()),
-		"proposal", result.GetProposal())
+	result := &sidecarpb.ResolveResult{Settled: uint64(len(res.GetSettled())), Proposal: res.GetProposal()}
+	for _, p := range res.GetStillOutOfSync() {
+		result.StillOutOfSync = append(result.StillOutOfSync, journal.PathString(p))
+	}
+	s.log.Info("resolved out-of-sync paths", "action", r.GetAction().String(), "by", author,
+		"settled", result.GetSettled(), "still", len(result.GetStillOutOfSync()), "proposal", result.GetProposal())
 	resp := &gpb.SetResponse{Timestamp: time.Now().UnixNano()}
 	resp.Extension = append(resp.Extension, responseExtension(&sidecarpb.Response{Index: result.GetProposal(), Resolve: result}))
 	return resp, nil
+}
+
+// skip adopts the device's values at the out-of-sync paths at or under
+// paths (all of them if paths is empty).
+func (s *Server) skip(ctx context.Context, paths []*gpb.Path, author string) (*journal.Resolution, error) {
+	recs, err := s.outOfSync(ctx, paths)
+	if err != nil {
+		return nil, err
+	}
+	if len(recs) == 0 {
+		return nil, status.Error(codes.FailedPrecondition, "resolve skip: nothing is out of sync there (gnmi-sidecar status)")
+	}
+	targets := make([]*gpb.Path, 0, len(recs))
+	for _, rec := range recs {
+		targets = append(targets, rec.GetValue().GetPath())
+	}
+	return s.adopt(ctx, "SKIP", targets, author, paths)
 }
 
 // outOfSync returns the out-of-sync records at or under paths (all if
@@ -105,33 +105,33 @@ func (s *Server) outOfSync(ctx context.Context, paths []*gpb.Path) ([]*journal.O
 }
 
 // adopt reads the device's configuration at targets and journals it as an
-// adopted proposal: for each target a Delete of it and an Update of every
-// value the device returned there, so that the journal holds exactly what
-// the device holds. It waits until the proposal is applied and reports the
-// out-of-sync records at or under scope it settled, recording them in a
-// Resolution (action SKIP or ADOPT) with author.
-func (s *Server) adopt(ctx context.Context, action string, targets []*gpb.Path, author string, scope []*gpb.Path) (*sidecarpb.ResolveResult, error) {
+// adopted proposal, the Set a client would send for it (a Delete of each
+// target and an Update of every value the device returned there), so that
+// the journal holds exactly what the device holds. It waits until the
+// proposal is applied and records, in the Resolution it returns (action
+// SKIP or ADOPT, with author), the out-of-sync records at or under scope
+// it settled.
+func (s *Server) adopt(ctx context.Context, action string, targets []*gpb.Path, author string, scope []*gpb.Path) (*journal.Resolution, error) {
 	before, err := s.outOfSync(ctx, scope)
 	if err != nil {
 		return nil, err
 	}
-	var ops []*journal.Op
+	req := &gpb.SetRequest{Delete: targets}
 	for _, p := range targets {
 		values, err := s.deviceValues(ctx, p)
 		if err != nil {
 			return nil, err
 		}
-		ops = append(ops, &journal.Op{Kind: journal.OpDelete, Path: p})
-		for _, u := range values {
-			ops = append(ops, &journal.Op{Kind: journal.OpUpdate, Path: u.GetPath(),
-				Values: []*journal.Leaf{{Path: u.GetPath(), Value: u.GetVal()}}})
-		}
+		req.Update = append(req.Update, values...)
+	}
+	ops, err := requestOps(req)
+	if err != nil {
+		return nil, err
 	}
 	p, err := s.opts.Agent.ProposeAdoption(ctx, ops, author)
 	if err != nil {
 		return nil, err
 	}
-	s.opts.Agent.Notify()
 	wctx, cancel := s.waitContext(ctx)
 	defer cancel()
 	i := p.GetIndex()
@@ -145,23 +145,11 @@ func (s *Server) adopt(ctx context.Context, action string, targets []*gpb.Path, 
 	if err != nil {
 		return nil, err
 	}
-	out := &sidecarpb.ResolveResult{Proposal: i, Settled: uint64(max(0, len(before)-len(after)))}
-	res := &journal.Resolution{Author: author, Action: action, Proposal: i}
-	still := make(map[string]bool, len(after))
+	res := &journal.Resolution{Author: author, Action: action, Proposal: i, Settled: journal.SettledPaths(before, after)}
 	for _, rec := range after {
-		out.StillOutOfSync = append(out.StillOutOfSync, journal.PathString(rec.GetValue().GetPath()))
 		res.StillOutOfSync = append(res.StillOutOfSync, rec.GetValue().GetPath())
-		still[string(journal.PathKey(rec.GetValue().GetPath()))] = true
 	}
-	for _, rec := range before {
-		if !still[string(journal.PathKey(rec.GetValue().GetPath()))] {
-			res.Settled = append(res.Settled, rec.GetValue().GetPath())
-		}
-	}
-	if _, err := s.opts.Journal.RecordResolution(ctx, res); err != nil {
-		return nil, err
-	}
-	return out, nil
+	return s.opts.Journal.RecordResolution(ctx, res)
 }
 
 // deviceValues reads the device's configuration at p (Get, CONFIG,
@@ -179,9 +167,9 @@ func (s *Server) deviceValues(ctx context.Context, p *gpb.Path) ([]*gpb.Update, 
 	var out []*gpb.Update
 	for _, n := range resp.GetNotification() {
 		for _, u := range n.GetUpdate() {
-			full := &gpb.Path{Origin: n.GetPrefix().GetOrigin(), Elem: append(slices.Clone(n.GetPrefix().GetElem()), u.GetPath().GetElem()...)}
-			if full.Origin == "" {
-				full.Origin = u.GetPath().GetOrigin()
+			full, err := joinPath(n.GetPrefix(), u.GetPath())
+			if err != nil {
+				return nil, status.Errorf(codes.FailedPrecondition, "the device answered a Get of %s with %v", journal.PathString(p), err)
 			}
 			if !journal.IsUnder(full, p) {
 				return nil, status.Errorf(codes.FailedPrecondition,

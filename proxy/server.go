@@ -12,6 +12,7 @@ import (
 	"sync"
 
 	gpb "github.com/openconfig/gnmi/proto/gnmi"
+	"github.com/openconfig/gnmi/proto/gnmi_ext"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials"
@@ -62,8 +63,10 @@ type Server struct {
 	waits     context.Context
 	stopWaits context.CancelFunc
 
-	// electionMu serializes master arbitration (arbitration.go).
+	// electionMu serializes master arbitration (arbitration.go); elections
+	// caches the journaled highest election id per role.
 	electionMu sync.Mutex
+	elections  map[string]*gnmi_ext.Uint128
 }
 
 // New returns a Server passing reads through to opts.Target. The device
@@ -99,6 +102,7 @@ func New(opts Options) (*Server, error) {
 		drain:     drain,
 		waits:     waits,
 		stopWaits: stopWaits,
+		elections: map[string]*gnmi_ext.Uint128{},
 	}, nil
 }
 

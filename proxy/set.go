@@ -248,12 +248,13 @@ func withoutSidecarExtension(exts []*gnmi_ext.Extension) []*gnmi_ext.Extension {
 // refuseIfDisconnected refuses a SYNC Set while the device is not
 // connected, before anything is journaled.
 func (s *Server) refuseIfDisconnected(sync bool) error {
-	if st := s.opts.Agent.Status(); st.Fenced {
+	st := s.opts.Agent.Status()
+	if st.Fenced {
 		return status.Errorf(codes.FailedPrecondition,
 			"this sidecar is fenced: the device answered that another client holds a higher MasterArbitration election id (%s); it no longer writes to device %s and journaled nothing. Stop the other writer and restart this sidecar to take over",
 			st.FencedBy, s.opts.Target)
 	}
-	if !sync || s.opts.QueueWhenDisconnected || s.opts.Agent.Status().Connected {
+	if !sync || s.opts.QueueWhenDisconnected || st.Connected {
 		return nil
 	}
 	return status.Errorf(codes.Unavailable,
@@ -295,7 +296,7 @@ func (s *Server) waitError(ctx context.Context, i uint64, err error) error {
 	case ctx.Err() != nil:
 		st := status.FromContextError(ctx.Err())
 		return status.Errorf(st.Code(), "%s; the Set is journaled as proposal %d and will still be applied", st.Message(), i)
-	case s.opts.Agent.Fenced():
+	case errors.Is(err, agent.ErrFenced):
 		return status.Errorf(codes.FailedPrecondition,
 			"this sidecar is fenced (another client is master on device %s): the Set is journaled as proposal %d and is applied only if this sidecar, restarted, becomes master again", s.opts.Target, i)
 	case errors.Is(err, journal.ErrFailed):

@@ -728,26 +728,12 @@ func fetchStatus(ctx context.Context, c gpb.GNMIClient) (*StatusView, error) {
 	if v.Configuration.OutOfSync == 0 {
 		return v, nil
 	}
-	oos, err := getIntrospection(ctx, c, []*gpb.PathElem{elem("out-of-sync")})
-	if err != nil && status.Code(err) != codes.NotFound {
+	entries, err := fetchEntries(ctx, c, "out-of-sync", "path", "path")
+	if err != nil {
 		return nil, err
 	}
-	byPath := map[string]map[string]*gpb.TypedValue{}
-	var order []string
-	for _, l := range oos {
-		if len(l.elems) != 4 || l.elems[1].GetName() != "path" || l.elems[2].GetName() != "state" {
-			continue
-		}
-		p := l.elems[1].GetKey()["path"]
-		if byPath[p] == nil {
-			byPath[p] = map[string]*gpb.TypedValue{}
-			order = append(order, p)
-		}
-		byPath[p][l.elems[3].GetName()] = l.val
-	}
-	sort.Strings(order)
-	for _, p := range order {
-		m := byPath[p]
+	for _, p := range slices.Sorted(maps.Keys(entries)) {
+		m := entries[p]
 		v.OutOfSync = append(v.OutOfSync, OutOfSyncState{
 			Path: stringOf(m["path"]), Deleted: boolOf(m["deleted"]), Value: newValue(m["value"]),
 			Cause: stringOf(m["cause"]), Proposal: optUint(m["proposal"]), ErrorCode: stringOf(m["error-code"]),
@@ -759,20 +745,15 @@ func fetchStatus(ctx context.Context, c gpb.GNMIClient) (*StatusView, error) {
 
 // fetchResolutions reads the newest maxStatusResolutions resolves.
 func fetchResolutions(ctx context.Context, c gpb.GNMIClient) ([]ResolutionState, error) {
-	leaves, err := getIntrospection(ctx, c, []*gpb.PathElem{elem("resolutions")})
-	if err != nil && status.Code(err) != codes.NotFound {
+	entries, err := fetchEntries(ctx, c, "resolutions", "resolution", "seq")
+	if err != nil {
 		return nil, err
 	}
-	bySeq := map[uint64]map[string]*gpb.TypedValue{}
-	for _, l := range leaves {
-		if len(l.elems) != 4 || l.elems[1].GetName() != "resolution" || l.elems[2].GetName() != "state" {
-			continue
+	bySeq := make(map[uint64]map[string]*gpb.TypedValue, len(entries))
+	for key, m := range entries {
+		if seq, err := strconv.ParseUint(key, 10, 64); err == nil {
+			bySeq[seq] = m
 		}
-		seq, _ := strconv.ParseUint(l.elems[1].GetKey()["seq"], 10, 64)
-		if bySeq[seq] == nil {
-			bySeq[seq] = map[string]*gpb.TypedValue{}
-		}
-		bySeq[seq][l.elems[3].GetName()] = l.val
 	}
 	seqs := slices.Sorted(maps.Keys(bySeq))
 	if len(seqs) > maxStatusResolutions {
@@ -784,6 +765,28 @@ func fetchResolutions(ctx context.Context, c gpb.GNMIClient) ([]ResolutionState,
 		out = append(out, ResolutionState{Seq: seq, Time: timeOf(m["time"]), Author: stringOf(m["author"]),
 			Action: stringOf(m["action"]), Settled: stringsOf(m["settled"]), StillOutOfSync: stringsOf(m["still-out-of-sync"]),
 			Proposal: optUint(m["proposal"])})
+	}
+	return out, nil
+}
+
+// fetchEntries reads the top-level list container/list[key=K]/state of the
+// introspection tree: each entry's state leaves, by K (none if the
+// sidecar has none).
+func fetchEntries(ctx context.Context, c gpb.GNMIClient, container, list, key string) (map[string]map[string]*gpb.TypedValue, error) {
+	leaves, err := getIntrospection(ctx, c, []*gpb.PathElem{elem(container)})
+	if err != nil && status.Code(err) != codes.NotFound {
+		return nil, err
+	}
+	out := map[string]map[string]*gpb.TypedValue{}
+	for _, l := range leaves {
+		if len(l.elems) != 4 || l.elems[1].GetName() != list || l.elems[2].GetName() != "state" {
+			continue
+		}
+		k := l.elems[1].GetKey()[key]
+		if out[k] == nil {
+			out[k] = map[string]*gpb.TypedValue{}
+		}
+		out[k][l.elems[3].GetName()] = l.val
 	}
 	return out, nil
 }
