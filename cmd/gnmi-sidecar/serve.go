@@ -161,7 +161,7 @@ func serve(ctx context.Context, cfg serveConfig, stdout io.Writer, log *slog.Log
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	bannerDone := make(chan struct{})
-	go func() {
+	go func() { // the banner follows Run's listening lines
 		defer close(bannerDone)
 		select {
 		case <-s.Ready():
