@@ -114,8 +114,8 @@ type Config struct {
 	// Reflection registers the gRPC reflection service.
 	Reflection bool
 	// ShutdownTimeout is how long in-flight Sets may take to finish once
-	// Run's context ends (0: DefaultShutdownTimeout). They stay journaled
-	// either way.
+	// Run's context ends (0: DefaultShutdownTimeout; negative: no time,
+	// they are answered at once). They stay journaled either way.
 	ShutdownTimeout time.Duration
 
 	// BackoffInitial, BackoffMax and Resync are the agent's reconnect
@@ -225,8 +225,6 @@ func (c *Config) check() error {
 		return &FieldError{Field: "Listen", Err: errors.New("the northbound listen address is required")}
 	case c.MaxRecvMsgSize < 0:
 		return &FieldError{Field: "MaxRecvMsgSize", Err: fmt.Errorf("%d: want a positive number of bytes", c.MaxRecvMsgSize)}
-	case c.ShutdownTimeout < 0:
-		return &FieldError{Field: "ShutdownTimeout", Err: fmt.Errorf("%v: want a positive duration", c.ShutdownTimeout)}
 	}
 	if c.MetricsAddr != "" {
 		if _, _, err := net.SplitHostPort(c.MetricsAddr); err != nil {
@@ -395,13 +393,14 @@ func (s *Sidecar) Run(ctx context.Context) (err error) {
 		}
 		return fmt.Errorf("agent: %w", err)
 	}
-	s.log.Info("shutting down: finishing in-flight Sets", "timeout", s.cfg.ShutdownTimeout)
+	timeout := max(s.cfg.ShutdownTimeout, 0)
+	s.log.Info("shutting down: finishing in-flight Sets", "timeout", timeout)
 	s.proxy.Drain()
 	s.obs.drain()
 	stopped := gracefulStop(s.grpc)
 	select {
 	case <-stopped:
-	case <-time.After(s.cfg.ShutdownTimeout):
+	case <-time.After(timeout):
 		s.log.Warn("shutdown timeout: answering the Sets still in flight; they stay journaled")
 		s.proxy.StopWaiting()
 		stopWithin(s.grpc, stopped, forcedStopWait)

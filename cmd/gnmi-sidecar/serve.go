@@ -240,6 +240,9 @@ func (cfg *serveConfig) checkedConfig(log *slog.Logger) (sidecar.Config, error) 
 	if sc.JournalMinFreeBytes == 0 {
 		sc.JournalMinFreeBytes = -1 // none
 	}
+	if sc.ShutdownTimeout <= 0 {
+		sc.ShutdownTimeout = -1 // none: answer the Sets in flight at once
+	}
 	if len(cfg.yangPaths) > 0 {
 		start := time.Now()
 		schema, err := leaves.LoadYANG(cfg.yangPaths, cfg.yangModules)
