@@ -3,8 +3,8 @@
 #   make run      build and start the sidecar in front of a simulated device (journal in ./data)
 #   make test     install test tools into ./bin, vet, and run every test with -race
 #   make bench    Go benchmarks of the hot paths (journal, device), benchstat-comparable output,
-#                 then gnmi-sidecar bench: the sidecar against the device (docs/bench.md)
-#   make bench-short  gnmi-sidecar bench --short only (under a minute)
+#                 then gnmi-sidecar-bench: the sidecar against the device (docs/bench.md)
+#   make bench-short  gnmi-sidecar-bench --short only (under a minute)
 #   make lint     go vet + staticcheck, and the deployment files (hack/deploycheck)
 #   make sim      the agent's randomized simulation and the differential test (random Sets of
 #                 every shape through the sidecar, checked against a reference model) with
@@ -15,8 +15,9 @@
 
 GO          ?= go
 BIN         := $(CURDIR)/bin
-# The developer commands (demo, bench) link the simulated device; the
-# product binary bin/gnmi-sidecar does not (cmd/gnmi-sidecar/main.go).
+# The developer command demo links the simulated device; the product
+# binary bin/gnmi-sidecar does not (cmd/gnmi-sidecar/main.go), nor the
+# benchmark, a command of its own (cmd/gnmi-sidecar-bench).
 DEVTAGS     := -tags devtools
 GNMI_CLI    := $(BIN)/gnmi_cli
 # A third-party gNMI target (gnxi's gnmi_target, pinned in hack/gnmitarget)
@@ -36,7 +37,7 @@ export GNMI_TARGET
 TEST_TIMEOUT ?= 20m
 TEST_FLAGS   ?=
 BENCH_FLAGS  ?= -benchtime=1x -count=1
-# Extra options of gnmi-sidecar bench, e.g. SIDECAR_BENCH_FLAGS='--scenarios latency,throughput --json'.
+# Extra options of gnmi-sidecar-bench, e.g. SIDECAR_BENCH_FLAGS='--scenarios latency,throughput --json'.
 SIDECAR_BENCH_FLAGS ?=
 
 SEEDS ?= 2000
@@ -114,14 +115,15 @@ bench:
 	$(GO) test -run '^$$' -bench . -benchtime=200x -count=1 ./testbed/...
 	$(GO) test -run '^$$' -bench . -benchmem -count=1 ./agent/ ./proxy/
 	$(GO) build -o $(BIN)/gnmi-sidecar ./cmd/gnmi-sidecar
-	$(GO) build $(DEVTAGS) -o $(BIN)/gnmi-sidecar-dev ./cmd/gnmi-sidecar
-	$(BIN)/gnmi-sidecar-dev bench $(SIDECAR_BENCH_FLAGS)
+	$(GO) build -o $(BIN)/gnmi-sidecar-bench ./cmd/gnmi-sidecar-bench
+	$(BIN)/gnmi-sidecar-bench $(SIDECAR_BENCH_FLAGS)
 
 # The sidecar against the device, every DESIGN §5 row at small sizes (< 1 min).
+# The bench runs bin/gnmi-sidecar, next to it, for the child-process rows.
 bench-short:
 	$(GO) build -o $(BIN)/gnmi-sidecar ./cmd/gnmi-sidecar
-	$(GO) build $(DEVTAGS) -o $(BIN)/gnmi-sidecar-dev ./cmd/gnmi-sidecar
-	$(BIN)/gnmi-sidecar-dev bench --short $(SIDECAR_BENCH_FLAGS)
+	$(GO) build -o $(BIN)/gnmi-sidecar-bench ./cmd/gnmi-sidecar-bench
+	$(BIN)/gnmi-sidecar-bench --short $(SIDECAR_BENCH_FLAGS)
 
 # The agent's randomized simulation (make test runs 200 seeds), then the
 # differential test through real processes (make test runs 12 seeds;

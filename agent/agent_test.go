@@ -18,8 +18,8 @@ import (
 
 	"github.com/gnmi-sidecar/gnmi-sidecar/agent"
 	"github.com/gnmi-sidecar/gnmi-sidecar/journal"
+	"github.com/gnmi-sidecar/gnmi-sidecar/sidecar/sidecartest"
 	"github.com/gnmi-sidecar/gnmi-sidecar/testbed"
-	"github.com/gnmi-sidecar/gnmi-sidecar/testbed/sidecartest"
 )
 
 func wantLeaf(t *testing.T, r *rig, p string, want *gpb.TypedValue) {

@@ -10,8 +10,8 @@ import (
 
 	"github.com/gnmi-sidecar/gnmi-sidecar/agent"
 	"github.com/gnmi-sidecar/gnmi-sidecar/journal"
+	"github.com/gnmi-sidecar/gnmi-sidecar/sidecar/sidecartest"
 	"github.com/gnmi-sidecar/gnmi-sidecar/testbed"
-	"github.com/gnmi-sidecar/gnmi-sidecar/testbed/sidecartest"
 )
 
 // outOfSyncPaths returns the paths of the journal's out-of-sync records.

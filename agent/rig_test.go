@@ -15,8 +15,8 @@ import (
 	"github.com/gnmi-sidecar/gnmi-sidecar/agent"
 	"github.com/gnmi-sidecar/gnmi-sidecar/agent/trace"
 	"github.com/gnmi-sidecar/gnmi-sidecar/journal"
+	"github.com/gnmi-sidecar/gnmi-sidecar/sidecar/sidecartest"
 	"github.com/gnmi-sidecar/gnmi-sidecar/testbed"
-	"github.com/gnmi-sidecar/gnmi-sidecar/testbed/sidecartest"
 )
 
 // rig is a sidecar without its northbound side: a journal on disk, an

@@ -19,7 +19,7 @@ import (
 
 	"github.com/gnmi-sidecar/gnmi-sidecar/proxy"
 	"github.com/gnmi-sidecar/gnmi-sidecar/proxy/sidecarpb"
-	"github.com/gnmi-sidecar/gnmi-sidecar/testbed/sidecartest"
+	"github.com/gnmi-sidecar/gnmi-sidecar/sidecar/sidecartest"
 )
 
 func TestRequiredAction(t *testing.T) {

@@ -26,7 +26,7 @@ import (
 	"github.com/gnmi-sidecar/gnmi-sidecar/journal"
 	"github.com/gnmi-sidecar/gnmi-sidecar/proxy"
 	"github.com/gnmi-sidecar/gnmi-sidecar/proxy/sidecarpb"
-	"github.com/gnmi-sidecar/gnmi-sidecar/testbed/sidecartest"
+	"github.com/gnmi-sidecar/gnmi-sidecar/sidecar/sidecartest"
 )
 
 // call is one request to a gNMI server; exactly one field is set.

@@ -18,7 +18,7 @@ import (
 	"github.com/gnmi-sidecar/gnmi-sidecar/journal"
 	"github.com/gnmi-sidecar/gnmi-sidecar/proxy"
 	"github.com/gnmi-sidecar/gnmi-sidecar/proxy/sidecarpb"
-	"github.com/gnmi-sidecar/gnmi-sidecar/testbed/sidecartest"
+	"github.com/gnmi-sidecar/gnmi-sidecar/sidecar/sidecartest"
 )
 
 // Paths of the simulated device used throughout.

@@ -12,7 +12,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/protobuf/proto"
 
-	"github.com/gnmi-sidecar/gnmi-sidecar/testbed/sidecartest"
+	"github.com/gnmi-sidecar/gnmi-sidecar/sidecar/sidecartest"
 )
 
 func snapshotExt(t time.Time) *gnmi_ext.Extension {

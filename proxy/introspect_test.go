@@ -22,7 +22,7 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/gnmi-sidecar/gnmi-sidecar/proxy"
-	"github.com/gnmi-sidecar/gnmi-sidecar/testbed/sidecartest"
+	"github.com/gnmi-sidecar/gnmi-sidecar/sidecar/sidecartest"
 )
 
 // --- helpers ---

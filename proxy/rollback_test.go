@@ -11,7 +11,7 @@ import (
 	"google.golang.org/protobuf/testing/protocmp"
 
 	"github.com/gnmi-sidecar/gnmi-sidecar/proxy/sidecarpb"
-	"github.com/gnmi-sidecar/gnmi-sidecar/testbed/sidecartest"
+	"github.com/gnmi-sidecar/gnmi-sidecar/sidecar/sidecartest"
 )
 
 func TestRollback(t *testing.T) {

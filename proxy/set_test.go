@@ -17,7 +17,7 @@ import (
 	"github.com/gnmi-sidecar/gnmi-sidecar/agent"
 	"github.com/gnmi-sidecar/gnmi-sidecar/journal"
 	"github.com/gnmi-sidecar/gnmi-sidecar/proxy/sidecarpb"
-	"github.com/gnmi-sidecar/gnmi-sidecar/testbed/sidecartest"
+	"github.com/gnmi-sidecar/gnmi-sidecar/sidecar/sidecartest"
 )
 
 // result is one UpdateResult (or journaled operation), with its full path.

@@ -10,5 +10,5 @@ import (
 
 // devCommands are the developer commands of a devtools build.
 func devCommands(stdout, stderr io.Writer) []*cobra.Command {
-	return []*cobra.Command{newDemoCommand(stdout, stderr), newBenchCommand(stdout, stderr)}
+	return []*cobra.Command{newDemoCommand(stdout, stderr)}
 }

@@ -23,7 +23,7 @@ import (
 
 	"github.com/gnmi-sidecar/gnmi-sidecar/agent/trace"
 	"github.com/gnmi-sidecar/gnmi-sidecar/proxy/sidecarpb"
-	"github.com/gnmi-sidecar/gnmi-sidecar/testbed/sidecartest"
+	"github.com/gnmi-sidecar/gnmi-sidecar/sidecar/sidecartest"
 )
 
 // cliDescription is interface eth0's description path in gnmi_cli's

@@ -14,14 +14,15 @@
 // 2 bad command line, 3 sidecar unreachable or timed out, 4 not found,
 // 5 precondition failed.
 //
-// Built with the devtools tag (make run, make bench), it also has the
-// developer commands, which link the simulated device of package testbed
-// (and its OpenConfig schema, about 16 MB of heap):
+// Built with the devtools tag (make run), it also has the developer
+// command demo, which links the simulated device of package testbed (and
+// its OpenConfig schema, about 16 MB of heap):
 //
 //	gnmi-sidecar demo   (the sidecar in front of an in-process simulated device)
-//	gnmi-sidecar bench  (the sidecar against the device, docs/bench.md)
 //
-// The product binary leaves them out, so that serve carries no simulator.
+// The product binary leaves it out, so that serve carries no simulator.
+// The benchmark is a command of its own, cmd/gnmi-sidecar-bench
+// (docs/bench.md).
 package main
 
 import (

@@ -18,7 +18,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/gnmi-sidecar/gnmi-sidecar/agent/trace"
-	"github.com/gnmi-sidecar/gnmi-sidecar/testbed/sidecartest"
+	"github.com/gnmi-sidecar/gnmi-sidecar/sidecar/sidecartest"
 )
 
 // The scenarios a client sending structured (JSON) configuration meets on

@@ -2,7 +2,9 @@ package main
 
 // The serve options about who may talk to the sidecar (northbound TLS,
 // mTLS, the loopback rule, authorization) and how the sidecar proves
-// itself to the device (the device password). See docs/security.md.
+// itself to the device (the device password): the files they name are
+// read here; package sidecar serves with what they hold. See
+// docs/security.md.
 
 import (
 	"crypto/tls"
@@ -16,8 +18,6 @@ import (
 	"time"
 
 	"github.com/spf13/pflag"
-	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials"
 
 	"github.com/gnmi-sidecar/gnmi-sidecar/proxy"
 )
@@ -162,15 +162,10 @@ func hasPEM(data []byte, typ string) bool {
 	}
 }
 
-// serverOptions returns the northbound gRPC server's credentials and
-// authorization interceptors, and logs what the options leave open.
-func (c *securityConfig) serverOptions(log *slog.Logger) ([]grpc.ServerOption, error) {
-	if err := c.prepare(); err != nil {
-		return nil, err
-	}
-	var opts []grpc.ServerOption
+// logSecurity logs how clients are served (TLS, mTLS) and warns about
+// what the options leave open.
+func (c *securityConfig) logSecurity(log *slog.Logger) {
 	if c.serverTLS != nil {
-		opts = append(opts, grpc.Creds(credentials.NewTLS(c.serverTLS)))
 		if leaf := c.serverTLS.Certificates[0].Leaf; leaf != nil && time.Now().After(leaf.NotAfter) {
 			log.Warn("the --tls-cert certificate has expired: clients will refuse it", "not_after", leaf.NotAfter)
 		}
@@ -186,12 +181,8 @@ func (c *securityConfig) serverOptions(log *slog.Logger) ([]grpc.ServerOption, e
 			}
 			log.Warn("no --authz-file: " + who + " has admin rights (Set, rollback, commit-confirmed)")
 		}
-		return opts, nil
+		return
 	}
-	a := proxy.NewAuthorizer(c.policy, log)
-	opts = append(opts,
-		grpc.ChainUnaryInterceptor(a.UnaryInterceptor()),
-		grpc.ChainStreamInterceptor(a.StreamInterceptor()))
 	log.Info("authorization on", "authz_file", c.authzFile, "users", len(c.policy.Users),
 		"certificates", len(c.policy.Certificates), "default_role", c.policy.DefaultRole.String())
 	if c.serverTLS == nil && len(c.policy.Users) > 0 {
@@ -200,7 +191,6 @@ func (c *securityConfig) serverOptions(log *slog.Logger) ([]grpc.ServerOption, e
 	if (c.serverTLS == nil || c.serverTLS.ClientCAs == nil) && len(c.policy.Certificates) > 0 {
 		log.Warn("--authz-file lists certificates but without --tls-client-ca no client certificate is asked for")
 	}
-	return opts, nil
 }
 
 // devicePassword returns the password the sidecar sends to the device:

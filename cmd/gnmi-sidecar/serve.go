@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"os"
 	"os/signal"
 	"strconv"
@@ -17,19 +16,12 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
-	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 
-	"github.com/gnmi-sidecar/gnmi-sidecar/agent"
 	"github.com/gnmi-sidecar/gnmi-sidecar/agent/trace"
-	"github.com/gnmi-sidecar/gnmi-sidecar/journal"
 	"github.com/gnmi-sidecar/gnmi-sidecar/leaves"
-	"github.com/gnmi-sidecar/gnmi-sidecar/proxy"
+	"github.com/gnmi-sidecar/gnmi-sidecar/sidecar"
 )
-
-// defaultMaxRecvMsgSize is --max-recv-msg-size's default: gRPC's, and
-// that of most gNMI targets.
-const defaultMaxRecvMsgSize = 4 << 20
 
 // passwordEnv holds the device password: never a flag, so it does not
 // show in ps.
@@ -85,8 +77,8 @@ func (c *serveConfig) addFlags(f *pflag.FlagSet) {
 	f.StringSliceVar(&c.transientCodes, "transient-codes", defaultTransientCodes(),
 		"gRPC codes of a device answer that leaves a Set's outcome open: the Set is sent again after a backoff; every other code is a definitive refusal (docs/agent.md)")
 	f.DurationVar(&c.applyTimeout, "apply-timeout", 30*time.Second, "longest a device Set may take before it counts as a transient failure")
-	f.DurationVar(&c.shutdownTimeout, "shutdown-timeout", 10*time.Second, "on SIGINT/SIGTERM, how long in-flight Sets may take to finish (they stay journaled either way)")
-	f.IntVar(&c.maxRecvMsgSize, "max-recv-msg-size", defaultMaxRecvMsgSize, "largest gNMI request accepted, in bytes; larger ones are refused with RESOURCE_EXHAUSTED (the device has its own limit for what the sidecar forwards)")
+	f.DurationVar(&c.shutdownTimeout, "shutdown-timeout", sidecar.DefaultShutdownTimeout, "on SIGINT/SIGTERM, how long in-flight Sets may take to finish (they stay journaled either way)")
+	f.IntVar(&c.maxRecvMsgSize, "max-recv-msg-size", sidecar.DefaultMaxRecvMsgSize, "largest gNMI request accepted, in bytes; larger ones are refused with RESOURCE_EXHAUSTED (the device has its own limit for what the sidecar forwards)")
 	f.StringVar(&c.logLevel, "log-level", "info", "log level: debug, info, warn, error")
 	f.StringVar(&c.logFormat, "log-format", "text", "log format: text or json")
 	f.StringVar(&c.configPath, configFlag, "", "YAML file of options: keys are these flags' names (listen: ..., journal-dir: ...); flags on the command line override it")
@@ -156,205 +148,141 @@ func (c *serveConfig) deviceTLSConfig() (*tls.Config, error) {
 // serve runs the sidecar until ctx ends. banner, if set, is called with the
 // bound address once clients can connect.
 func serve(ctx context.Context, cfg serveConfig, stdout io.Writer, log *slog.Logger, banner func(addr string)) error {
-	devTLS, err := cfg.deviceTLSConfig()
+	sc, closeTrace, err := cfg.sidecarConfig(log)
 	if err != nil {
 		return err
+	}
+	defer closeTrace()
+	sc.Stdout = stdout
+	s, err := sidecar.New(sc)
+	if err != nil {
+		return flagError(err)
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	bannerDone := make(chan struct{})
+	go func() { // the banner follows Run's listening lines
+		defer close(bannerDone)
+		select {
+		case <-s.Ready():
+			if banner != nil {
+				banner(s.Addr())
+			}
+		case <-ctx.Done():
+		}
+	}()
+	err = s.Run(ctx)
+	cancel()
+	<-bannerDone
+	if _, stopped := errors.AsType[*sidecar.StopError](err); stopped {
+		return nil // logged already: serve stopped as asked
+	}
+	return err
+}
+
+// sidecarConfig checks the options, reads the files they name (device and
+// northbound TLS, the authorization policy, the device password, the YANG
+// modules) and opens the trace, and returns the sidecar's configuration and
+// a function closing the trace file. Every error names the flag at fault.
+func (cfg *serveConfig) sidecarConfig(log *slog.Logger) (sidecar.Config, func(), error) {
+	noTrace := func() {}
+	devTLS, err := cfg.deviceTLSConfig()
+	if err != nil {
+		return sidecar.Config{}, noTrace, err
 	}
 	tracer, traceFile, err := openTrace(cfg.tracePath)
 	if err != nil {
-		return err
+		return sidecar.Config{}, noTrace, err
 	}
+	closeTrace := noTrace
 	if traceFile != nil {
-		defer traceFile.Close()
+		closeTrace = func() { _ = traceFile.Close() }
 	}
+	sc, err := cfg.checkedConfig(log)
+	if err != nil {
+		closeTrace()
+		return sidecar.Config{}, noTrace, err
+	}
+	sc.DeviceTLS, sc.Trace = devTLS, tracer
+	return sc, closeTrace, nil
+}
+
+// checkedConfig is sidecarConfig without the device TLS and the trace.
+func (cfg *serveConfig) checkedConfig(log *slog.Logger) (sidecar.Config, error) {
 	if err := cfg.checkListen(cfg.listen); err != nil {
-		return err
+		return sidecar.Config{}, err
 	}
 	if cfg.maxRecvMsgSize <= 0 {
-		return fmt.Errorf("--max-recv-msg-size %d: want a positive number of bytes", cfg.maxRecvMsgSize)
+		return sidecar.Config{}, fmt.Errorf("--max-recv-msg-size %d: want a positive number of bytes", cfg.maxRecvMsgSize)
 	}
 	if cfg.journalMinFree < 0 {
-		return fmt.Errorf("--journal-min-free %d: want a number of bytes, or 0", cfg.journalMinFree)
+		return sidecar.Config{}, fmt.Errorf("--journal-min-free %d: want a number of bytes, or 0", cfg.journalMinFree)
 	}
-	obs, err := newObservability(cfg.observabilityConfig, log)
-	if err != nil {
-		return err
+	if err := cfg.observabilityConfig.check(); err != nil {
+		return sidecar.Config{}, err
 	}
-	jopts := journal.Options{Logger: log, Observer: obs.Observe, MinFreeBytes: cfg.journalMinFree}
+	sc := sidecar.Config{
+		Target:                cfg.target,
+		DeviceUsername:        cfg.deviceUsername,
+		PersistentDevice:      cfg.persistentDevice,
+		QueueWhenDisconnected: cfg.queueWhenDisconnected,
+		MasterArbitration:     cfg.masterArbitration,
+		ApplyTimeout:          cfg.applyTimeout,
+		JournalDir:            cfg.journalDir,
+		JournalMinFreeBytes:   cfg.journalMinFree,
+		Listen:                cfg.listen,
+		MaxRecvMsgSize:        cfg.maxRecvMsgSize,
+		MetricsAddr:           cfg.metricsAddr,
+		Reflection:            cfg.reflection,
+		ShutdownTimeout:       cfg.shutdownTimeout,
+		Logger:                log,
+	}
+	if sc.JournalMinFreeBytes == 0 {
+		sc.JournalMinFreeBytes = -1 // none
+	}
+	if sc.ShutdownTimeout <= 0 {
+		sc.ShutdownTimeout = -1 // none: answer the Sets in flight at once
+	}
 	if len(cfg.yangPaths) > 0 {
 		start := time.Now()
-		if jopts.Schema, err = leaves.LoadYANG(cfg.yangPaths, cfg.yangModules); err != nil {
-			return fmt.Errorf("--yang: %w", err)
+		schema, err := leaves.LoadYANG(cfg.yangPaths, cfg.yangModules)
+		if err != nil {
+			return sidecar.Config{}, fmt.Errorf("--yang: %w", err)
 		}
+		sc.Schema = schema
 		log.Info("loaded the device's YANG schema", "paths", cfg.yangPaths, "modules", cfg.yangModules, "took", time.Since(start).Round(time.Millisecond))
 	} else if len(cfg.yangModules) > 0 {
-		return errors.New("--yang-module names modules to load from the --yang directories: give --yang too")
-	}
-	if jopts.MinFreeBytes == 0 {
-		jopts.MinFreeBytes = -1 // none
-	}
-	if tracer != nil {
-		jopts.Observer = func(e journal.Event) {
-			tracer.Observe(e)
-			obs.Observe(e)
-		}
+		return sidecar.Config{}, errors.New("--yang-module names modules to load from the --yang directories: give --yang too")
 	}
 	if err := os.MkdirAll(cfg.journalDir, 0o750); err != nil {
-		return fmt.Errorf("--journal-dir: %w", err)
+		return sidecar.Config{}, fmt.Errorf("--journal-dir: %w", err)
 	}
-	j, err := journal.Open(cfg.journalDir, jopts)
-	if errors.Is(err, journal.ErrLocked) {
-		return fmt.Errorf("journal %s is in use by another gnmi-sidecar process", cfg.journalDir)
+	var err error
+	if sc.DevicePassword, err = cfg.devicePassword(); err != nil {
+		return sidecar.Config{}, err
 	}
-	if err != nil {
-		return fmt.Errorf("journal %s: %w", cfg.journalDir, err)
+	if sc.TransientCodes, err = parseCodes(cfg.transientCodes); err != nil {
+		return sidecar.Config{}, fmt.Errorf("--transient-codes: %w", err)
 	}
-	defer func() {
-		if err := j.Close(); err != nil {
-			log.Error("closing the journal", "err", err)
-			return
-		}
-		if tracer != nil {
-			tracer.End() // every transition is traced: a clean stop
-		}
-	}()
-	if tracer != nil {
-		m, err := j.Mastership(ctx)
-		if err != nil {
-			return err
-		}
-		tracer.Begin(m)
-	}
-
-	devicePassword, err := cfg.devicePassword()
-	if err != nil {
-		return err
-	}
-	transient, err := parseCodes(cfg.transientCodes)
-	if err != nil {
-		return fmt.Errorf("--transient-codes: %w", err)
-	}
-	a, err := agent.New(j, agent.Options{
-		Target:         cfg.target,
-		TLS:            devTLS,
-		Username:       cfg.deviceUsername,
-		Password:       devicePassword,
-		Persistent:     cfg.persistentDevice,
-		Fencing:        cfg.masterArbitration,
-		ApplyTimeout:   cfg.applyTimeout,
-		TransientCodes: transient,
-		Logger:         log,
-	})
-	if err != nil {
-		return err
-	}
-	p, err := proxy.New(proxy.Options{
-		Target:                cfg.target,
-		TLS:                   devTLS,
-		Journal:               j,
-		Agent:                 a,
-		QueueWhenDisconnected: cfg.queueWhenDisconnected,
-		DeviceUsername:        cfg.deviceUsername,
-		DevicePassword:        devicePassword,
-		Logger:                log,
-	})
-	if err != nil {
-		return err
-	}
-	defer p.Close()
-
-	lis, err := net.Listen("tcp", cfg.listen)
-	if err != nil {
-		return fmt.Errorf("--listen: %w", err)
-	}
-	secOpts, err := cfg.serverOptions(log)
-	if err != nil {
-		return err
-	}
-	obs.attach(j, a)
-	g := grpc.NewServer(append(append(obs.serverOptions(), secOpts...), grpc.MaxRecvMsgSize(cfg.maxRecvMsgSize))...)
-	p.Register(g)
-	obs.register(g)
-	stopObs, err := obs.start()
-	if err != nil {
-		return err
-	}
-	defer stopObs()
-
-	agentCtx, stopAgent := context.WithCancel(context.Background())
-	defer stopAgent()
-	agentDone := make(chan error, 1)
-	go func() { agentDone <- a.Run(agentCtx) }()
-	serveDone := make(chan error, 1)
-	go func() { serveDone <- g.Serve(lis) }()
-
-	addr := lis.Addr().String()
-	fmt.Fprintf(stdout, "gnmi-sidecar listening on %s\n", addr)
-	obs.announce(stdout)
-	log.Info("serving", "listen", addr, "device", cfg.target, "journal", cfg.journalDir)
-	if banner != nil {
-		banner(addr)
-	}
-
-	select {
-	case <-ctx.Done():
-	case err := <-serveDone:
-		stopAgent()
-		<-agentDone
-		return fmt.Errorf("gRPC server: %w", err)
-	case err := <-agentDone:
-		// Answer the Sets waiting for the agent (they stay journaled)
-		// before the connections close.
-		p.Drain()
-		obs.drain()
-		p.StopWaiting()
-		stopWithin(g, gracefulStop(g), time.Second)
-		switch {
-		case errors.Is(err, journal.ErrFailed):
-			return fmt.Errorf("%w; gnmi-sidecar stops: start it again once the cause is fixed, it recovers every Set it acknowledged", err)
-		case errors.Is(err, journal.ErrCorrupt):
-			return fmt.Errorf("%w; gnmi-sidecar stops: restore the journal (docs/faults.md)", err)
-		}
-		return fmt.Errorf("agent: %w", err)
-	}
-	log.Info("shutting down: finishing in-flight Sets", "timeout", cfg.shutdownTimeout)
-	p.Drain()
-	obs.drain()
-	stopped := gracefulStop(g)
-	select {
-	case <-stopped:
-	case <-time.After(cfg.shutdownTimeout):
-		log.Warn("shutdown timeout: answering the Sets still in flight; they stay journaled")
-		p.StopWaiting()
-		stopWithin(g, stopped, time.Second)
-	}
-	stopAgent()
-	if err := <-agentDone; err != nil {
-		log.Error("agent", "err", err)
-	}
-	log.Info("stopped")
-	return nil
+	sc.ServerTLS, sc.Policy = cfg.serverTLS, cfg.policy
+	cfg.logSecurity(log)
+	return sc, nil
 }
 
-// gracefulStop starts g's GracefulStop and returns a channel closed once it
-// returned.
-func gracefulStop(g *grpc.Server) <-chan struct{} {
-	stopped := make(chan struct{})
-	go func() {
-		g.GracefulStop()
-		close(stopped)
-	}()
-	return stopped
-}
-
-// stopWithin waits up to d for a graceful stop (stopped) to finish, then
-// closes g's connections at once.
-func stopWithin(g *grpc.Server, stopped <-chan struct{}, d time.Duration) {
-	select {
-	case <-stopped:
-	case <-time.After(d):
-		g.Stop()
+// flagError names the flag of the sidecar.Config field a sidecar.New error
+// is about, as the rest of serve's errors do.
+func flagError(err error) error {
+	fe, ok := errors.AsType[*sidecar.FieldError](err)
+	if !ok {
+		return err
 	}
+	switch fe.Field {
+	case "Listen":
+		return fmt.Errorf("--listen: %w", fe.Err)
+	case "MetricsAddr":
+		return fmt.Errorf("--metrics: %w", fe.Err)
+	}
+	return err
 }
 
 // openTrace opens the trace file of --trace, or of $GNMI_SIDECAR_TRACE.

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gnmi-sidecar/gnmi-sidecar/testbed/sidecartest"
+	"github.com/gnmi-sidecar/gnmi-sidecar/sidecar/sidecartest"
 )
 
 func buildBinary(t *testing.T) string {

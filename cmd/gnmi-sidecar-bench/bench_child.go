@@ -1,5 +1,3 @@
-//go:build devtools
-
 package main
 
 import (

@@ -1,21 +1,18 @@
-//go:build devtools
-
 package main
 
 import (
 	"context"
 	"fmt"
-	"io"
 	"log/slog"
 	"os"
 	"slices"
 	"time"
 
 	gpb "github.com/openconfig/gnmi/proto/gnmi"
-	"github.com/spf13/pflag"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 
+	"github.com/gnmi-sidecar/gnmi-sidecar/sidecar"
 	"github.com/gnmi-sidecar/gnmi-sidecar/testbed"
 )
 
@@ -28,11 +25,12 @@ type bencher struct {
 // side is one gNMI endpoint under test with the device behind it: the
 // sidecar in front of its own device, or a device on its own (direct).
 type side struct {
-	dev    *testbed.Device
-	addr   string
-	conn   *grpc.ClientConn
-	client gpb.GNMIClient
-	stop   func()
+	dev     *testbed.Device
+	sidecar *sidecar.Sidecar // nil on the direct side
+	addr    string
+	conn    *grpc.ClientConn
+	client  gpb.GNMIClient
+	stop    func()
 }
 
 // rig is the sidecar (with its device) and a separate direct device.
@@ -95,20 +93,10 @@ func dialInsecure(addr string) (*grpc.ClientConn, error) {
 	return conn, nil
 }
 
-// defaultServeConfig is serve's configuration with every flag at its
-// default, as `gnmi-sidecar serve --target TARGET` would run.
-func defaultServeConfig(target, journalDir string) serveConfig {
-	var cfg serveConfig
-	cfg.addFlags(pflag.NewFlagSet("serve", pflag.ContinueOnError))
-	cfg.target, cfg.journalDir = target, journalDir
-	cfg.listen = "127.0.0.1:0"
-	cfg.metricsAddr = "127.0.0.1:0" // on, as by default, but on a free port
-	return cfg
-}
-
-// startSidecar runs serve() in this process in front of a new device, with
-// its journal (fsync on) in a new temporary directory, and waits until the
-// agent is connected.
+// startSidecar builds a sidecar with package sidecar, with serve's
+// defaults (the journal with fsync in a new temporary directory, metrics
+// on a free port), in front of a new device, runs it in this process and
+// waits until the agent is connected and not re-pushing.
 func (b *bencher) startSidecar(ctx context.Context) (*side, error) {
 	dev, err := b.startDevice(ctx)
 	if err != nil {
@@ -119,14 +107,24 @@ func (b *bencher) startSidecar(ctx context.Context) (*side, error) {
 		dev.Stop()
 		return nil, err
 	}
-	serveCtx, cancel := context.WithCancel(context.Background())
-	addrc := make(chan string, 1)
+	sc, err := sidecar.New(sidecar.Config{
+		Target:              dev.Addr(),
+		JournalDir:          dir,
+		JournalMinFreeBytes: 64 << 20, // serve's --journal-min-free default
+		Listen:              "127.0.0.1:0",
+		MetricsAddr:         "127.0.0.1:0", // on, as by default, but on a free port
+		Reflection:          true,
+		Logger:              b.log.With("component", "sidecar"),
+	})
+	if err != nil {
+		dev.Stop()
+		_ = os.RemoveAll(dir)
+		return nil, fmt.Errorf("sidecar: %w", err)
+	}
+	runCtx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() {
-		done <- serve(serveCtx, defaultServeConfig(dev.Addr(), dir), io.Discard, b.log.With("component", "sidecar"),
-			func(addr string) { addrc <- addr })
-	}()
-	stopServe := func() {
+	go func() { done <- sc.Run(runCtx) }()
+	stopSidecar := func() {
 		cancel()
 		if err := <-done; err != nil {
 			b.log.Error("sidecar", "err", err)
@@ -134,26 +132,14 @@ func (b *bencher) startSidecar(ctx context.Context) (*side, error) {
 		dev.Stop()
 		_ = os.RemoveAll(dir)
 	}
-	var addr string
-	select {
-	case addr = <-addrc:
-	case err := <-done:
-		cancel()
-		dev.Stop()
-		_ = os.RemoveAll(dir)
-		return nil, fmt.Errorf("sidecar: %w", err)
-	case <-ctx.Done():
-		stopServe()
-		return nil, ctx.Err()
-	}
-	conn, err := dialInsecure(addr)
+	conn, err := dialInsecure(sc.Addr())
 	if err != nil {
-		stopServe()
+		stopSidecar()
 		return nil, err
 	}
-	s := &side{dev: dev, addr: addr, conn: conn, client: gpb.NewGNMIClient(conn), stop: func() {
+	s := &side{dev: dev, sidecar: sc, addr: sc.Addr(), conn: conn, client: gpb.NewGNMIClient(conn), stop: func() {
 		_ = conn.Close()
-		stopServe()
+		stopSidecar()
 	}}
 	if err := waitConnected(ctx, s.client); err != nil {
 		s.stop()
@@ -162,16 +148,44 @@ func (b *bencher) startSidecar(ctx context.Context) (*side, error) {
 	return s, nil
 }
 
-// waitConnected polls the sidecar's status until its agent is connected to
-// the device and not re-pushing.
+// introspectionOrigin is the gNMI origin of the sidecar's own tree
+// (docs/introspection.md).
+const introspectionOrigin = "gnmi-sidecar"
+
+// waitConnected polls the sidecar's device state over gNMI until its agent
+// is connected to the device and not re-pushing.
 func waitConnected(ctx context.Context, c gpb.GNMIClient) error {
 	return benchPoll(ctx, 2*time.Minute, "the sidecar to connect to its device", func(ctx context.Context) (bool, error) {
-		st, err := fetchStatus(ctx, c)
+		st, err := deviceState(ctx, c)
 		if err != nil {
 			return false, nil //nolint:nilerr // not serving yet: keep polling
 		}
-		return st.Device.Connected && !st.Device.Repushing, nil
+		return st["connected"] && !st["repushing"], nil
 	})
+}
+
+// deviceState reads the boolean leaves of the sidecar's device/state
+// (connected, repushing, fenced) by name.
+func deviceState(ctx context.Context, c gpb.GNMIClient) (map[string]bool, error) {
+	resp, err := c.Get(ctx, &gpb.GetRequest{
+		Prefix: &gpb.Path{Origin: introspectionOrigin},
+		Path:   []*gpb.Path{{Elem: []*gpb.PathElem{{Name: "device"}, {Name: "state"}}}},
+	})
+	if err != nil {
+		return nil, err
+	}
+	st := map[string]bool{}
+	for _, n := range resp.GetNotification() {
+		for _, u := range n.GetUpdate() {
+			elems := append(slices.Clone(n.GetPrefix().GetElem()), u.GetPath().GetElem()...)
+			if len(elems) == 0 {
+				continue
+			}
+			v := u.GetVal()
+			st[elems[len(elems)-1].GetName()] = v.GetBoolVal() || v.GetStringVal() == "true"
+		}
+	}
+	return st, nil
 }
 
 // benchPoll calls cond every 5 ms until it holds, it fails, ctx ends or timeout

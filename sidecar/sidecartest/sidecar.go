@@ -13,11 +13,16 @@ import (
 	"github.com/gnmi-sidecar/gnmi-sidecar/agent"
 	"github.com/gnmi-sidecar/gnmi-sidecar/journal"
 	"github.com/gnmi-sidecar/gnmi-sidecar/proxy"
+	"github.com/gnmi-sidecar/gnmi-sidecar/sidecar"
 	"github.com/gnmi-sidecar/gnmi-sidecar/testbed"
 )
 
 // connectTimeout bounds WaitConnected; tests connect far sooner.
 const connectTimeout = 20 * time.Second
+
+// shutdownTimeout bounds how long the sidecar Start started waits, when
+// the test ends, for RPCs still running.
+const shutdownTimeout = 2 * time.Second
 
 // Options configures Start.
 type Options struct {
@@ -28,25 +33,23 @@ type Options struct {
 	// Device configures the simulated device Start starts otherwise. Its
 	// Logger defaults to the test log.
 	Device testbed.Options
-	// Agent configures the agent. Target is always the device's address;
-	// zero BackoffInitial, BackoffMax and Resync get fast test values
-	// (5 ms, 50 ms, 200 ms) and a nil Logger the test log.
-	Agent agent.Options
-	// QueueWhenDisconnected is proxy.Options.QueueWhenDisconnected.
+	// QueueWhenDisconnected is sidecar.Config.QueueWhenDisconnected.
 	QueueWhenDisconnected bool
-	// Retain is journal.Options.Retain (0: the journal's default).
+	// Retain is the journal's retention (journal.Options.Retain; 0: the
+	// journal's default).
 	Retain int
-	// DeviceUsername and DevicePassword are proxy.Options' (the sidecar's
-	// own device credentials on passthrough RPCs).
+	// DeviceUsername and DevicePassword are the sidecar's own device
+	// credentials (sidecar.Config's).
 	DeviceUsername, DevicePassword string
-	// ServerOptions are added to the proxy's gRPC server options
+	// ServerOptions are added to the northbound gRPC server's options
 	// (credentials, interceptors). Client still dials plaintext.
 	ServerOptions []grpc.ServerOption
 }
 
-// Sidecar is a whole sidecar in-process, as gnmi-sidecar serve runs it: a
-// journal, a running agent and the proxy served over gRPC on 127.0.0.1,
-// in front of a device, with a client connected to the proxy.
+// Sidecar is a whole sidecar in-process, built by sidecar.New as
+// gnmi-sidecar serve builds it: a journal, a running agent and the proxy
+// served over gRPC on 127.0.0.1, in front of a device, with a client
+// connected to the proxy.
 type Sidecar struct {
 	// Dev is the simulated device; nil with Options.Target.
 	Dev *testbed.Device
@@ -65,11 +68,13 @@ type Sidecar struct {
 	Client gpb.GNMIClient
 }
 
-// Start starts a sidecar for the test, logging to the test log. Unless
-// opts.Target is set it starts a simulated device first and waits until
-// the agent is connected to it. When the test ends it closes the client,
-// stops the gRPC server and the agent (an error of Run fails the test),
-// then closes the proxy and the journal, as gnmi-sidecar serve does.
+// Start starts a sidecar for the test with sidecar.New (northbound on a
+// free 127.0.0.1 port, the journal without fsync in a temporary directory,
+// no metrics listener, agent backoffs of 5 ms to 50 ms and a 200 ms resync),
+// logging to the test log. Unless opts.Target is set it starts a simulated
+// device first and waits until the agent is connected to it. When the test
+// ends it closes the client and stops the sidecar as gnmi-sidecar serve
+// does on SIGTERM; an error of Run fails the test.
 func Start(t testing.TB, opts Options) *Sidecar {
 	t.Helper()
 	log := Logger(t) // first, so the cleanups below still log
@@ -82,49 +87,39 @@ func Start(t testing.TB, opts Options) *Sidecar {
 		s.Dev = testbed.StartT(t, devOpts)
 		s.Target = s.Dev.Addr()
 	}
-	s.Journal = openJournal(t, journal.Options{Retain: opts.Retain, Logger: log})
-
-	aopts := opts.Agent
-	aopts.Target = s.Target
-	if aopts.BackoffInitial == 0 {
-		aopts.BackoffInitial = 5 * time.Millisecond
-	}
-	if aopts.BackoffMax == 0 {
-		aopts.BackoffMax = 50 * time.Millisecond
-	}
-	if aopts.Resync == 0 {
-		aopts.Resync = 200 * time.Millisecond
-	}
-	if aopts.Logger == nil {
-		aopts.Logger = log
-	}
-	a, err := agent.New(s.Journal, aopts)
-	if err != nil {
-		t.Fatalf("agent.New: %v", err)
-	}
-	s.Agent = a
-
-	srv, err := proxy.New(proxy.Options{
+	sc, err := sidecar.New(sidecar.Config{
 		Target:                s.Target,
-		Journal:               s.Journal,
-		Agent:                 a,
-		QueueWhenDisconnected: opts.QueueWhenDisconnected,
 		DeviceUsername:        opts.DeviceUsername,
 		DevicePassword:        opts.DevicePassword,
-		Logger:                log,
+		QueueWhenDisconnected: opts.QueueWhenDisconnected,
+		JournalDir:            t.TempDir(),
+		JournalNoSync:         true,
+		JournalRetain:         opts.Retain,
+		JournalMemTableSize:   1 << 20,
+		Listen:                "127.0.0.1:0",
+		// Stop waits for the handlers, so that none runs on once the
+		// journal is closed.
+		ServerOptions:   append([]grpc.ServerOption{grpc.WaitForHandlers(true)}, opts.ServerOptions...),
+		ShutdownTimeout: shutdownTimeout,
+		BackoffInitial:  5 * time.Millisecond,
+		BackoffMax:      50 * time.Millisecond,
+		Resync:          200 * time.Millisecond,
+		Logger:          log,
 	})
 	if err != nil {
-		t.Fatalf("proxy.New: %v", err)
+		t.Fatalf("sidecar.New: %v", err)
 	}
-	s.Proxy = srv
-	// Cleanups run last registered first: this one after the agent's.
+	s.Journal, s.Agent, s.Proxy, s.Addr = sc.Journal(), sc.Agent(), sc.Proxy(), sc.Addr()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- sc.Run(ctx) }()
 	t.Cleanup(func() {
-		if err := srv.Close(); err != nil {
-			t.Errorf("proxy Close: %v", err)
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("sidecar Run: %v", err)
 		}
 	})
-	RunAgent(t, a)
-	s.Addr = Serve(t, srv.Register, opts.ServerOptions...)
+	<-sc.Ready()
 	s.Client = Dial(t, s.Addr)
 	if s.Dev != nil {
 		s.WaitConnected(t, true)

@@ -1,5 +1,3 @@
-//go:build devtools
-
 package main
 
 import (
@@ -214,36 +212,24 @@ func (b *bencher) repush(ctx context.Context) ([]row, error) {
 	if err := preload(ctx, s.client, b.cfg.leaves); err != nil {
 		return nil, err
 	}
-	before, err := fetchStatus(ctx, s.client)
-	if err != nil {
-		return nil, err
-	}
+	before := s.sidecar.Agent().Status()
 	s.dev.Stop()
 	start := time.Now()
 	if err := s.dev.Start(ctx, ""); err != nil {
 		return nil, fmt.Errorf("restarting the device: %w", err)
 	}
-	if err := waitRepushed(ctx, s, before.Device.LastRepushTime, b.cfg.leaves); err != nil {
+	if err := waitRepushed(ctx, s, before.LastRepush, b.cfg.leaves); err != nil {
 		return nil, err
 	}
 	total := time.Since(start)
-	after, err := fetchStatus(ctx, s.client)
-	if err != nil {
-		return nil, err
-	}
-	var took, onDevice time.Duration
-	if after.Device.LastRepushDuration != nil {
-		took = time.Duration(*after.Device.LastRepushDuration)
-	}
-	if after.Device.LastRepushDeviceDuration != nil {
-		onDevice = time.Duration(*after.Device.LastRepushDeviceDuration)
-	}
+	after := s.sidecar.Agent().Status()
+	took, onDevice := after.LastRepushDuration, after.LastRepushDeviceDuration
 	own := took - onDevice
 	label := fmt.Sprintf("re-push %d leaves", b.cfg.leaves)
 	side := sidecarOnly(label+", sidecar-side", "s", "lower", own.Seconds()).withTarget("≤ 1 s", own <= time.Second)
-	if after.Device.LastRepushValues != nil {
+	if after.Repushes > 0 {
 		side.Note = fmt.Sprintf("agent re-pushed %d values in %v, %v of it waiting for the device",
-			*after.Device.LastRepushValues, took.Round(time.Millisecond), onDevice.Round(time.Millisecond))
+			after.LastRepushValues, took.Round(time.Millisecond), onDevice.Round(time.Millisecond))
 	}
 	all := sidecarOnly(label+", restart → Set ok", "s", "lower", total.Seconds())
 	return []row{side, all}, nil
@@ -254,9 +240,9 @@ func (b *bencher) repush(ctx context.Context) ([]row, error) {
 func waitRepushed(ctx context.Context, s *side, since time.Time, leaves int) error {
 	last := fmt.Sprintf("/interfaces/interface[name=bench%d]/config/description", leaves-1)
 	err := benchPoll(ctx, 5*time.Minute, "the re-push", func(ctx context.Context) (bool, error) {
-		st, err := fetchStatus(ctx, s.client)
-		if err != nil || !st.Device.Connected || st.Device.Repushing || !st.Device.LastRepushTime.After(since) {
-			return false, nil //nolint:nilerr // keep polling
+		st := s.sidecar.Agent().Status()
+		if !st.Connected || st.Repushing || !st.LastRepush.After(since) {
+			return false, nil
 		}
 		got, err := s.dev.ConfigLeaves()
 		if err != nil {

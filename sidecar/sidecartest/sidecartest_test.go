@@ -91,7 +91,7 @@ func TestModuleRoot(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want, err := filepath.Abs("../..") // the tests run in testbed/sidecartest
+	want, err := filepath.Abs("../..") // the tests run in sidecar/sidecartest
 	if err != nil {
 		t.Fatal(err)
 	}

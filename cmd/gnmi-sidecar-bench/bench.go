@@ -1,5 +1,3 @@
-//go:build devtools
-
 package main
 
 import (
@@ -22,7 +20,7 @@ import (
 	"github.com/spf13/cobra"
 )
 
-// benchConfig holds the options of gnmi-sidecar bench.
+// benchConfig holds the options of gnmi-sidecar-bench.
 type benchConfig struct {
 	sets          int           // Sets per latency measurement
 	duration      time.Duration // per throughput and subscribe row
@@ -58,11 +56,11 @@ func (c *benchConfig) applyShort(cmd *cobra.Command) {
 func (c *benchConfig) validate() error {
 	for _, s := range c.scenarios {
 		if !slices.Contains(benchScenarios, s) {
-			return &exitError{code: exitUsage, err: fmt.Errorf("--scenarios: unknown scenario %q (want %s)", s, strings.Join(benchScenarios, ","))}
+			return &usageError{err: fmt.Errorf("--scenarios: unknown scenario %q (want %s)", s, strings.Join(benchScenarios, ","))}
 		}
 	}
 	if c.sets < 1 || c.duration <= 0 || c.leaves < 100 || c.proposals < 1 {
-		return &exitError{code: exitUsage, err: errors.New("--sets and --proposals must be ≥ 1, --leaves ≥ 100, --duration > 0")}
+		return &usageError{err: errors.New("--sets and --proposals must be ≥ 1, --leaves ≥ 100, --duration > 0")}
 	}
 	return nil
 }
@@ -71,13 +69,14 @@ func (c *benchConfig) wants(scenario string) bool {
 	return len(c.scenarios) == 0 || slices.Contains(c.scenarios, scenario)
 }
 
-func newBenchCommand(stdout, stderr io.Writer) *cobra.Command {
+func newRootCommand(stdout, stderr io.Writer) *cobra.Command {
 	var cfg benchConfig
 	cmd := &cobra.Command{
-		Use:   "bench",
+		Use:   "gnmi-sidecar-bench",
 		Short: "Measure the sidecar against the simulated device (DESIGN §5 targets); see docs/bench.md",
-		Long: `bench starts, in this process, the simulated device and the sidecar in front
-of it exactly as serve runs it (durable journal with fsync in a temporary
+		Long: `gnmi-sidecar-bench starts, in this process, the simulated device and the
+sidecar in front of it exactly as serve builds it (package sidecar: durable
+journal with fsync in a temporary
 directory, default options, real gRPC on 127.0.0.1), and a second device for
 the direct side, runs the scenarios and prints one table: each row with the
 sidecar's figure, the direct device's, their ratio and the DESIGN §5 target.
@@ -93,9 +92,9 @@ two cores). docs/bench.md explains every row.`,
 			}
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
-			log, err := newLogger(stderr, cfg.logLevel, "text")
+			log, err := newLogger(stderr, cfg.logLevel)
 			if err != nil {
-				return &exitError{code: exitUsage, err: err}
+				return &usageError{err: err}
 			}
 			return runBench(ctx, cfg, stdout, stderr, log)
 		},
@@ -111,7 +110,7 @@ two cores). docs/bench.md explains every row.`,
 	f.StringVar(&cfg.cpuProfile, "cpuprofile", "", "write a CPU profile of this process (the in-process device and sidecar, and the clients) to this file, for go tool pprof")
 	f.StringVar(&cfg.sidecarBinary, "sidecar-binary", "", "the product gnmi-sidecar executable run for the child-process rows (default: gnmi-sidecar next to this executable)")
 	f.StringVar(&cfg.logLevel, "log-level", "error", "log level of the in-process device and sidecar: debug, info, warn, error")
-	return cmd
+	return withUsageErrors(cmd)
 }
 
 // row is one line of the result table. Figures are NaN when not measured

@@ -1,0 +1,28 @@
+package sidecar
+
+import (
+	"crypto/tls"
+	"log/slog"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials"
+
+	"github.com/gnmi-sidecar/gnmi-sidecar/proxy"
+)
+
+// securityOptions returns the northbound gRPC server's credentials (TLS
+// when serverTLS is set) and authorization interceptors (when policy is
+// set). See docs/security.md.
+func securityOptions(serverTLS *tls.Config, policy *proxy.Policy, log *slog.Logger) []grpc.ServerOption {
+	var opts []grpc.ServerOption
+	if serverTLS != nil {
+		opts = append(opts, grpc.Creds(credentials.NewTLS(serverTLS)))
+	}
+	if policy != nil {
+		a := proxy.NewAuthorizer(policy, log)
+		opts = append(opts,
+			grpc.ChainUnaryInterceptor(a.UnaryInterceptor()),
+			grpc.ChainStreamInterceptor(a.StreamInterceptor()))
+	}
+	return opts
+}
