@@ -22,6 +22,7 @@ import (
 
 	"github.com/gnmi-sidecar/gnmi-sidecar/agent"
 	"github.com/gnmi-sidecar/gnmi-sidecar/agent/trace"
+	"github.com/gnmi-sidecar/gnmi-sidecar/introspection"
 	"github.com/gnmi-sidecar/gnmi-sidecar/journal"
 	"github.com/gnmi-sidecar/gnmi-sidecar/leaves"
 	"github.com/gnmi-sidecar/gnmi-sidecar/proxy"
@@ -248,6 +249,10 @@ func serve(ctx context.Context, cfg serveConfig, stdout io.Writer, log *slog.Log
 	if err != nil {
 		return err
 	}
+	tree, err := introspection.New(introspection.Options{Journal: j, Agent: a, Address: cfg.target, Logger: log})
+	if err != nil {
+		return err
+	}
 	p, err := proxy.New(proxy.Options{
 		Target:                cfg.target,
 		TLS:                   devTLS,
@@ -256,6 +261,7 @@ func serve(ctx context.Context, cfg serveConfig, stdout io.Writer, log *slog.Log
 		QueueWhenDisconnected: cfg.queueWhenDisconnected,
 		DeviceUsername:        cfg.deviceUsername,
 		DevicePassword:        devicePassword,
+		Introspection:         tree,
 		Logger:                log,
 	})
 	if err != nil {

@@ -11,6 +11,7 @@ import (
 	"google.golang.org/grpc"
 
 	"github.com/gnmi-sidecar/gnmi-sidecar/agent"
+	"github.com/gnmi-sidecar/gnmi-sidecar/introspection"
 	"github.com/gnmi-sidecar/gnmi-sidecar/journal"
 	"github.com/gnmi-sidecar/gnmi-sidecar/proxy"
 	"github.com/gnmi-sidecar/gnmi-sidecar/testbed"
@@ -104,6 +105,10 @@ func Start(t testing.TB, opts Options) *Sidecar {
 	}
 	s.Agent = a
 
+	tree, err := introspection.New(introspection.Options{Journal: s.Journal, Agent: a, Address: s.Target, Logger: log})
+	if err != nil {
+		t.Fatalf("introspection.New: %v", err)
+	}
 	srv, err := proxy.New(proxy.Options{
 		Target:                s.Target,
 		Journal:               s.Journal,
@@ -111,6 +116,7 @@ func Start(t testing.TB, opts Options) *Sidecar {
 		QueueWhenDisconnected: opts.QueueWhenDisconnected,
 		DeviceUsername:        opts.DeviceUsername,
 		DevicePassword:        opts.DevicePassword,
+		Introspection:         tree,
 		Logger:                log,
 	})
 	if err != nil {
