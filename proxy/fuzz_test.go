@@ -67,7 +67,7 @@ func FuzzSetRequest(f *testing.F) {
 		if proto.Unmarshal(data, req) != nil {
 			return
 		}
-		ext, commit, err := requestExtension(req.GetExtension())
+		ext, commit, err := RequestExtensions(req.GetExtension())
 		if err != nil {
 			wantCode(t, "requestExtension", err, codes.InvalidArgument)
 			return
@@ -99,7 +99,7 @@ func FuzzSetRequest(f *testing.F) {
 func checkExtensions(t *testing.T, exts []*gnmi_ext.Extension, ext *sidecarpb.Request, commit *gnmi_ext.Commit) {
 	t.Helper()
 	if _, ok := sidecarpb.SetMode_name[int32(ext.GetMode())]; !ok {
-		t.Fatalf("requestExtension(%v) accepts set mode %d", exts, ext.GetMode())
+		t.Fatalf("RequestExtensions(%v) accepts set mode %d", exts, ext.GetMode())
 	}
 	var commits []*gnmi_ext.Commit
 	for _, e := range exts {
@@ -108,7 +108,7 @@ func checkExtensions(t *testing.T, exts []*gnmi_ext.Extension, ext *sidecarpb.Re
 		}
 	}
 	if len(commits) > 1 || (len(commits) == 1) != (commit != nil) || commit != nil && commit != commits[0] {
-		t.Fatalf("requestExtension(%v) returns commit-confirmed %v", exts, commit)
+		t.Fatalf("RequestExtensions(%v) returns commit-confirmed %v", exts, commit)
 	}
 }
 

@@ -202,6 +202,14 @@ func requester(ctx context.Context) string {
 	return "unknown"
 }
 
+// peerAddr is the network address of the client of ctx, "" if unknown.
+func peerAddr(ctx context.Context) string {
+	if p, ok := peer.FromContext(ctx); ok && p.Addr != nil {
+		return p.Addr.String()
+	}
+	return ""
+}
+
 func subjectOf(cert *x509.Certificate) string {
 	return fmt.Sprintf("cert:%s", cert.Subject.String())
 }

@@ -29,7 +29,7 @@ const ExtensionID = gnmi_ext.ExtensionID_EID_EXPERIMENTAL
 // proposes a rollback) and answers when the agent is done with it: after
 // the device answered (SYNC) or once committed (ASYNC).
 func (s *Server) Set(ctx context.Context, req *gpb.SetRequest) (*gpb.SetResponse, error) {
-	ext, commit, err := requestExtension(req.GetExtension())
+	ext, commit, err := RequestExtensions(req.GetExtension())
 	if err != nil {
 		return nil, err
 	}
@@ -326,10 +326,11 @@ func changeError(p *journal.Proposal) error {
 	return st.Err()
 }
 
-// requestExtension returns the sidecar extension of a SetRequest (the zero
-// Request if absent) and its commit-confirmed extension (nil if absent),
-// and refuses extensions the sidecar cannot honour.
-func requestExtension(exts []*gnmi_ext.Extension) (*sidecarpb.Request, *gnmi_ext.Commit, error) {
+// RequestExtensions returns the sidecar extension of a SetRequest's
+// extensions (the zero Request if absent) and its commit-confirmed
+// extension (nil if absent), and refuses, with InvalidArgument, extensions
+// the sidecar cannot honour: as Set decodes them.
+func RequestExtensions(exts []*gnmi_ext.Extension) (*sidecarpb.Request, *gnmi_ext.Commit, error) {
 	out := &sidecarpb.Request{}
 	var commit *gnmi_ext.Commit
 	seen := false
