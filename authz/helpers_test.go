@@ -45,14 +45,16 @@ func (r *rig) with(t *testing.T) *rig {
 	return &c
 }
 
-// wantDeviceLeaf checks the device holds want at path.
+// wantDeviceLeaf checks the device holds want at path (nil: nothing).
 func (r *rig) wantDeviceLeaf(path string, want *gpb.TypedValue) {
 	r.t.Helper()
 	got, ok := sidecartest.DeviceLeaves(r.t, r.Dev)[path]
 	switch {
-	case !ok:
+	case want == nil && ok:
+		r.t.Errorf("device holds %v at %s, want nothing", got, path)
+	case want != nil && !ok:
 		r.t.Errorf("device holds nothing at %s, want %v", path, want)
-	case !proto.Equal(got, want):
+	case want != nil && !proto.Equal(got, want):
 		r.t.Errorf("device holds %v at %s, want %v", got, path, want)
 	}
 }
