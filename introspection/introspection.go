@@ -1,8 +1,8 @@
 package introspection
 
 // This file checks requests and answers Get; subscribe.go answers
-// Subscribe. The tree is rendered by render.go, from the table of its
-// leaves in schema.go, out of what view.go reads.
+// Subscribe. The tree is rendered by render.go, from its tables of leaves
+// under the names schema.go spells, out of what view.go reads.
 
 import (
 	"context"
