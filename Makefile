@@ -60,7 +60,8 @@ FUZZTIME    ?= 30s
 FUZZ_FLAGS  ?= -fuzzminimizetime 10s
 FUZZ_TARGETS := journal:FuzzPathKey journal:FuzzPathKeyRoundTrip journal:FuzzRecordDecoding journal:FuzzCommitChange \
 	agent:FuzzChangeRequest agent:FuzzSetBatcher agent:FuzzCoveringKeys agent/trace:FuzzParsePath agent/trace:FuzzRead \
-	proxy:FuzzSetRequest proxy:FuzzGetRequest proxy:FuzzSubscribeRequest proxy:FuzzMatchesOrUnder \
+	proxy:FuzzSetRequest proxy:FuzzGetRequest proxy:FuzzSubscribeRequest gnmipath:FuzzMatchesOrUnder \
+	introspection:FuzzGet introspection:FuzzSubscribe \
 	cmd/gnmi-sidecar:FuzzValueJSON
 
 .PHONY: all build run test tools lint bench bench-short sim fuzz chaos proto clean

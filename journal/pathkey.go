@@ -4,14 +4,12 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"maps"
 	"slices"
 	"strings"
-	"unicode/utf8"
 
 	"github.com/openconfig/gnmi/proto/gnmi"
-	"github.com/openconfig/ygot/ygot"
 
+	"github.com/gnmi-sidecar/gnmi-sidecar/gnmipath"
 	"github.com/gnmi-sidecar/gnmi-sidecar/leaves"
 )
 
@@ -116,22 +114,9 @@ func IsUnder(child, parent *gnmi.Path) bool {
 	return subtreeOf(parent).contains(PathKey(child))
 }
 
-// PathString renders a path for messages and logs, e.g.
-// "/interfaces/interface[name=eth0]/config/mtu" (prefixed by "origin:" when
-// the path has an origin).
-func PathString(p *gnmi.Path) string {
-	// Not ygot.PathToString: it cleans the string like a file path, which
-	// rewrites key values holding "//" or "/../" (and drops elements).
-	elems, err := ygot.PathToStrings(p)
-	s := "/" + strings.Join(elems, "/")
-	if err != nil {
-		s = p.String()
-	}
-	if p.GetOrigin() != "" {
-		s = p.GetOrigin() + ":" + s
-	}
-	return s
-}
+// PathString is gnmipath.String, under the name the agent's packages
+// still call it by.
+func PathString(p *gnmi.Path) string { return gnmipath.String(p) }
 
 // Limits of a journaled path, far above any YANG model's paths. A path's
 // PathKey is part of Badger keys, which Badger caps at 65,000 bytes: a
@@ -158,78 +143,28 @@ func ValidatePath(p *gnmi.Path) error {
 		return errors.New("path uses the deprecated element field; send elem")
 	}
 	if n := len(p.GetElem()); n > MaxPathElems {
-		return fmt.Errorf("path %s has %d elements; the journal takes paths of at most %d", ShortPathString(p), n, MaxPathElems)
+		return fmt.Errorf("path %s has %d elements; the journal takes paths of at most %d", gnmipath.Short(p), n, MaxPathElems)
 	}
 	if n := len(PathKey(p)); n > MaxPathBytes {
-		return fmt.Errorf("path %s takes %d bytes; the journal takes paths of at most %d bytes of names, keys and values", ShortPathString(p), n, MaxPathBytes)
+		return fmt.Errorf("path %s takes %d bytes; the journal takes paths of at most %d bytes of names, keys and values", gnmipath.Short(p), n, MaxPathBytes)
 	}
 	for n, e := range p.GetElem() {
 		if e.GetName() == "" {
-			named := ShortPathString(&gnmi.Path{Origin: p.GetOrigin(), Elem: p.GetElem()[:n]})
+			named := gnmipath.Short(&gnmi.Path{Origin: p.GetOrigin(), Elem: p.GetElem()[:n]})
 			return fmt.Errorf("path %s/... has an element without a name (element %d)", strings.TrimSuffix(named, "/"), n+1)
 		}
 		if strings.Contains(e.GetName(), "*") || strings.Contains(e.GetName(), "...") {
-			return fmt.Errorf("path %s has a wildcard; paths must be concrete", ShortPathString(p))
+			return fmt.Errorf("path %s has a wildcard; paths must be concrete", gnmipath.Short(p))
 		}
 		for k, v := range e.GetKey() {
 			if k == "" || v == "*" {
-				return fmt.Errorf("path %s has an empty key name or a wildcard key", ShortPathString(p))
+				return fmt.Errorf("path %s has an empty key name or a wildcard key", gnmipath.Short(p))
 			}
 		}
 	}
 	return nil
 }
 
-// ShortPathString is PathString for error messages about paths a client
-// sent, which may be huge: at most 16 elements, 8 keys per element and 64
-// bytes per name or value are rendered, the result is cut to about 160
-// bytes, and "..." marks what was left out.
-func ShortPathString(p *gnmi.Path) string {
-	const maxElems, maxKeys, maxName, maxLen = 16, 8, 64, 160
-	cut := false
-	short := func(s string) string {
-		if len(s) <= maxName {
-			return s
-		}
-		cut = true
-		return truncate(s, maxName)
-	}
-	elems := p.GetElem()
-	if len(elems) > maxElems {
-		elems, cut = elems[:maxElems], true
-	}
-	q := &gnmi.Path{Origin: short(p.GetOrigin())}
-	for _, e := range elems {
-		names := slices.Sorted(maps.Keys(e.GetKey()))
-		if len(names) > maxKeys {
-			names, cut = names[:maxKeys], true
-		}
-		var keys map[string]string
-		for _, k := range names {
-			if keys == nil {
-				keys = make(map[string]string, len(names))
-			}
-			keys[short(k)] = short(e.GetKey()[k])
-		}
-		q.Elem = append(q.Elem, &gnmi.PathElem{Name: short(e.GetName()), Key: keys})
-	}
-	s := PathString(q)
-	if len(s) > maxLen {
-		s, cut = truncate(s, maxLen), true
-	}
-	if cut {
-		s += "..."
-	}
-	return s
-}
-
-// truncate cuts s to at most n bytes, at a rune boundary.
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return s[:n]
-}
+// ShortPathString is gnmipath.Short, under the name the agent's packages
+// still call it by.
+func ShortPathString(p *gnmi.Path) string { return gnmipath.Short(p) }

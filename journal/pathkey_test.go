@@ -2,7 +2,6 @@ package journal
 
 import (
 	"errors"
-	"fmt"
 	"strings"
 	"testing"
 
@@ -42,32 +41,6 @@ func TestValidatePath(t *testing.T) {
 				t.Errorf("ValidatePath(%v) = %v, want valid", tt.p, err)
 			case tt.want != "" && (err == nil || !strings.Contains(err.Error(), tt.want)):
 				t.Errorf("ValidatePath(%v) = %v, want an error containing %q", tt.p, err, tt.want)
-			}
-		})
-	}
-}
-
-func TestPathString(t *testing.T) {
-	keyed := func(v string) *gnmi.Path {
-		return &gnmi.Path{Elem: []*gnmi.PathElem{{Name: "a"}, {Name: "b", Key: map[string]string{"k": v}}, {Name: "c"}}}
-	}
-	tests := []struct {
-		name string
-		p    *gnmi.Path
-		want string
-	}{
-		{"root", &gnmi.Path{}, "/"},
-		{"origin", mustPath(t, "openconfig:/system"), "openconfig:/system"},
-		{"keys sorted", mustPath(t, "/a[y=2][x=1]/b"), "/a[x=1][y=2]/b"},
-		{"slash in a key", keyed("Ethernet1/1"), "/a/b[k=Ethernet1/1]/c"},
-		{"double slash in a key", keyed("x//y"), "/a/b[k=x//y]/c"},
-		{"dot-dot in a key", keyed("x/../y"), "/a/b[k=x/../y]/c"},
-		{"escapes in a key", keyed(`x]\=`), `/a/b[k=x\]\\\=]/c`},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			if got := PathString(tt.p); got != tt.want {
-				t.Errorf("PathString(%v) = %q, want %q", tt.p, got, tt.want)
 			}
 		})
 	}
@@ -114,35 +87,4 @@ func TestLongestPath(t *testing.T) {
 		t.Errorf("last index %d after the refused proposal, want %d", c.GetLastIndex(), i)
 	}
 	checkInvariants(t, j)
-}
-
-func TestShortPathString(t *testing.T) {
-	keys := map[string]string{}
-	for k := range 1000 {
-		keys[fmt.Sprintf("k%04d", k)] = "v"
-	}
-	for _, tt := range []struct {
-		name string
-		p    *gnmi.Path
-		want string
-	}{
-		{"short", mustPath(t, "openconfig:/interfaces/interface[name=eth0]/config"), "openconfig:/interfaces/interface[name=eth0]/config"},
-		{"deep", deep(100_000), strings.Repeat("/a", 16) + "..."},
-		{"many keys", &gnmi.Path{Elem: []*gnmi.PathElem{{Name: "a", Key: keys}}}, "/a[k0000=v][k0001=v][k0002=v][k0003=v][k0004=v][k0005=v][k0006=v][k0007=v]..."},
-		{"long name", &gnmi.Path{Elem: []*gnmi.PathElem{{Name: strings.Repeat("é", 1000)}}}, "/" + strings.Repeat("é", 32) + "..."},
-		{"long in all", deep(16), strings.Repeat("/a", 16)},
-	} {
-		t.Run(tt.name, func(t *testing.T) {
-			if got := ShortPathString(tt.p); got != tt.want {
-				t.Errorf("ShortPathString = %q, want %q", got, tt.want)
-			}
-		})
-	}
-	long := &gnmi.Path{}
-	for range 16 {
-		long.Elem = append(long.Elem, &gnmi.PathElem{Name: strings.Repeat("n", 60)})
-	}
-	if got := ShortPathString(long); len(got) > 200 || !strings.HasSuffix(got, "...") {
-		t.Errorf("ShortPathString of 16 elements of 60 bytes = %q (%d bytes), want at most about 160 bytes ending in ...", got, len(got))
-	}
 }

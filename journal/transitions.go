@@ -12,6 +12,7 @@ import (
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
+	"github.com/gnmi-sidecar/gnmi-sidecar/gnmipath"
 	"github.com/gnmi-sidecar/gnmi-sidecar/journal/journalpb"
 	"github.com/gnmi-sidecar/gnmi-sidecar/leaves"
 )
@@ -168,11 +169,11 @@ func (j *Journal) cleanOps(ops []*Op) ([]*Op, []leaves.List, error) {
 		switch op.GetKind() {
 		case OpDelete:
 			if len(op.GetValues()) > 0 {
-				return nil, nil, fmt.Errorf("journal: propose: delete of %s carries values: %w", PathString(op.Path), ErrInvalid)
+				return nil, nil, fmt.Errorf("journal: propose: delete of %s carries values: %w", gnmipath.String(op.Path), ErrInvalid)
 			}
 		case OpReplace, OpUpdate:
 			if len(op.GetValues()) == 0 {
-				return nil, nil, fmt.Errorf("journal: propose: %s of %s has no value: %w", op.GetKind(), PathString(op.Path), ErrInvalid)
+				return nil, nil, fmt.Errorf("journal: propose: %s of %s has no value: %w", op.GetKind(), gnmipath.String(op.Path), ErrInvalid)
 			}
 			lists.add(op.GetPath())
 		default:
@@ -181,15 +182,15 @@ func (j *Journal) cleanOps(ops []*Op) ([]*Op, []leaves.List, error) {
 		under := subtreeOf(op.Path)
 		for _, leaf := range op.GetValues() {
 			if err := ValidatePath(leaf.GetPath()); err != nil {
-				return nil, nil, fmt.Errorf("journal: propose: value under %s: %v: %w", PathString(op.Path), err, ErrInvalid)
+				return nil, nil, fmt.Errorf("journal: propose: value under %s: %v: %w", gnmipath.String(op.Path), err, ErrInvalid)
 			}
 			leaf.Path.Target = ""
 			if leaf.GetValue() == nil {
-				return nil, nil, fmt.Errorf("journal: propose: %s has no value: %w", PathString(leaf.Path), ErrInvalid)
+				return nil, nil, fmt.Errorf("journal: propose: %s has no value: %w", gnmipath.String(leaf.Path), ErrInvalid)
 			}
 			if !under.contains(PathKey(leaf.Path)) {
 				return nil, nil, fmt.Errorf("journal: propose: value at %s is not under %s: %w",
-					PathString(leaf.Path), PathString(op.Path), ErrInvalid)
+					gnmipath.String(leaf.Path), gnmipath.String(op.Path), ErrInvalid)
 			}
 			w, err := j.decomposer.Decompose(leaf.GetPath(), leaf.GetValue())
 			if errors.Is(err, leaves.ErrInvalid) {
@@ -201,7 +202,7 @@ func (j *Journal) cleanOps(ops []*Op) ([]*Op, []leaves.List, error) {
 			op.ImpliedDeletes = append(op.ImpliedDeletes, w.Deletes...)
 			for _, u := range w.Units {
 				if err := ValidatePath(u.GetPath()); err != nil {
-					return nil, nil, fmt.Errorf("journal: propose: value under %s: %v: %w", PathString(op.Path), err, ErrInvalid)
+					return nil, nil, fmt.Errorf("journal: propose: value under %s: %v: %w", gnmipath.String(op.Path), err, ErrInvalid)
 				}
 				op.Units = append(op.Units, &Leaf{Path: u.GetPath(), Value: u.GetVal()})
 				lists.add(u.GetPath())

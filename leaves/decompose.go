@@ -11,7 +11,8 @@ import (
 
 	gpb "github.com/openconfig/gnmi/proto/gnmi"
 	"github.com/openconfig/gnmi/value"
-	"github.com/openconfig/ygot/ygot"
+
+	"github.com/gnmi-sidecar/gnmi-sidecar/gnmipath"
 )
 
 // Errors Decompose wraps; use errors.Is.
@@ -161,7 +162,7 @@ func (w *walk) unit(elems []*gpb.PathElem, v *gpb.TypedValue) {
 // marker writes the marker {} of the list entry or container at elems,
 // once.
 func (w *walk) marker(elems []*gpb.PathElem) {
-	id := ygotPath(elems)
+	id := elemsString(elems)
 	if w.markers == nil {
 		w.markers = make(map[string]bool)
 	}
@@ -330,7 +331,7 @@ func (w *walk) array(parent []*gpb.PathElem, name string, n node, a []any) error
 		}
 		var ok bool
 		if keys, ok = w.d.keys.lookup(w.origin, names); !ok {
-			return needSchema(w.path(elems), "a JSON list whose key names the sidecar does not know (it learns them from keyed paths, e.g. %s[name=...])", ygotPath(elems))
+			return needSchema(w.path(elems), "a JSON list whose key names the sidecar does not know (it learns them from keyed paths, e.g. %s[name=...])", elemsString(elems))
 		}
 	}
 	if len(keys) == 0 {
@@ -494,20 +495,12 @@ func truncate(s string, n int) string {
 	return s[:n] + "..."
 }
 
-// ygotPath renders element names and keys as a gNMI path string.
-func ygotPath(elems []*gpb.PathElem) string {
-	s, err := ygot.PathToString(&gpb.Path{Elem: elems})
-	if err != nil || s == "" {
-		return "/"
-	}
-	return s
+// elemsString renders element names and keys as a gNMI path string.
+func elemsString(elems []*gpb.PathElem) string {
+	return gnmipath.String(&gpb.Path{Elem: elems})
 }
 
 // pathString renders p for messages, cut to about 200 bytes.
 func pathString(p *gpb.Path) string {
-	s := ygotPath(p.GetElem())
-	if o := p.GetOrigin(); o != "" {
-		s = o + ":" + s
-	}
-	return truncate(s, 200)
+	return truncate(gnmipath.String(p), 200)
 }

@@ -56,6 +56,9 @@ func listID(origin string, names []string) string {
 	return origin + "\x00" + strings.Join(names, "/")
 }
 
+// pathID identifies the list p names (origin and element names without
+// module prefixes). Not a rendering of p (gnmipath.String): the list is
+// the same whatever keys p names and whichever module prefixes it uses.
 func pathID(p *gpb.Path) string {
 	names := make([]string, len(p.GetElem()))
 	for n, e := range p.GetElem() {

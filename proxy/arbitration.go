@@ -55,7 +55,7 @@ func (s *Server) arbitrate(ctx context.Context, ma *gnmi_ext.MasterArbitration) 
 	if !known {
 		var err error
 		if master, err = s.opts.Journal.ElectionID(ctx, role); err != nil {
-			return journalError(err)
+			return JournalError(err)
 		}
 	}
 	if master == nil || journal.ElectionLess(master, id) {
@@ -63,7 +63,7 @@ func (s *Server) arbitrate(ctx context.Context, ma *gnmi_ext.MasterArbitration) 
 		// the usual case, costs no journal write.
 		var err error
 		if master, err = s.opts.Journal.RaiseElectionID(ctx, role, id); err != nil {
-			return journalError(err)
+			return JournalError(err)
 		}
 	}
 	s.elections[role] = master

@@ -135,7 +135,7 @@ func commitError(err error) error {
 	case errors.As(err, &mismatch):
 		return status.Error(codes.InvalidArgument, mismatch.Reason())
 	}
-	return journalError(err)
+	return JournalError(err)
 }
 
 // commitAnswer answers a confirm or set_rollback_duration: the sidecar's

@@ -6,5 +6,7 @@
 // or once it is durably committed (ASYNC). The sidecar's own extension
 // (RegisteredExtension id 999, messages in sidecarpb, documented in
 // docs/extension.md) selects the mode, requests rollbacks, and reports the
-// proposal's index and statuses in every Set response.
+// proposal's index and statuses in every Set response. Get and Subscribe
+// of origin gnmi-sidecar go to Options.Introspection (the introspection
+// package), those with the History extension are answered from the journal.
 package proxy

@@ -283,3 +283,14 @@ func fullPath(prefix, p *gpb.Path) string {
 	}
 	return s
 }
+
+// sidecarPath parses a path of origin gnmi-sidecar.
+func sidecarPath(t testing.TB, s string) *gpb.Path {
+	t.Helper()
+	p := sidecartest.Path(t, s)
+	p.Origin = proxy.IntrospectionOrigin
+	return p
+}
+
+// sidecarPrefix is the prefix {origin: gnmi-sidecar}.
+func sidecarPrefix() *gpb.Path { return &gpb.Path{Origin: proxy.IntrospectionOrigin} }

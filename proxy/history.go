@@ -10,6 +10,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/gnmi-sidecar/gnmi-sidecar/gnmipath"
 	"github.com/gnmi-sidecar/gnmi-sidecar/journal"
 )
 
@@ -21,8 +22,9 @@ import (
 // then every change committed in [start, end), each notification
 // timestamped with its commit time.
 
-// maxUpdatesPerNotification bounds one Notification of a History answer.
-const maxUpdatesPerNotification = 1000
+// MaxUpdatesPerNotification bounds one Notification the sidecar answers
+// itself: of History, and of the introspection tree.
+const MaxUpdatesPerNotification = 1000
 
 // historyExtension returns the History extension of a Get or Subscribe
 // request (nil if absent).
@@ -58,7 +60,7 @@ func historyError(err error) error {
 	if errors.Is(err, journal.ErrCompacted) {
 		return status.Errorf(codes.OutOfRange, "%v (retention keeps the history of the newest proposals only)", err)
 	}
-	return journalError(err)
+	return JournalError(err)
 }
 
 // historyGet answers a Get with History{snapshot_time}: one notification
@@ -86,13 +88,13 @@ func (s *Server) historyGet(ctx context.Context, req *gpb.GetRequest, h *gnmi_ex
 	}
 	resp := &gpb.GetResponse{}
 	for _, p := range paths {
-		pattern := fullPath(req.GetPrefix(), p)
+		pattern := gnmipath.Join(req.GetPrefix(), p)
 		ups, err := s.committedAt(ctx, t, pattern, req.GetPrefix())
 		if err != nil {
 			return nil, err
 		}
 		if len(ups) == 0 {
-			return nil, status.Errorf(codes.NotFound, "%s: nothing was configured there at %s", journal.ShortPathString(pattern), t.UTC().Format(time.RFC3339Nano))
+			return nil, status.Errorf(codes.NotFound, "%s: nothing was configured there at %s", gnmipath.Short(pattern), t.UTC().Format(time.RFC3339Nano))
 		}
 		resp.Notification = append(resp.Notification, &gpb.Notification{Timestamp: t.UnixNano(), Prefix: req.GetPrefix(), Update: ups})
 	}
@@ -104,10 +106,10 @@ func (s *Server) historyGet(ctx context.Context, req *gpb.GetRequest, h *gnmi_ex
 func (s *Server) committedAt(ctx context.Context, t time.Time, pattern, prefix *gpb.Path) ([]*gpb.Update, error) {
 	var ups []*gpb.Update
 	err := s.opts.Journal.CommittedAt(ctx, t, concretePart(pattern), func(pv *journal.PathValue) error {
-		if pv.GetDeleted() || !matchesOrUnder(pattern.GetElem(), pv.GetPath().GetElem()) {
+		if pv.GetDeleted() || !gnmipath.MatchesOrUnder(pattern.GetElem(), pv.GetPath().GetElem()) {
 			return nil
 		}
-		ups = append(ups, &gpb.Update{Path: relativeTo(pv.GetPath(), prefix), Val: pv.GetValue()})
+		ups = append(ups, &gpb.Update{Path: gnmipath.Relative(pv.GetPath(), prefix), Val: pv.GetValue()})
 		return nil
 	})
 	if err != nil {
@@ -132,10 +134,10 @@ func (s *Server) historySubscribe(stream gpb.GNMI_SubscribeServer, first *gpb.Su
 	}
 	patterns := make([]*gpb.Path, 0, len(list.GetSubscription()))
 	for _, sub := range list.GetSubscription() {
-		patterns = append(patterns, fullPath(list.GetPrefix(), sub.GetPath()))
+		patterns = append(patterns, gnmipath.Join(list.GetPrefix(), sub.GetPath()))
 	}
 	if len(patterns) == 0 {
-		patterns = append(patterns, fullPath(list.GetPrefix(), &gpb.Path{}))
+		patterns = append(patterns, gnmipath.Join(list.GetPrefix(), &gpb.Path{}))
 	}
 	send := func(n *gpb.Notification) error {
 		return stream.Send(&gpb.SubscribeResponse{Response: &gpb.SubscribeResponse_Update{Update: n}})
@@ -198,7 +200,7 @@ func (s *Server) sendSnapshot(ctx context.Context, t time.Time, patterns []*gpb.
 			return err
 		}
 		for len(ups) > 0 {
-			n := min(len(ups), maxUpdatesPerNotification)
+			n := min(len(ups), MaxUpdatesPerNotification)
 			if err := send(&gpb.Notification{Timestamp: t.UnixNano(), Prefix: prefix, Update: ups[:n]}); err != nil {
 				return err
 			}
@@ -279,9 +281,9 @@ func deltaNotification(d *journal.HistoryDelta, patterns []*gpb.Path, prefix *gp
 			continue
 		}
 		if after == nil || after.GetDeleted() {
-			n.Delete = append(n.Delete, relativeTo(path, prefix))
+			n.Delete = append(n.Delete, gnmipath.Relative(path, prefix))
 		} else {
-			n.Update = append(n.Update, &gpb.Update{Path: relativeTo(path, prefix), Val: after.GetValue()})
+			n.Update = append(n.Update, &gpb.Update{Path: gnmipath.Relative(path, prefix), Val: after.GetValue()})
 		}
 	}
 	if len(n.Update)+len(n.Delete) == 0 {
@@ -292,9 +294,22 @@ func deltaNotification(d *journal.HistoryDelta, patterns []*gpb.Path, prefix *gp
 
 func matchesAny(patterns []*gpb.Path, p *gpb.Path) bool {
 	for _, pattern := range patterns {
-		if pattern.GetOrigin() == p.GetOrigin() && matchesOrUnder(pattern.GetElem(), p.GetElem()) {
+		if pattern.GetOrigin() == p.GetOrigin() && gnmipath.MatchesOrUnder(pattern.GetElem(), p.GetElem()) {
 			return true
 		}
 	}
 	return false
+}
+
+// concretePart returns the leading part of pattern without wildcards: the
+// subtree every match lies in.
+func concretePart(pattern *gpb.Path) *gpb.Path {
+	out := &gpb.Path{Origin: pattern.GetOrigin()}
+	for _, e := range pattern.GetElem() {
+		if gnmipath.Wild(e) {
+			break
+		}
+		out.Elem = append(out.Elem, e)
+	}
+	return out
 }

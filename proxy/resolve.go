@@ -14,6 +14,7 @@ import (
 	"google.golang.org/grpc/peer"
 	"google.golang.org/grpc/status"
 
+	"github.com/gnmi-sidecar/gnmi-sidecar/gnmipath"
 	"github.com/gnmi-sidecar/gnmi-sidecar/journal"
 	"github.com/gnmi-sidecar/gnmi-sidecar/proxy/sidecarpb"
 )
@@ -64,11 +65,11 @@ func (s *Server) resolve(ctx context.Context, r *sidecarpb.Resolve) (*gpb.SetRes
 		if _, ok := status.FromError(err); ok {
 			return nil, err
 		}
-		return nil, journalError(err)
+		return nil, JournalError(err)
 	}
 	result := &sidecarpb.ResolveResult{Settled: uint64(len(res.GetSettled())), Proposal: res.GetProposal()}
 	for _, p := range res.GetStillOutOfSync() {
-		result.StillOutOfSync = append(result.StillOutOfSync, journal.PathString(p))
+		result.StillOutOfSync = append(result.StillOutOfSync, gnmipath.String(p))
 	}
 	s.log.Info("resolved out-of-sync paths", "action", r.GetAction().String(), "by", author,
 		"settled", result.GetSettled(), "still", len(result.GetStillOutOfSync()), "proposal", result.GetProposal())
@@ -162,18 +163,18 @@ func (s *Server) deviceValues(ctx context.Context, p *gpb.Path) ([]*gpb.Update, 
 		return nil, nil
 	}
 	if err != nil {
-		return nil, status.Errorf(status.Code(err), "reading the device's values at %s: %v", journal.PathString(p), status.Convert(err).Message())
+		return nil, status.Errorf(status.Code(err), "reading the device's values at %s: %v", gnmipath.String(p), status.Convert(err).Message())
 	}
 	var out []*gpb.Update
 	for _, n := range resp.GetNotification() {
 		for _, u := range n.GetUpdate() {
 			full, err := joinPath(n.GetPrefix(), u.GetPath())
 			if err != nil {
-				return nil, status.Errorf(codes.FailedPrecondition, "the device answered a Get of %s with %v", journal.PathString(p), err)
+				return nil, status.Errorf(codes.FailedPrecondition, "the device answered a Get of %s with %v", gnmipath.String(p), err)
 			}
 			if !journal.IsUnder(full, p) {
 				return nil, status.Errorf(codes.FailedPrecondition,
-					"the device answered a Get of %s with a value at %s: adopt a path at or above it", journal.PathString(p), journal.PathString(full))
+					"the device answered a Get of %s with a value at %s: adopt a path at or above it", gnmipath.String(p), gnmipath.String(full))
 			}
 			out = append(out, &gpb.Update{Path: full, Val: u.GetVal()})
 		}
@@ -199,6 +200,14 @@ func requester(ctx context.Context) string {
 		return addr
 	}
 	return "unknown"
+}
+
+// peerAddr is the network address of the client of ctx, "" if unknown.
+func peerAddr(ctx context.Context) string {
+	if p, ok := peer.FromContext(ctx); ok && p.Addr != nil {
+		return p.Addr.String()
+	}
+	return ""
 }
 
 func subjectOf(cert *x509.Certificate) string {

@@ -21,6 +21,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/gnmi-sidecar/gnmi-sidecar/agent"
+	"github.com/gnmi-sidecar/gnmi-sidecar/gnmipath"
 	"github.com/gnmi-sidecar/gnmi-sidecar/journal"
 )
 
@@ -44,8 +45,24 @@ type Options struct {
 	// "username" and "password" metadata on passthrough Capabilities, Get
 	// and Subscribe; otherwise the client's are forwarded as they are.
 	DeviceUsername, DevicePassword string
+	// Introspection answers the requests of origin gnmi-sidecar
+	// (IntrospectionOrigin); nil refuses them with Unimplemented.
+	Introspection Introspection
 	// Logger receives structured logs (default slog.Default()).
 	Logger *slog.Logger
+}
+
+// Introspection is the sidecar's own read-only tree under origin
+// gnmi-sidecar (docs/introspection.md), to which the Server routes the
+// requests of that origin once it has checked that they are not mixed with
+// the device's and that their paths name no target.
+type Introspection interface {
+	// Get answers a Get of the tree.
+	Get(ctx context.Context, req *gpb.GetRequest) (*gpb.GetResponse, error)
+	// Subscribe answers a Subscribe of the tree whose first request, first,
+	// has been received from stream. It returns when the stream's context
+	// or ctx ends (ctx ends when the Server drains).
+	Subscribe(ctx context.Context, stream gpb.GNMI_SubscribeServer, first *gpb.SubscribeRequest) error
 }
 
 // Server is the northbound gNMI service. Register it on a grpc.Server.
@@ -148,8 +165,10 @@ func (s *Server) Get(ctx context.Context, req *gpb.GetRequest) (*gpb.GetResponse
 	switch {
 	case own && hist != nil:
 		return nil, status.Errorf(codes.InvalidArgument, "the History extension applies to the device's configuration, not to origin %q", IntrospectionOrigin)
+	case own && s.opts.Introspection == nil:
+		return nil, noIntrospection()
 	case own:
-		return s.introspectGet(ctx, req)
+		return s.opts.Introspection.Get(ctx, req)
 	case hist != nil:
 		return s.historyGet(ctx, req, hist)
 	}
@@ -229,6 +248,27 @@ func (s *Server) Subscribe(stream gpb.GNMI_SubscribeServer) error {
 		}
 	}
 	return s.relay(stream, first)
+}
+
+// introspectSubscribe hands a Subscribe of origin gnmi-sidecar to
+// Options.Introspection, ending it with Unavailable when the Server drains.
+func (s *Server) introspectSubscribe(stream gpb.GNMI_SubscribeServer, first *gpb.SubscribeRequest) error {
+	if s.opts.Introspection == nil {
+		return noIntrospection()
+	}
+	ctx, cancel := context.WithCancel(stream.Context())
+	defer cancel()
+	stopDrain := context.AfterFunc(s.streams, cancel)
+	defer stopDrain()
+	err := s.opts.Introspection.Subscribe(ctx, stream, first)
+	if err != nil && stream.Context().Err() == nil && s.streams.Err() != nil {
+		return status.Error(codes.Unavailable, "the sidecar is shutting down")
+	}
+	return err
+}
+
+func noIntrospection() error {
+	return status.Errorf(codes.Unimplemented, "origin %q is not served by this sidecar", IntrospectionOrigin)
 }
 
 // relay relays one client stream to one device stream, both ways, starting
@@ -320,7 +360,7 @@ func isIntrospection(prefix *gpb.Path, paths []*gpb.Path) (bool, error) {
 func noPathTargets(paths ...*gpb.Path) error {
 	for _, p := range paths {
 		if t := p.GetTarget(); t != "" {
-			return status.Errorf(codes.InvalidArgument, "path %s has target %q: gNMI allows a target only in the prefix", journal.ShortPathString(p), t)
+			return status.Errorf(codes.InvalidArgument, "path %s has target %q: gNMI allows a target only in the prefix", gnmipath.Short(p), t)
 		}
 	}
 	return nil

@@ -16,6 +16,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/gnmi-sidecar/gnmi-sidecar/agent"
+	"github.com/gnmi-sidecar/gnmi-sidecar/gnmipath"
 	"github.com/gnmi-sidecar/gnmi-sidecar/journal"
 	"github.com/gnmi-sidecar/gnmi-sidecar/leaves"
 	"github.com/gnmi-sidecar/gnmi-sidecar/proxy/sidecarpb"
@@ -28,7 +29,7 @@ const ExtensionID = gnmi_ext.ExtensionID_EID_EXPERIMENTAL
 // proposes a rollback) and answers when the agent is done with it: after
 // the device answered (SYNC) or once committed (ASYNC).
 func (s *Server) Set(ctx context.Context, req *gpb.SetRequest) (*gpb.SetResponse, error) {
-	ext, commit, err := requestExtension(req.GetExtension())
+	ext, commit, err := RequestExtensions(req.GetExtension())
 	if err != nil {
 		return nil, err
 	}
@@ -85,7 +86,7 @@ func (s *Server) propose(ctx context.Context, req *gpb.SetRequest, sync bool, jo
 	}
 	p, err := journalIt()
 	if err != nil {
-		return nil, journalError(err)
+		return nil, JournalError(err)
 	}
 	log := s.log.With("proposal", p.GetIndex())
 	log.Debug("set journaled", "ops", len(p.GetChange().GetOps()), "sync", sync)
@@ -136,7 +137,7 @@ func (s *Server) rollback(ctx context.Context, i uint64, sync bool) (*gpb.SetRes
 			return nil, status.Error(codes.NotFound, "nothing to roll back: no change is in effect")
 		}
 		if err != nil {
-			return nil, journalError(err)
+			return nil, JournalError(err)
 		}
 		i = newest
 	}
@@ -144,7 +145,7 @@ func (s *Server) rollback(ctx context.Context, i uint64, sync bool) (*gpb.SetRes
 		if errors.Is(err, journal.ErrNotFound) {
 			return nil, status.Errorf(codes.NotFound, "cannot roll back proposal %d: it does not exist", i)
 		}
-		return nil, journalError(err)
+		return nil, JournalError(err)
 	}
 	s.opts.Agent.Notify()
 	s.log.Info("rollback journaled", "proposal", i, "sync", sync)
@@ -160,7 +161,7 @@ func (s *Server) rollback(ctx context.Context, i uint64, sync bool) (*gpb.SetRes
 func (s *Server) atRest(ctx context.Context) error {
 	c, err := s.opts.Journal.Configuration(ctx)
 	if err != nil {
-		return journalError(err)
+		return JournalError(err)
 	}
 	last := c.GetLastIndex()
 	if last == 0 || last < c.GetFirstIndex() {
@@ -179,7 +180,7 @@ func (s *Server) atRest(ctx context.Context) error {
 	case wctx.Err() != nil:
 		return nil // the client's deadline is near: propose, the journal says why if it refuses
 	}
-	return journalError(err)
+	return JournalError(err)
 }
 
 // waitRollback waits until proposal i's rollback is applied (sync) or
@@ -303,7 +304,7 @@ func (s *Server) waitError(ctx context.Context, i uint64, err error) error {
 		// Aborted, as for a shutdown: the Set is journaled.
 		return status.Errorf(codes.Aborted, "the sidecar's journal failed a write to its disk and the sidecar stops to recover; the Set is journaled as proposal %d and will be applied when it runs again", i)
 	}
-	return journalError(err)
+	return JournalError(err)
 }
 
 // changeError is the error a finished change answers with: the device's
@@ -325,10 +326,11 @@ func changeError(p *journal.Proposal) error {
 	return st.Err()
 }
 
-// requestExtension returns the sidecar extension of a SetRequest (the zero
-// Request if absent) and its commit-confirmed extension (nil if absent),
-// and refuses extensions the sidecar cannot honour.
-func requestExtension(exts []*gnmi_ext.Extension) (*sidecarpb.Request, *gnmi_ext.Commit, error) {
+// RequestExtensions returns the sidecar extension of a SetRequest's
+// extensions (the zero Request if absent) and its commit-confirmed
+// extension (nil if absent), and refuses, with InvalidArgument, extensions
+// the sidecar cannot honour: as Set decodes them.
+func RequestExtensions(exts []*gnmi_ext.Extension) (*sidecarpb.Request, *gnmi_ext.Commit, error) {
 	out := &sidecarpb.Request{}
 	var commit *gnmi_ext.Commit
 	seen := false
@@ -397,13 +399,13 @@ func requestOps(req *gpb.SetRequest) ([]*journal.Op, error) {
 			}
 			//lint:ignore SA1019 the deprecated field is read only to refuse it
 			if u.GetValue() != nil {
-				return nil, status.Errorf(codes.InvalidArgument, "%s of %s uses the deprecated value field; send val (a TypedValue)", group.name, journal.ShortPathString(full))
+				return nil, status.Errorf(codes.InvalidArgument, "%s of %s uses the deprecated value field; send val (a TypedValue)", group.name, gnmipath.Short(full))
 			}
 			if u.GetVal().GetValue() == nil {
-				return nil, status.Errorf(codes.InvalidArgument, "%s of %s has no value", group.name, journal.ShortPathString(full))
+				return nil, status.Errorf(codes.InvalidArgument, "%s of %s has no value", group.name, gnmipath.Short(full))
 			}
 			if err := checkJSON(u.GetVal()); err != nil {
-				return nil, status.Errorf(codes.InvalidArgument, "%s of %s: %v", group.name, journal.ShortPathString(full), err)
+				return nil, status.Errorf(codes.InvalidArgument, "%s of %s: %v", group.name, gnmipath.Short(full), err)
 			}
 			ops = append(ops, &journal.Op{Kind: group.kind, Path: full,
 				Values: []*journal.Leaf{{Path: full, Value: u.GetVal()}}})
@@ -428,19 +430,13 @@ func joinPath(prefix, p *gpb.Path) (*gpb.Path, error) {
 	if err := noPathTargets(p); err != nil {
 		return nil, err
 	}
-	origin := p.GetOrigin()
-	if po := prefix.GetOrigin(); po != "" {
-		if origin != "" && origin != po {
-			return nil, status.Errorf(codes.InvalidArgument, "path origin %q contradicts prefix origin %q", origin, po)
-		}
-		origin = po
+	if o, po := p.GetOrigin(), prefix.GetOrigin(); o != "" && po != "" && o != po {
+		return nil, status.Errorf(codes.InvalidArgument, "path origin %q contradicts prefix origin %q", o, po)
 	}
-	if origin == IntrospectionOrigin {
+	full := gnmipath.Join(prefix, p)
+	if full.GetOrigin() == IntrospectionOrigin {
 		return nil, status.Errorf(codes.InvalidArgument, "origin %q is the sidecar's read-only journal tree: it cannot be Set", IntrospectionOrigin)
 	}
-	full := &gpb.Path{Origin: origin}
-	full.Elem = append(full.Elem, prefix.GetElem()...)
-	full.Elem = append(full.Elem, p.GetElem()...)
 	if err := journal.ValidatePath(full); err != nil {
 		return nil, status.Error(codes.InvalidArgument, err.Error())
 	}
@@ -533,8 +529,9 @@ func statusOf(s journal.Status) sidecarpb.Status {
 	return sidecarpb.Status(s)
 }
 
-// journalError maps a journal error to a gRPC status.
-func journalError(err error) error {
+// JournalError maps an error of the journal or the agent to the gRPC
+// status a client gets for it.
+func JournalError(err error) error {
 	var guard *journal.GuardError
 	var value *leaves.Error
 	switch {

@@ -26,6 +26,8 @@ import (
 
 	"github.com/gnmi-sidecar/gnmi-sidecar/agent"
 	"github.com/gnmi-sidecar/gnmi-sidecar/agent/trace"
+	"github.com/gnmi-sidecar/gnmi-sidecar/authz"
+	"github.com/gnmi-sidecar/gnmi-sidecar/introspection"
 	"github.com/gnmi-sidecar/gnmi-sidecar/journal"
 	"github.com/gnmi-sidecar/gnmi-sidecar/leaves"
 	"github.com/gnmi-sidecar/gnmi-sidecar/proxy"
@@ -101,7 +103,7 @@ type Config struct {
 	// ServerTLS is the northbound TLS configuration; nil: plaintext.
 	ServerTLS *tls.Config
 	// Policy authorizes the clients by role; nil: every client is admin.
-	Policy *proxy.Policy
+	Policy *authz.Policy
 	// ServerOptions are added to the northbound gRPC server's own.
 	ServerOptions []grpc.ServerOption
 	// MaxRecvMsgSize is the largest gNMI request accepted, in bytes (0:
@@ -257,8 +259,13 @@ func (s *Sidecar) assemble() error {
 		return err
 	}
 	s.agent = a
+	tree, err := introspection.New(introspection.Options{Journal: s.journal, Agent: a, Address: cfg.Target, Logger: s.log})
+	if err != nil {
+		return err
+	}
 	p, err := proxy.New(proxy.Options{
 		Target:                cfg.Target,
+		Introspection:         tree,
 		TLS:                   cfg.DeviceTLS,
 		Journal:               s.journal,
 		Agent:                 a,

@@ -100,7 +100,7 @@ type Report struct {
 	Violations []Violation
 	Counts     Counts
 	// Applied is the applied configuration the trace implies: path (as
-	// journal.PathString renders it) → the last value CompleteApply or
+	// gnmipath.String renders it) → the last value CompleteApply or
 	// CompleteApplyRollback wrote there.
 	Applied map[string]Value
 	// Proposals holds the last known status of every proposal the trace

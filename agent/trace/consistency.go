@@ -14,6 +14,7 @@ import (
 	"google.golang.org/protobuf/encoding/prototext"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/gnmi-sidecar/gnmi-sidecar/gnmipath"
 	"github.com/gnmi-sidecar/gnmi-sidecar/journal"
 	"github.com/gnmi-sidecar/gnmi-sidecar/leaves"
 )
@@ -26,7 +27,7 @@ import (
 func CheckApplied(model map[string]Value, journalApplied []*journal.PathValue) []Violation {
 	actual := make(map[string]*journal.PathValue, len(journalApplied))
 	for _, pv := range journalApplied {
-		actual[journal.PathString(pv.GetPath())] = pv
+		actual[gnmipath.String(pv.GetPath())] = pv
 	}
 	paths := slices.AppendSeq(slices.Collect(maps.Keys(model)), maps.Keys(actual))
 	slices.Sort(paths)
@@ -165,7 +166,7 @@ func checkDevice(applied []*journal.PathValue, device map[string]*gnmi.TypedValu
 			}
 			if !underDevice[deviceKey(pv.GetPath())] {
 				out = append(out, consistency("%s: the device has no such list entry, the applied values create it (proposal %d)",
-					journal.PathString(pv.GetPath()), pv.GetIndex()))
+					gnmipath.String(pv.GetPath()), pv.GetIndex()))
 			}
 		case isOpaque(pv.GetValue()):
 			stats.opaque++
@@ -212,7 +213,7 @@ func parseLeaves(device map[string]*gnmi.TypedValue) ([]deviceLeaf, []Violation)
 // diffDevice describes how the device differs from the applied scalar pv
 // (l is the device leaf at its path, zero if none), or returns "".
 func diffDevice(pv *journal.PathValue, l deviceLeaf) string {
-	path := journal.PathString(pv.GetPath())
+	path := gnmipath.String(pv.GetPath())
 	switch {
 	case l.path == nil:
 		return fmt.Sprintf("%s: the device has no value, the applied value is %s from proposal %d",
@@ -271,7 +272,7 @@ func (ix appliedIndex) unaccounted(l deviceLeaf) string {
 	switch {
 	case tombstone != nil && (put == nil || put.GetIndex() < tombstone.GetIndex()):
 		return fmt.Sprintf("%s: the device has %s, but the applied values delete %s (proposal %d)",
-			l.name, show(l.value), journal.PathString(tombstone.GetPath()), tombstone.GetIndex())
+			l.name, show(l.value), gnmipath.String(tombstone.GetPath()), tombstone.GetIndex())
 	case put == nil:
 		return fmt.Sprintf("%s: the device has %s, which no applied value accounts for", l.name, show(l.value))
 	}
@@ -396,7 +397,7 @@ func deviceKey(p *gnmi.Path) string {
 	return string(journal.PathKey(p))
 }
 
-// parsePath parses a path as journal.PathString renders it:
+// parsePath parses a path as gnmipath.String renders it:
 // "/a/b[k=v]/c", or "origin:/a/..." with an origin.
 func parsePath(s string) (*gnmi.Path, error) {
 	origin, rest := "", s

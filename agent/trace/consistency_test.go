@@ -10,6 +10,7 @@ import (
 	"github.com/openconfig/ygot/ygot"
 	"google.golang.org/protobuf/testing/protocmp"
 
+	"github.com/gnmi-sidecar/gnmi-sidecar/gnmipath"
 	"github.com/gnmi-sidecar/gnmi-sidecar/journal"
 )
 
@@ -333,9 +334,9 @@ func TestCoveringPaths(t *testing.T) {
 	p := mustPath(t, "/a/b[k=v]/c[x=y]")
 	var got []string
 	for _, c := range coveringPaths(p) {
-		got = append(got, journal.PathString(c))
+		got = append(got, gnmipath.String(c))
 		if !journal.IsUnder(p, c) {
-			t.Errorf("%s is not under %s", journal.PathString(p), journal.PathString(c))
+			t.Errorf("%s is not under %s", gnmipath.String(p), gnmipath.String(c))
 		}
 	}
 	want := []string{"/", "/a", "/a/b[k=v]", "/a/b", "/a/b[k=v]/c"}

@@ -11,12 +11,12 @@ import (
 	"github.com/openconfig/gnmi/proto/gnmi"
 	"google.golang.org/protobuf/proto"
 
-	"github.com/gnmi-sidecar/gnmi-sidecar/journal"
+	"github.com/gnmi-sidecar/gnmi-sidecar/gnmipath"
 )
 
-// FuzzParsePath checks that parsePath reads back what journal.PathString
+// FuzzParsePath checks that parsePath reads back what gnmipath.String
 // renders: a path parsed from any string renders as a string that parses
-// to the same path. Only names, key names and origins that PathString can
+// to the same path. Only names, key names and origins that gnmipath.String can
 // render unambiguously are checked (it escapes key values only), and key
 // values holding both "]" and "/" are left out: ygot's parser splits
 // elements at a "/" after an escaped "]".
@@ -42,7 +42,7 @@ func FuzzParsePath(f *testing.F) {
 		if err != nil || !plainPath(p) {
 			return
 		}
-		rendered := journal.PathString(p)
+		rendered := gnmipath.String(p)
 		again, err := parsePath(rendered)
 		if err != nil {
 			t.Fatalf("%q parses to %v, rendered %q, which does not parse: %v", s, p, rendered, err)

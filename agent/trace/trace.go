@@ -16,6 +16,7 @@ import (
 
 	"google.golang.org/protobuf/encoding/protojson"
 
+	"github.com/gnmi-sidecar/gnmi-sidecar/gnmipath"
 	"github.com/gnmi-sidecar/gnmi-sidecar/journal"
 )
 
@@ -205,7 +206,7 @@ func (t *Tracer) write(l *Line) {
 func traceValues(pvs []*journal.PathValue) []Value {
 	out := make([]Value, 0, len(pvs))
 	for _, pv := range pvs {
-		v := Value{Path: journal.PathString(pv.GetPath()), Index: pv.GetIndex(), Deleted: pv.GetDeleted()}
+		v := Value{Path: gnmipath.String(pv.GetPath()), Index: pv.GetIndex(), Deleted: pv.GetDeleted()}
 		if !pv.GetDeleted() && pv.GetValue() != nil {
 			if b, err := protojson.Marshal(pv.GetValue()); err == nil {
 				v.Value = b

@@ -26,6 +26,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/gnmi-sidecar/gnmi-sidecar/agent/trace"
+	"github.com/gnmi-sidecar/gnmi-sidecar/gnmipath"
 	"github.com/gnmi-sidecar/gnmi-sidecar/journal"
 )
 
@@ -512,7 +513,7 @@ func (d *diffRun) dumpJournal(t *testing.T) {
 }
 
 func showPV(pv *journal.PathValue) string {
-	s := journal.PathString(pv.GetPath())
+	s := gnmipath.String(pv.GetPath())
 	if pv.GetDeleted() {
 		return fmt.Sprintf("%s deleted @%d", s, pv.GetIndex())
 	}

@@ -26,14 +26,13 @@ import (
 	"google.golang.org/protobuf/encoding/protojson"
 
 	"github.com/gnmi-sidecar/gnmi-sidecar/client"
+	"github.com/gnmi-sidecar/gnmi-sidecar/introspection"
 	"github.com/gnmi-sidecar/gnmi-sidecar/leaves"
 	"github.com/gnmi-sidecar/gnmi-sidecar/proxy/sidecarpb"
 )
 
-// introspectionOrigin is the gNMI origin of the sidecar's own tree
-// (proxy.IntrospectionOrigin; not imported, so that the commands depend on
-// the wire contract only).
-const introspectionOrigin = "gnmi-sidecar"
+// introspectionOrigin is the gNMI origin of the sidecar's own tree.
+const introspectionOrigin = introspection.Origin
 
 // --- views ---
 
@@ -428,7 +427,7 @@ func elem(name string, kv ...string) *gpb.PathElem {
 }
 
 func proposalElems(index string, below ...*gpb.PathElem) []*gpb.PathElem {
-	return append([]*gpb.PathElem{elem("proposals"), elem("proposal", "index", index)}, below...)
+	return append([]*gpb.PathElem{elem(introspection.Proposals), elem(introspection.Proposal, introspection.Index, index)}, below...)
 }
 
 // getIntrospection sends one GetRequest for paths (each a list of elements
@@ -459,7 +458,7 @@ func getIntrospection(ctx context.Context, c gpb.GNMIClient, paths ...[]*gpb.Pat
 func stateLeaves(leaves []leaf, container string) map[string]*gpb.TypedValue {
 	m := map[string]*gpb.TypedValue{}
 	for _, l := range leaves {
-		if len(l.elems) == 3 && l.elems[0].GetName() == container && l.elems[1].GetName() == "state" {
+		if len(l.elems) == 3 && l.elems[0].GetName() == container && l.elems[1].GetName() == introspection.State {
 			m[l.elems[2].GetName()] = l.val
 		}
 	}
@@ -530,39 +529,39 @@ func stringOf(tv *gpb.TypedValue) string {
 
 func configurationState(m map[string]*gpb.TypedValue) ConfigurationState {
 	return ConfigurationState{
-		CommittedIndex:    uintOf(m["committed-index"]),
-		CommittedProposal: uintOf(m["committed-proposal"]),
-		AppliedIndex:      uintOf(m["applied-index"]),
-		AppliedProposal:   uintOf(m["applied-proposal"]),
-		AppliedTerm:       uintOf(m["applied-term"]),
-		AppliedTarget:     uintOf(m["applied-target"]),
-		Status:            stringOf(m["status"]),
-		FirstIndex:        uintOf(m["first-index"]),
-		LastIndex:         uintOf(m["last-index"]),
-		RollingBack:       optUint(m["rolling-back"]),
-		HistoryFloor:      timeOf(m["history-floor"]),
-		OutOfSync:         uintOf(m["out-of-sync"]),
-		Resolutions:       uintOf(m["resolutions"]),
+		CommittedIndex:    uintOf(m[introspection.CommittedIndex]),
+		CommittedProposal: uintOf(m[introspection.CommittedProposal]),
+		AppliedIndex:      uintOf(m[introspection.AppliedIndex]),
+		AppliedProposal:   uintOf(m[introspection.AppliedProposal]),
+		AppliedTerm:       uintOf(m[introspection.AppliedTerm]),
+		AppliedTarget:     uintOf(m[introspection.AppliedTarget]),
+		Status:            stringOf(m[introspection.Status]),
+		FirstIndex:        uintOf(m[introspection.FirstIndex]),
+		LastIndex:         uintOf(m[introspection.LastIndex]),
+		RollingBack:       optUint(m[introspection.RollingBack]),
+		HistoryFloor:      timeOf(m[introspection.HistoryFloor]),
+		OutOfSync:         uintOf(m[introspection.OutOfSync]),
+		Resolutions:       uintOf(m[introspection.Resolutions]),
 	}
 }
 
 func deviceState(m map[string]*gpb.TypedValue) DeviceState {
 	d := DeviceState{
-		Address:          stringOf(m["address"]),
-		Connected:        boolOf(m["connected"]),
-		Term:             optUint(m["term"]),
-		Repushing:        boolOf(m["repushing"]),
-		Fenced:           boolOf(m["fenced"]),
-		FencedBy:         stringOf(m["fenced-by"]),
-		LastRepushTime:   timeOf(m["last-repush-time"]),
-		LastRepushValues: optUint(m["last-repush-values"]),
-		LastError:        stringOf(m["last-error"]),
+		Address:          stringOf(m[introspection.Address]),
+		Connected:        boolOf(m[introspection.Connected]),
+		Term:             optUint(m[introspection.Term]),
+		Repushing:        boolOf(m[introspection.Repushing]),
+		Fenced:           boolOf(m[introspection.Fenced]),
+		FencedBy:         stringOf(m[introspection.FencedBy]),
+		LastRepushTime:   timeOf(m[introspection.LastRepushTime]),
+		LastRepushValues: optUint(m[introspection.LastRepushValues]),
+		LastError:        stringOf(m[introspection.LastError]),
 	}
-	if tv := m["last-repush-duration"]; tv != nil {
+	if tv := m[introspection.LastRepushDuration]; tv != nil {
 		n := intOf(tv)
 		d.LastRepushDuration = &n
 	}
-	if tv := m["last-repush-device-duration"]; tv != nil {
+	if tv := m[introspection.LastRepushDeviceDuration]; tv != nil {
 		n := intOf(tv)
 		d.LastRepushDeviceDuration = &n
 	}
@@ -574,40 +573,40 @@ func commitConfirmState(m map[string]*gpb.TypedValue) *CommitConfirmState {
 		return nil
 	}
 	return &CommitConfirmState{
-		ID:        stringOf(m["id"]),
-		Proposal:  uintOf(m["proposal"]),
-		Started:   timeOf(m["started"]),
-		Deadline:  timeOf(m["deadline"]),
-		Cancelled: boolOf(m["cancelled"]),
+		ID:        stringOf(m[introspection.ID]),
+		Proposal:  uintOf(m[introspection.Proposal]),
+		Started:   timeOf(m[introspection.Started]),
+		Deadline:  timeOf(m[introspection.Deadline]),
+		Cancelled: boolOf(m[introspection.Cancelled]),
 	}
 }
 
 func proposalState(index uint64, m map[string]*gpb.TypedValue) ProposalState {
 	p := ProposalState{
 		Index:                index,
-		Phase:                stringOf(m["phase"]),
-		CommitStatus:         stringOf(m["commit-status"]),
-		ApplyStatus:          stringOf(m["apply-status"]),
-		Proposed:             timeOf(m["proposed"]),
-		Committed:            timeOf(m["committed"]),
-		ApplyStarted:         timeOf(m["apply-started"]),
-		Applied:              timeOf(m["applied"]),
-		ErrorCode:            stringOf(m["error-code"]),
-		ErrorMessage:         stringOf(m["error-message"]),
-		Operations:           uintOf(m["operations"]),
-		Author:               stringOf(m["author"]),
-		Adopted:              boolOf(m["adopted"]),
-		RollbackErrorCode:    stringOf(m["rollback-error-code"]),
-		RollbackErrorMessage: stringOf(m["rollback-error-message"]),
-		RollbackIndex:        optUint(m["rollback-index"]),
-		RollbackCommitStatus: stringOf(m["rollback-commit-status"]),
-		RollbackApplyStatus:  stringOf(m["rollback-apply-status"]),
-		RollbackProposed:     timeOf(m["rollback-proposed"]),
-		RollbackCommitted:    timeOf(m["rollback-committed"]),
-		RollbackApplyStarted: timeOf(m["rollback-apply-started"]),
-		RollbackApplied:      timeOf(m["rollback-applied"]),
+		Phase:                stringOf(m[introspection.Phase]),
+		CommitStatus:         stringOf(m[introspection.CommitStatus]),
+		ApplyStatus:          stringOf(m[introspection.ApplyStatus]),
+		Proposed:             timeOf(m[introspection.Proposed]),
+		Committed:            timeOf(m[introspection.Committed]),
+		ApplyStarted:         timeOf(m[introspection.ApplyStarted]),
+		Applied:              timeOf(m[introspection.Applied]),
+		ErrorCode:            stringOf(m[introspection.ErrorCode]),
+		ErrorMessage:         stringOf(m[introspection.ErrorMessage]),
+		Operations:           uintOf(m[introspection.Operations]),
+		Author:               stringOf(m[introspection.Author]),
+		Adopted:              boolOf(m[introspection.Adopted]),
+		RollbackErrorCode:    stringOf(m[introspection.RollbackErrorCode]),
+		RollbackErrorMessage: stringOf(m[introspection.RollbackErrorMessage]),
+		RollbackIndex:        optUint(m[introspection.RollbackIndex]),
+		RollbackCommitStatus: stringOf(m[introspection.RollbackCommitStatus]),
+		RollbackApplyStatus:  stringOf(m[introspection.RollbackApplyStatus]),
+		RollbackProposed:     timeOf(m[introspection.RollbackProposed]),
+		RollbackCommitted:    timeOf(m[introspection.RollbackCommitted]),
+		RollbackApplyStarted: timeOf(m[introspection.RollbackApplyStarted]),
+		RollbackApplied:      timeOf(m[introspection.RollbackApplied]),
 	}
-	if tv := m["index"]; tv != nil {
+	if tv := m[introspection.Index]; tv != nil {
 		p.Index = uintOf(tv)
 	}
 	return p
@@ -625,10 +624,10 @@ func proposalTrees(leaves []leaf) map[uint64]*proposalTree {
 	out := map[uint64]*proposalTree{}
 	for _, l := range leaves {
 		e := l.elems
-		if len(e) < 4 || e[0].GetName() != "proposals" || e[1].GetName() != "proposal" {
+		if len(e) < 4 || e[0].GetName() != introspection.Proposals || e[1].GetName() != introspection.Proposal {
 			continue
 		}
-		index, err := strconv.ParseUint(e[1].GetKey()["index"], 10, 64)
+		index, err := strconv.ParseUint(e[1].GetKey()[introspection.Index], 10, 64)
 		if err != nil {
 			continue
 		}
@@ -638,10 +637,10 @@ func proposalTrees(leaves []leaf) map[uint64]*proposalTree {
 			out[index] = t
 		}
 		switch rest := e[2:]; {
-		case len(rest) == 2 && rest[0].GetName() == "state":
+		case len(rest) == 2 && rest[0].GetName() == introspection.State:
 			t.state[rest[1].GetName()] = l.val
-		case len(rest) == 4 && rest[0].GetName() == "operations" && rest[1].GetName() == "operation" && rest[2].GetName() == "state":
-			seq, err := strconv.ParseUint(rest[1].GetKey()["seq"], 10, 64)
+		case len(rest) == 4 && rest[0].GetName() == introspection.Operations && rest[1].GetName() == introspection.Operation && rest[2].GetName() == introspection.State:
+			seq, err := strconv.ParseUint(rest[1].GetKey()[introspection.Seq], 10, 64)
 			if err != nil {
 				continue
 			}
@@ -649,8 +648,8 @@ func proposalTrees(leaves []leaf) map[uint64]*proposalTree {
 				t.ops[seq] = map[string]*gpb.TypedValue{}
 			}
 			t.ops[seq][rest[3].GetName()] = l.val
-		case len(rest) == 4 && rest[0].GetName() == "changes" && rest[1].GetName() == "change" && rest[2].GetName() == "state":
-			key := rest[1].GetKey()["path"]
+		case len(rest) == 4 && rest[0].GetName() == introspection.Changes && rest[1].GetName() == introspection.Change && rest[2].GetName() == introspection.State:
+			key := rest[1].GetKey()[introspection.Path]
 			if t.chg[key] == nil {
 				t.chg[key] = map[string]*gpb.TypedValue{}
 			}
@@ -670,17 +669,17 @@ func (t *proposalTree) detail(index uint64) *ProposalDetail {
 	for _, seq := range seqs {
 		m := t.ops[seq]
 		d.Operations = append(d.Operations, OperationView{
-			Seq: seq, Kind: stringOf(m["kind"]), Path: stringOf(m["path"]), Value: newValue(m["value"]),
+			Seq: seq, Kind: stringOf(m[introspection.Kind]), Path: stringOf(m[introspection.Path]), Value: newValue(m[introspection.Value]),
 		})
 	}
 	for key, m := range t.chg {
 		c := ChangeView{
-			Path:            stringOf(m["path"]),
-			Deleted:         boolOf(m["deleted"]),
-			Value:           newValue(m["value"]),
-			PreviousIndex:   uintOf(m["previous-index"]),
-			PreviousDeleted: boolOf(m["previous-deleted"]),
-			PreviousValue:   newValue(m["previous-value"]),
+			Path:            stringOf(m[introspection.Path]),
+			Deleted:         boolOf(m[introspection.Deleted]),
+			Value:           newValue(m[introspection.Value]),
+			PreviousIndex:   uintOf(m[introspection.PreviousIndex]),
+			PreviousDeleted: boolOf(m[introspection.PreviousDeleted]),
+			PreviousValue:   newValue(m[introspection.PreviousValue]),
 		}
 		if c.Path == "" {
 			c.Path = key
@@ -693,11 +692,11 @@ func (t *proposalTree) detail(index uint64) *ProposalDetail {
 
 // fetchConfiguration reads configuration/state.
 func fetchConfiguration(ctx context.Context, c gpb.GNMIClient) (ConfigurationState, error) {
-	leaves, err := getIntrospection(ctx, c, []*gpb.PathElem{elem("configuration"), elem("state")})
+	leaves, err := getIntrospection(ctx, c, []*gpb.PathElem{elem(introspection.Configuration), elem(introspection.State)})
 	if err != nil {
 		return ConfigurationState{}, err
 	}
-	return configurationState(stateLeaves(leaves, "configuration")), nil
+	return configurationState(stateLeaves(leaves, introspection.Configuration)), nil
 }
 
 // fetchStatus reads configuration/state and device/state in one Get, then
@@ -705,20 +704,20 @@ func fetchConfiguration(ctx context.Context, c gpb.GNMIClient) (ConfigurationSta
 // outstanding).
 func fetchStatus(ctx context.Context, c gpb.GNMIClient) (*StatusView, error) {
 	leaves, err := getIntrospection(ctx, c,
-		[]*gpb.PathElem{elem("configuration"), elem("state")},
-		[]*gpb.PathElem{elem("device"), elem("state")})
+		[]*gpb.PathElem{elem(introspection.Configuration), elem(introspection.State)},
+		[]*gpb.PathElem{elem(introspection.Device), elem(introspection.State)})
 	if err != nil {
 		return nil, err
 	}
 	v := &StatusView{
-		Configuration: configurationState(stateLeaves(leaves, "configuration")),
-		Device:        deviceState(stateLeaves(leaves, "device")),
+		Configuration: configurationState(stateLeaves(leaves, introspection.Configuration)),
+		Device:        deviceState(stateLeaves(leaves, introspection.Device)),
 	}
-	cc, err := getIntrospection(ctx, c, []*gpb.PathElem{elem("commit-confirm"), elem("state")})
+	cc, err := getIntrospection(ctx, c, []*gpb.PathElem{elem(introspection.CommitConfirm), elem(introspection.State)})
 	if err != nil && status.Code(err) != codes.NotFound {
 		return nil, err
 	}
-	v.CommitConfirm = commitConfirmState(stateLeaves(cc, "commit-confirm"))
+	v.CommitConfirm = commitConfirmState(stateLeaves(cc, introspection.CommitConfirm))
 	v.OutOfSync, v.Resolutions = []OutOfSyncState{}, []ResolutionState{}
 	if v.Configuration.Resolutions > 0 {
 		if v.Resolutions, err = fetchResolutions(ctx, c); err != nil {
@@ -728,16 +727,16 @@ func fetchStatus(ctx context.Context, c gpb.GNMIClient) (*StatusView, error) {
 	if v.Configuration.OutOfSync == 0 {
 		return v, nil
 	}
-	entries, err := fetchEntries(ctx, c, "out-of-sync", "path", "path")
+	entries, err := fetchEntries(ctx, c, introspection.OutOfSync, introspection.Path, introspection.Path)
 	if err != nil {
 		return nil, err
 	}
 	for _, p := range slices.Sorted(maps.Keys(entries)) {
 		m := entries[p]
 		v.OutOfSync = append(v.OutOfSync, OutOfSyncState{
-			Path: stringOf(m["path"]), Deleted: boolOf(m["deleted"]), Value: newValue(m["value"]),
-			Cause: stringOf(m["cause"]), Proposal: optUint(m["proposal"]), ErrorCode: stringOf(m["error-code"]),
-			ErrorMessage: stringOf(m["error-message"]), Since: timeOf(m["since"]),
+			Path: stringOf(m[introspection.Path]), Deleted: boolOf(m[introspection.Deleted]), Value: newValue(m[introspection.Value]),
+			Cause: stringOf(m[introspection.Cause]), Proposal: optUint(m[introspection.Proposal]), ErrorCode: stringOf(m[introspection.ErrorCode]),
+			ErrorMessage: stringOf(m[introspection.ErrorMessage]), Since: timeOf(m[introspection.Since]),
 		})
 	}
 	return v, nil
@@ -745,7 +744,7 @@ func fetchStatus(ctx context.Context, c gpb.GNMIClient) (*StatusView, error) {
 
 // fetchResolutions reads the newest maxStatusResolutions resolves.
 func fetchResolutions(ctx context.Context, c gpb.GNMIClient) ([]ResolutionState, error) {
-	entries, err := fetchEntries(ctx, c, "resolutions", "resolution", "seq")
+	entries, err := fetchEntries(ctx, c, introspection.Resolutions, introspection.Resolution, introspection.Seq)
 	if err != nil {
 		return nil, err
 	}
@@ -762,9 +761,9 @@ func fetchResolutions(ctx context.Context, c gpb.GNMIClient) ([]ResolutionState,
 	out := []ResolutionState{}
 	for _, seq := range seqs {
 		m := bySeq[seq]
-		out = append(out, ResolutionState{Seq: seq, Time: timeOf(m["time"]), Author: stringOf(m["author"]),
-			Action: stringOf(m["action"]), Settled: stringsOf(m["settled"]), StillOutOfSync: stringsOf(m["still-out-of-sync"]),
-			Proposal: optUint(m["proposal"])})
+		out = append(out, ResolutionState{Seq: seq, Time: timeOf(m[introspection.Time]), Author: stringOf(m[introspection.Author]),
+			Action: stringOf(m[introspection.Action]), Settled: stringsOf(m[introspection.Settled]), StillOutOfSync: stringsOf(m[introspection.StillOutOfSync]),
+			Proposal: optUint(m[introspection.Proposal])})
 	}
 	return out, nil
 }
@@ -779,7 +778,7 @@ func fetchEntries(ctx context.Context, c gpb.GNMIClient, container, list, key st
 	}
 	out := map[string]map[string]*gpb.TypedValue{}
 	for _, l := range leaves {
-		if len(l.elems) != 4 || l.elems[1].GetName() != list || l.elems[2].GetName() != "state" {
+		if len(l.elems) != 4 || l.elems[1].GetName() != list || l.elems[2].GetName() != introspection.State {
 			continue
 		}
 		k := l.elems[1].GetKey()[key]
@@ -848,10 +847,10 @@ func fetchJournalListOnce(ctx context.Context, c gpb.GNMIClient, limit uint64) (
 	}
 	var paths [][]*gpb.PathElem
 	if limit == 0 || limit > maxListPaths {
-		paths = append(paths, proposalElems("*", elem("state")))
+		paths = append(paths, proposalElems("*", elem(introspection.State)))
 	} else {
 		for i := from; i <= conf.LastIndex; i++ {
-			paths = append(paths, proposalElems(strconv.FormatUint(i, 10), elem("state")))
+			paths = append(paths, proposalElems(strconv.FormatUint(i, 10), elem(introspection.State)))
 		}
 	}
 	leaves, err := getIntrospection(ctx, c, paths...)

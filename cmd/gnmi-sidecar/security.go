@@ -19,7 +19,7 @@ import (
 
 	"github.com/spf13/pflag"
 
-	"github.com/gnmi-sidecar/gnmi-sidecar/proxy"
+	"github.com/gnmi-sidecar/gnmi-sidecar/authz"
 )
 
 // securityConfig holds the serve options about who may talk to the
@@ -36,7 +36,7 @@ type securityConfig struct {
 	prepared    bool
 	nonLoopback bool // --listen is not a loopback address
 	serverTLS   *tls.Config
-	policy      *proxy.Policy
+	policy      *authz.Policy
 	password    string // the device password
 }
 
@@ -94,13 +94,13 @@ func (c *securityConfig) prepare() error {
 	if err != nil {
 		return err
 	}
-	var policy *proxy.Policy
+	var policy *authz.Policy
 	if c.authzFile != "" {
 		data, err := os.ReadFile(c.authzFile)
 		if err != nil {
 			return fmt.Errorf("--authz-file: %w", err)
 		}
-		policy, err = proxy.ParsePolicy(data)
+		policy, err = authz.ParsePolicy(data)
 		if err != nil {
 			return fmt.Errorf("--authz-file %s: %w", c.authzFile, err)
 		}

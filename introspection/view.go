@@ -1,4 +1,4 @@
-package proxy
+package introspection
 
 // A view reads the parts of the introspection tree some patterns select,
 // renders them, and keeps the matched leaves, so that the next refresh
@@ -124,10 +124,10 @@ func (v *treeView) refresh(ctx context.Context) (treeDelta, error) {
 	v.conf = c
 	v.missing, v.reads = nil, 0
 	if v.sel.configuration {
-		v.setPart(&d, elemConfiguration, configurationLeaves(c))
+		v.setPart(&d, Configuration, configurationLeaves(c))
 	}
 	if v.sel.device {
-		v.setPart(&d, elemDevice, deviceLeaves(v.src.address, v.src.status()))
+		v.setPart(&d, Device, deviceLeaves(v.src.address, v.src.status()))
 	}
 	if v.sel.commitConfirm {
 		cc, err := v.src.journal.CommitConfirm(ctx)
@@ -137,7 +137,7 @@ func (v *treeView) refresh(ctx context.Context) (treeDelta, error) {
 		case err != nil:
 			return d, err
 		}
-		v.setPart(&d, elemCommitConfirm, commitConfirmLeaves(cc))
+		v.setPart(&d, CommitConfirm, commitConfirmLeaves(cc))
 	}
 	if v.sel.outOfSync {
 		var recs []*journal.OutOfSync
@@ -146,16 +146,16 @@ func (v *treeView) refresh(ctx context.Context) (treeDelta, error) {
 				return d, err
 			}
 		}
-		v.setPart(&d, elemOutOfSync, outOfSyncLeaves(recs))
+		v.setPart(&d, OutOfSync, outOfSyncLeaves(recs))
 	}
-	if _, seen := v.parts[elemResolutions]; v.sel.resolutions && (!seen || c.GetResolutions() != prev.GetResolutions()) {
+	if _, seen := v.parts[Resolutions]; v.sel.resolutions && (!seen || c.GetResolutions() != prev.GetResolutions()) {
 		var recs []*journal.Resolution
 		if c.GetResolutions() > 0 {
 			if recs, err = v.src.journal.Resolutions(ctx, 0); err != nil {
 				return d, err
 			}
 		}
-		v.setPart(&d, elemResolutions, resolutionLeaves(recs))
+		v.setPart(&d, Resolutions, resolutionLeaves(recs))
 	}
 	switch {
 	case !v.sel.proposals:
@@ -307,7 +307,7 @@ func (v *treeView) filter(leaves []treeLeaf) []treeLeaf {
 // all returns every leaf of the view, in tree order.
 func (v *treeView) all() []treeLeaf {
 	var out []treeLeaf
-	for _, name := range []string{elemConfiguration, elemDevice, elemCommitConfirm, elemOutOfSync, elemResolutions} {
+	for _, name := range []string{Configuration, Device, CommitConfirm, OutOfSync, Resolutions} {
 		out = append(out, v.parts[name]...)
 	}
 	for _, i := range slices.Sorted(maps.Keys(v.proposals)) {

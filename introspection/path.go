@@ -1,4 +1,4 @@
-package proxy
+package introspection
 
 // Request paths of the introspection tree: checked against the tree's
 // shape, turned into patterns, and into the parts of the tree they select.
@@ -7,81 +7,13 @@ import (
 	"maps"
 	"slices"
 	"strconv"
-	"strings"
 
 	gpb "github.com/openconfig/gnmi/proto/gnmi"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
-	"github.com/gnmi-sidecar/gnmi-sidecar/journal"
+	"github.com/gnmi-sidecar/gnmi-sidecar/gnmipath"
 )
-
-// schemaNode is one element of the tree's shape (docs/introspection.md):
-// a container, a list (key set) or a leaf (no children).
-type schemaNode struct {
-	name     string
-	key      string // the list key; "" for a container or a leaf
-	children []*schemaNode
-}
-
-func (n *schemaNode) child(name string) *schemaNode {
-	for _, c := range n.children {
-		if c.name == name {
-			return c
-		}
-	}
-	return nil
-}
-
-func (n *schemaNode) childNames() string {
-	names := make([]string, len(n.children))
-	for k, c := range n.children {
-		names[k] = c.name
-	}
-	return strings.Join(names, ", ")
-}
-
-func schemaContainer(name string, children ...*schemaNode) *schemaNode {
-	return &schemaNode{name: name, children: children}
-}
-
-func schemaList(name, key string, children ...*schemaNode) *schemaNode {
-	return &schemaNode{name: name, key: key, children: children}
-}
-
-func schemaState(leaves ...string) *schemaNode {
-	n := schemaContainer("state")
-	for _, l := range leaves {
-		n.children = append(n.children, &schemaNode{name: l})
-	}
-	return n
-}
-
-// introspectSchema returns the shape of the tree, for checking request
-// paths. It must list exactly the leaves introspect_render.go renders
-// (TestSchemaMatchesRenderer checks).
-func introspectSchema() *schemaNode {
-	return schemaContainer("",
-		schemaContainer(elemConfiguration, schemaState("committed-index", "committed-proposal", "applied-index",
-			"applied-proposal", "applied-term", "applied-target", "status", "first-index", "last-index",
-			"rolling-back", "history-floor", "out-of-sync", "resolutions")),
-		schemaContainer(elemDevice, schemaState("address", "connected", "term", "repushing", "last-repush-time",
-			"last-repush-values", "last-repush-duration", "last-repush-device-duration", "last-error", "fenced", "fenced-by")),
-		schemaContainer(elemCommitConfirm, schemaState("id", "proposal", "started", "deadline", "cancelled")),
-		schemaContainer(elemOutOfSync, schemaList("path", "path", schemaState("path", "deleted", "value", "cause",
-			"proposal", "error-code", "error-message", "since"))),
-		schemaContainer(elemResolutions, schemaList("resolution", "seq", schemaState("seq", "time", "author", "action",
-			"settled", "still-out-of-sync", "proposal"))),
-		schemaContainer(elemProposals, schemaList("proposal", "index",
-			schemaState("index", "phase", "commit-status", "apply-status", "proposed", "committed",
-				"apply-started", "applied", "error-code", "error-message", "operations", "author", "adopted",
-				"rollback-index", "rollback-commit-status", "rollback-apply-status", "rollback-proposed",
-				"rollback-committed", "rollback-apply-started", "rollback-applied", "rollback-error-code",
-				"rollback-error-message"),
-			schemaContainer("operations", schemaList("operation", "seq", schemaState("kind", "path", "value"))),
-			schemaContainer("changes", schemaList("change", "path", schemaState("path", "deleted", "value",
-				"previous-index", "previous-deleted", "previous-value"))))))
-}
 
 // treePattern is one path of a request: the prefix and the path joined,
 // checked against the tree's shape, numeric keys in canonical form.
@@ -91,12 +23,14 @@ type treePattern struct {
 
 // String is the pattern with the origin, for messages.
 func (p treePattern) String() string {
-	return journal.ShortPathString(&gpb.Path{Origin: IntrospectionOrigin, Elem: p.elems})
+	return gnmipath.Short(&gpb.Path{Origin: Origin, Elem: p.elems})
 }
 
 // matches reports whether the leaf at path is selected by p: it matches p
 // or lies under a match.
-func (p treePattern) matches(path []*gpb.PathElem) bool { return matchesOrUnder(p.elems, path) }
+func (p treePattern) matches(path []*gpb.PathElem) bool {
+	return gnmipath.MatchesOrUnder(p.elems, path)
+}
 
 // newPattern joins prefix and path and checks the result: InvalidArgument
 // for what no gNMI path of this tree can be (deprecated elements, keys on
@@ -108,7 +42,7 @@ func newPattern(prefix, path *gpb.Path) (treePattern, error) {
 		return treePattern{}, status.Error(codes.InvalidArgument, "path uses the deprecated element field; send elem")
 	}
 	var p treePattern
-	for _, e := range concatElems(prefix.GetElem(), path.GetElem()) {
+	for _, e := range gnmipath.Concat(prefix.GetElem(), path.GetElem()) {
 		// A copy: check canonicalizes keys in place.
 		p.elems = append(p.elems, &gpb.PathElem{Name: e.GetName(), Key: maps.Clone(e.GetKey())})
 	}
@@ -121,15 +55,15 @@ func newPattern(prefix, path *gpb.Path) (treePattern, error) {
 // check walks p along the schema as long as its elements are concrete and
 // canonicalizes numeric keys everywhere.
 func (p treePattern) check() error {
-	node := introspectSchema()
+	node := schema()
 	for n, e := range p.elems {
 		if e.GetName() == "" {
 			return status.Errorf(codes.InvalidArgument, "%s: element %d has no name", p, n+1)
 		}
 		// Numeric keys are compared in canonical form: index=007 is index=7.
-		for _, k := range [...]string{"index", "seq"} {
+		for _, k := range [...]string{Index, Seq} {
 			v, ok := e.GetKey()[k]
-			if !ok || v == anyElem {
+			if !ok || v == gnmipath.AnyElem {
 				continue
 			}
 			i, err := strconv.ParseUint(v, 10, 64)
@@ -141,7 +75,7 @@ func (p treePattern) check() error {
 		if node == nil {
 			continue // below a wildcard: any shape may match
 		}
-		if e.GetName() == anyElem || e.GetName() == anyDepth {
+		if e.GetName() == gnmipath.AnyElem || e.GetName() == gnmipath.AnyDepth {
 			node = nil
 			continue
 		}
@@ -150,9 +84,9 @@ func (p treePattern) check() error {
 		}
 		next := node.child(e.GetName())
 		if next == nil {
-			where := "at the root of origin " + IntrospectionOrigin
+			where := "at the root of origin " + Origin
 			if n > 0 {
-				where = "under " + elemsString(p.elems[:n])
+				where = "under " + gnmipath.String(&gpb.Path{Elem: p.elems[:n]})
 			}
 			return status.Errorf(codes.NotFound, "%s: no element %q %s (it has %s)", p, e.GetName(), where, node.childNames())
 		}
@@ -178,24 +112,12 @@ func (p treePattern) checkKeys(e *gpb.PathElem, n *schemaNode) error {
 }
 
 // concrete reports whether p has no wildcard (element or key).
-func (p treePattern) concrete() bool {
-	for _, e := range p.elems {
-		if e.GetName() == anyElem || e.GetName() == anyDepth {
-			return false
-		}
-		for _, v := range e.GetKey() {
-			if v == anyElem {
-				return false
-			}
-		}
-	}
-	return true
-}
+func (p treePattern) concrete() bool { return !slices.ContainsFunc(p.elems, gnmipath.Wild) }
 
 // keylessList returns the name of the first list p names without its key,
 // if any.
 func (p treePattern) keylessList() (string, bool) {
-	node := introspectSchema()
+	node := schema()
 	for _, e := range p.elems {
 		if node = node.child(e.GetName()); node == nil {
 			return "", false
@@ -218,19 +140,19 @@ type treeSelection struct {
 // selection returns the parts of the tree p's leading concrete elements
 // select.
 func (p treePattern) selection() treeSelection {
-	if len(p.elems) == 0 || p.elems[0].GetName() == anyElem || p.elems[0].GetName() == anyDepth {
+	if len(p.elems) == 0 || p.elems[0].GetName() == gnmipath.AnyElem || p.elems[0].GetName() == gnmipath.AnyDepth {
 		return treeSelection{configuration: true, device: true, commitConfirm: true, outOfSync: true, resolutions: true, proposals: true}
 	}
 	switch p.elems[0].GetName() {
-	case elemConfiguration:
+	case Configuration:
 		return treeSelection{configuration: true}
-	case elemDevice:
+	case Device:
 		return treeSelection{device: true}
-	case elemCommitConfirm:
+	case CommitConfirm:
 		return treeSelection{commitConfirm: true}
-	case elemOutOfSync:
+	case OutOfSync:
 		return treeSelection{outOfSync: true}
-	case elemResolutions:
+	case Resolutions:
 		return treeSelection{resolutions: true}
 	}
 	sel := treeSelection{proposals: true}
@@ -242,11 +164,11 @@ func (p treePattern) selection() treeSelection {
 
 // index returns the proposal index p names, if it names one.
 func (p treePattern) index() (uint64, bool) {
-	if len(p.elems) < 2 || p.elems[0].GetName() != elemProposals || p.elems[1].GetName() != "proposal" {
+	if len(p.elems) < 2 || p.elems[0].GetName() != Proposals || p.elems[1].GetName() != Proposal {
 		return 0, false
 	}
-	v, ok := p.elems[1].GetKey()["index"]
-	if !ok || v == anyElem {
+	v, ok := p.elems[1].GetKey()[Index]
+	if !ok || v == gnmipath.AnyElem {
 		return 0, false
 	}
 	i, err := strconv.ParseUint(v, 10, 64) // canonical since check

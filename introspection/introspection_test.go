@@ -1,4 +1,4 @@
-package proxy_test
+package introspection_test
 
 // The introspection leafTree (origin gnmi-sidecar, docs/introspection.md)
 // through a real sidecar: Get and Subscribe over gNMI.

@@ -1,4 +1,4 @@
-package proxy_test
+package authz_test
 
 import (
 	"context"
@@ -17,6 +17,7 @@ import (
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 
+	"github.com/gnmi-sidecar/gnmi-sidecar/authz"
 	"github.com/gnmi-sidecar/gnmi-sidecar/proxy"
 	"github.com/gnmi-sidecar/gnmi-sidecar/proxy/sidecarpb"
 	"github.com/gnmi-sidecar/gnmi-sidecar/sidecar/sidecartest"
@@ -32,41 +33,41 @@ func TestRequiredAction(t *testing.T) {
 		name   string
 		method string
 		req    any
-		want   proxy.Action
+		want   authz.Action
 	}{
-		{"Capabilities", gpb.GNMI_Capabilities_FullMethodName, &gpb.CapabilityRequest{}, proxy.Action{Name: "Capabilities", Role: proxy.RoleRead}},
-		{"Get", gpb.GNMI_Get_FullMethodName, &gpb.GetRequest{}, proxy.Action{Name: "Get", Role: proxy.RoleRead}},
-		{"Get of the introspection tree", gpb.GNMI_Get_FullMethodName, &gpb.GetRequest{Prefix: &gpb.Path{Origin: proxy.IntrospectionOrigin}}, proxy.Action{Name: "Get", Role: proxy.RoleRead}},
-		{"Subscribe", gpb.GNMI_Subscribe_FullMethodName, nil, proxy.Action{Name: "Subscribe", Role: proxy.RoleRead}},
-		{"Set", gpb.GNMI_Set_FullMethodName, set(), proxy.Action{Name: "Set", Role: proxy.RoleWrite}},
-		{"Set ASYNC", gpb.GNMI_Set_FullMethodName, set(sidecarExt(t, asyncExt)), proxy.Action{Name: "Set", Role: proxy.RoleWrite}},
-		{"Set with MasterArbitration", gpb.GNMI_Set_FullMethodName, set(master), proxy.Action{Name: "Set", Role: proxy.RoleWrite}},
-		{"rollback", gpb.GNMI_Set_FullMethodName, rollbackReq(t, 0), proxy.Action{Name: "rollback", Role: proxy.RoleAdmin}},
-		{"rollback of proposal 7", gpb.GNMI_Set_FullMethodName, rollbackReq(t, 7), proxy.Action{Name: "rollback", Role: proxy.RoleAdmin}},
-		{"rollback ASYNC", gpb.GNMI_Set_FullMethodName, bare(sidecarExt(t, &sidecarpb.Request{Mode: sidecarpb.SetMode_SET_MODE_ASYNC, Rollback: &sidecarpb.Rollback{Index: 3}})), proxy.Action{Name: "rollback", Role: proxy.RoleAdmin}},
-		{"rollback with operations (refused by Set)", gpb.GNMI_Set_FullMethodName, set(rollback), proxy.Action{Name: "rollback", Role: proxy.RoleAdmin}},
-		{"rollback with MasterArbitration", gpb.GNMI_Set_FullMethodName, bare(master, rollback), proxy.Action{Name: "rollback", Role: proxy.RoleAdmin}},
-		{"commit-confirmed commit", gpb.GNMI_Set_FullMethodName, set(commitExt("c1", commitFor(time.Minute))), proxy.Action{Name: "commit-confirmed commit", Role: proxy.RoleWrite}},
-		{"commit-confirmed commit ASYNC", gpb.GNMI_Set_FullMethodName, set(sidecarExt(t, asyncExt), commitExt("c1", commitFor(time.Minute))), proxy.Action{Name: "commit-confirmed commit", Role: proxy.RoleWrite}},
-		{"commit-confirmed confirm", gpb.GNMI_Set_FullMethodName, bare(commitExt("c1", &gnmi_ext.CommitConfirm{})), proxy.Action{Name: "commit-confirmed confirm", Role: proxy.RoleAdmin}},
-		{"commit-confirmed cancel", gpb.GNMI_Set_FullMethodName, bare(commitExt("c1", &gnmi_ext.CommitCancel{})), proxy.Action{Name: "commit-confirmed cancel", Role: proxy.RoleAdmin}},
-		{"commit-confirmed set_rollback_duration", gpb.GNMI_Set_FullMethodName, bare(commitExt("c1", extendTo(time.Hour))), proxy.Action{Name: "commit-confirmed set_rollback_duration", Role: proxy.RoleAdmin}},
-		{"commit-confirmed without action (refused by Set)", gpb.GNMI_Set_FullMethodName, set(commitExt("c1", nil)), proxy.Action{Name: "commit-confirmed commit", Role: proxy.RoleWrite}},
-		{"commit-confirmed and rollback (refused by Set)", gpb.GNMI_Set_FullMethodName, bare(commitExt("c1", commitFor(time.Minute)), rollback), proxy.Action{Name: "rollback", Role: proxy.RoleAdmin}},
-		{"confirm and rollback (refused by Set)", gpb.GNMI_Set_FullMethodName, bare(rollback, commitExt("c1", &gnmi_ext.CommitConfirm{})), proxy.Action{Name: "rollback", Role: proxy.RoleAdmin}},
+		{"Capabilities", gpb.GNMI_Capabilities_FullMethodName, &gpb.CapabilityRequest{}, authz.Action{Name: "Capabilities", Role: authz.RoleRead}},
+		{"Get", gpb.GNMI_Get_FullMethodName, &gpb.GetRequest{}, authz.Action{Name: "Get", Role: authz.RoleRead}},
+		{"Get of the introspection tree", gpb.GNMI_Get_FullMethodName, &gpb.GetRequest{Prefix: &gpb.Path{Origin: proxy.IntrospectionOrigin}}, authz.Action{Name: "Get", Role: authz.RoleRead}},
+		{"Subscribe", gpb.GNMI_Subscribe_FullMethodName, nil, authz.Action{Name: "Subscribe", Role: authz.RoleRead}},
+		{"Set", gpb.GNMI_Set_FullMethodName, set(), authz.Action{Name: "Set", Role: authz.RoleWrite}},
+		{"Set ASYNC", gpb.GNMI_Set_FullMethodName, set(sidecarExt(t, asyncExt)), authz.Action{Name: "Set", Role: authz.RoleWrite}},
+		{"Set with MasterArbitration", gpb.GNMI_Set_FullMethodName, set(master), authz.Action{Name: "Set", Role: authz.RoleWrite}},
+		{"rollback", gpb.GNMI_Set_FullMethodName, rollbackReq(t, 0), authz.Action{Name: "rollback", Role: authz.RoleAdmin}},
+		{"rollback of proposal 7", gpb.GNMI_Set_FullMethodName, rollbackReq(t, 7), authz.Action{Name: "rollback", Role: authz.RoleAdmin}},
+		{"rollback ASYNC", gpb.GNMI_Set_FullMethodName, bare(sidecarExt(t, &sidecarpb.Request{Mode: sidecarpb.SetMode_SET_MODE_ASYNC, Rollback: &sidecarpb.Rollback{Index: 3}})), authz.Action{Name: "rollback", Role: authz.RoleAdmin}},
+		{"rollback with operations (refused by Set)", gpb.GNMI_Set_FullMethodName, set(rollback), authz.Action{Name: "rollback", Role: authz.RoleAdmin}},
+		{"rollback with MasterArbitration", gpb.GNMI_Set_FullMethodName, bare(master, rollback), authz.Action{Name: "rollback", Role: authz.RoleAdmin}},
+		{"commit-confirmed commit", gpb.GNMI_Set_FullMethodName, set(commitExt("c1", commitFor(time.Minute))), authz.Action{Name: "commit-confirmed commit", Role: authz.RoleWrite}},
+		{"commit-confirmed commit ASYNC", gpb.GNMI_Set_FullMethodName, set(sidecarExt(t, asyncExt), commitExt("c1", commitFor(time.Minute))), authz.Action{Name: "commit-confirmed commit", Role: authz.RoleWrite}},
+		{"commit-confirmed confirm", gpb.GNMI_Set_FullMethodName, bare(commitExt("c1", &gnmi_ext.CommitConfirm{})), authz.Action{Name: "commit-confirmed confirm", Role: authz.RoleAdmin}},
+		{"commit-confirmed cancel", gpb.GNMI_Set_FullMethodName, bare(commitExt("c1", &gnmi_ext.CommitCancel{})), authz.Action{Name: "commit-confirmed cancel", Role: authz.RoleAdmin}},
+		{"commit-confirmed set_rollback_duration", gpb.GNMI_Set_FullMethodName, bare(commitExt("c1", extendTo(time.Hour))), authz.Action{Name: "commit-confirmed set_rollback_duration", Role: authz.RoleAdmin}},
+		{"commit-confirmed without action (refused by Set)", gpb.GNMI_Set_FullMethodName, set(commitExt("c1", nil)), authz.Action{Name: "commit-confirmed commit", Role: authz.RoleWrite}},
+		{"commit-confirmed and rollback (refused by Set)", gpb.GNMI_Set_FullMethodName, bare(commitExt("c1", commitFor(time.Minute)), rollback), authz.Action{Name: "rollback", Role: authz.RoleAdmin}},
+		{"confirm and rollback (refused by Set)", gpb.GNMI_Set_FullMethodName, bare(rollback, commitExt("c1", &gnmi_ext.CommitConfirm{})), authz.Action{Name: "rollback", Role: authz.RoleAdmin}},
 		// Sets whose extensions Set refuses change nothing: write.
-		{"undecodable sidecar extension", gpb.GNMI_Set_FullMethodName, bare(registeredExt(proxy.ExtensionID, []byte{0x12, 0x05})), proxy.Action{Name: "Set", Role: proxy.RoleWrite}},
-		{"two sidecar extensions", gpb.GNMI_Set_FullMethodName, bare(rollback, rollback), proxy.Action{Name: "Set", Role: proxy.RoleWrite}},
-		{"unknown registered extension", gpb.GNMI_Set_FullMethodName, bare(registeredExt(gnmi_ext.ExtensionID_EID_UNSET, []byte{0x12, 0x00})), proxy.Action{Name: "Set", Role: proxy.RoleWrite}},
-		{"History on Set", gpb.GNMI_Set_FullMethodName, set(&gnmi_ext.Extension{Ext: &gnmi_ext.Extension_History{History: &gnmi_ext.History{}}}), proxy.Action{Name: "Set", Role: proxy.RoleWrite}},
-		{"Set method with another message", gpb.GNMI_Set_FullMethodName, &gpb.GetRequest{}, proxy.Action{Name: "Set", Role: proxy.RoleAdmin}},
-		{"health check", "/grpc.health.v1.Health/Check", nil, proxy.Action{Name: "health check", Role: proxy.RoleNone}},
-		{"health watch", "/grpc.health.v1.Health/Watch", nil, proxy.Action{Name: "health check", Role: proxy.RoleNone}},
-		{"reflection", "/grpc.reflection.v1.ServerReflection/ServerReflectionInfo", nil, proxy.Action{Name: "server reflection", Role: proxy.RoleRead}},
-		{"unknown method", "/other.Service/Do", nil, proxy.Action{Name: "/other.Service/Do", Role: proxy.RoleAdmin}},
+		{"undecodable sidecar extension", gpb.GNMI_Set_FullMethodName, bare(registeredExt(proxy.ExtensionID, []byte{0x12, 0x05})), authz.Action{Name: "Set", Role: authz.RoleWrite}},
+		{"two sidecar extensions", gpb.GNMI_Set_FullMethodName, bare(rollback, rollback), authz.Action{Name: "Set", Role: authz.RoleWrite}},
+		{"unknown registered extension", gpb.GNMI_Set_FullMethodName, bare(registeredExt(gnmi_ext.ExtensionID_EID_UNSET, []byte{0x12, 0x00})), authz.Action{Name: "Set", Role: authz.RoleWrite}},
+		{"History on Set", gpb.GNMI_Set_FullMethodName, set(&gnmi_ext.Extension{Ext: &gnmi_ext.Extension_History{History: &gnmi_ext.History{}}}), authz.Action{Name: "Set", Role: authz.RoleWrite}},
+		{"Set method with another message", gpb.GNMI_Set_FullMethodName, &gpb.GetRequest{}, authz.Action{Name: "Set", Role: authz.RoleAdmin}},
+		{"health check", "/grpc.health.v1.Health/Check", nil, authz.Action{Name: "health check", Role: authz.RoleNone}},
+		{"health watch", "/grpc.health.v1.Health/Watch", nil, authz.Action{Name: "health check", Role: authz.RoleNone}},
+		{"reflection", "/grpc.reflection.v1.ServerReflection/ServerReflectionInfo", nil, authz.Action{Name: "server reflection", Role: authz.RoleRead}},
+		{"unknown method", "/other.Service/Do", nil, authz.Action{Name: "/other.Service/Do", Role: authz.RoleAdmin}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := proxy.RequiredAction(tt.method, tt.req); got != tt.want {
+			if got := authz.RequiredAction(tt.method, tt.req); got != tt.want {
 				t.Errorf("RequiredAction(%s) = %+v, want %+v", tt.method, got, tt.want)
 			}
 		})
@@ -74,17 +75,17 @@ func TestRequiredAction(t *testing.T) {
 }
 
 func TestParseRole(t *testing.T) {
-	for s, want := range map[string]proxy.Role{"read": proxy.RoleRead, "write": proxy.RoleWrite, "admin": proxy.RoleAdmin} {
-		if got, err := proxy.ParseRole(s); err != nil || got != want || got.String() != s {
+	for s, want := range map[string]authz.Role{"read": authz.RoleRead, "write": authz.RoleWrite, "admin": authz.RoleAdmin} {
+		if got, err := authz.ParseRole(s); err != nil || got != want || got.String() != s {
 			t.Errorf("ParseRole(%q) = %v, %v", s, got, err)
 		}
 	}
 	for _, s := range []string{"", "none", "Admin", "root"} {
-		if _, err := proxy.ParseRole(s); err == nil || !strings.Contains(err.Error(), "want read, write or admin") {
+		if _, err := authz.ParseRole(s); err == nil || !strings.Contains(err.Error(), "want read, write or admin") {
 			t.Errorf("ParseRole(%q): %v, want an error", s, err)
 		}
 	}
-	if !(proxy.RoleNone < proxy.RoleRead && proxy.RoleRead < proxy.RoleWrite && proxy.RoleWrite < proxy.RoleAdmin) {
+	if !(authz.RoleNone < authz.RoleRead && authz.RoleRead < authz.RoleWrite && authz.RoleWrite < authz.RoleAdmin) {
 		t.Error("roles are not ordered none < read < write < admin")
 	}
 }
@@ -100,7 +101,7 @@ func hashOf(t testing.TB, password string) string {
 
 func TestParsePolicy(t *testing.T) {
 	hash := hashOf(t, "pw")
-	p, err := proxy.ParsePolicy([]byte(`
+	p, err := authz.ParsePolicy([]byte(`
 users:
   alice: {role: admin, password_hash: "` + hash + `"}
   bob:
@@ -113,17 +114,17 @@ default_role: read
 	if err != nil {
 		t.Fatal(err)
 	}
-	if p.Users["alice"].Role != proxy.RoleAdmin || p.Users["bob"].Role != proxy.RoleRead || string(p.Users["alice"].PasswordHash) != hash {
+	if p.Users["alice"].Role != authz.RoleAdmin || p.Users["bob"].Role != authz.RoleRead || string(p.Users["alice"].PasswordHash) != hash {
 		t.Errorf("users: %+v", p.Users)
 	}
-	if p.Certificates["ops-bot"] != proxy.RoleWrite || len(p.Certificates) != 1 {
+	if p.Certificates["ops-bot"] != authz.RoleWrite || len(p.Certificates) != 1 {
 		t.Errorf("certificates: %+v", p.Certificates)
 	}
-	if p.DefaultRole != proxy.RoleRead {
+	if p.DefaultRole != authz.RoleRead {
 		t.Errorf("default_role: %v", p.DefaultRole)
 	}
 
-	if p, err := proxy.ParsePolicy([]byte("certificates: {ops-bot: {role: write}}\ndefault_role: \"\"\n")); err != nil || p.DefaultRole != proxy.RoleNone {
+	if p, err := authz.ParsePolicy([]byte("certificates: {ops-bot: {role: write}}\ndefault_role: \"\"\n")); err != nil || p.DefaultRole != authz.RoleNone {
 		t.Errorf("certificates only, no default role: %+v, %v", p, err)
 	}
 
@@ -146,7 +147,7 @@ default_role: read
 		{"not a mapping", "- alice\n", []string{"cannot unmarshal"}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := proxy.ParsePolicy([]byte(tt.yaml))
+			_, err := authz.ParsePolicy([]byte(tt.yaml))
 			if err == nil {
 				t.Fatalf("ParsePolicy accepted:\n%s", tt.yaml)
 			}
@@ -174,7 +175,7 @@ func as(ctx context.Context, user, password string) context.Context {
 // authorization policy, and checks what each role may do.
 func TestAuthorization(t *testing.T) {
 	pki := sidecartest.NewPKI(t)
-	policy, err := proxy.ParsePolicy([]byte(`
+	policy, err := authz.ParsePolicy([]byte(`
 users:
   reader: {role: read, password_hash: "` + hashOf(t, "read-pw") + `"}
   writer: {role: write, password_hash: "` + hashOf(t, "write-pw") + `"}
@@ -187,7 +188,7 @@ default_role: read
 	if err != nil {
 		t.Fatal(err)
 	}
-	a := proxy.NewAuthorizer(policy, sidecartest.Logger(t))
+	a := authz.NewAuthorizer(policy, sidecartest.Logger(t))
 	r := newRig(t, sidecartest.Options{ServerOptions: []grpc.ServerOption{
 		grpc.Creds(credentials.NewTLS(&tls.Config{
 			Certificates: []tls.Certificate{pki.Server(t)},
@@ -341,94 +342,4 @@ default_role: read
 		}
 		wantStatus(t, get(anon, as(ctx(t), "boss", "admin-pw-")), codes.Unauthenticated)
 	})
-}
-
-// TestDeviceCredentials checks the credentials passthrough RPCs carry to
-// the device: the client's username and password when the sidecar has no
-// device credentials of its own, the sidecar's when it has.
-func TestDeviceCredentials(t *testing.T) {
-	for _, tt := range []struct {
-		name               string
-		opts               sidecartest.Options
-		clientUser         string // "" sends no credentials
-		wantUser, wantPass string // "" wants none
-	}{
-		{name: "client's forwarded", clientUser: "carol", wantUser: "carol", wantPass: "carol-pw"},
-		{name: "none", clientUser: "", wantUser: "", wantPass: ""},
-		{name: "sidecar's replace the client's", opts: sidecartest.Options{DeviceUsername: "sidecar", DevicePassword: "dev-pw"},
-			clientUser: "carol", wantUser: "sidecar", wantPass: "dev-pw"},
-		{name: "sidecar's without client credentials", opts: sidecartest.Options{DeviceUsername: "sidecar", DevicePassword: "dev-pw"},
-			clientUser: "", wantUser: "sidecar", wantPass: "dev-pw"},
-	} {
-		t.Run(tt.name, func(t *testing.T) {
-			fake := newRecordingDevice(t)
-			opts := tt.opts
-			opts.Target = fake.addr
-			r := newRig(t, opts)
-			ctx := metadata.AppendToOutgoingContext(t.Context(), "x-test", tt.name)
-			if tt.clientUser != "" {
-				ctx = as(ctx, tt.clientUser, tt.clientUser+"-pw")
-			}
-			check := func(method string, md metadata.MD) {
-				t.Helper()
-				for k, want := range map[string]string{"username": tt.wantUser, "password": tt.wantPass} {
-					got := md.Get(k)
-					switch {
-					case want == "" && len(got) > 0:
-						t.Errorf("%s: the device saw %s %q, want none", method, k, got)
-					case want != "" && (len(got) != 1 || got[0] != want):
-						t.Errorf("%s: the device saw %s %q, want [%q]", method, k, got, want)
-					}
-				}
-				if got := md.Get("x-test"); len(got) != 1 || got[0] != tt.name {
-					t.Errorf("%s: the device saw x-test %q: other metadata must still be forwarded", method, got)
-				}
-			}
-			// nextTestCall skips the agent's own calls.
-			nextTestCall := func() recordedCall {
-				for {
-					c := fake.nextCall(t)
-					if len(c.md.Get("x-test")) > 0 {
-						return c
-					}
-				}
-			}
-
-			if _, err := r.Client.Capabilities(ctx, &gpb.CapabilityRequest{}); err != nil {
-				t.Fatal(err)
-			}
-			c := nextTestCall()
-			check(c.method, c.md)
-			if _, err := r.Client.Get(ctx, &gpb.GetRequest{Path: []*gpb.Path{sidecartest.Path(t, descPath)}}); err != nil {
-				t.Fatal(err)
-			}
-			c = nextTestCall()
-			check(c.method, c.md)
-
-			sctx, cancel := context.WithCancel(ctx)
-			defer cancel()
-			st, err := r.Client.Subscribe(sctx)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := st.Send(&gpb.SubscribeRequest{Request: &gpb.SubscribeRequest_Subscribe{Subscribe: &gpb.SubscriptionList{
-				Subscription: []*gpb.Subscription{{Path: sidecartest.Path(t, descPath)}},
-			}}}); err != nil {
-				t.Fatal(err)
-			}
-			for {
-				select {
-				case dctx := <-fake.streams:
-					md, _ := metadata.FromIncomingContext(dctx)
-					if len(md.Get("x-test")) == 0 {
-						continue // the agent's
-					}
-					check("Subscribe", md)
-				case <-time.After(waitFor):
-					t.Fatal("no subscription reached the device")
-				}
-				break
-			}
-		})
-	}
 }

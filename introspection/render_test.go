@@ -1,7 +1,7 @@
-package proxy
+package introspection
 
 // Unit tests of the introspection renderer, its paths and its views,
-// without a server (introspect_test.go tests them through gNMI).
+// without a server (introspection_test.go tests them through gNMI).
 
 import (
 	"context"
@@ -21,6 +21,7 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/gnmi-sidecar/gnmi-sidecar/agent"
+	"github.com/gnmi-sidecar/gnmi-sidecar/gnmipath"
 	"github.com/gnmi-sidecar/gnmi-sidecar/journal"
 	"github.com/gnmi-sidecar/gnmi-sidecar/journal/journalpb"
 )
@@ -32,7 +33,7 @@ var fixtureTime = time.Unix(1700000000, 0)
 func stamp(sec int) *timestamppb.Timestamp {
 	return timestamppb.New(fixtureTime.Add(time.Duration(sec) * time.Second))
 }
-func nanos(sec int) string {
+func nanosText(sec int) string {
 	return fmt.Sprintf("int:%d", fixtureTime.Add(time.Duration(sec)*time.Second).UnixNano())
 }
 
@@ -45,7 +46,7 @@ func parsePath(t testing.TB, s string) *gpb.Path {
 	return p
 }
 
-func strLeaf(s string) *gpb.TypedValue { return tvString(s) }
+func strLeaf(s string) *gpb.TypedValue { return text(s) }
 
 // show renders a value compactly for comparisons: "str:x", "uint:3", ...
 func showVal(v *gpb.TypedValue) string {
@@ -81,11 +82,11 @@ func committedProposal(t testing.TB) *journal.Proposal {
 		Change: &journal.Change{
 			Ops: []*journal.Op{
 				{Kind: journal.OpUpdate, Path: desc, Values: []*journal.Leaf{{Path: desc, Value: strLeaf("two")}}},
-				{Kind: journal.OpReplace, Path: mtu, Values: []*journal.Leaf{{Path: mtu, Value: tvUint(9000)}}},
+				{Kind: journal.OpReplace, Path: mtu, Values: []*journal.Leaf{{Path: mtu, Value: scalar(uint64(9000))}}},
 			},
 			Values: []*journal.PathValue{
 				{Path: desc, Index: 2, Value: strLeaf("two")},
-				{Path: mtu, Index: 2, Value: tvUint(9000)},
+				{Path: mtu, Index: 2, Value: scalar(uint64(9000))},
 			},
 			Commit: journal.StatusComplete, Apply: journal.StatusComplete,
 			Proposed: stamp(1), Committed: stamp(2), ApplyStarted: stamp(3), Applied: stamp(4),
@@ -134,7 +135,7 @@ func TestRenderer(t *testing.T) {
 		want: map[string]string{
 			"committed-index": "uint:4", "committed-proposal": "uint:5", "applied-index": "uint:4",
 			"applied-proposal": "uint:4", "applied-term": "uint:3", "applied-target": "uint:77",
-			"status": "str:COMPLETE", "first-index": "uint:2", "last-index": "uint:5", "history-floor": nanos(9),
+			"status": "str:COMPLETE", "first-index": "uint:2", "last-index": "uint:5", "history-floor": nanosText(9),
 			"out-of-sync": "uint:2", "resolutions": "uint:0",
 		},
 	}, {
@@ -161,7 +162,7 @@ func TestRenderer(t *testing.T) {
 		base: "/out-of-sync/path[path=/a/b]/state/",
 		want: map[string]string{
 			"path": "str:/a/b", "deleted": "bool:false", "value": "str:x", "cause": "str:ROLLBACK", "proposal": "uint:4",
-			"error-code": "str:INVALID_ARGUMENT", "error-message": "str:no", "since": nanos(5),
+			"error-code": "str:INVALID_ARGUMENT", "error-message": "str:no", "since": nanosText(5),
 		},
 	}, {
 		name: "connected device after a re-push",
@@ -172,7 +173,7 @@ func TestRenderer(t *testing.T) {
 		base: "/device/state/",
 		want: map[string]string{
 			"address": "str:dev:1", "connected": "bool:true", "term": "uint:4", "repushing": "bool:false",
-			"last-repush-time": nanos(0), "last-repush-values": "uint:12", "last-repush-duration": "int:3000000",
+			"last-repush-time": nanosText(0), "last-repush-values": "uint:12", "last-repush-duration": "int:3000000",
 			"last-repush-device-duration": "int:2000000",
 			"last-error":                  "str:boom",
 			"fenced":                      "bool:false",
@@ -192,7 +193,7 @@ func TestRenderer(t *testing.T) {
 			return commitConfirmLeaves(&journal.CommitConfirm{Id: "c1", Proposal: 3, Started: stamp(1), Deadline: stamp(60)})
 		},
 		base: "/commit-confirm/state/",
-		want: map[string]string{"id": "str:c1", "proposal": "uint:3", "started": nanos(1), "deadline": nanos(60), "cancelled": "bool:false"},
+		want: map[string]string{"id": "str:c1", "proposal": "uint:3", "started": nanosText(1), "deadline": nanosText(60), "cancelled": "bool:false"},
 	}, {
 		name: "pending proposal: no times but proposed, no changes",
 		leaves: func() []treeLeaf {
@@ -206,7 +207,7 @@ func TestRenderer(t *testing.T) {
 		base: "/proposals/proposal[index=2]/",
 		want: map[string]string{
 			"state/index": "uint:2", "state/phase": "str:CHANGE", "state/commit-status": "str:PENDING",
-			"state/apply-status": "str:PENDING", "state/proposed": nanos(1), "state/operations": "uint:1",
+			"state/apply-status": "str:PENDING", "state/proposed": nanosText(1), "state/operations": "uint:1",
 			"operations/operation[seq=1]/state/kind":  "str:UPDATE",
 			"operations/operation[seq=1]/state/path":  "str:/interfaces/interface[name=eth0]/config/description",
 			"operations/operation[seq=1]/state/value": "str:two",
@@ -217,25 +218,25 @@ func TestRenderer(t *testing.T) {
 		base:   "/proposals/proposal[index=2]/",
 		want: map[string]string{
 			"state/index": "uint:2", "state/phase": "str:CHANGE", "state/commit-status": "str:COMPLETE",
-			"state/apply-status": "str:COMPLETE", "state/proposed": nanos(1), "state/committed": nanos(2),
-			"state/apply-started": nanos(3), "state/applied": nanos(4), "state/operations": "uint:2",
-			"operations/operation[seq=1]/state/kind":                                                            "str:UPDATE",
-			"operations/operation[seq=1]/state/path":                                                            "str:/interfaces/interface[name=eth0]/config/description",
-			"operations/operation[seq=1]/state/value":                                                           "str:two",
-			"operations/operation[seq=2]/state/kind":                                                            "str:REPLACE",
-			"operations/operation[seq=2]/state/path":                                                            "str:/interfaces/interface[name=eth0]/config/mtu",
-			"operations/operation[seq=2]/state/value":                                                           "uint:9000",
-			"changes/change[path=/interfaces/interface[name=eth0\\]/config/description]/state/path":             "str:/interfaces/interface[name=eth0]/config/description",
-			"changes/change[path=/interfaces/interface[name=eth0\\]/config/description]/state/deleted":          "bool:false",
-			"changes/change[path=/interfaces/interface[name=eth0\\]/config/description]/state/value":            "str:two",
-			"changes/change[path=/interfaces/interface[name=eth0\\]/config/description]/state/previous-index":   "uint:1",
-			"changes/change[path=/interfaces/interface[name=eth0\\]/config/description]/state/previous-deleted": "bool:false",
-			"changes/change[path=/interfaces/interface[name=eth0\\]/config/description]/state/previous-value":   "str:one",
-			"changes/change[path=/interfaces/interface[name=eth0\\]/config/mtu]/state/path":                     "str:/interfaces/interface[name=eth0]/config/mtu",
-			"changes/change[path=/interfaces/interface[name=eth0\\]/config/mtu]/state/deleted":                  "bool:false",
-			"changes/change[path=/interfaces/interface[name=eth0\\]/config/mtu]/state/value":                    "uint:9000",
-			"changes/change[path=/interfaces/interface[name=eth0\\]/config/mtu]/state/previous-index":           "uint:0",
-			"changes/change[path=/interfaces/interface[name=eth0\\]/config/mtu]/state/previous-deleted":         "bool:true",
+			"state/apply-status": "str:COMPLETE", "state/proposed": nanosText(1), "state/committed": nanosText(2),
+			"state/apply-started": nanosText(3), "state/applied": nanosText(4), "state/operations": "uint:2",
+			"operations/operation[seq=1]/state/kind":                                                              "str:UPDATE",
+			"operations/operation[seq=1]/state/path":                                                              "str:/interfaces/interface[name=eth0]/config/description",
+			"operations/operation[seq=1]/state/value":                                                             "str:two",
+			"operations/operation[seq=2]/state/kind":                                                              "str:REPLACE",
+			"operations/operation[seq=2]/state/path":                                                              "str:/interfaces/interface[name=eth0]/config/mtu",
+			"operations/operation[seq=2]/state/value":                                                             "uint:9000",
+			"changes/change[path=/interfaces/interface[name\\=eth0\\]/config/description]/state/path":             "str:/interfaces/interface[name=eth0]/config/description",
+			"changes/change[path=/interfaces/interface[name\\=eth0\\]/config/description]/state/deleted":          "bool:false",
+			"changes/change[path=/interfaces/interface[name\\=eth0\\]/config/description]/state/value":            "str:two",
+			"changes/change[path=/interfaces/interface[name\\=eth0\\]/config/description]/state/previous-index":   "uint:1",
+			"changes/change[path=/interfaces/interface[name\\=eth0\\]/config/description]/state/previous-deleted": "bool:false",
+			"changes/change[path=/interfaces/interface[name\\=eth0\\]/config/description]/state/previous-value":   "str:one",
+			"changes/change[path=/interfaces/interface[name\\=eth0\\]/config/mtu]/state/path":                     "str:/interfaces/interface[name=eth0]/config/mtu",
+			"changes/change[path=/interfaces/interface[name\\=eth0\\]/config/mtu]/state/deleted":                  "bool:false",
+			"changes/change[path=/interfaces/interface[name\\=eth0\\]/config/mtu]/state/value":                    "uint:9000",
+			"changes/change[path=/interfaces/interface[name\\=eth0\\]/config/mtu]/state/previous-index":           "uint:0",
+			"changes/change[path=/interfaces/interface[name\\=eth0\\]/config/mtu]/state/previous-deleted":         "bool:true",
 		},
 	}, {
 		name: "failed proposal: error code and message",
@@ -248,7 +249,7 @@ func TestRenderer(t *testing.T) {
 		base: state,
 		want: map[string]string{
 			"index": "uint:2", "phase": "str:CHANGE", "commit-status": "str:COMPLETE", "apply-status": "str:FAILED",
-			"proposed": nanos(1), "committed": nanos(2), "apply-started": nanos(3), "applied": nanos(4), "operations": "uint:2",
+			"proposed": nanosText(1), "committed": nanosText(2), "apply-started": nanosText(3), "applied": nanosText(4), "operations": "uint:2",
 			"error-code": "str:INVALID_ARGUMENT", "error-message": "str:bad mtu",
 		},
 	}, {
@@ -264,7 +265,7 @@ func TestRenderer(t *testing.T) {
 		base: state,
 		want: map[string]string{
 			"rollback-index": "uint:1", "rollback-commit-status": "str:COMPLETE", "rollback-apply-status": "str:IN_PROGRESS",
-			"rollback-proposed": nanos(10), "rollback-committed": nanos(11), "rollback-apply-started": nanos(12),
+			"rollback-proposed": nanosText(10), "rollback-committed": nanosText(11), "rollback-apply-started": nanosText(12),
 		},
 	}} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -275,7 +276,7 @@ func TestRenderer(t *testing.T) {
 	}
 }
 
-// TestSchemaMatchesRenderer checks that introspectSchema lists exactly the
+// TestSchemaMatchesRenderer checks that schema lists exactly the
 // leaves the renderer produces for records with every field set.
 func TestSchemaMatchesRenderer(t *testing.T) {
 	p := committedProposal(t)
@@ -320,7 +321,7 @@ func TestSchemaMatchesRenderer(t *testing.T) {
 			walk(c, strings.TrimPrefix(at+"/"+c.name, "/"))
 		}
 	}
-	walk(introspectSchema(), "")
+	walk(schema(), "")
 }
 
 func TestPatterns(t *testing.T) {
@@ -352,7 +353,7 @@ func TestPatterns(t *testing.T) {
 		{path: "/configuration[x=1]", code: codes.InvalidArgument, msg: "configuration is not a list"},
 	} {
 		t.Run(tc.path, func(t *testing.T) {
-			p, err := newPattern(&gpb.Path{Origin: IntrospectionOrigin}, parsePath(t, tc.path))
+			p, err := newPattern(&gpb.Path{Origin: Origin}, parsePath(t, tc.path))
 			if status.Code(err) != tc.code || (err != nil && !strings.Contains(err.Error(), tc.msg)) {
 				t.Fatalf("newPattern(%s) = %v, want %v containing %q", tc.path, err, tc.code, tc.msg)
 			}
@@ -636,11 +637,14 @@ func TestViewFixedParts(t *testing.T) {
 }
 
 // A Subscribe stream not starting with a SubscriptionList never reaches
-// introspectSubscribe through Subscribe (it is relayed to the device), but
-// introspectSubscribe refuses one on its own.
+// Tree.Subscribe through the proxy (it is relayed to the device), but
+// Tree.Subscribe refuses one on its own.
 func TestIntrospectSubscribeNeedsSubscriptionList(t *testing.T) {
-	err := (&Server{}).introspectSubscribe(nil, &gpb.SubscribeRequest{Request: &gpb.SubscribeRequest_Poll{Poll: &gpb.Poll{}}})
+	err := (&Tree{}).Subscribe(t.Context(), nil, &gpb.SubscribeRequest{Request: &gpb.SubscribeRequest_Poll{Poll: &gpb.Poll{}}})
 	if status.Code(err) != codes.InvalidArgument || !strings.Contains(err.Error(), "SubscriptionList") {
-		t.Errorf("introspectSubscribe(Poll first) = %v, want InvalidArgument naming the SubscriptionList", err)
+		t.Errorf("Subscribe(Poll first) = %v, want InvalidArgument naming the SubscriptionList", err)
 	}
 }
+
+// elemsString renders elems as the tree's leaf keys are.
+func elemsString(elems []*gpb.PathElem) string { return gnmipath.String(&gpb.Path{Elem: elems}) }

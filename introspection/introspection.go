@@ -1,13 +1,14 @@
-package proxy
+package introspection
 
-// Introspection: the journal's state as a read-only gNMI tree under origin
-// gnmi-sidecar (docs/introspection.md). This file checks requests and
-// answers Get; introspect_subscribe.go answers Subscribe. The tree is
-// rendered by introspect_render.go from what introspect_view.go reads.
+// This file checks requests and answers Get; subscribe.go answers
+// Subscribe. The tree is rendered by render.go, from its tables of leaves
+// under the names schema.go spells, out of what view.go reads.
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"log/slog"
 	"time"
 
 	gpb "github.com/openconfig/gnmi/proto/gnmi"
@@ -15,14 +16,67 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/gnmi-sidecar/gnmi-sidecar/agent"
+	"github.com/gnmi-sidecar/gnmi-sidecar/gnmipath"
 	"github.com/gnmi-sidecar/gnmi-sidecar/journal"
+	"github.com/gnmi-sidecar/gnmi-sidecar/proxy"
 )
 
-// introspectGet answers a Get of origin gnmi-sidecar: one notification per
+// Origin is the gNMI origin of the tree, which the proxy routes here.
+const Origin = proxy.IntrospectionOrigin
+
+// Options configures a Tree.
+type Options struct {
+	// Journal and Agent are the sidecar's journal and the agent driving
+	// it: the tree shows their state.
+	Journal *journal.Journal
+	Agent   *agent.Agent
+	// Address is the device's gNMI address, shown as device/state/address.
+	Address string
+	// Logger receives structured logs (default slog.Default()).
+	Logger *slog.Logger
+}
+
+// Tree answers Get and Subscribe requests of origin gnmi-sidecar: it
+// implements proxy.Introspection.
+type Tree struct {
+	agent *agent.Agent
+	src   treeSource
+	log   *slog.Logger
+}
+
+var _ proxy.Introspection = (*Tree)(nil)
+
+// New returns the Tree of opts.Journal and opts.Agent.
+func New(opts Options) (*Tree, error) {
+	if opts.Journal == nil || opts.Agent == nil {
+		return nil, errors.New("introspection: Journal and Agent are required")
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	return &Tree{
+		agent: opts.Agent,
+		src:   treeSource{journal: opts.Journal, status: opts.Agent.Status, address: opts.Address},
+		log:   opts.Logger.With("component", "introspection"),
+	}, nil
+}
+
+// settle waits until the journal records every Set already acknowledged
+// (agent.Settle), so that what a client reads next includes its own
+// acknowledged Sets.
+func (t *Tree) settle(ctx context.Context) error {
+	if err := t.agent.Settle(ctx); err != nil {
+		return proxy.JournalError(err)
+	}
+	return nil
+}
+
+// Get answers a Get of origin gnmi-sidecar: one notification per
 // request path, with the request's prefix and update paths relative to it.
 // A path that matches no leaf is NotFound; type CONFIG matches nothing
 // (the tree is all state) and answers empty notifications.
-func (s *Server) introspectGet(ctx context.Context, req *gpb.GetRequest) (*gpb.GetResponse, error) {
+func (t *Tree) Get(ctx context.Context, req *gpb.GetRequest) (*gpb.GetResponse, error) {
 	if err := noExtensions(req.GetExtension()); err != nil {
 		return nil, err
 	}
@@ -32,7 +86,7 @@ func (s *Server) introspectGet(ctx context.Context, req *gpb.GetRequest) (*gpb.G
 	if err := checkEncoding(req.GetEncoding()); err != nil {
 		return nil, err
 	}
-	if err := s.settle(ctx); err != nil {
+	if err := t.settle(ctx); err != nil {
 		return nil, err
 	}
 	patterns, err := requestPatterns(req.GetPrefix(), req.GetPath())
@@ -43,7 +97,7 @@ func (s *Server) introspectGet(ctx context.Context, req *gpb.GetRequest) (*gpb.G
 	for _, p := range patterns {
 		n := &gpb.Notification{Prefix: req.GetPrefix()}
 		if req.GetType() != gpb.GetRequest_CONFIG {
-			leaves, err := s.introspectRead(ctx, p)
+			leaves, err := t.read(ctx, p)
 			if err != nil {
 				return nil, err
 			}
@@ -55,11 +109,11 @@ func (s *Server) introspectGet(ctx context.Context, req *gpb.GetRequest) (*gpb.G
 	return resp, nil
 }
 
-// introspectRead renders the leaves p selects, NotFound if there are none.
-func (s *Server) introspectRead(ctx context.Context, p treePattern) ([]treeLeaf, error) {
-	v := newView(s.introspectSource(), []treePattern{p})
+// read renders the leaves p selects, NotFound if there are none.
+func (t *Tree) read(ctx context.Context, p treePattern) ([]treeLeaf, error) {
+	v := newView(t.src, []treePattern{p})
 	if _, err := v.refresh(ctx); err != nil {
-		return nil, journalError(err)
+		return nil, proxy.JournalError(err)
 	}
 	leaves := v.all()
 	if len(leaves) > 0 {
@@ -69,11 +123,6 @@ func (s *Server) introspectRead(ctx context.Context, p treePattern) ([]treeLeaf,
 		return nil, status.Errorf(codes.NotFound, "%s: no such proposal (kept: %s)", p, keptRange(v.conf))
 	}
 	return nil, status.Errorf(codes.NotFound, "%s: no such element", p)
-}
-
-// introspectSource reads the sidecar's journal and agent.
-func (s *Server) introspectSource() treeSource {
-	return treeSource{journal: s.opts.Journal, status: s.opts.Agent.Status, address: s.opts.Target}
 }
 
 // keptRange describes the proposals retention keeps: "3-42" or "none".
@@ -119,7 +168,7 @@ func requestPatterns(prefix *gpb.Path, paths []*gpb.Path) ([]treePattern, error)
 // refused by the caller with its own message).
 func noExtensions(exts []*gnmi_ext.Extension) error {
 	if len(exts) > 0 {
-		return status.Errorf(codes.InvalidArgument, "origin %q takes no extensions (got %T)", IntrospectionOrigin, exts[0].GetExt())
+		return status.Errorf(codes.InvalidArgument, "origin %q takes no extensions (got %T)", Origin, exts[0].GetExt())
 	}
 	return nil
 }
@@ -131,7 +180,7 @@ func checkEncoding(e gpb.Encoding) error {
 		return status.Errorf(codes.InvalidArgument, "unknown encoding %d", e)
 	}
 	if e == gpb.Encoding_BYTES {
-		return status.Errorf(codes.Unimplemented, "encoding BYTES is not supported by origin %q: its leaves are scalars (use JSON, JSON_IETF, PROTO or ASCII)", IntrospectionOrigin)
+		return status.Errorf(codes.Unimplemented, "encoding BYTES is not supported by origin %q: its leaves are scalars (use JSON, JSON_IETF, PROTO or ASCII)", Origin)
 	}
 	return nil
 }
@@ -148,9 +197,9 @@ func updatesOf(leaves []treeLeaf, prefix *gpb.Path) []*gpb.Update {
 // relativePath is the path of a leaf relative to a request's (concrete)
 // prefix; it names the origin when the prefix does not.
 func relativePath(path []*gpb.PathElem, prefix *gpb.Path) *gpb.Path {
-	out := relativeTo(&gpb.Path{Elem: path}, prefix)
+	out := gnmipath.Relative(&gpb.Path{Elem: path}, prefix)
 	if prefix.GetOrigin() == "" {
-		out.Origin = IntrospectionOrigin
+		out.Origin = Origin
 	}
 	return out
 }

@@ -1,4 +1,4 @@
-package proxy
+package introspection
 
 // Subscribe to origin gnmi-sidecar: ONCE, POLL, and STREAM with ON_CHANGE,
 // TARGET_DEFINED (same as ON_CHANGE) or SAMPLE subscriptions.
@@ -12,6 +12,8 @@ import (
 	gpb "github.com/openconfig/gnmi/proto/gnmi"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+
+	"github.com/gnmi-sidecar/gnmi-sidecar/proxy"
 )
 
 const (
@@ -54,18 +56,19 @@ func (g *subscriptionGroup) wakeAt() time.Time {
 	return g.last.Add(introspectResync)
 }
 
-// introspection is one Subscribe stream of origin gnmi-sidecar.
-type introspection struct {
-	s      *Server
+// subscription is one Subscribe stream of origin gnmi-sidecar.
+type subscription struct {
+	t      *Tree
 	stream gpb.GNMI_SubscribeServer
 	list   *gpb.SubscriptionList
 	groups []*subscriptionGroup
 }
 
-// introspectSubscribe answers a Subscribe of origin gnmi-sidecar, whose
-// first request (first) has been received. It ends with the stream's
-// context, and with Unavailable when the sidecar drains.
-func (s *Server) introspectSubscribe(stream gpb.GNMI_SubscribeServer, first *gpb.SubscribeRequest) error {
+// Subscribe answers a Subscribe of origin gnmi-sidecar, whose first
+// request (first) has been received from stream. It ends with the
+// stream's context, or with ctx (a context of the stream's that the
+// caller ends to drain it) with ctx's error.
+func (t *Tree) Subscribe(ctx context.Context, stream gpb.GNMI_SubscribeServer, first *gpb.SubscribeRequest) error {
 	list := first.GetSubscribe()
 	if list == nil {
 		return status.Error(codes.InvalidArgument, "the first SubscribeRequest must carry a SubscriptionList")
@@ -73,19 +76,15 @@ func (s *Server) introspectSubscribe(stream gpb.GNMI_SubscribeServer, first *gpb
 	if err := noExtensions(first.GetExtension()); err != nil {
 		return err
 	}
-	if err := s.settle(stream.Context()); err != nil {
+	if err := t.settle(stream.Context()); err != nil {
 		return err
 	}
-	groups, err := s.subscriptionGroups(list)
+	groups, err := t.subscriptionGroups(list)
 	if err != nil {
 		return err
 	}
-	ctx, cancel := context.WithCancel(stream.Context())
-	defer cancel()
-	stopDrain := context.AfterFunc(s.streams, cancel)
-	defer stopDrain()
-	x := &introspection{s: s, stream: stream, list: list, groups: groups}
-	log := s.log.With("origin", IntrospectionOrigin, "mode", list.GetMode().String(), "subscriptions", len(list.GetSubscription()))
+	x := &subscription{t: t, stream: stream, list: list, groups: groups}
+	log := t.log.With("origin", Origin, "mode", list.GetMode().String(), "subscriptions", len(list.GetSubscription()))
 	log.Debug("introspection subscription")
 	err = x.run(ctx)
 	switch {
@@ -93,8 +92,8 @@ func (s *Server) introspectSubscribe(stream gpb.GNMI_SubscribeServer, first *gpb
 		return nil
 	case stream.Context().Err() != nil:
 		return status.FromContextError(stream.Context().Err()).Err()
-	case s.streams.Err() != nil:
-		return status.Error(codes.Unavailable, "the sidecar is shutting down")
+	case ctx.Err() != nil:
+		return status.FromContextError(ctx.Err()).Err()
 	}
 	log.Debug("introspection subscription ended", "err", err)
 	return err
@@ -103,7 +102,7 @@ func (s *Server) introspectSubscribe(stream gpb.GNMI_SubscribeServer, first *gpb
 // subscriptionGroups checks a SubscriptionList and groups its
 // subscriptions: one group for ONCE and POLL; for STREAM one for the
 // ON_CHANGE and TARGET_DEFINED subscriptions and one per SAMPLE one.
-func (s *Server) subscriptionGroups(list *gpb.SubscriptionList) ([]*subscriptionGroup, error) {
+func (t *Tree) subscriptionGroups(list *gpb.SubscriptionList) ([]*subscriptionGroup, error) {
 	if _, ok := gpb.SubscriptionList_Mode_name[int32(list.GetMode())]; !ok {
 		return nil, status.Errorf(codes.InvalidArgument, "unknown subscription list mode %d", list.GetMode())
 	}
@@ -116,7 +115,6 @@ func (s *Server) subscriptionGroups(list *gpb.SubscriptionList) ([]*subscription
 	if _, err := requestPatterns(list.GetPrefix(), nil); err != nil {
 		return nil, err // a wildcard prefix
 	}
-	src := s.introspectSource()
 	var onChange []treePattern
 	var groups []*subscriptionGroup
 	for _, sub := range list.GetSubscription() {
@@ -140,17 +138,17 @@ func (s *Server) subscriptionGroups(list *gpb.SubscriptionList) ([]*subscription
 		case sub.GetSampleInterval() > math.MaxInt64:
 			return nil, status.Errorf(codes.InvalidArgument, "%s: sample_interval %d ns is too long", p, sub.GetSampleInterval())
 		}
-		groups = append(groups, &subscriptionGroup{view: newView(src, []treePattern{p}), interval: interval, suppress: sub.GetSuppressRedundant()})
+		groups = append(groups, &subscriptionGroup{view: newView(t.src, []treePattern{p}), interval: interval, suppress: sub.GetSuppressRedundant()})
 	}
 	if len(onChange) > 0 {
-		groups = append([]*subscriptionGroup{{view: newView(src, onChange)}}, groups...)
+		groups = append([]*subscriptionGroup{{view: newView(t.src, onChange)}}, groups...)
 	}
 	return groups, nil
 }
 
 // run serves the subscription until it is done (ONCE, or POLL when the
 // client closes its side) or fails.
-func (x *introspection) run(ctx context.Context) error {
+func (x *subscription) run(ctx context.Context) error {
 	polls, ended := x.receive(ctx)
 	if err := x.initial(ctx); err != nil {
 		return err
@@ -166,15 +164,15 @@ func (x *introspection) run(ctx context.Context) error {
 
 // initial renders every group, sends the leaves unless updates_only, then
 // sync_response.
-func (x *introspection) initial(ctx context.Context) error {
+func (x *subscription) initial(ctx context.Context) error {
 	now := time.Now()
 	for _, g := range x.groups {
 		if g.onChange() {
-			g.changes = x.s.opts.Agent.Changes() // before reading: no change is missed
+			g.changes = x.t.agent.Changes() // before reading: no change is missed
 		}
 		d, err := g.view.refresh(ctx)
 		if err != nil {
-			return journalError(err)
+			return proxy.JournalError(err)
 		}
 		g.last, g.next = now, now.Add(g.interval)
 		if !x.list.GetUpdatesOnly() {
@@ -188,7 +186,7 @@ func (x *introspection) initial(ctx context.Context) error {
 
 // poll answers each Poll with a snapshot and sync_response, until the
 // client closes its side.
-func (x *introspection) poll(ctx context.Context, polls <-chan struct{}, ended <-chan error) error {
+func (x *subscription) poll(ctx context.Context, polls <-chan struct{}, ended <-chan error) error {
 	g := x.groups[0]
 	for {
 		select {
@@ -202,7 +200,7 @@ func (x *introspection) poll(ctx context.Context, polls <-chan struct{}, ended <
 		case <-polls:
 		}
 		if _, err := g.view.refresh(ctx); err != nil {
-			return journalError(err)
+			return proxy.JournalError(err)
 		}
 		if err := x.send(g.view.all(), nil); err != nil {
 			return err
@@ -217,7 +215,7 @@ func (x *introspection) poll(ctx context.Context, polls <-chan struct{}, ended <
 // The ON_CHANGE group is due once the agent reports a change (at most every
 // introspectCoalesce) or after introspectResync; a SAMPLE group every
 // interval. A client closing its side does not end the stream.
-func (x *introspection) streamChanges(ctx context.Context, ended <-chan error) error {
+func (x *subscription) streamChanges(ctx context.Context, ended <-chan error) error {
 	var onChange *subscriptionGroup
 	if x.groups[0].onChange() {
 		onChange = x.groups[0]
@@ -260,16 +258,16 @@ func (x *introspection) streamChanges(ctx context.Context, ended <-chan error) e
 // update re-renders group g and sends what it owes: the changes (ON_CHANGE,
 // and SAMPLE with suppress_redundant) or every leaf and the deletes
 // (SAMPLE).
-func (x *introspection) update(ctx context.Context, g *subscriptionGroup, now time.Time) error {
+func (x *subscription) update(ctx context.Context, g *subscriptionGroup, now time.Time) error {
 	if g.onChange() {
-		g.changes = x.s.opts.Agent.Changes()
+		g.changes = x.t.agent.Changes()
 		g.last, g.dirty = now, false
 	} else if g.next = g.next.Add(g.interval); g.next.Before(now) {
 		g.next = now.Add(g.interval) // fell behind: skip the missed samples
 	}
 	d, err := g.view.refresh(ctx)
 	if err != nil {
-		return journalError(err)
+		return proxy.JournalError(err)
 	}
 	if g.onChange() || g.suppress {
 		return x.send(d.updates, d.deletes)
@@ -280,7 +278,7 @@ func (x *introspection) update(ctx context.Context, g *subscriptionGroup, now ti
 // receive reads the client's further requests: Polls (POLL mode only) go
 // to polls; the end of the client's side (io.EOF) or a bad request ends
 // ended.
-func (x *introspection) receive(ctx context.Context) (<-chan struct{}, <-chan error) {
+func (x *subscription) receive(ctx context.Context) (<-chan struct{}, <-chan error) {
 	polls := make(chan struct{})
 	ended := make(chan error, 1)
 	go func() {
@@ -310,19 +308,19 @@ func (x *introspection) receive(ctx context.Context) (<-chan struct{}, <-chan er
 }
 
 // send sends leaves as updates and paths as deletes, in notifications of
-// at most maxUpdatesPerNotification entries (deletes first: gNMI applies a
+// at most proxy.MaxUpdatesPerNotification entries (deletes first: gNMI applies a
 // notification's deletes before its updates).
-func (x *introspection) send(updates []treeLeaf, deletes [][]*gpb.PathElem) error {
+func (x *subscription) send(updates []treeLeaf, deletes [][]*gpb.PathElem) error {
 	prefix := x.list.GetPrefix()
 	now := time.Now().UnixNano()
 	for len(updates)+len(deletes) > 0 {
 		n := &gpb.Notification{Timestamp: now, Prefix: prefix}
-		k := min(len(deletes), maxUpdatesPerNotification)
+		k := min(len(deletes), proxy.MaxUpdatesPerNotification)
 		for _, p := range deletes[:k] {
 			n.Delete = append(n.Delete, relativePath(p, prefix))
 		}
 		deletes = deletes[k:]
-		k = min(len(updates), maxUpdatesPerNotification-len(n.Delete))
+		k = min(len(updates), proxy.MaxUpdatesPerNotification-len(n.Delete))
 		n.Update = updatesOf(updates[:k], prefix)
 		updates = updates[k:]
 		if err := x.stream.Send(&gpb.SubscribeResponse{Response: &gpb.SubscribeResponse_Update{Update: n}}); err != nil {
@@ -332,6 +330,6 @@ func (x *introspection) send(updates []treeLeaf, deletes [][]*gpb.PathElem) erro
 	return nil
 }
 
-func (x *introspection) sync() error {
+func (x *subscription) sync() error {
 	return x.stream.Send(&gpb.SubscribeResponse{Response: &gpb.SubscribeResponse_SyncResponse{SyncResponse: true}})
 }

@@ -1,10 +1,10 @@
-package proxy
-
-// Authorization of northbound clients (docs/security.md): who a client is
-// (a verified client certificate, or username/password metadata checked
-// against bcrypt hashes), the role it has, and the role each RPC needs.
-// The role an RPC needs is decided by pure functions (RequiredAction,
-// SetAction); Authorizer's gRPC interceptors only look it up and compare.
+// Package authz authorizes the sidecar's northbound clients
+// (docs/security.md): who a client is (a verified client certificate, or
+// username/password metadata checked against bcrypt hashes), the role its
+// Policy gives it, and the role each RPC needs. The role an RPC needs is
+// decided by pure functions (RequiredAction, SetAction); Authorizer's gRPC
+// interceptors only look it up and compare.
+package authz
 
 import (
 	"bytes"
@@ -30,6 +30,8 @@ import (
 	"google.golang.org/grpc/peer"
 	"google.golang.org/grpc/status"
 	"gopkg.in/yaml.v3"
+
+	"github.com/gnmi-sidecar/gnmi-sidecar/proxy"
 )
 
 // Role is what an authenticated client may do. Each role includes the
@@ -128,7 +130,7 @@ func RequiredAction(fullMethod string, req any) Action {
 //
 // A Set whose extensions Set refuses needs write: it changes nothing.
 func SetAction(req *gpb.SetRequest) Action {
-	ext, commit, err := requestExtension(req.GetExtension())
+	ext, commit, err := proxy.RequestExtensions(req.GetExtension())
 	if err != nil {
 		return Action{"Set", RoleWrite}
 	}
@@ -406,6 +408,7 @@ func certificateName(ctx context.Context) (string, bool) {
 	return cn, cn != ""
 }
 
+// peerAddr is the network address of the client of ctx, for logs.
 func peerAddr(ctx context.Context) string {
 	if p, ok := peer.FromContext(ctx); ok && p.Addr != nil {
 		return p.Addr.String()
