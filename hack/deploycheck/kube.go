@@ -210,9 +210,10 @@ func (c *checker) checkSidecar(where string, s *appsv1.StatefulSet, ctr *corev1.
 		_, object, content := fileSource(s, ctr, set, cfg)
 		if content == nil {
 			c.errorf(where, "--config %s: not a key of a ConfigMap or Secret of the manifests mounted there", cfg)
+		}
+		if opts = c.parseOptions(fmt.Sprintf("%s: %s: %s", where, object, cfg), content); content == nil || opts == nil {
 			return
 		}
-		opts = c.parseOptions(fmt.Sprintf("%s: %s: %s", where, object, cfg), content)
 	}
 	maps.Copy(opts, args) // the command line wins
 	mount, _, _ := fileSource(s, ctr, set, opts["journal-dir"])

@@ -55,7 +55,6 @@ func main() {
 	}
 }
 
-// manifestRE finds the apiVersion of a Kubernetes object.
 var manifestRE = regexp.MustCompile(`(?m)^apiVersion:`)
 
 // file is one input: its name (for messages) and content.

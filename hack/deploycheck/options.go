@@ -19,13 +19,13 @@ import (
 
 // parseOptions reads an option file (a mapping of flag names to a plain
 // value or a list, comma-joined; YAML refuses a key twice), reports what the
-// sidecar would refuse, and has the binary parse the options.
+// sidecar would refuse, and has the binary parse the options (nil: unusable).
 func (c *checker) parseOptions(where string, data []byte) map[string]string {
 	var doc map[string]yaml.Node
 	values := map[string]string{}
 	if err := yaml.Unmarshal(data, &doc); err != nil {
 		c.errorf(where, "%v", err)
-		return values
+		return nil
 	}
 	var args []string
 	for _, key := range slices.Sorted(maps.Keys(doc)) {
