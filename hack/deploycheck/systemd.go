@@ -5,11 +5,11 @@ package main
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"fmt"
 	"os"
 	"os/exec"
-	"path"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -28,7 +28,7 @@ func (c *checker) checkUnit(f file) {
 			argv = strings.Fields(v)
 		}
 	}
-	if len(argv) < 2 || path.Base(strings.TrimLeft(argv[0], "-@:+!")) != "gnmi-sidecar" || argv[1] != "serve" {
+	if len(argv) < 2 || filepath.Base(strings.TrimLeft(argv[0], "-@:+!")) != "gnmi-sidecar" || argv[1] != "serve" {
 		c.errorf(f.name, "ExecStart=: want gnmi-sidecar serve and its options")
 		return
 	}
@@ -58,7 +58,7 @@ func (c *checker) checkUnit(f file) {
 		return strings.TrimSpace(strings.ReplaceAll(string(out), dir+"/", "")), err
 	}
 	if out, err := run("verify", "--generators=no"); out != "" || err != nil {
-		c.errorf(f.name, "systemd-analyze verify: %s (%v)", out, err)
+		c.errorf(f.name, "systemd-analyze verify: %s", cmp.Or(out, fmt.Sprint(err)))
 	}
 	if out, err := run("security", "--offline=yes", "--threshold="+strconv.Itoa(securityThreshold)); err != nil {
 		lines := strings.Split(out, "\n")
