@@ -36,7 +36,7 @@ func (c *checker) checkUnit(f file) {
 	sa, err := exec.LookPath("systemd-analyze")
 	bin, _ := filepath.Abs(c.sidecar)
 	if err != nil || c.sidecar == "" {
-		fmt.Printf("deploycheck: %s: systemd-analyze not run (it needs systemd-analyze and -sidecar): %v\n", f.name, err)
+		fmt.Printf("deploycheck: %s: systemd-analyze not run: it needs systemd-analyze installed and -sidecar\n", f.name)
 		return
 	}
 	dir, err := os.MkdirTemp("", "deploycheck-unit-")
