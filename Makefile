@@ -95,9 +95,11 @@ run: $(GNMI_CLI)
 test: tools lint
 	$(GO) test $(DEVTAGS) -race -timeout $(TEST_TIMEOUT) $(TEST_FLAGS) ./...
 
-# The deployment files (deploy/, Dockerfile) are checked offline by
-# hack/deploycheck, a module of its own (k8s.io stays out of the sidecar's
-# go.mod); every option in them is parsed by the gnmi-sidecar built here.
+# The deployment files (deploy/) are checked offline by hack/deploycheck, a
+# module of its own (k8s.io stays out of the sidecar's go.mod): manifests by
+# the Kubernetes API machinery and the Pod Security Standards, units by
+# systemd-analyze (when installed), every option by the gnmi-sidecar built
+# here (its tests build their own).
 lint: $(STATICCHECK)
 	$(GO) vet ./...
 	$(GO) vet $(DEVTAGS) ./...
@@ -105,7 +107,7 @@ lint: $(STATICCHECK)
 	$(GO) build -o $(BIN)/gnmi-sidecar ./cmd/gnmi-sidecar
 	cd hack/deploycheck && $(GO) vet ./... && $(STATICCHECK) ./... && $(GO) test ./...
 	$(GO) -C hack/deploycheck build -o $(BIN)/deploycheck .
-	$(BIN)/deploycheck -sidecar $(BIN)/gnmi-sidecar Dockerfile deploy
+	$(BIN)/deploycheck -sidecar $(BIN)/gnmi-sidecar deploy
 
 # The journal's benchmarks run a fixed workload each (hence -benchtime=1x) and
 # report their figures as custom metrics; the device's, the agent's (batching,

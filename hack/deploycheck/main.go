@@ -1,31 +1,13 @@
-// Command deploycheck validates gnmi-sidecar's deployment files, offline:
+// Command deploycheck checks gnmi-sidecar's deployment files offline, with
+// the tools that own each format: Kubernetes manifests (YAML with an
+// apiVersion, one set per run) decoded strictly and validated by the API
+// machinery and the Pod Security Standards (restricted), then cross-checked
+// for the sidecar; the sidecar's options (option files, ConfigMaps, args,
+// ExecStart=) parsed by the gnmi-sidecar binary (-sidecar); systemd units
+// checked by systemd-analyze verify and security.
 //
-//   - Kubernetes manifests: every document decoded strictly into the
-//     Kubernetes API's own Go types (k8s.io/api), so that an unknown or
-//     misspelt field, a wrong type, a duplicate key or a bad quantity fails;
-//     then checked the way the API server validates the fields they use
-//     (names, labels, selectors, ports, probes, volumes, resources), against
-//     each other (the StatefulSet's Service, the ConfigMaps and Secrets it
-//     mounts, the keys it reads from them) and against the sidecar's rules
-//     (one replica, the journal on the claim, TLS, probes and Prometheus on
-//     the right listeners, the grace period);
-//   - the sidecar's option files (--config), in a ConfigMap or on their own,
-//     and the systemd units' command lines: every option is parsed by the
-//     gnmi-sidecar binary itself (-sidecar), units also by systemd-analyze
-//     verify and security when it is installed;
-//   - the Dockerfile: its Go version against go.mod's.
-//
-// Usage:
-//
-//	deploycheck [-sidecar BIN] [-systemd-analyze auto|on|off] PATH...
-//
-// A PATH is a file or a directory (walked). YAML files with apiVersion and
-// kind are manifests; all the manifests of one run are one set, whose
-// references must resolve within it. Other YAML files are option files, or
-// authorization files when their name contains "authz". *.service files are
-// systemd units; a file named Dockerfile is checked against the go.mod next
-// to it. Problems go to stderr, one a line; the exit status is 1 if any is
-// an error.
+// Usage: deploycheck [-sidecar BIN] PATH... (files, or directories walked).
+// Problems go to stderr, one a line, and make the exit status 1.
 package main
 
 import (
@@ -34,83 +16,76 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"regexp"
+	"slices"
 	"strings"
 )
 
 func main() {
-	sidecar := flag.String("sidecar", "", "gnmi-sidecar binary: parse every option of the manifests, option files and units with it (none: options are not checked)")
-	analyze := flag.String("systemd-analyze", "auto", "run systemd-analyze verify and security on units: auto (when installed, and -sidecar is given), on, off")
-	flag.Usage = func() {
-		fmt.Fprintf(flag.CommandLine.Output(), "usage: deploycheck [-sidecar BIN] [-systemd-analyze auto|on|off] PATH...\n")
-		flag.PrintDefaults()
-	}
+	sidecar := flag.String("sidecar", "", "gnmi-sidecar binary that parses every option and that systemd-analyze verify runs (none: neither is checked)")
 	flag.Parse()
 	if flag.NArg() == 0 {
-		flag.Usage()
+		fmt.Fprintln(os.Stderr, "usage: deploycheck [-sidecar BIN] PATH...")
 		os.Exit(2)
 	}
-	if *analyze != "auto" && *analyze != "on" && *analyze != "off" {
-		fmt.Fprintf(os.Stderr, "deploycheck: -systemd-analyze %q: want auto, on or off\n", *analyze)
-		os.Exit(2)
-	}
-	c := newChecker()
-	if *sidecar != "" {
-		bin, err := filepath.Abs(*sidecar)
-		if err == nil {
-			_, err = os.Stat(bin)
-		}
+	c := &checker{sidecar: *sidecar}
+	var files []file
+	for _, p := range flag.Args() {
+		err := filepath.WalkDir(p, func(name string, d fs.DirEntry, err error) error {
+			if err != nil || d.IsDir() {
+				return err
+			}
+			data, err := os.ReadFile(name)
+			files = append(files, file{name, data})
+			return err
+		})
 		if err != nil {
-			fmt.Fprintf(os.Stderr, "deploycheck: -sidecar: %v\n", err)
+			fmt.Fprintf(os.Stderr, "deploycheck: %v\n", err)
 			os.Exit(2)
 		}
-		c.flags = binaryFlags{path: bin}
-		c.sidecar = bin
 	}
-	c.analyze = *analyze
-	files, err := collect(flag.Args())
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "deploycheck: %v\n", err)
-		os.Exit(2)
+	c.check(files)
+	slices.Sort(c.problems)
+	for _, p := range c.problems {
+		fmt.Fprintln(os.Stderr, p)
 	}
-	c.checkFiles(files)
-	c.r.print(os.Stderr)
-	fmt.Printf("deploycheck: %s\n", c.summary())
-	if c.r.errors() > 0 {
+	fmt.Printf("deploycheck: %d files, %d problems\n", len(files), len(c.problems))
+	if len(c.problems) > 0 {
 		os.Exit(1)
 	}
 }
 
-// collect expands directories into the files under them (hidden ones
-// skipped), in lexical order.
-func collect(paths []string) ([]string, error) {
-	var files []string
-	for _, p := range paths {
-		st, err := os.Stat(p)
-		if err != nil {
-			return nil, err
-		}
-		if !st.IsDir() {
-			files = append(files, p)
-			continue
-		}
-		err = filepath.WalkDir(p, func(path string, d fs.DirEntry, err error) error {
-			if err != nil {
-				return err
-			}
-			if strings.HasPrefix(d.Name(), ".") && path != p {
-				if d.IsDir() {
-					return filepath.SkipDir
-				}
-				return nil
-			}
-			if !d.IsDir() {
-				files = append(files, path)
-			}
-			return nil
-		})
-		if err != nil {
-			return nil, err
+var manifestRE = regexp.MustCompile(`(?m)^apiVersion:`)
+
+// file is one input: its name (for messages) and content.
+type file struct {
+	name string
+	data []byte
+}
+
+// checker runs the checks of one invocation and collects their problems.
+type checker struct {
+	sidecar  string // the gnmi-sidecar binary; "" skips the option checks
+	problems []string
+}
+
+func (c *checker) errorf(where, format string, a ...any) {
+	c.problems = append(c.problems, where+": "+fmt.Sprintf(format, a...))
+}
+
+// check classifies the files and checks them; the manifests as one set.
+func (c *checker) check(files []file) {
+	var manifests []file
+	for _, f := range files {
+		switch base := filepath.Base(f.name); {
+		case strings.HasSuffix(base, ".service"):
+			c.checkUnit(f)
+		case !strings.HasSuffix(base, ".yaml") && !strings.HasSuffix(base, ".yml"), strings.Contains(base, "authz"):
+		case manifestRE.Match(f.data):
+			manifests = append(manifests, f)
+		default:
+			c.parseOptions(f.name, f.data)
 		}
 	}
-	return files, nil
+	c.checkManifests(manifests)
 }
