@@ -5,8 +5,9 @@
 #
 # Needs BuildKit (Docker 23+, docker buildx) or Podman/Buildah. The journal
 # lives in the volume /var/lib/gnmi-sidecar (give --journal-dir
-# /var/lib/gnmi-sidecar/journal); see docs/deploy.md. `make lint` checks that
-# GO_VERSION matches go.mod.
+# /var/lib/gnmi-sidecar/journal); see docs/deploy.md. GO_VERSION must be at
+# least go.mod's go directive: GOTOOLCHAIN=local makes the build fail, naming
+# both versions, when it is older.
 
 # The Go release of go.mod's go directive (major.minor).
 ARG GO_VERSION=1.26
