@@ -121,7 +121,7 @@ bench:
 	$(GO) build -o $(BIN)/gnmi-sidecar-bench ./cmd/gnmi-sidecar-bench
 	$(BIN)/gnmi-sidecar-bench $(SIDECAR_BENCH_FLAGS)
 
-# The sidecar against the device, every DESIGN §5 row at small sizes (< 1 min).
+# The sidecar against the device, every docs/design.md §5 row at small sizes (< 1 min).
 # The bench runs bin/gnmi-sidecar, next to it, for the child-process rows.
 bench-short:
 	$(GO) build -o $(BIN)/gnmi-sidecar ./cmd/gnmi-sidecar

@@ -1,5 +1,5 @@
 // Package leaves turns what a gNMI Set writes into the leaf-level units the
-// journal records (DESIGN §4, "Value model"), so that a rollback restores
+// journal records (docs/design.md §4, "Value model"), so that a rollback restores
 // exactly the leaves a change touched and a re-push restores exactly the
 // union of what was applied, whatever shape the Set had.
 //

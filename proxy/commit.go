@@ -20,7 +20,7 @@ import (
 const DefaultRollbackDuration = 10 * time.Minute
 
 // commitConfirmed carries out a Set with the commit-confirmed extension
-// (gnmi_ext.Commit; OpenConfig gnmi-commit-confirmed.md v0.1.0, DESIGN §4).
+// (gnmi_ext.Commit; OpenConfig gnmi-commit-confirmed.md v0.1.0, docs/design.md §4).
 // The record of the outstanding commit lives in the journal, written in
 // the same transaction as the proposal, so a sidecar restart keeps its
 // deadline; the agent rolls it back when the deadline passes.

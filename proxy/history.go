@@ -15,7 +15,7 @@ import (
 )
 
 // The History extension (gnmi_ext.History; OpenConfig gnmi-history.md,
-// DESIGN §4), answered from the journal's committed configuration and its
+// docs/design.md §4), answered from the journal's committed configuration and its
 // history of changes, never from the device: a snapshot_time on Get or on
 // a ONCE Subscribe returns the configuration as the journal had committed
 // it then; a range on Subscribe returns that configuration at the start,

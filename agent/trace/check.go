@@ -9,7 +9,7 @@ import (
 	"github.com/gnmi-sidecar/gnmi-sidecar/journal/journalpb"
 )
 
-// The properties of DESIGN.md §3 that a Violation names.
+// The properties of docs/design.md §3 that a Violation names.
 const (
 	// PropertyOrder: commits and apply finishes go in index order, and
 	// nothing is applied before it is committed.

@@ -2,7 +2,7 @@
 // (the project's counterpart of the spec's Log module, enabled with the
 // serve command's --trace flag or the GNMI_SIDECAR_TRACE environment
 // variable) and checks a recorded trace against the properties of
-// DESIGN.md §3: Order, Sequential, rollback order, Consistency and
+// docs/design.md §3: Order, Sequential, rollback order, Consistency and
 // Liveness.
 package trace
 

@@ -73,13 +73,13 @@ func newRootCommand(stdout, stderr io.Writer) *cobra.Command {
 	var cfg benchConfig
 	cmd := &cobra.Command{
 		Use:   "gnmi-sidecar-bench",
-		Short: "Measure the sidecar against the simulated device (DESIGN §5 targets); see docs/bench.md",
+		Short: "Measure the sidecar against the simulated device (docs/design.md §5 targets); see docs/bench.md",
 		Long: `gnmi-sidecar-bench starts, in this process, the simulated device and the
 sidecar in front of it exactly as serve builds it (package sidecar: durable
 journal with fsync in a temporary
 directory, default options, real gRPC on 127.0.0.1), and a second device for
 the direct side, runs the scenarios and prints one table: each row with the
-sidecar's figure, the direct device's, their ratio and the DESIGN §5 target.
+sidecar's figure, the direct device's, their ratio and the docs/design.md §5 target.
 Memory and restart are measured on gnmi-sidecar serve run as a child process.
 
 Progress goes to stderr. --short runs everything small (under a minute on
@@ -124,7 +124,7 @@ type row struct {
 	Ratio  float64 `json:"ratio_sidecar_over_direct"`
 	Better string  `json:"better"` // "lower" or "higher"
 	Target string  `json:"target,omitempty"`
-	// Met is nil for rows without a DESIGN §5 target.
+	// Met is nil for rows without a docs/design.md §5 target.
 	Met  *bool  `json:"met,omitempty"`
 	Note string `json:"note,omitempty"`
 }
@@ -232,7 +232,7 @@ func (c benchConfig) settings() map[string]string {
 
 func printTable(w io.Writer, rep benchReport) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "scenario\tunit\tsidecar\tdirect\tsidecar/direct\tbetter\tDESIGN §5 target\tmet")
+	fmt.Fprintln(tw, "scenario\tunit\tsidecar\tdirect\tsidecar/direct\tbetter\tdesign §5 target\tmet")
 	for _, r := range rep.Rows {
 		met := ""
 		if r.Met != nil {

@@ -115,7 +115,7 @@ func TestBenchJSON(t *testing.T) {
 func TestBenchTable(t *testing.T) {
 	stdout, _ := runBenchCommand(t, "--scenarios", "latency,subscribe")
 	lines := strings.Split(stdout, "\n")
-	if !strings.Contains(lines[0], "sidecar/direct") || !strings.Contains(lines[0], "better") || !strings.Contains(lines[0], "DESIGN §5 target") {
+	if !strings.Contains(lines[0], "sidecar/direct") || !strings.Contains(lines[0], "better") || !strings.Contains(lines[0], "design §5 target") {
 		t.Fatalf("no header: %q", lines[0])
 	}
 	for _, want := range []string{"Set latency p50, 1 client", "Set latency p99, 1 client", "Subscribe STREAM, 1 subscriber(s)", "Subscribe STREAM, 16 subscriber(s)"} {

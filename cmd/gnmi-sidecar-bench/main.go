@@ -1,6 +1,6 @@
 // Command gnmi-sidecar-bench measures the sidecar against the simulated
 // device of package testbed and prints one table: each row with the
-// sidecar's figure, the direct device's, their ratio and the DESIGN §5
+// sidecar's figure, the direct device's, their ratio and the docs/design.md §5
 // target (docs/bench.md).
 //
 //	gnmi-sidecar-bench [--short] [--scenarios latency,throughput,...] [--json]

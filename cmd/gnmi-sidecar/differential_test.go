@@ -521,7 +521,7 @@ func showPV(pv *journal.PathValue) string {
 }
 
 // finish stops the sidecar cleanly and checks its trace and journal: the
-// DESIGN §3 properties, and the applied values against the device.
+// docs/design.md §3 properties, and the applied values against the device.
 func (d *diffRun) finish(t *testing.T) {
 	t.Helper()
 	// After a SIGKILL the sidecar sends again what it may not have

@@ -78,7 +78,7 @@ func setWithin(t *testing.T, s *stack, intf, val string, d time.Duration) {
 // TestRefusedRollbackAndRepushDoNotBlock: against a real gnmi-testbed set
 // to refuse one path, a rollback and a re-push the device refuses end,
 // later Sets on other paths succeed within 10 s, and `status` names the
-// out-of-sync path (DESIGN "never stuck, never silent").
+// out-of-sync path (docs/design.md "never stuck, never silent").
 func TestRefusedRollbackAndRepushDoNotBlock(t *testing.T) {
 	s := startStack(t, nil, nil)
 	eth0 := "/interfaces/interface[name=eth0]/config/description"

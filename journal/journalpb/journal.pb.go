@@ -1508,7 +1508,7 @@ func (x *Resolution) GetProposal() uint64 {
 }
 
 // A path where the device may not hold the applied value, because it
-// definitively refused to write it and the pipeline moved on (DESIGN
+// definitively refused to write it and the pipeline moved on (docs/design.md
 // "never stuck, never silent"). Kept under os/<path key> until a later
 // write of the path is accepted, a re-push gets it accepted, or an
 // operator resolves it.
