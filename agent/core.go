@@ -2,17 +2,25 @@ package agent
 
 import (
 	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 
 	"github.com/gnmi-sidecar/gnmi-sidecar/journal"
 )
 
-// This file is the agent's state machine: one pure function per action of
-// spec ConfigImpl.tla. Each reads a View of the journal (and the
-// southbound link) and returns the Step the driver must take next; the
-// driver (agent.go) performs the Step's I/O and records its result as one
-// journal transition. The journal re-checks every guard inside its
-// transaction, so a decision made on a stale View is refused, never
-// half-applied.
+// This file is the agent's pure core, in the style of etcd raft's
+// Step/Ready: Decide takes the state the driver read (a View) and an Event
+// (a tick of a loop, or a device's answer) and returns the Ready the
+// driver must perform: the next step, the journal transitions recording an
+// answer, what becomes of the session. It does no I/O. The guards of the
+// spec's actions are the journal's (journal.CommitChangeGuard, ...): the
+// core decides with them and the journal re-checks them inside the
+// transaction recording the decision, so a decision made on a stale View is
+// refused, never half-applied.
 
 // Link is the southbound connection as the decisions see it.
 type Link struct {
@@ -24,14 +32,24 @@ type Link struct {
 	Term uint64
 }
 
+// Policy is what the decisions know of the agent's Options.
+type Policy struct {
+	// Persistent: the device keeps its configuration across restarts.
+	Persistent bool
+	// Fencing: Sets carry the election id; an arbitration refusal means
+	// another client is master.
+	Fencing bool
+	// TransientCodes are the answers that leave a Set's outcome open.
+	TransientCodes []codes.Code
+}
+
 // View is the state the decisions read: the journal's configuration and
-// mastership records, the link, and whether the device keeps its
-// configuration across restarts.
+// mastership records, the link and the policy.
 type View struct {
 	Config     *journal.Configuration
 	Mastership *journal.Mastership
 	Link       Link
-	Persistent bool
+	Policy
 }
 
 // master reports whether this connection holds the current term (spec:
@@ -40,12 +58,10 @@ func (v View) master() bool {
 	return v.Link.Up && v.Link.Term != 0 && v.Link.Term == v.Mastership.GetTerm()
 }
 
-// synced reports whether the device holds the applied configuration of the
-// current term, the precondition of every apply (spec ApplyChange:
-// configuration.applied.term = mastership.term).
+// synced reports whether this connection is master and the device holds
+// the applied configuration of its term.
 func (v View) synced() bool {
-	c := v.Config
-	return v.master() && c.GetApplied().GetTerm() == v.Mastership.GetTerm() && c.GetStatus() == journal.StatusComplete
+	return v.master() && journal.Synced(v.Config, v.Mastership)
 }
 
 // StepKind is what the driver must do.
@@ -112,9 +128,10 @@ func (s Step) String() string {
 
 var wait = Step{Kind: StepWait}
 
-// ReconcileMastership implements spec ReconcileMastership: a connection
-// without a term becomes master under a new term; a connection whose term
-// is no longer the journal's is superseded and must go.
+// ReconcileMastership implements spec ReconcileMastership (and
+// Connect/DisconnectNode, which the link reflects): a connection without a
+// term becomes master under a new term (journal.Connect); a connection
+// whose term is no longer the journal's is superseded and must go.
 func ReconcileMastership(v View) Step {
 	switch {
 	case !v.Link.Up:
@@ -134,13 +151,12 @@ func ReconcileMastership(v View) Step {
 // one just adopts the term.
 func ReconcileConfiguration(v View) Step {
 	term := v.Mastership.GetTerm()
-	if !v.master() || v.Config.GetApplied().GetTerm() >= term {
-		return wait
-	}
 	switch {
+	case !v.master() || journal.ReconcileGuard(v.Config, v.Mastership, term) != nil:
+		return wait
 	case v.Persistent:
 		return Step{Kind: StepAdoptTerm, Term: term}
-	case v.Config.GetStatus() != journal.StatusInProgress:
+	case journal.CompleteReconcileGuard(v.Config, v.Mastership, term) != nil:
 		return Step{Kind: StepStartRepush, Term: term}
 	}
 	return Step{Kind: StepRepush, Term: term}
@@ -152,12 +168,7 @@ func ReconcileConfiguration(v View) Step {
 // Unlike the spec, committing does not wait for mastership: it only
 // touches the journal, and the sidecar is the journal's only writer.
 func CommitChange(v View, p, prev *journal.Proposal) Step {
-	switch {
-	case p == nil || p.GetPhase() != journal.PhaseChange || p.GetChange().GetCommit() != journal.StatusPending:
-		return wait
-	case v.Config.GetRollingBack() != 0:
-		return wait
-	case prev != nil && !journal.Finished(prev.GetChange().GetCommit()):
+	if p == nil || journal.CommitChangeGuard(v.Config, p, prev) != nil {
 		return wait
 	}
 	return Step{Kind: StepCommitChange, Index: p.GetIndex()}
@@ -167,29 +178,22 @@ func CommitChange(v View, p, prev *journal.Proposal) Step {
 // prev): once prev's apply is Finished, a proposal whose commit failed is
 // aborted without I/O, as is one that depends on a proposal that failed to
 // apply (Change.aborted_by); a committed one is started and sent to the
-// device, but only while the device is synced for the current term.
+// device, but only while this connection is master and the device synced
+// for the current term. The device's answer is ApplyChangeAnswer's.
 func ApplyChange(v View, p, prev *journal.Proposal) Step {
 	if p == nil || p.GetPhase() != journal.PhaseChange || v.Config.GetRollingBack() != 0 {
 		return wait
 	}
-	i, ch := p.GetIndex(), p.GetChange()
-	switch ch.GetApply() {
-	case journal.StatusPending:
-		if prev != nil && !journal.Finished(prev.GetChange().GetApply()) {
-			return wait
-		}
-		switch {
-		case ch.GetCommit() == journal.StatusFailed, ch.GetCommit() == journal.StatusAborted, ch.GetAbortedBy() != 0:
-			return Step{Kind: StepAbortApply, Index: i}
-		case ch.GetCommit() == journal.StatusComplete:
-			if v.synced() {
-				return Step{Kind: StepStartApply, Index: i, Term: v.Mastership.GetTerm()}
-			}
-		}
-	case journal.StatusInProgress:
-		if v.synced() && v.Config.GetApplied().GetProposal() == i {
-			return Step{Kind: StepSendChange, Index: i, Term: v.Mastership.GetTerm()}
-		}
+	i, term := p.GetIndex(), v.Mastership.GetTerm()
+	switch {
+	case journal.AbortApplyGuard(p, prev) == nil:
+		return Step{Kind: StepAbortApply, Index: i}
+	case !v.master():
+		return wait
+	case p.GetChange().GetApply() == journal.StatusPending && journal.StartApplyGuard(v.Config, v.Mastership, p, prev) == nil:
+		return Step{Kind: StepStartApply, Index: i, Term: term}
+	case journal.CompleteApplyGuard(v.Config, v.Mastership, p, term) == nil:
+		return Step{Kind: StepSendChange, Index: i, Term: term}
 	}
 	return wait
 }
@@ -199,30 +203,25 @@ func ApplyChange(v View, p, prev *journal.Proposal) Step {
 // Rollbacks go newest first because the journal only accepts a rollback of
 // the newest change in effect, one at a time.
 func CommitRollback(v View, p *journal.Proposal) Step {
-	c := v.Config
-	switch {
-	case p == nil || p.GetPhase() != journal.PhaseRollback || p.GetRollback().GetCommit() != journal.StatusPending:
-		return wait
-	case c.GetRollingBack() != p.GetIndex() || c.GetCommitted().GetIndex() != p.GetIndex():
+	if p == nil || journal.CommitRollbackGuard(v.Config, p) != nil {
 		return wait
 	}
 	return Step{Kind: StepCommitRollback, Index: p.GetIndex()}
 }
 
 // ApplyRollback implements spec ApplyRollback for proposal p: a committed
-// rollback is started and its values sent to the device while it is synced
-// for the current term.
+// rollback is started and its values sent to the device while this
+// connection is master and the device synced for the current term. The
+// device's answer is ApplyRollbackAnswer's.
 func ApplyRollback(v View, p *journal.Proposal) Step {
-	if p == nil || p.GetPhase() != journal.PhaseRollback || p.GetRollback().GetCommit() != journal.StatusComplete || !v.synced() {
+	if p == nil || !v.master() {
 		return wait
 	}
 	i, term := p.GetIndex(), v.Mastership.GetTerm()
-	switch p.GetRollback().GetApply() {
-	case journal.StatusPending:
-		if v.Config.GetApplied().GetIndex() == i {
-			return Step{Kind: StepStartApplyRollback, Index: i, Term: term}
-		}
-	case journal.StatusInProgress:
+	switch {
+	case p.GetRollback().GetApply() == journal.StatusPending && journal.StartApplyRollbackGuard(v.Config, v.Mastership, p) == nil:
+		return Step{Kind: StepStartApplyRollback, Index: i, Term: term}
+	case journal.FinishApplyRollbackGuard(v.Config, v.Mastership, p, term) == nil:
 		return Step{Kind: StepSendRollback, Index: i, Term: term}
 	}
 	return wait
@@ -252,4 +251,289 @@ func NextApply(v View, rollingBack, next, prev *journal.Proposal) Step {
 		return ApplyRollback(v, rollingBack)
 	}
 	return ApplyChange(v, next, prev)
+}
+
+// --- the device's answers ---
+
+// Answer is the kind of a device's answer to a Set (DESIGN §4).
+type Answer int
+
+const (
+	// Accepted: the device applied the Set.
+	Accepted Answer = iota
+	// Refused: the device definitively refused the Set; sending the same
+	// Set again cannot succeed. A Set is atomic: it changed nothing.
+	Refused
+	// Transient: the Set may or may not have been applied (lost
+	// connection, timeout, overload): the session ends and the Set is sent
+	// again after the re-push on the next term.
+	Transient
+	// Superseded: a device enforcing MasterArbitration answered that
+	// another client is master: the agent is fenced.
+	Superseded
+)
+
+func (a Answer) String() string {
+	return [...]string{"accepted", "rejected", "transient", "superseded"}[a]
+}
+
+// DefaultTransientCodes are the device answers that leave a Set's outcome
+// open by default (Options.TransientCodes): every other code is a
+// definitive refusal.
+var DefaultTransientCodes = []codes.Code{codes.Unavailable, codes.DeadlineExceeded, codes.Canceled,
+	codes.ResourceExhausted, codes.Unauthenticated}
+
+// Classify maps a Set's error to its Answer: an error that is not a gRPC
+// status (the connection broke) and the codes of TransientCodes are
+// transient, every other code a definitive refusal. With fencing on, a
+// PermissionDenied that talks about the election id or the master is
+// arbitration's answer, not a verdict on the change.
+func (p Policy) Classify(err error) Answer {
+	if err == nil {
+		return Accepted
+	}
+	st, ok := status.FromError(err)
+	if !ok {
+		return Transient
+	}
+	if st.Code() == codes.PermissionDenied && p.Fencing && mentionsArbitration(st.Message()) {
+		return Superseded
+	}
+	if slices.Contains(p.TransientCodes, st.Code()) {
+		return Transient
+	}
+	return Refused
+}
+
+func mentionsArbitration(msg string) bool {
+	msg = strings.ToLower(msg)
+	return strings.Contains(msg, "election") || strings.Contains(msg, "master") || strings.Contains(msg, "arbitration")
+}
+
+// EventKind is what happened.
+type EventKind int
+
+const (
+	// EventCommitTick: the committer looks for work (the journal changed,
+	// or the resync period passed).
+	EventCommitTick EventKind = iota
+	// EventApplyTick: the applier looks for work (the journal or the link
+	// changed: a connection came up or broke, a term was recorded; or the
+	// resync period passed).
+	EventApplyTick
+	// EventClaimAnswer: the device answered the empty Set announcing the
+	// election id (with fencing).
+	EventClaimAnswer
+	// EventChangeAnswer: the device answered the Set carrying Batch, sent
+	// for Step (a StepSendChange).
+	EventChangeAnswer
+	// EventSetAnswer: the device answered one Set of a push of values (a
+	// re-push, a rollback, a restore, an operator's retry).
+	EventSetAnswer
+	// EventPushDone: a push of values reached its end; Refused are the
+	// values the device refused for good, with its first refusal Err.
+	EventPushDone
+)
+
+// PushKind is what a push of values is for.
+type PushKind int
+
+const (
+	// PushRepush: the applied configuration, for a new term.
+	PushRepush PushKind = iota
+	// PushRollback: a rollback's values.
+	PushRollback
+	// PushRestore: the applied values of the paths a refused proposal's
+	// earlier attempts may have written.
+	PushRestore
+	// PushRetry: the applied values of out-of-sync paths (resolve retry).
+	PushRetry
+)
+
+// Batch is what a change Set carried: proposals First..Last.
+type Batch struct {
+	First, Last uint64
+	// MayHaveReached: an earlier Set, answered or not, may have carried
+	// First to the device.
+	MayHaveReached bool
+}
+
+// Event is the input of Decide. Ticks read the proposals concerned
+// (RollingBack, or Next and its predecessor Prev); answers read Err, the
+// device's answer (nil: accepted).
+type Event struct {
+	Kind                    EventKind
+	RollingBack, Next, Prev *journal.Proposal
+	Step                    Step
+	Err                     error
+	Batch                   Batch
+	Push                    PushKind
+	Refused                 []*journal.PathValue
+}
+
+// Record is a journal transition recording a device's answer.
+type Record int
+
+const (
+	// RecordCompleteApply: CompleteApply of the batch's first proposal,
+	// StartApply and CompleteApply of each of the others.
+	RecordCompleteApply Record = iota + 1
+	// RecordFailApply: FailApply of the step's proposal with the answer.
+	RecordFailApply
+	// RecordCompleteApplyRollback, RecordFailApplyRollback: the rollback's
+	// outcome; a failed one leaves its refused values out of sync.
+	RecordCompleteApplyRollback
+	RecordFailApplyRollback
+	// RecordCompleteReconcile: the re-push's outcome (its refused values
+	// out of sync).
+	RecordCompleteReconcile
+	// RecordMarkOutOfSync: the restore's refused values are out of sync.
+	RecordMarkOutOfSync
+	// RecordSettleOutOfSync: the retry's outcome.
+	RecordSettleOutOfSync
+)
+
+// SessionFate is what becomes of the session after an answer.
+type SessionFate int
+
+const (
+	// SessionKeep: the session goes on.
+	SessionKeep SessionFate = iota
+	// SessionRetry: the session ends, what was sent stays in progress, and
+	// the next session, after a backoff, re-pushes and sends it again.
+	SessionRetry
+	// SessionFence: the session ends and the agent stops writing.
+	SessionFence
+)
+
+// Ready is what the driver must do, in order: the transitions of Records
+// (for a refused change, after restoring the paths if Restore), then end
+// the session as Session says. Step is a tick's decision.
+type Ready struct {
+	Step    Step
+	Answer  Answer
+	Records []Record
+	// Restore: earlier Sets may have written the refused proposal's paths:
+	// push their applied values back (PushRestore) before FailApply.
+	Restore bool
+	// Isolate: the proposals through Isolate go one Set each, until the
+	// one the device refuses is found.
+	Isolate uint64
+	Session SessionFate
+}
+
+// Decide is the core: what the driver must do after ev, given v.
+func Decide(v View, ev Event) Ready {
+	switch ev.Kind {
+	case EventCommitTick:
+		return Ready{Step: NextCommit(v, ev.RollingBack, ev.Next, ev.Prev)}
+	case EventApplyTick:
+		return Ready{Step: NextApply(v, ev.RollingBack, ev.Next, ev.Prev)}
+	case EventChangeAnswer:
+		return ApplyChangeAnswer(v.Policy, ev)
+	case EventPushDone:
+		return PushOutcome(ev)
+	}
+	// EventClaimAnswer, EventSetAnswer: a refusal goes on (a refused
+	// claim is logged, the election id is on every Set anyway; a refused
+	// value is split out by the push).
+	return answered(v.Policy, ev.Err)
+}
+
+// answered classifies err and ends the session unless the device answered.
+func answered(p Policy, err error) Ready {
+	r := Ready{Answer: p.Classify(err)}
+	switch r.Answer {
+	case Transient:
+		r.Session = SessionRetry
+	case Superseded:
+		r.Session = SessionFence
+	}
+	return r
+}
+
+// ApplyChangeAnswer is spec ApplyChange's outcome branches: an accepted
+// batch completes; a refused one is sent again one proposal at a time,
+// until a refused single proposal fails (its paths restored first if an
+// earlier Set may have written them); an open outcome ends the session,
+// and a batch the device timed out on goes one proposal at a time.
+func ApplyChangeAnswer(p Policy, ev Event) Ready {
+	r := answered(p, ev.Err)
+	batched := ev.Batch.Last > ev.Batch.First
+	switch {
+	case r.Answer == Accepted:
+		r.Records = []Record{RecordCompleteApply}
+	case r.Answer == Refused && !batched:
+		r.Records, r.Restore = []Record{RecordFailApply}, ev.Batch.MayHaveReached
+	case r.Answer == Refused, batched && status.Code(ev.Err) == codes.DeadlineExceeded:
+		r.Isolate = ev.Batch.Last
+	}
+	return r
+}
+
+// PushOutcome records a push of values that reached its end: a re-push
+// completes (spec ReconcileConfiguration), a rollback completes or fails
+// with its refused values out of sync (spec ApplyRollback), a restore
+// marks its refused values out of sync, a retry settles.
+func PushOutcome(ev Event) Ready {
+	r := Ready{Answer: Accepted}
+	if len(ev.Refused) > 0 {
+		r.Answer = Refused
+	}
+	switch ev.Push {
+	case PushRepush:
+		r.Records = []Record{RecordCompleteReconcile}
+	case PushRollback:
+		r.Records = []Record{RecordCompleteApplyRollback}
+		if r.Answer == Refused {
+			r.Records = []Record{RecordFailApplyRollback}
+		}
+	case PushRestore:
+		if r.Answer == Refused {
+			r.Records = []Record{RecordMarkOutOfSync}
+		}
+	case PushRetry:
+		r.Records = []Record{RecordSettleOutOfSync}
+	}
+	return r
+}
+
+// --- the commit-confirmed timer ---
+
+// ExpiryKind is what the commit-confirmed timer must do.
+type ExpiryKind int
+
+const (
+	// ExpiryIdle: nothing is outstanding, or the expired commit's change
+	// is still being applied; wait for a change in the journal.
+	ExpiryIdle ExpiryKind = iota
+	// ExpiryWait: the deadline has not passed; wait until Until (or a
+	// change in the journal: a confirm, a cancel, a new deadline).
+	ExpiryWait
+	// ExpiryRollBack: the deadline passed (or the commit was cancelled):
+	// roll its change back, or drop the record if the change failed
+	// (journal.ExpireCommit decides which, in one transaction).
+	ExpiryRollBack
+)
+
+// Expiry is the timer's decision.
+type Expiry struct {
+	Kind  ExpiryKind
+	Until time.Time
+}
+
+// DecideExpiry decides what the commit-confirmed timer does at time now,
+// given the outstanding record (nil if none) and its proposal (nil if
+// retention dropped it). The spec has no timer: expiry is a
+// ProposeRollback the agent makes on the client's behalf.
+func DecideExpiry(rec *journal.CommitConfirm, p *journal.Proposal, now time.Time) Expiry {
+	switch {
+	case rec == nil:
+		return Expiry{Kind: ExpiryIdle}
+	case journal.ExpireDueGuard(rec, now) != nil:
+		return Expiry{Kind: ExpiryWait, Until: rec.GetDeadline().AsTime()}
+	case p != nil && journal.ExpireAppliedGuard(p) != nil:
+		return Expiry{Kind: ExpiryIdle} // rolled back once applied
+	}
+	return Expiry{Kind: ExpiryRollBack}
 }
