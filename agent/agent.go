@@ -836,7 +836,7 @@ func (a *Agent) sendRollback(ctx context.Context, step Step, log *slog.Logger) e
 	if err != nil {
 		return a.endSession(ctx, s, err, log)
 	}
-	if PushOutcome(Event{Push: PushRollback, Refused: out.refused}).Records[0] == RecordCompleteApplyRollback {
+	if PushOutcome(Event{Push: PushRollback, Refused: out.refused}).Record == RecordCompleteApplyRollback {
 		_, _, err = a.j.CompleteApplyRollback(ctx, step.Index, step.Term)
 		return err
 	}

@@ -50,7 +50,7 @@ func (a *Agent) sendChanges(ctx context.Context, step Step, log *slog.Logger) er
 	reachedBefore := a.reached
 	a.reached = max(a.reached, b.last)
 	resp, err := a.send(s, step.Term, b.req)
-	r := a.answered(Event{Kind: EventChangeAnswer, Step: step, Err: err,
+	r := a.answered(Event{Kind: EventChangeAnswer, Err: err,
 		Batch: Batch{First: b.first, Last: b.last, MayHaveReached: mayHaveReached}})
 	if r.Answer == Refused {
 		// A Set is atomic: a rejected one left the device as it was.
@@ -71,9 +71,9 @@ func (a *Agent) sendChanges(ctx context.Context, step Step, log *slog.Logger) er
 	switch {
 	case r.Session != SessionKeep:
 		return a.endSession(ctx, s, err, log)
-	case len(r.Records) == 0:
+	case r.Record == RecordNone:
 		return nil
-	case r.Records[0] == RecordCompleteApply:
+	case r.Record == RecordCompleteApply:
 		return a.completeBatch(ctx, ps[:b.size()], b, resp, step.Term, log)
 	}
 	st := status.Convert(err)
@@ -294,7 +294,7 @@ func (a *Agent) restore(ctx context.Context, s *session, step Step, through uint
 	if err != nil {
 		return false, a.endSession(ctx, s, err, log)
 	}
-	if len(PushOutcome(Event{Push: PushRestore, Refused: out.refused}).Records) > 0 {
+	if PushOutcome(Event{Push: PushRestore, Refused: out.refused}).Record == RecordMarkOutOfSync {
 		// The device refuses to put some paths back: they are out of sync
 		// (the journal's applied values there may not be on the device).
 		if _, err := a.j.MarkOutOfSync(ctx, out.refused, journal.CauseRestore, step.Index, out.code(), out.message()); err != nil {

@@ -324,8 +324,8 @@ const (
 	// EventClaimAnswer: the device answered the empty Set announcing the
 	// election id (with fencing).
 	EventClaimAnswer
-	// EventChangeAnswer: the device answered the Set carrying Batch, sent
-	// for Step (a StepSendChange).
+	// EventChangeAnswer: the device answered the Set carrying Batch (a
+	// StepSendChange).
 	EventChangeAnswer
 	// EventSetAnswer: the device answered one Set of a push of values (a
 	// re-push, a rollback, a restore, an operator's retry).
@@ -364,7 +364,6 @@ type Batch struct {
 type Event struct {
 	Kind                    EventKind
 	RollingBack, Next, Prev *journal.Proposal
-	Step                    Step
 	Err                     error
 	Batch                   Batch
 	Push                    PushKind
@@ -375,9 +374,11 @@ type Event struct {
 type Record int
 
 const (
+	// RecordNone: nothing to record.
+	RecordNone Record = iota
 	// RecordCompleteApply: CompleteApply of the batch's first proposal,
 	// StartApply and CompleteApply of each of the others.
-	RecordCompleteApply Record = iota + 1
+	RecordCompleteApply
 	// RecordFailApply: FailApply of the step's proposal with the answer.
 	RecordFailApply
 	// RecordCompleteApplyRollback, RecordFailApplyRollback: the rollback's
@@ -406,13 +407,13 @@ const (
 	SessionFence
 )
 
-// Ready is what the driver must do, in order: the transitions of Records
-// (for a refused change, after restoring the paths if Restore), then end
-// the session as Session says. Step is a tick's decision.
+// Ready is what the driver must do: a tick's Step; for an answer, record
+// Record (for a refused change, after restoring the paths if Restore), or
+// end the session as Session says.
 type Ready struct {
-	Step    Step
-	Answer  Answer
-	Records []Record
+	Step   Step
+	Answer Answer
+	Record Record
 	// Restore: earlier Sets may have written the refused proposal's paths:
 	// push their applied values back (PushRestore) before FailApply.
 	Restore bool
@@ -462,9 +463,9 @@ func ApplyChangeAnswer(p Policy, ev Event) Ready {
 	batched := ev.Batch.Last > ev.Batch.First
 	switch {
 	case r.Answer == Accepted:
-		r.Records = []Record{RecordCompleteApply}
+		r.Record = RecordCompleteApply
 	case r.Answer == Refused && !batched:
-		r.Records, r.Restore = []Record{RecordFailApply}, ev.Batch.MayHaveReached
+		r.Record, r.Restore = RecordFailApply, ev.Batch.MayHaveReached
 	case r.Answer == Refused, batched && status.Code(ev.Err) == codes.DeadlineExceeded:
 		r.Isolate = ev.Batch.Last
 	}
@@ -480,20 +481,17 @@ func PushOutcome(ev Event) Ready {
 	if len(ev.Refused) > 0 {
 		r.Answer = Refused
 	}
-	switch ev.Push {
-	case PushRepush:
-		r.Records = []Record{RecordCompleteReconcile}
-	case PushRollback:
-		r.Records = []Record{RecordCompleteApplyRollback}
-		if r.Answer == Refused {
-			r.Records = []Record{RecordFailApplyRollback}
-		}
-	case PushRestore:
-		if r.Answer == Refused {
-			r.Records = []Record{RecordMarkOutOfSync}
-		}
-	case PushRetry:
-		r.Records = []Record{RecordSettleOutOfSync}
+	switch {
+	case ev.Push == PushRepush:
+		r.Record = RecordCompleteReconcile
+	case ev.Push == PushRollback && r.Answer == Refused:
+		r.Record = RecordFailApplyRollback
+	case ev.Push == PushRollback:
+		r.Record = RecordCompleteApplyRollback
+	case ev.Push == PushRestore && r.Answer == Refused:
+		r.Record = RecordMarkOutOfSync
+	case ev.Push == PushRetry:
+		r.Record = RecordSettleOutOfSync
 	}
 	return r
 }
