@@ -782,7 +782,7 @@ func (a *Agent) claim(ctx context.Context, s *session, term uint64, log *slog.Lo
 		return true, nil
 	}
 	_, err = a.send(s, term, &gpb.SetRequest{})
-	r := a.answered(Event{Kind: EventClaimAnswer, Err: err})
+	r := a.answered(Event{Kind: EventSetAnswer, Err: err})
 	if r.Session != SessionKeep {
 		return false, a.endSession(ctx, s, err, log)
 	}

@@ -12,16 +12,6 @@ import (
 	"github.com/gnmi-sidecar/gnmi-sidecar/journal"
 )
 
-// This file is the agent's pure core, in the style of etcd raft's
-// Step/Ready: Decide takes the state the driver read (a View) and an Event
-// (a tick of a loop, or a device's answer) and returns the Ready the
-// driver must perform: the next step, the journal transitions recording an
-// answer, what becomes of the session. It does no I/O. The guards of the
-// spec's actions are the journal's (journal.CommitChangeGuard, ...): the
-// core decides with them and the journal re-checks them inside the
-// transaction recording the decision, so a decision made on a stale View is
-// refused, never half-applied.
-
 // Link is the southbound connection as the decisions see it.
 type Link struct {
 	// Up: a connection to the device is established and its liveness
@@ -321,17 +311,15 @@ const (
 	// changed: a connection came up or broke, a term was recorded; or the
 	// resync period passed).
 	EventApplyTick
-	// EventClaimAnswer: the device answered the empty Set announcing the
-	// election id (with fencing).
-	EventClaimAnswer
 	// EventChangeAnswer: the device answered the Set carrying Batch (a
 	// StepSendChange).
 	EventChangeAnswer
-	// EventSetAnswer: the device answered one Set of a push of values (a
-	// re-push, a rollback, a restore, an operator's retry).
+	// EventSetAnswer: the device answered a Set that carries no proposal:
+	// the empty Set announcing the election id, or one Set of a push of
+	// values (a re-push, a rollback, a restore, an operator's retry).
 	EventSetAnswer
-	// EventPushDone: a push of values reached its end; Refused are the
-	// values the device refused for good, with its first refusal Err.
+	// EventPushDone: a push of values (Push) reached its end; Refused are
+	// the values the device refused for good.
 	EventPushDone
 )
 
@@ -346,8 +334,6 @@ const (
 	// PushRestore: the applied values of the paths a refused proposal's
 	// earlier attempts may have written.
 	PushRestore
-	// PushRetry: the applied values of out-of-sync paths (resolve retry).
-	PushRetry
 )
 
 // Batch is what a change Set carried: proposals First..Last.
@@ -390,8 +376,6 @@ const (
 	RecordCompleteReconcile
 	// RecordMarkOutOfSync: the restore's refused values are out of sync.
 	RecordMarkOutOfSync
-	// RecordSettleOutOfSync: the retry's outcome.
-	RecordSettleOutOfSync
 )
 
 // SessionFate is what becomes of the session after an answer.
@@ -435,9 +419,8 @@ func Decide(v View, ev Event) Ready {
 	case EventPushDone:
 		return PushOutcome(ev)
 	}
-	// EventClaimAnswer, EventSetAnswer: a refusal goes on (a refused
-	// claim is logged, the election id is on every Set anyway; a refused
-	// value is split out by the push).
+	// EventSetAnswer: a refusal goes on (a refused claim is logged, the
+	// election id is on every Set anyway; a push splits a refused Set).
 	return answered(v.Policy, ev.Err)
 }
 
@@ -475,7 +458,7 @@ func ApplyChangeAnswer(p Policy, ev Event) Ready {
 // PushOutcome records a push of values that reached its end: a re-push
 // completes (spec ReconcileConfiguration), a rollback completes or fails
 // with its refused values out of sync (spec ApplyRollback), a restore
-// marks its refused values out of sync, a retry settles.
+// marks its refused values out of sync.
 func PushOutcome(ev Event) Ready {
 	r := Ready{Answer: Accepted}
 	if len(ev.Refused) > 0 {
@@ -490,8 +473,6 @@ func PushOutcome(ev Event) Ready {
 		r.Record = RecordCompleteApplyRollback
 	case ev.Push == PushRestore && r.Answer == Refused:
 		r.Record = RecordMarkOutOfSync
-	case ev.Push == PushRetry:
-		r.Record = RecordSettleOutOfSync
 	}
 	return r
 }

@@ -286,10 +286,10 @@ func TestDecideAnswers(t *testing.T) {
 			Ready{Answer: Superseded, Session: SessionFence}},
 		{"arbitration's words without fencing: a refusal", false, Event{Kind: EventChangeAnswer, Err: arbitration, Batch: one},
 			Ready{Answer: Refused, Record: RecordFailApply}},
-		{"claim accepted: go on", true, Event{Kind: EventClaimAnswer}, Ready{Answer: Accepted}},
-		{"claim refused: go on", true, Event{Kind: EventClaimAnswer, Err: refusal}, Ready{Answer: Refused}},
-		{"claim unanswered: end the session", true, Event{Kind: EventClaimAnswer, Err: unavailable}, Ready{Answer: Transient, Session: SessionRetry}},
-		{"claim superseded: fence", true, Event{Kind: EventClaimAnswer, Err: arbitration}, Ready{Answer: Superseded, Session: SessionFence}},
+		{"claim accepted: go on", true, Event{Kind: EventSetAnswer}, Ready{Answer: Accepted}},
+		{"claim refused: go on", true, Event{Kind: EventSetAnswer, Err: refusal}, Ready{Answer: Refused}},
+		{"claim unanswered: end the session", true, Event{Kind: EventSetAnswer, Err: unavailable}, Ready{Answer: Transient, Session: SessionRetry}},
+		{"claim superseded: fence", true, Event{Kind: EventSetAnswer, Err: arbitration}, Ready{Answer: Superseded, Session: SessionFence}},
 		{"push Set refused: split it, the session goes on", false, Event{Kind: EventSetAnswer, Err: refusal}, Ready{Answer: Refused}},
 		{"push Set unanswered: end the session", false, Event{Kind: EventSetAnswer, Err: timeout}, Ready{Answer: Transient, Session: SessionRetry}},
 		{"push Set superseded: fence", true, Event{Kind: EventSetAnswer, Err: arbitration}, Ready{Answer: Superseded, Session: SessionFence}},
@@ -304,8 +304,6 @@ func TestDecideAnswers(t *testing.T) {
 		{"restore accepted: nothing to record", false, Event{Kind: EventPushDone, Push: PushRestore}, Ready{Answer: Accepted}},
 		{"restore with refused values: out of sync", false, Event{Kind: EventPushDone, Push: PushRestore, Refused: refused},
 			Ready{Answer: Refused, Record: RecordMarkOutOfSync}},
-		{"retry: settle", false, Event{Kind: EventPushDone, Push: PushRetry, Refused: refused},
-			Ready{Answer: Refused, Record: RecordSettleOutOfSync}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -30,9 +30,7 @@
 //	ReconcileMastership     ReconcileMastership                  Connect
 //	Connect/DisconnectNode  the link in the View; Classify       (none: the session ends, SessionRetry/SessionFence)
 //
-// NextCommit and NextApply order them for the committer and the applier;
-// an operator's retry of out-of-sync paths is PushOutcome(PushRetry),
-// recorded by SettleOutOfSync.
+// NextCommit and NextApply order them for the committer and the applier.
 //
 // The Agent is the thin driver: it reads the journal, asks the core,
 // performs the Ready's I/O and feeds the device's answer back as an Event.
