@@ -524,10 +524,10 @@ func (a *Agent) nextApply(ctx context.Context) (Step, error) {
 		unfinishedApply, a.noteApplied)
 }
 
-// next loads what decide needs, the rollback under way or else the oldest
-// proposal from from(configuration) on for which pending holds (with its
-// predecessor), and asks the core (tick). Every proposal before that oldest one is
-// done: next reports it to progressed.
+// next loads what the core needs for a tick, the rollback under way or
+// else the oldest proposal from from(configuration) on for which pending
+// holds (with its predecessor), and asks it. Every proposal before that
+// oldest one is done: next reports it to progressed.
 func (a *Agent) next(ctx context.Context, tick EventKind,
 	from func(*journal.Configuration) uint64, pending func(*journal.Proposal) bool, progressed func(uint64)) (Step, error) {
 	v, err := a.view(ctx)

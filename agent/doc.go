@@ -10,7 +10,7 @@
 // Step/Ready: Decide takes a View (the journal's configuration and
 // mastership, the link, the Policy drawn from Options) and an Event (a tick
 // of a loop, with the proposals concerned, or a device's answer) and
-// returns a Ready: the next Step, the journal transitions that record an
+// returns a Ready: the next Step, the journal transition that records an
 // answer, and what becomes of the session. The guards are the journal's
 // (journal.CommitChangeGuard, ...): the core decides with them and the
 // journal re-checks them in the transaction recording the decision, so a
