@@ -77,7 +77,7 @@ func (a *Agent) decideExpiry(ctx context.Context) (Expiry, *journal.CommitConfir
 	if err != nil {
 		return Expiry{}, nil, err
 	}
-	return DecideExpiry(rec, p, time.Now()), rec, nil
+	return Decide(View{}, Event{Kind: EventExpiryTick, Confirm: rec, Next: p, Now: time.Now()}).Expiry, rec, nil
 }
 
 // waitFor waits until changed is closed, d passes or ctx ends.

@@ -314,6 +314,9 @@ const (
 	// EventChangeAnswer: the device answered the Set carrying Batch (a
 	// StepSendChange).
 	EventChangeAnswer
+	// EventExpiryTick: the commit-confirmed timer looks at the outstanding
+	// record Confirm (nil if none) and its proposal Next at time Now.
+	EventExpiryTick
 	// EventSetAnswer: the device answered a Set that carries no proposal:
 	// the empty Set announcing the election id, or one Set of a push of
 	// values (a re-push, a rollback, a restore, an operator's retry).
@@ -350,6 +353,8 @@ type Batch struct {
 type Event struct {
 	Kind                    EventKind
 	RollingBack, Next, Prev *journal.Proposal
+	Confirm                 *journal.CommitConfirm
+	Now                     time.Time
 	Err                     error
 	Batch                   Batch
 	Push                    PushKind
@@ -391,11 +396,12 @@ const (
 	SessionFence
 )
 
-// Ready is what the driver must do: a tick's Step; for an answer, record
-// Record (for a refused change, after restoring the paths if Restore), or
-// end the session as Session says.
+// Ready is what the driver must do: a tick's Step (or the timer's Expiry);
+// for an answer, record Record (for a refused change, after restoring the
+// paths if Restore), or end the session as Session says.
 type Ready struct {
 	Step   Step
+	Expiry Expiry
 	Answer Answer
 	Record Record
 	// Restore: earlier Sets may have written the refused proposal's paths:
@@ -414,6 +420,8 @@ func Decide(v View, ev Event) Ready {
 		return Ready{Step: NextCommit(v, ev.RollingBack, ev.Next, ev.Prev)}
 	case EventApplyTick:
 		return Ready{Step: NextApply(v, ev.RollingBack, ev.Next, ev.Prev)}
+	case EventExpiryTick:
+		return Ready{Expiry: DecideExpiry(ev.Confirm, ev.Next, ev.Now)}
 	case EventChangeAnswer:
 		return ApplyChangeAnswer(v.Policy, ev)
 	case EventPushDone:

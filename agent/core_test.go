@@ -4,10 +4,12 @@ import (
 	"errors"
 	"reflect"
 	"testing"
+	"time"
 
 	gpb "github.com/openconfig/gnmi/proto/gnmi"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/gnmi-sidecar/gnmi-sidecar/journal"
 	"github.com/gnmi-sidecar/gnmi-sidecar/journal/journalpb"
@@ -332,6 +334,11 @@ func TestDecideTicks(t *testing.T) {
 	v.Link = Link{Up: true}
 	if got := Decide(v, Event{Kind: EventApplyTick, Next: next, Prev: prev}); got.Step.Kind != StepConnect {
 		t.Errorf("apply tick, link up without a term: %v, want Connect", got.Step)
+	}
+	now := time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
+	rec := &journal.CommitConfirm{Proposal: 2, Deadline: timestamppb.New(now.Add(-time.Second))}
+	if got := Decide(v, Event{Kind: EventExpiryTick, Confirm: rec, Next: change(2, complete, complete), Now: now}); got.Expiry.Kind != ExpiryRollBack {
+		t.Errorf("expiry tick past the deadline: %v, want ExpiryRollBack", got.Expiry)
 	}
 }
 

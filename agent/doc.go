@@ -20,7 +20,7 @@
 //
 //	spec action             core function                        journal transition(s)
 //	ProposeChange           (a client's: Agent.ProposeChange)    ProposeChange
-//	ProposeRollback         DecideExpiry (commit-confirmed)      ExpireCommit (a client's: ProposeRollback)
+//	ProposeRollback         DecideExpiry (EventExpiryTick)       ExpireCommit (a client's: ProposeRollback)
 //	CommitChange            CommitChange                         CommitChange, FailCommit
 //	ApplyChange             ApplyChange, ApplyChangeAnswer       AbortApply, StartApply, CompleteApply, FailApply
 //	                        PushOutcome(PushRestore)             MarkOutOfSync
