@@ -596,6 +596,18 @@ func (a *Agent) perform(ctx context.Context, step Step) error {
 		a.deviceMu.Lock()
 		defer a.deviceMu.Unlock()
 		return a.sendChanges(ctx, step, log)
+	case StepCompleteAdopted:
+		a.deviceMu.Lock()
+		defer a.deviceMu.Unlock()
+		if a.termSession(step.Term) == nil {
+			return nil
+		}
+		var p *journal.Proposal
+		if p, _, err = j.CompleteApply(ctx, step.Index, step.Term); err == nil {
+			a.noteApplied(step.Index)
+			log.Info("recorded the device's values as applied", "author", p.GetChange().GetAuthor())
+			return nil
+		}
 	case StepCommitRollback:
 		_, _, err = j.CommitRollback(ctx, step.Index)
 	case StepStartApplyRollback:

@@ -28,16 +28,6 @@ func (a *Agent) sendChanges(ctx context.Context, step Step, log *slog.Logger) er
 	if err != nil {
 		return err
 	}
-	if ch := ps[0].GetChange(); ch.GetAdopted() && ch.GetAdoptedTerm() == step.Term {
-		// The device holds these values already (they were read from it
-		// under this term: it has not restarted since).
-		if _, _, err := a.j.CompleteApply(ctx, step.Index, step.Term); err != nil {
-			return err
-		}
-		a.noteApplied(step.Index)
-		log.Info("recorded the device's values as applied", "author", ps[0].GetChange().GetAuthor())
-		return nil
-	}
 	b, err := batchChanges(ps, a.opts.MaxSetBytes)
 	if err != nil {
 		log.Error("proposal cannot be sent", "err", err)

@@ -87,6 +87,10 @@ const (
 	StepStartApplyRollback
 	// StepSendRollback: send the rollback values to the device under Term.
 	StepSendRollback
+	// StepCompleteAdopted: proposal Index, in progress, adopts values read
+	// from the device under Term, which has not restarted since: record it
+	// applied without a Set.
+	StepCompleteAdopted
 )
 
 var stepNames = [...]string{
@@ -95,7 +99,7 @@ var stepNames = [...]string{
 	StepCommitChange: "CommitChange", StepAbortApply: "AbortApply",
 	StepStartApply: "StartApply", StepSendChange: "SendChange",
 	StepCommitRollback: "CommitRollback", StepStartApplyRollback: "StartApplyRollback",
-	StepSendRollback: "SendRollback",
+	StepSendRollback: "SendRollback", StepCompleteAdopted: "CompleteAdopted",
 }
 
 func (k StepKind) String() string {
@@ -169,7 +173,9 @@ func CommitChange(v View, p, prev *journal.Proposal) Step {
 // aborted without I/O, as is one that depends on a proposal that failed to
 // apply (Change.aborted_by); a committed one is started and sent to the
 // device, but only while this connection is master and the device synced
-// for the current term. The device's answer is ApplyChangeAnswer's.
+// for the current term; an adoption read from the device under this term
+// is recorded applied without a Set. The device's answer is
+// ApplyChangeAnswer's.
 func ApplyChange(v View, p, prev *journal.Proposal) Step {
 	if p == nil || p.GetPhase() != journal.PhaseChange || v.Config.GetRollingBack() != 0 {
 		return wait
@@ -182,10 +188,12 @@ func ApplyChange(v View, p, prev *journal.Proposal) Step {
 		return wait
 	case p.GetChange().GetApply() == journal.StatusPending && journal.StartApplyGuard(v.Config, v.Mastership, p, prev) == nil:
 		return Step{Kind: StepStartApply, Index: i, Term: term}
-	case journal.CompleteApplyGuard(v.Config, v.Mastership, p, term) == nil:
-		return Step{Kind: StepSendChange, Index: i, Term: term}
+	case journal.CompleteApplyGuard(v.Config, v.Mastership, p, term) != nil:
+		return wait
+	case p.GetChange().GetAdopted() && p.GetChange().GetAdoptedTerm() == term:
+		return Step{Kind: StepCompleteAdopted, Index: i, Term: term}
 	}
-	return wait
+	return Step{Kind: StepSendChange, Index: i, Term: term}
 }
 
 // CommitRollback implements spec CommitRollback for proposal p: the

@@ -40,6 +40,12 @@ func rollingBack(i uint64, commit, apply journal.Status) *journal.Proposal {
 		Rollback: &journal.Rollback{Index: i - 1, Commit: commit, Apply: apply}}
 }
 
+func adoption(i, term uint64) *journal.Proposal {
+	p := change(i, complete, inProgress)
+	p.Change.Adopted, p.Change.AdoptedTerm = true, term
+	return p
+}
+
 // synced is a view whose connection holds term 3, re-pushed.
 func synced(c *journal.Configuration) View {
 	return View{Config: c, Mastership: &journal.Mastership{Term: 3, Conn: 3}, Link: Link{Up: true, Term: 3}}
@@ -167,6 +173,8 @@ func TestApplyChange(t *testing.T) {
 		{"commit failed: abort without I/O", synced, cfg(), change(2, failed, pending), change(1, complete, complete), StepAbortApply},
 		{"commit aborted: abort without I/O", disconnected, cfg(), change(2, aborted, pending), nil, StepAbortApply},
 		{"in progress: send", synced, cfg(appliedProposal(2)), change(2, complete, inProgress), change(1, complete, complete), StepSendChange},
+		{"adoption read under this term: no Set", synced, cfg(appliedProposal(2)), adoption(2, 3), nil, StepCompleteAdopted},
+		{"adoption read under an earlier term: send", synced, cfg(appliedProposal(2)), adoption(2, 2), nil, StepSendChange},
 		{"disconnected: no apply", disconnected, cfg(), change(1, complete, pending), nil, StepWait},
 		{"disconnected: no send", disconnected, cfg(appliedProposal(1)), change(1, complete, inProgress), nil, StepWait},
 		{"stale term: no apply", staleLink, cfg(), change(1, complete, pending), nil, StepWait},
@@ -181,7 +189,7 @@ func TestApplyChange(t *testing.T) {
 			if got.Kind != tt.want {
 				t.Fatalf("ApplyChange = %v, want %v", got, tt.want)
 			}
-			if (got.Kind == StepSendChange || got.Kind == StepStartApply) && got.Term != 3 {
+			if (got.Kind == StepSendChange || got.Kind == StepStartApply || got.Kind == StepCompleteAdopted) && got.Term != 3 {
 				t.Errorf("step term = %d, want 3", got.Term)
 			}
 		})
