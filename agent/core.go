@@ -210,7 +210,7 @@ func CommitRollback(v View, p *journal.Proposal) Step {
 // ApplyRollback implements spec ApplyRollback for proposal p: a committed
 // rollback is started and its values sent to the device while this
 // connection is master and the device synced for the current term. The
-// device's answer is ApplyRollbackAnswer's.
+// push's outcome is PushOutcome's.
 func ApplyRollback(v View, p *journal.Proposal) Step {
 	if p == nil || !v.master() {
 		return wait
