@@ -446,7 +446,17 @@ func (a *Agent) view(ctx context.Context) (View, error) {
 	if err != nil {
 		return View{}, err
 	}
-	return View{Config: c, Mastership: m, Link: a.link(), Persistent: a.opts.Persistent}, nil
+	return View{Config: c, Mastership: m, Link: a.link(), Policy: a.policy()}, nil
+}
+
+// policy is what the core knows of the options.
+func (a *Agent) policy() Policy {
+	return Policy{Persistent: a.opts.Persistent, Fencing: a.opts.Fencing, TransientCodes: a.opts.TransientCodes}
+}
+
+// answered is the core's decision on a device's answer.
+func (a *Agent) answered(ev Event) Ready {
+	return Decide(View{Policy: a.policy()}, ev)
 }
 
 // link is the southbound connection as the decisions see it.
@@ -501,7 +511,7 @@ func unfinishedApply(p *journal.Proposal) bool {
 // (after a rollback, committed.proposal moves back, but every proposal
 // up to the rolled-back one is already finished).
 func (a *Agent) nextCommit(ctx context.Context) (Step, error) {
-	return a.next(ctx, NextCommit,
+	return a.next(ctx, EventCommitTick,
 		func(c *journal.Configuration) uint64 { return c.GetCommitted().GetProposal() + 1 },
 		pendingCommit, a.noteCommitted)
 }
@@ -509,16 +519,16 @@ func (a *Agent) nextCommit(ctx context.Context) (Step, error) {
 // nextApply decides the applier's next step. The oldest unfinished apply
 // is applied.proposal (in progress) or after it.
 func (a *Agent) nextApply(ctx context.Context) (Step, error) {
-	return a.next(ctx, NextApply,
+	return a.next(ctx, EventApplyTick,
 		func(c *journal.Configuration) uint64 { return c.GetApplied().GetProposal() },
 		unfinishedApply, a.noteApplied)
 }
 
-// next loads what decide needs, the rollback under way or else the oldest
-// proposal from from(configuration) on for which pending holds (with its
-// predecessor), and decides. Every proposal before that oldest one is
-// done: next reports it to progressed.
-func (a *Agent) next(ctx context.Context, decide func(v View, rollingBack, next, prev *journal.Proposal) Step,
+// next loads what the core needs for a tick, the rollback under way or
+// else the oldest proposal from from(configuration) on for which pending
+// holds (with its predecessor), and asks it. Every proposal before that
+// oldest one is done: next reports it to progressed.
+func (a *Agent) next(ctx context.Context, tick EventKind,
 	from func(*journal.Configuration) uint64, pending func(*journal.Proposal) bool, progressed func(uint64)) (Step, error) {
 	v, err := a.view(ctx)
 	if err != nil {
@@ -540,7 +550,7 @@ func (a *Agent) next(ctx context.Context, decide func(v View, rollingBack, next,
 	if err != nil {
 		return wait, err
 	}
-	return decide(v, rolling, next, prev), nil
+	return Decide(v, Event{Kind: tick, RollingBack: rolling, Next: next, Prev: prev}).Step, nil
 }
 
 // perform carries out one step: its device I/O, then its transition.
@@ -586,6 +596,18 @@ func (a *Agent) perform(ctx context.Context, step Step) error {
 		a.deviceMu.Lock()
 		defer a.deviceMu.Unlock()
 		return a.sendChanges(ctx, step, log)
+	case StepCompleteAdopted:
+		a.deviceMu.Lock()
+		defer a.deviceMu.Unlock()
+		if a.termSession(step.Term) == nil {
+			return nil
+		}
+		var p *journal.Proposal
+		if p, _, err = j.CompleteApply(ctx, step.Index, step.Term); err == nil {
+			a.noteApplied(step.Index)
+			log.Info("recorded the device's values as applied", "author", p.GetChange().GetAuthor())
+			return nil
+		}
 	case StepCommitRollback:
 		_, _, err = j.CommitRollback(ctx, step.Index)
 	case StepStartApplyRollback:
@@ -772,14 +794,14 @@ func (a *Agent) claim(ctx context.Context, s *session, term uint64, log *slog.Lo
 		return true, nil
 	}
 	_, err = a.send(s, term, &gpb.SetRequest{})
-	switch a.classify(err) {
-	case accepted:
-		return true, nil
-	case rejected:
-		log.Warn("the device refused the empty Set announcing the election id; going on", "err", err)
-		return true, nil
+	r := a.answered(Event{Kind: EventSetAnswer, Err: err})
+	if r.Session != SessionKeep {
+		return false, a.endSession(ctx, s, err, log)
 	}
-	return false, a.endSession(ctx, s, err, log)
+	if r.Answer == Refused {
+		log.Warn("the device refused the empty Set announcing the election id; going on", "err", err)
+	}
+	return true, nil
 }
 
 // largeRepush is the number of values from which a re-push returns the
@@ -826,7 +848,7 @@ func (a *Agent) sendRollback(ctx context.Context, step Step, log *slog.Logger) e
 	if err != nil {
 		return a.endSession(ctx, s, err, log)
 	}
-	if len(out.refused) == 0 {
+	if PushOutcome(Event{Push: PushRollback, Refused: out.refused}).Record == RecordCompleteApplyRollback {
 		_, _, err = a.j.CompleteApplyRollback(ctx, step.Index, step.Term)
 		return err
 	}
@@ -837,14 +859,16 @@ func (a *Agent) sendRollback(ctx context.Context, step Step, log *slog.Logger) e
 	return err
 }
 
-// endSession handles a transient or superseded Set: the session goes, the
-// apply stays in progress, and the next session, after a backoff, re-pushes
-// and re-sends it.
+// endSession ends session s after a Set left without an answer (err), as
+// the core decides: the agent is fenced (SessionFence), or the session
+// goes, the apply stays in progress, and the next session, after a
+// backoff, re-pushes and re-sends it.
 func (a *Agent) endSession(ctx context.Context, s *session, err error, log *slog.Logger) error {
 	if ctx.Err() != nil {
 		return ctx.Err()
 	}
-	if a.classify(err) == superseded {
+	r := a.answered(Event{Kind: EventSetAnswer, Err: err})
+	if r.Session == SessionFence {
 		a.fence(s, err, log)
 		return nil
 	}
@@ -853,7 +877,7 @@ func (a *Agent) endSession(ctx context.Context, s *session, err error, log *slog
 	a.status.SetRetries++
 	a.mu.Unlock()
 	s.setFailed.Store(true)
-	log.Warn("set not acknowledged; reconnecting", "outcome", a.classify(err), "err", err)
+	log.Warn("set not acknowledged; reconnecting", "outcome", r.Answer, "err", err)
 	s.end(fmt.Errorf("set not acknowledged: %w", err))
 	return nil
 }

@@ -28,16 +28,6 @@ func (a *Agent) sendChanges(ctx context.Context, step Step, log *slog.Logger) er
 	if err != nil {
 		return err
 	}
-	if ch := ps[0].GetChange(); ch.GetAdopted() && ch.GetAdoptedTerm() == step.Term {
-		// The device holds these values already (they were read from it
-		// under this term: it has not restarted since).
-		if _, _, err := a.j.CompleteApply(ctx, step.Index, step.Term); err != nil {
-			return err
-		}
-		a.noteApplied(step.Index)
-		log.Info("recorded the device's values as applied", "author", ps[0].GetChange().GetAuthor())
-		return nil
-	}
 	b, err := batchChanges(ps, a.opts.MaxSetBytes)
 	if err != nil {
 		log.Error("proposal cannot be sent", "err", err)
@@ -50,39 +40,42 @@ func (a *Agent) sendChanges(ctx context.Context, step Step, log *slog.Logger) er
 	reachedBefore := a.reached
 	a.reached = max(a.reached, b.last)
 	resp, err := a.send(s, step.Term, b.req)
-	switch a.classify(err) {
-	case accepted:
-		return a.completeBatch(ctx, ps[:b.size()], b, resp, step.Term, log)
-	case rejected:
+	r := a.answered(Event{Kind: EventChangeAnswer, Err: err,
+		Batch: Batch{First: b.first, Last: b.last, MayHaveReached: mayHaveReached}})
+	if r.Answer == Refused {
 		// A Set is atomic: a rejected one left the device as it was.
 		a.reached = reachedBefore
-		if b.size() > 1 {
+	}
+	if r.Isolate != 0 {
+		if r.Answer == Refused {
 			log.Info("device rejected a batch; sending its proposals one at a time",
 				"first", b.first, "last", b.last, "code", status.Code(err))
-			a.isolateThrough = b.last
-			return nil
-		}
-		st := status.Convert(err)
-		log.Warn("device rejected proposal", "code", st.Code(), "err", st.Message(), "retried", mayHaveReached)
-		a.noteRefused(err)
-		if mayHaveReached {
-			if done, err := a.restore(ctx, s, step, reachedBefore, log); !done || err != nil {
-				return err
-			}
-		}
-		_, _, err = a.j.FailApply(ctx, step.Index, uint32(st.Code()), st.Message())
-		return err
-	default:
-		if b.size() > 1 && status.Code(err) == codes.DeadlineExceeded {
+		} else {
 			// A batch the device could not finish within ApplyTimeout
-			// would time out again: after the re-push its proposals go
-			// one at a time.
+			// would time out again.
 			log.Info("device timed out on a batch; its proposals go one at a time on the next session",
 				"first", b.first, "last", b.last)
-			a.isolateThrough = b.last
 		}
-		return a.endSession(ctx, s, err, log)
+		a.isolateThrough = r.Isolate
 	}
+	switch {
+	case r.Session != SessionKeep:
+		return a.endSession(ctx, s, err, log)
+	case r.Record == RecordNone:
+		return nil
+	case r.Record == RecordCompleteApply:
+		return a.completeBatch(ctx, ps[:b.size()], b, resp, step.Term, log)
+	}
+	st := status.Convert(err)
+	log.Warn("device rejected proposal", "code", st.Code(), "err", st.Message(), "retried", mayHaveReached)
+	a.noteRefused(err)
+	if r.Restore {
+		if done, err := a.restore(ctx, s, step, reachedBefore, log); !done || err != nil {
+			return err
+		}
+	}
+	_, _, err = a.j.FailApply(ctx, step.Index, uint32(st.Code()), st.Message())
+	return err
 }
 
 // errEnough stops a journal scan early.
@@ -291,7 +284,7 @@ func (a *Agent) restore(ctx context.Context, s *session, step Step, through uint
 	if err != nil {
 		return false, a.endSession(ctx, s, err, log)
 	}
-	if len(out.refused) > 0 {
+	if PushOutcome(Event{Push: PushRestore, Refused: out.refused}).Record == RecordMarkOutOfSync {
 		// The device refuses to put some paths back: they are out of sync
 		// (the journal's applied values there may not be on the device).
 		if _, err := a.j.MarkOutOfSync(ctx, out.refused, journal.CauseRestore, step.Index, out.code(), out.message()); err != nil {

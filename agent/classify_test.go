@@ -15,32 +15,33 @@ func TestClassify(t *testing.T) {
 		err    error
 		fenced bool
 		codes  []codes.Code
-		want   outcome
+		want   Answer
 	}{
-		{"no error", nil, false, nil, accepted},
-		{"invalid value", status.Error(codes.InvalidArgument, "bad"), false, nil, rejected},
-		{"unknown path", status.Error(codes.NotFound, "no such path"), false, nil, rejected},
-		{"precondition", status.Error(codes.FailedPrecondition, "locked"), false, nil, rejected},
-		{"unimplemented", status.Error(codes.Unimplemented, "union_replace"), false, nil, rejected},
-		{"aborted", status.Error(codes.Aborted, "conflict"), false, nil, rejected},
-		{"device bug", status.Error(codes.Internal, "oops"), false, nil, rejected},
-		{"unavailable", status.Error(codes.Unavailable, "conn reset"), false, nil, transient},
-		{"timeout", status.Error(codes.DeadlineExceeded, "slow"), false, nil, transient},
-		{"overload", status.Error(codes.ResourceExhausted, "busy"), false, nil, transient},
-		{"own cancel", status.Error(codes.Canceled, "session ended"), false, nil, transient},
-		{"bad credentials", status.Error(codes.Unauthenticated, "who"), false, nil, transient},
-		{"not a gRPC error", errors.New("io"), false, nil, transient},
-		{"arbitration with fencing", arbitration, true, nil, superseded},
-		{"arbitration without fencing", arbitration, false, nil, rejected},
-		{"authorization refusal with fencing", status.Error(codes.PermissionDenied, "user may not write /system"), true, nil, rejected},
-		{"configured transient", status.Error(codes.Aborted, "commit in progress"), false, []codes.Code{codes.Aborted}, transient},
-		{"configured away", status.Error(codes.ResourceExhausted, "quota"), false, []codes.Code{codes.Unavailable}, rejected},
+		{"no error", nil, false, nil, Accepted},
+		{"invalid value", status.Error(codes.InvalidArgument, "bad"), false, nil, Refused},
+		{"unknown path", status.Error(codes.NotFound, "no such path"), false, nil, Refused},
+		{"precondition", status.Error(codes.FailedPrecondition, "locked"), false, nil, Refused},
+		{"unimplemented", status.Error(codes.Unimplemented, "union_replace"), false, nil, Refused},
+		{"aborted", status.Error(codes.Aborted, "conflict"), false, nil, Refused},
+		{"device bug", status.Error(codes.Internal, "oops"), false, nil, Refused},
+		{"unavailable", status.Error(codes.Unavailable, "conn reset"), false, nil, Transient},
+		{"timeout", status.Error(codes.DeadlineExceeded, "slow"), false, nil, Transient},
+		{"overload", status.Error(codes.ResourceExhausted, "busy"), false, nil, Transient},
+		{"own cancel", status.Error(codes.Canceled, "session ended"), false, nil, Transient},
+		{"bad credentials", status.Error(codes.Unauthenticated, "who"), false, nil, Transient},
+		{"not a gRPC error", errors.New("io"), false, nil, Transient},
+		{"arbitration with fencing", arbitration, true, nil, Superseded},
+		{"arbitration without fencing", arbitration, false, nil, Refused},
+		{"authorization refusal with fencing", status.Error(codes.PermissionDenied, "user may not write /system"), true, nil, Refused},
+		{"configured transient", status.Error(codes.Aborted, "commit in progress"), false, []codes.Code{codes.Aborted}, Transient},
+		{"configured away", status.Error(codes.ResourceExhausted, "quota"), false, []codes.Code{codes.Unavailable}, Refused},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			a := &Agent{opts: Options{Fencing: tt.fenced, TransientCodes: tt.codes}.withDefaults()}
-			if got := a.classify(tt.err); got != tt.want {
-				t.Errorf("classify(%v, fenced=%v) = %v, want %v", tt.err, tt.fenced, got, tt.want)
+			o := Options{Target: "x", Fencing: tt.fenced, TransientCodes: tt.codes}.withDefaults()
+			a := &Agent{opts: o}
+			if got := a.policy().Classify(tt.err); got != tt.want {
+				t.Errorf("Classify(%v, fenced=%v) = %v, want %v", tt.err, tt.fenced, got, tt.want)
 			}
 		})
 	}

@@ -15,46 +15,6 @@ import (
 // a restarted sidecar rolls back on time: the timer is re-derived from the
 // record, never kept only in memory.
 
-// ExpiryKind is what the commit-confirmed timer must do.
-type ExpiryKind int
-
-const (
-	// ExpiryIdle: nothing is outstanding, or the expired commit's change
-	// is still being applied; wait for a change in the journal.
-	ExpiryIdle ExpiryKind = iota
-	// ExpiryWait: the deadline has not passed; wait until Until (or a
-	// change in the journal: a confirm, a cancel, a new deadline).
-	ExpiryWait
-	// ExpiryRollBack: the deadline passed (or the commit was cancelled):
-	// roll its change back, or drop the record if the change failed
-	// (journal.ExpireCommit decides which, in one transaction).
-	ExpiryRollBack
-)
-
-// Expiry is the timer's decision.
-type Expiry struct {
-	Kind  ExpiryKind
-	Until time.Time
-}
-
-// DecideExpiry decides what the commit-confirmed timer does at time now,
-// given the outstanding record (nil if none) and its proposal (nil if
-// retention dropped it).
-func DecideExpiry(rec *journal.CommitConfirm, p *journal.Proposal, now time.Time) Expiry {
-	if rec == nil {
-		return Expiry{Kind: ExpiryIdle}
-	}
-	if deadline := rec.GetDeadline().AsTime(); !rec.GetCancelled() && now.Before(deadline) {
-		return Expiry{Kind: ExpiryWait, Until: deadline}
-	}
-	if p != nil && p.GetPhase() == journal.PhaseChange {
-		if !journal.ChangeFailed(p) && p.GetChange().GetApply() != journal.StatusComplete {
-			return Expiry{Kind: ExpiryIdle} // rolled back once applied
-		}
-	}
-	return Expiry{Kind: ExpiryRollBack}
-}
-
 // confirmLoop runs the commit-confirmed timer until ctx ends.
 func (a *Agent) confirmLoop(ctx context.Context) error {
 	log := a.log.With("loop", "commit-confirm")
@@ -117,7 +77,7 @@ func (a *Agent) decideExpiry(ctx context.Context) (Expiry, *journal.CommitConfir
 	if err != nil {
 		return Expiry{}, nil, err
 	}
-	return DecideExpiry(rec, p, time.Now()), rec, nil
+	return Decide(View{}, Event{Kind: EventExpiryTick, Confirm: rec, Next: p, Now: time.Now()}).Expiry, rec, nil
 }
 
 // waitFor waits until changed is closed, d passes or ctx ends.

@@ -1,14 +1,39 @@
-// Package agent drives the configuration state machine of DESIGN.md §3
-// (spec ConfigImpl.tla): it commits journaled proposals, applies them to
+// Package agent drives the configuration state machine of the formal
+// model (spec ConfigImpl): it commits journaled proposals, applies them to
 // the device strictly in index order and one at a time, applies rollbacks
 // newest first, and keeps the device in step with the journal across
 // reconnects and device restarts by re-pushing the applied configuration.
 //
-// The decisions are pure functions over journal state, one per spec action
-// (decide.go: CommitChange, ApplyChange, CommitRollback, ApplyRollback,
-// ReconcileConfiguration, ReconcileMastership). The Agent is the thin
-// driver around them: it loads a View, asks for the next Step, performs
-// the Step's device I/O and records the result as one journal transition.
+// # Core and driver
+//
+// The decisions are a pure core (core.go), in the style of etcd raft's
+// Step/Ready: Decide takes a View (the journal's configuration and
+// mastership, the link, the Policy drawn from Options) and an Event (a tick
+// of a loop, with the proposals concerned, or a device's answer) and
+// returns a Ready: the next Step, the journal transition that records an
+// answer, and what becomes of the session. The guards are the journal's
+// (journal.CommitChangeGuard, ...): the core decides with them and the
+// journal re-checks them in the transaction recording the decision, so a
+// decision made on a stale View is refused, never half-applied.
+//
+// Each spec action has one function in the core:
+//
+//	spec action             core function                        journal transition(s)
+//	ProposeChange           (a client's: Agent.ProposeChange)    ProposeChange
+//	ProposeRollback         DecideExpiry (EventExpiryTick)       ExpireCommit (a client's: ProposeRollback)
+//	CommitChange            CommitChange                         CommitChange, FailCommit
+//	ApplyChange             ApplyChange, ApplyChangeAnswer       AbortApply, StartApply, CompleteApply, FailApply
+//	                        PushOutcome(PushRestore)             MarkOutOfSync
+//	CommitRollback          CommitRollback                       CommitRollback
+//	ApplyRollback           ApplyRollback, PushOutcome           StartApplyRollback, CompleteApplyRollback, FailApplyRollback
+//	ReconcileConfiguration  ReconcileConfiguration, PushOutcome  StartReconcile, CompleteReconcile
+//	ReconcileMastership     ReconcileMastership                  Connect
+//	Connect/DisconnectNode  the link in the View; Classify       (none: the session ends, SessionRetry/SessionFence)
+//
+// NextCommit and NextApply order them for the committer and the applier.
+//
+// The Agent is the thin driver: it reads the journal, asks the core,
+// performs the Ready's I/O and feeds the device's answer back as an Event.
 // It runs three goroutines:
 //
 //   - the connector keeps one southbound session at a time: a gRPC
@@ -19,10 +44,11 @@
 //   - the committer commits proposals and rollbacks (journal only);
 //   - the applier records terms, re-pushes, and applies, one Set at a time.
 //
-// Device answers fall in the failure classes of DESIGN §4: a definitive
-// rejection fails the proposal (later committed ones are aborted); a
-// transient failure (lost connection, timeout, overload) ends the session
-// and leaves the apply in progress, to be sent again after the re-push on
-// the next term; with fencing, an arbitration refusal means another
-// sidecar incarnation is master: the session ends and nothing fails.
+// Device answers fall in the failure classes of DESIGN §4 (Answer): a
+// definitive refusal fails the proposal (later committed ones are
+// aborted); a transient failure (lost connection, timeout, overload) ends
+// the session and leaves the apply in progress, to be sent again after the
+// re-push on the next term; with fencing, an arbitration refusal means
+// another sidecar incarnation is master: the session ends and nothing
+// fails.
 package agent

@@ -129,8 +129,8 @@ func (a *Agent) commitRun(ctx context.Context, i uint64, log *slog.Logger) error
 				if err != nil {
 					return err
 				}
-				if p == nil || p.GetPhase() != journal.PhaseChange || p.GetChange().GetCommit() != journal.StatusPending {
-					break
+				if p == nil {
+					break // the journal's guard ends the run at any other proposal
 				}
 			}
 			if _, _, err := tx.CommitChange(k); err != nil {
@@ -168,7 +168,7 @@ func (a *Agent) txView(tx *journal.Tx) (View, error) {
 	if err != nil {
 		return View{}, err
 	}
-	return View{Config: c, Mastership: m, Link: a.link(), Persistent: a.opts.Persistent}, nil
+	return View{Config: c, Mastership: m, Link: a.link(), Policy: a.policy()}, nil
 }
 
 // txProposal is Agent.proposal inside a transaction.

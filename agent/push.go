@@ -103,8 +103,8 @@ func (o *pushOutcome) message() string {
 	return o.err.Message()
 }
 
-// pushSplitting sends batch on session s under term. A definitive refusal
-// splits the batch's values in halves, each sent (and split) in turn, so
+// pushSplitting sends batch on session s under term, the core deciding on
+// each answer (EventSetAnswer). A definitive refusal splits the batch's values in halves, each sent (and split) in turn, so
 // that what the device refuses is narrowed to single values, recorded in
 // out; the device takes the rest. It returns the first error that is not
 // a definitive refusal (the session is then unusable and the caller ends
@@ -112,14 +112,13 @@ func (o *pushOutcome) message() string {
 func (a *Agent) pushSplitting(s *session, term uint64, batch *valueBatch, out *pushOutcome) error {
 	out.sets++
 	_, err := a.send(s, term, batch.req)
-	switch a.classify(err) {
-	case accepted:
-		return nil
-	case rejected:
-	default:
+	r := a.answered(Event{Kind: EventSetAnswer, Err: err})
+	switch {
+	case r.Session != SessionKeep:
 		return err
-	}
-	if len(batch.values) <= 1 {
+	case r.Answer == Accepted:
+		return nil
+	case len(batch.values) <= 1:
 		out.refuse(batch.values, err)
 		return nil
 	}

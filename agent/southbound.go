@@ -5,8 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"slices"
-	"strings"
 	"sync"
 	"sync/atomic"
 
@@ -216,59 +214,4 @@ func fencing(id *gnmi_ext.Uint128) *gnmi_ext.Extension {
 	return &gnmi_ext.Extension{Ext: &gnmi_ext.Extension_MasterArbitration{
 		MasterArbitration: &gnmi_ext.MasterArbitration{ElectionId: id},
 	}}
-}
-
-// outcome classifies a device Set error (DESIGN §4).
-type outcome int
-
-const (
-	// accepted: the device applied the Set.
-	accepted outcome = iota
-	// rejected: the device definitively refused the Set; retrying the same
-	// Set cannot succeed.
-	rejected
-	// transient: the Set may or may not have been applied (lost
-	// connection, timeout, overload); the connection is dropped and the
-	// Set is re-sent after the re-push on the next term.
-	transient
-	// superseded: a device enforcing MasterArbitration answered that a
-	// newer master exists.
-	superseded
-)
-
-func (o outcome) String() string {
-	return [...]string{"accepted", "rejected", "transient", "superseded"}[o]
-}
-
-// DefaultTransientCodes are the device answers that leave a Set's outcome
-// open by default (Options.TransientCodes): every other code is a
-// definitive refusal.
-var DefaultTransientCodes = []codes.Code{codes.Unavailable, codes.DeadlineExceeded, codes.Canceled,
-	codes.ResourceExhausted, codes.Unauthenticated}
-
-// classify maps a Set error to its outcome: an error that is not a gRPC
-// status (the connection broke) and the codes of Options.TransientCodes
-// are transient, every other code a definitive refusal. With fencing on, a
-// PermissionDenied that talks about the election id or the master is
-// arbitration's answer, not a verdict on the change.
-func (a *Agent) classify(err error) outcome {
-	if err == nil {
-		return accepted
-	}
-	st, ok := status.FromError(err)
-	if !ok {
-		return transient
-	}
-	if st.Code() == codes.PermissionDenied && a.opts.Fencing && mentionsArbitration(st.Message()) {
-		return superseded
-	}
-	if slices.Contains(a.opts.TransientCodes, st.Code()) {
-		return transient
-	}
-	return rejected
-}
-
-func mentionsArbitration(msg string) bool {
-	msg = strings.ToLower(msg)
-	return strings.Contains(msg, "election") || strings.Contains(msg, "master") || strings.Contains(msg, "arbitration")
 }

@@ -177,8 +177,8 @@ func (j *Journal) ExpireCommit(ctx context.Context, id string) (*Proposal, *Conf
 		if err != nil {
 			return err
 		}
-		if deadline := rec.GetDeadline().AsTime(); !rec.GetCancelled() && w.now.Before(deadline) {
-			return guardf("the commit-confirmed of proposal %d is not due until %s", rec.GetProposal(), deadline.UTC().Format(time.RFC3339Nano))
+		if err := ExpireDueGuard(rec, w.now); err != nil {
+			return err
 		}
 		c, err := w.configuration()
 		if err != nil {
@@ -192,16 +192,15 @@ func (j *Journal) ExpireCommit(ctx context.Context, id string) (*Proposal, *Conf
 		case err != nil:
 			return err
 		}
-		ch := p.GetChange()
-		switch {
-		case p.GetPhase() == PhaseRollback, ChangeFailed(p):
+		if err := ExpireAppliedGuard(p); err != nil {
+			return err
+		}
+		if p.GetPhase() == PhaseRollback || ChangeFailed(p) {
 			if err := w.clearCommitConfirm(rec); err != nil {
 				return err
 			}
 			outP = p
 			return nil
-		case ch.GetApply() != StatusComplete:
-			return guardf("the change of proposal %d is still being applied; it is rolled back once applied", i)
 		}
 		if err := w.proposeRollback(c, p); err != nil {
 			return err

@@ -285,7 +285,7 @@ func (tx *Tx) CommitChange(i uint64) (*Proposal, *Configuration, error) {
 
 func commitChangeTransition(i uint64) proposalTransition {
 	return proposalTransition{action: ActionCommitChange, index: i, fn: func(w *writeTxn, c *Configuration, p *Proposal) error {
-		if err := w.commitChangeGuard(c, p, i); err != nil {
+		if err := w.guardWithPrevious(c, p, CommitChangeGuard); err != nil {
 			return err
 		}
 		eff, err := w.expand(i, p.GetChange().GetOps())
@@ -352,7 +352,7 @@ func (tx *Tx) FailCommit(i uint64, code uint32, message string) (*Proposal, *Con
 
 func failCommitTransition(i uint64, code uint32, message string) proposalTransition {
 	return proposalTransition{action: ActionFailCommit, index: i, fn: func(w *writeTxn, c *Configuration, p *Proposal) error {
-		if err := w.commitChangeGuard(c, p, i); err != nil {
+		if err := w.guardWithPrevious(c, p, CommitChangeGuard); err != nil {
 			return err
 		}
 		p.Change.Commit = StatusFailed
@@ -361,18 +361,6 @@ func failCommitTransition(i uint64, code uint32, message string) proposalTransit
 		c.Committed.Proposal = i
 		return w.clearFailedCommitConfirm(i)
 	}}
-}
-
-func (w *writeTxn) commitChangeGuard(c *Configuration, p *Proposal, i uint64) error {
-	switch {
-	case p.GetPhase() != PhaseChange:
-		return guardf("commit proposal %d: it is being rolled back", i)
-	case p.GetChange().GetCommit() != StatusPending:
-		return guardf("commit proposal %d: commit is %v, not pending", i, p.GetChange().GetCommit())
-	case c.GetRollingBack() != 0:
-		return guardf("commit proposal %d: rollback of proposal %d is in progress", i, c.GetRollingBack())
-	}
-	return w.previousFinished(c, i, "commit", func(p *Proposal) Status { return p.GetChange().GetCommit() })
 }
 
 // StartApply marks proposal i's apply InProgress and makes it
@@ -393,25 +381,17 @@ func (tx *Tx) StartApply(i uint64) (*Proposal, *Configuration, error) {
 
 func startApplyTransition(i uint64) proposalTransition {
 	return proposalTransition{action: ActionStartApply, index: i, fn: func(w *writeTxn, c *Configuration, p *Proposal) error {
-		if err := w.requireSynced(c, "apply proposal", i); err != nil {
+		m, err := w.mastership()
+		if err != nil {
 			return err
 		}
-		switch ch := p.GetChange(); {
-		case p.GetPhase() != PhaseChange:
-			return guardf("apply proposal %d: it is being rolled back", i)
-		case ch.GetCommit() != StatusComplete:
-			return guardf("apply proposal %d: commit is %v, not complete", i, ch.GetCommit())
-		case ch.GetAbortedBy() != 0:
-			return guardf("apply proposal %d: it depends on proposal %d, which failed to apply: its apply is aborted", i, ch.GetAbortedBy())
-		case ch.GetApply() == StatusInProgress && c.Applied.Proposal == i:
+		if err := w.guardWithPrevious(c, p, func(c *Configuration, p, prev *Proposal) error {
+			return StartApplyGuard(c, m, p, prev)
+		}); err != nil {
+			return err
+		}
+		if p.GetChange().GetApply() == StatusInProgress {
 			return errUnchanged // re-entry after a transient failure
-		case ch.GetApply() != StatusPending:
-			return guardf("apply proposal %d: apply is %v, not pending", i, ch.GetApply())
-		case c.GetRollingBack() != 0:
-			return guardf("apply proposal %d: rollback of proposal %d is in progress", i, c.GetRollingBack())
-		}
-		if err := w.previousFinished(c, i, "apply", func(p *Proposal) Status { return p.GetChange().GetApply() }); err != nil {
-			return err
 		}
 		p.Change.Apply = StatusInProgress
 		p.Change.ApplyStarted = timestamppb.New(w.now)
@@ -437,7 +417,11 @@ func (tx *Tx) CompleteApply(i, term uint64) (*Proposal, *Configuration, error) {
 
 func completeApplyTransition(i, term uint64) proposalTransition {
 	return proposalTransition{action: ActionCompleteApply, index: i, fn: func(w *writeTxn, c *Configuration, p *Proposal) error {
-		if err := w.applyInProgressGuard(c, p, i, term); err != nil {
+		m, err := w.mastership()
+		if err != nil {
+			return err
+		}
+		if err := CompleteApplyGuard(c, m, p, term); err != nil {
 			return err
 		}
 		if err := w.writeApplied(p.GetChange().GetValues()); err != nil {
@@ -451,19 +435,6 @@ func completeApplyTransition(i, term uint64) proposalTransition {
 		c.Applied.Index = i
 		return nil
 	}}
-}
-
-func (w *writeTxn) applyInProgressGuard(c *Configuration, p *Proposal, i, term uint64) error {
-	if p.GetPhase() != PhaseChange || p.GetChange().GetApply() != StatusInProgress || c.Applied.Proposal != i {
-		return guardf("complete apply of proposal %d: apply is %v, not in progress", i, p.GetChange().GetApply())
-	}
-	if err := w.requireSynced(c, "complete apply of proposal", i); err != nil {
-		return err
-	}
-	if term != c.Applied.Term {
-		return guardf("complete apply of proposal %d: applied under term %d, current term is %d", i, term, c.Applied.Term)
-	}
-	return nil
 }
 
 // FailApply records the device's definitive rejection of proposal i
@@ -490,8 +461,8 @@ func (tx *Tx) FailApply(i uint64, code uint32, message string) (*Proposal, *Conf
 
 func failApplyTransition(i uint64, code uint32, message string) proposalTransition {
 	return proposalTransition{action: ActionFailApply, index: i, fn: func(w *writeTxn, c *Configuration, p *Proposal) error {
-		if p.GetPhase() != PhaseChange || p.GetChange().GetApply() != StatusInProgress || c.Applied.Proposal != i {
-			return guardf("fail apply of proposal %d: apply is %v, not in progress", i, p.GetChange().GetApply())
+		if err := FailApplyGuard(c, p); err != nil {
+			return err
 		}
 		p.Change.Apply = StatusFailed
 		p.Change.Applied = timestamppb.New(w.now)
@@ -635,16 +606,10 @@ func (tx *Tx) AbortApply(i uint64) (*Proposal, *Configuration, error) {
 
 func abortApplyTransition(i uint64) proposalTransition {
 	return proposalTransition{action: ActionAbortApply, index: i, fn: func(w *writeTxn, c *Configuration, p *Proposal) error {
-		ch := p.GetChange()
-		if ch.GetApply() != StatusPending {
-			return guardf("abort apply of proposal %d: apply is %v, not pending", i, ch.GetApply())
-		}
-		if ch.GetCommit() != StatusFailed && ch.GetCommit() != StatusAborted && ch.GetAbortedBy() == 0 {
-			return guardf("abort apply of proposal %d: commit is %v, not failed or aborted", i, ch.GetCommit())
-		}
-		if err := w.previousFinished(c, i, "apply", func(p *Proposal) Status { return p.GetChange().GetApply() }); err != nil {
+		if err := w.guardWithPrevious(c, p, func(_ *Configuration, p, prev *Proposal) error { return AbortApplyGuard(p, prev) }); err != nil {
 			return err
 		}
+		ch := p.GetChange()
 		ch.Apply = StatusAborted
 		ch.Applied = timestamppb.New(w.now)
 		return w.clearFailedCommitConfirm(i)
@@ -728,13 +693,10 @@ func (j *Journal) CommitRollback(ctx context.Context, i uint64) (*Proposal, *Con
 
 func commitRollbackTransition(i uint64) proposalTransition {
 	return proposalTransition{action: ActionCommitRollback, index: i, fn: func(w *writeTxn, c *Configuration, p *Proposal) error {
-		rb := p.GetRollback()
-		switch {
-		case p.GetPhase() != PhaseRollback || rb.GetCommit() != StatusPending:
-			return guardf("commit rollback of proposal %d: rollback commit is %v, not pending", i, rb.GetCommit())
-		case c.Committed.Index != i || c.RollingBack != i:
-			return guardf("commit rollback of proposal %d: committed index is %d", i, c.Committed.Index)
+		if err := CommitRollbackGuard(c, p); err != nil {
+			return err
 		}
+		rb := p.GetRollback()
 		var before []*PathValue
 		for _, pv := range rb.GetValues() {
 			prev, err := w.value(nsCommitted, PathKey(pv.GetPath()))
@@ -771,19 +733,16 @@ func (j *Journal) StartApplyRollback(ctx context.Context, i uint64) (*Proposal, 
 
 func startApplyRollbackTransition(i uint64) proposalTransition {
 	return proposalTransition{action: ActionStartApplyRollback, index: i, fn: func(w *writeTxn, c *Configuration, p *Proposal) error {
-		if err := w.requireSynced(c, "apply rollback of proposal", i); err != nil {
+		m, err := w.mastership()
+		if err != nil {
+			return err
+		}
+		if err := StartApplyRollbackGuard(c, m, p); err != nil {
 			return err
 		}
 		rb := p.GetRollback()
-		switch {
-		case p.GetPhase() != PhaseRollback || rb.GetCommit() != StatusComplete:
-			return guardf("apply rollback of proposal %d: rollback commit is %v, not complete", i, rb.GetCommit())
-		case c.Applied.Index != i:
-			return guardf("apply rollback of proposal %d: applied index is %d", i, c.Applied.Index)
-		case rb.GetApply() == StatusInProgress:
+		if rb.GetApply() == StatusInProgress {
 			return errUnchanged // re-entry after a transient failure
-		case rb.GetApply() != StatusPending:
-			return guardf("apply rollback of proposal %d: rollback apply is %v, not pending", i, rb.GetApply())
 		}
 		rb.Apply = StatusInProgress
 		rb.ApplyStarted = timestamppb.New(w.now)
@@ -815,16 +774,14 @@ func completeApplyRollbackTransition(i, term uint64) proposalTransition {
 // share: the rollback values become the applied values, applied.index =
 // rollback.index, no rollback under way.
 func (w *writeTxn) finishApplyRollback(c *Configuration, p *Proposal, i, term uint64) error {
-	rb := p.GetRollback()
-	if p.GetPhase() != PhaseRollback || rb.GetApply() != StatusInProgress || c.Applied.Index != i {
-		return guardf("complete rollback apply of proposal %d: rollback apply is %v, not in progress", i, rb.GetApply())
-	}
-	if err := w.requireSynced(c, "complete rollback apply of proposal", i); err != nil {
+	m, err := w.mastership()
+	if err != nil {
 		return err
 	}
-	if term != c.Applied.Term {
-		return guardf("complete rollback apply of proposal %d: applied under term %d, current term is %d", i, term, c.Applied.Term)
+	if err := FinishApplyRollbackGuard(c, m, p, term); err != nil {
+		return err
 	}
+	rb := p.GetRollback()
 	if err := w.writeApplied(rb.GetValues()); err != nil {
 		return err
 	}
@@ -868,8 +825,11 @@ func (j *Journal) Connect(ctx context.Context) (*Mastership, error) {
 func (j *Journal) StartReconcile(ctx context.Context, term uint64) (*Configuration, error) {
 	var out *Configuration
 	err := j.submit(ctx, func(w *writeTxn) error {
-		c, err := w.reconcileGuard(term)
+		c, m, err := w.configurationAndMastership()
 		if err != nil {
+			return err
+		}
+		if err := ReconcileGuard(c, m, term); err != nil {
 			return err
 		}
 		c.Status = StatusInProgress
@@ -896,12 +856,12 @@ func (j *Journal) StartReconcile(ctx context.Context, term uint64) (*Configurati
 func (j *Journal) CompleteReconcile(ctx context.Context, term, target uint64, outcome ...RepushOutcome) (*Configuration, error) {
 	var out *Configuration
 	err := j.submit(ctx, func(w *writeTxn) error {
-		c, err := w.reconcileGuard(term)
+		c, m, err := w.configurationAndMastership()
 		if err != nil {
 			return err
 		}
-		if c.Status != StatusInProgress {
-			return guardf("complete re-push for term %d: re-push is %v, not in progress", term, c.Status)
+		if err := CompleteReconcileGuard(c, m, term); err != nil {
+			return err
 		}
 		if target == 0 {
 			target = c.Applied.Target + 1
@@ -924,19 +884,21 @@ func (j *Journal) CompleteReconcile(ctx context.Context, term, target uint64, ou
 	return out, err
 }
 
-func (w *writeTxn) reconcileGuard(term uint64) (*Configuration, error) {
-	c, err := w.configuration()
-	if err != nil {
-		return nil, err
-	}
+func (w *writeTxn) mastership() (*Mastership, error) {
 	m := &Mastership{}
 	if _, err := w.get(keyMastership, m); err != nil {
 		return nil, err
 	}
-	if term != m.Term || term <= c.Applied.Term {
-		return nil, guardf("re-push for term %d: mastership term is %d, applied term %d", term, m.Term, c.Applied.Term)
+	return m, nil
+}
+
+func (w *writeTxn) configurationAndMastership() (*Configuration, *Mastership, error) {
+	c, err := w.configuration()
+	if err != nil {
+		return nil, nil, err
 	}
-	return c, nil
+	m, err := w.mastership()
+	return c, m, err
 }
 
 // --- helpers shared by the transitions ---
@@ -1031,34 +993,26 @@ func (w *writeTxn) load(i uint64) (*Configuration, *Proposal, error) {
 	return c, p, nil
 }
 
-// previousFinished enforces index order: proposal i-1's step (if it is
-// still kept; retention keeps only finished ones) must be Finished.
-func (w *writeTxn) previousFinished(c *Configuration, i uint64, step string, status func(*Proposal) Status) error {
-	if i <= 1 || i-1 < c.GetFirstIndex() {
-		return nil
+// guardWithPrevious checks guard for proposal p and its predecessor, if
+// it is still kept (retention keeps only finished ones).
+func (w *writeTxn) guardWithPrevious(c *Configuration, p *Proposal, guard func(c *Configuration, p, prev *Proposal) error) error {
+	var prev *Proposal
+	if i := p.GetIndex(); i > 1 && i-1 >= c.GetFirstIndex() {
+		var err error
+		if prev, err = loadProposalStatus(w.txn, c, i-1); err != nil {
+			return err
+		}
 	}
-	prev, err := loadProposalStatus(w.txn, c, i-1)
+	return guard(c, p, prev)
+}
+
+// requireSynced checks syncedGuard against the stored mastership.
+func (w *writeTxn) requireSynced(c *Configuration, what string, i uint64) error {
+	m, err := w.mastership()
 	if err != nil {
 		return err
 	}
-	if s := status(prev); !Finished(s) {
-		return guardf("%s proposal %d: %s of proposal %d is %v", step, i, step, i-1, s)
-	}
-	return nil
-}
-
-// requireSynced enforces that the device holds the applied configuration of
-// the current term: applied.term = mastership.term, re-push Complete.
-func (w *writeTxn) requireSynced(c *Configuration, what string, i uint64) error {
-	m := &Mastership{}
-	if _, err := w.get(keyMastership, m); err != nil {
-		return err
-	}
-	if m.Term == 0 || c.Applied.Term != m.Term || c.Status != StatusComplete {
-		return guardf("%s %d: configuration not re-pushed for term %d (applied term %d, re-push %v)",
-			what, i, m.Term, c.Applied.Term, c.Status)
-	}
-	return nil
+	return syncedGuard(c, m, what, i)
 }
 
 func (w *writeTxn) putProposalAndConfiguration(p *Proposal, c *Configuration) error {

@@ -1,7 +1,15 @@
 package agent
 
 import (
+	"errors"
+	"reflect"
 	"testing"
+	"time"
+
+	gpb "github.com/openconfig/gnmi/proto/gnmi"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/gnmi-sidecar/gnmi-sidecar/journal"
 	"github.com/gnmi-sidecar/gnmi-sidecar/journal/journalpb"
@@ -30,6 +38,12 @@ func rollingBack(i uint64, commit, apply journal.Status) *journal.Proposal {
 	return &journal.Proposal{Index: i, Phase: journal.PhaseRollback,
 		Change:   &journal.Change{Commit: journal.StatusComplete, Apply: journal.StatusComplete},
 		Rollback: &journal.Rollback{Index: i - 1, Commit: commit, Apply: apply}}
+}
+
+func adoption(i, term uint64) *journal.Proposal {
+	p := change(i, complete, inProgress)
+	p.Change.Adopted, p.Change.AdoptedTerm = true, term
+	return p
 }
 
 // synced is a view whose connection holds term 3, re-pushed.
@@ -87,7 +101,7 @@ func TestReconcileConfiguration(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			v := View{Config: tt.c, Mastership: &journal.Mastership{Term: 3}, Link: tt.link, Persistent: tt.persistent}
+			v := View{Config: tt.c, Mastership: &journal.Mastership{Term: 3}, Link: tt.link, Policy: Policy{Persistent: tt.persistent}}
 			got := ReconcileConfiguration(v)
 			if got.Kind != tt.want {
 				t.Fatalf("ReconcileConfiguration = %v, want %v", got, tt.want)
@@ -159,6 +173,8 @@ func TestApplyChange(t *testing.T) {
 		{"commit failed: abort without I/O", synced, cfg(), change(2, failed, pending), change(1, complete, complete), StepAbortApply},
 		{"commit aborted: abort without I/O", disconnected, cfg(), change(2, aborted, pending), nil, StepAbortApply},
 		{"in progress: send", synced, cfg(appliedProposal(2)), change(2, complete, inProgress), change(1, complete, complete), StepSendChange},
+		{"adoption read under this term: no Set", synced, cfg(appliedProposal(2)), adoption(2, 3), nil, StepCompleteAdopted},
+		{"adoption read under an earlier term: send", synced, cfg(appliedProposal(2)), adoption(2, 2), nil, StepSendChange},
 		{"disconnected: no apply", disconnected, cfg(), change(1, complete, pending), nil, StepWait},
 		{"disconnected: no send", disconnected, cfg(appliedProposal(1)), change(1, complete, inProgress), nil, StepWait},
 		{"stale term: no apply", staleLink, cfg(), change(1, complete, pending), nil, StepWait},
@@ -173,7 +189,7 @@ func TestApplyChange(t *testing.T) {
 			if got.Kind != tt.want {
 				t.Fatalf("ApplyChange = %v, want %v", got, tt.want)
 			}
-			if (got.Kind == StepSendChange || got.Kind == StepStartApply) && got.Term != 3 {
+			if (got.Kind == StepSendChange || got.Kind == StepStartApply || got.Kind == StepCompleteAdopted) && got.Term != 3 {
 				t.Errorf("step term = %d, want 3", got.Term)
 			}
 		})
@@ -202,7 +218,11 @@ func TestRollbackDecisions(t *testing.T) {
 		{"commit: a change is not a rollback", CommitRollback, rb(5, 5, 5), synced, change(5, complete, complete), StepWait},
 		{"apply: start once committed", ApplyRollback, rb(5, 4, 5), synced, rollingBack(5, complete, pending), StepStartApplyRollback},
 		{"apply: not before its commit", ApplyRollback, rb(5, 5, 5), synced, rollingBack(5, pending, pending), StepWait},
-		{"apply: send when in progress", ApplyRollback, rb(5, 4, 4), synced, rollingBack(5, complete, inProgress), StepSendRollback},
+		// StartApplyRollback moved applied.proposal to the rollback's
+		// index; applied.index stays 5 until the rollback finishes.
+		{"apply: send when in progress", ApplyRollback, cfg(func(c *journal.Configuration) {
+			c.RollingBack, c.Committed.Index, c.Committed.Proposal, c.Applied.Index, c.Applied.Proposal = 5, 4, 4, 5, 4
+		}), synced, rollingBack(5, complete, inProgress), StepSendRollback},
 		{"apply: not while disconnected", ApplyRollback, rb(5, 4, 5), func(c *journal.Configuration) View {
 			return View{Config: c, Mastership: &journal.Mastership{Term: 3}}
 		}, rollingBack(5, complete, pending), StepWait},
@@ -241,5 +261,126 @@ func TestNextApplyOrder(t *testing.T) {
 	c.RollingBack = 7
 	if got := NextApply(v, rollingBack(7, complete, pending), next, nil); got.Kind != StepWait {
 		t.Fatalf("rollback under way, applied index not at it: %v, want Wait", got)
+	}
+}
+
+func TestDecideAnswers(t *testing.T) {
+	refusal := status.Error(codes.InvalidArgument, "bad value")
+	unavailable := status.Error(codes.Unavailable, "conn reset")
+	timeout := status.Error(codes.DeadlineExceeded, "slow")
+	arbitration := status.Error(codes.PermissionDenied, "election_id 3 is lower than the current master's election_id 5")
+	refused := []*journal.PathValue{{Path: &gpb.Path{Elem: []*gpb.PathElem{{Name: "mtu"}}}}}
+	one := Batch{First: 4, Last: 4}
+	tests := []struct {
+		name   string
+		fenced bool
+		ev     Event
+		want   Ready
+	}{
+		{"change accepted: complete the batch", false, Event{Kind: EventChangeAnswer, Batch: Batch{First: 4, Last: 6}},
+			Ready{Answer: Accepted, Record: RecordCompleteApply}},
+		{"change refused: fail it", false, Event{Kind: EventChangeAnswer, Err: refusal, Batch: one},
+			Ready{Answer: Refused, Record: RecordFailApply}},
+		{"change refused, an earlier Set may have carried it: restore, then fail", false,
+			Event{Kind: EventChangeAnswer, Err: refusal, Batch: Batch{First: 4, Last: 4, MayHaveReached: true}},
+			Ready{Answer: Refused, Record: RecordFailApply, Restore: true}},
+		{"batch refused: its proposals one at a time", false, Event{Kind: EventChangeAnswer, Err: refusal, Batch: Batch{First: 4, Last: 6}},
+			Ready{Answer: Refused, Isolate: 6}},
+		{"change transient: end the session, apply stays in progress", false, Event{Kind: EventChangeAnswer, Err: unavailable, Batch: one},
+			Ready{Answer: Transient, Session: SessionRetry}},
+		{"connection broke: transient", false, Event{Kind: EventChangeAnswer, Err: errors.New("EOF"), Batch: one},
+			Ready{Answer: Transient, Session: SessionRetry}},
+		{"batch timed out: end the session, one at a time next", false, Event{Kind: EventChangeAnswer, Err: timeout, Batch: Batch{First: 4, Last: 6}},
+			Ready{Answer: Transient, Session: SessionRetry, Isolate: 6}},
+		{"change superseded by another master: fence", true, Event{Kind: EventChangeAnswer, Err: arbitration, Batch: one},
+			Ready{Answer: Superseded, Session: SessionFence}},
+		{"arbitration's words without fencing: a refusal", false, Event{Kind: EventChangeAnswer, Err: arbitration, Batch: one},
+			Ready{Answer: Refused, Record: RecordFailApply}},
+		{"claim accepted: go on", true, Event{Kind: EventSetAnswer}, Ready{Answer: Accepted}},
+		{"claim refused: go on", true, Event{Kind: EventSetAnswer, Err: refusal}, Ready{Answer: Refused}},
+		{"claim unanswered: end the session", true, Event{Kind: EventSetAnswer, Err: unavailable}, Ready{Answer: Transient, Session: SessionRetry}},
+		{"claim superseded: fence", true, Event{Kind: EventSetAnswer, Err: arbitration}, Ready{Answer: Superseded, Session: SessionFence}},
+		{"push Set refused: split it, the session goes on", false, Event{Kind: EventSetAnswer, Err: refusal}, Ready{Answer: Refused}},
+		{"push Set unanswered: end the session", false, Event{Kind: EventSetAnswer, Err: timeout}, Ready{Answer: Transient, Session: SessionRetry}},
+		{"push Set superseded: fence", true, Event{Kind: EventSetAnswer, Err: arbitration}, Ready{Answer: Superseded, Session: SessionFence}},
+		{"re-push done: complete it", false, Event{Kind: EventPushDone, Push: PushRepush},
+			Ready{Answer: Accepted, Record: RecordCompleteReconcile}},
+		{"re-push with refused values: complete it, they are out of sync", false, Event{Kind: EventPushDone, Push: PushRepush, Refused: refused},
+			Ready{Answer: Refused, Record: RecordCompleteReconcile}},
+		{"rollback accepted: complete it", false, Event{Kind: EventPushDone, Push: PushRollback},
+			Ready{Answer: Accepted, Record: RecordCompleteApplyRollback}},
+		{"rollback with refused values: fail it", false, Event{Kind: EventPushDone, Push: PushRollback, Refused: refused},
+			Ready{Answer: Refused, Record: RecordFailApplyRollback}},
+		{"restore accepted: nothing to record", false, Event{Kind: EventPushDone, Push: PushRestore}, Ready{Answer: Accepted}},
+		{"restore with refused values: out of sync", false, Event{Kind: EventPushDone, Push: PushRestore, Refused: refused},
+			Ready{Answer: Refused, Record: RecordMarkOutOfSync}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			v := View{Policy: Policy{Fencing: tt.fenced, TransientCodes: DefaultTransientCodes}}
+			if got := Decide(v, tt.ev); !reflect.DeepEqual(got, tt.want) {
+				t.Errorf("Decide = %+v, want %+v", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestDecideTicks(t *testing.T) {
+	v := synced(cfg(func(c *journal.Configuration) { c.Committed.Index, c.Committed.Proposal = 1, 1 }))
+	next, prev := change(2, pending, pending), change(1, complete, complete)
+	if got := Decide(v, Event{Kind: EventCommitTick, Next: next, Prev: prev}); got.Step.Kind != StepCommitChange || got.Step.Index != 2 {
+		t.Errorf("commit tick: %v, want CommitChange(2)", got.Step)
+	}
+	next = change(2, complete, pending)
+	if got := Decide(v, Event{Kind: EventApplyTick, Next: next, Prev: prev}); got.Step.Kind != StepStartApply || got.Step.Index != 2 {
+		t.Errorf("apply tick: %v, want StartApply(2)", got.Step)
+	}
+	v.Link = Link{}
+	if got := Decide(v, Event{Kind: EventApplyTick, Next: next, Prev: prev}); got.Step.Kind != StepWait {
+		t.Errorf("apply tick, link down: %v, want Wait", got.Step)
+	}
+	v.Link = Link{Up: true}
+	if got := Decide(v, Event{Kind: EventApplyTick, Next: next, Prev: prev}); got.Step.Kind != StepConnect {
+		t.Errorf("apply tick, link up without a term: %v, want Connect", got.Step)
+	}
+	now := time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
+	rec := &journal.CommitConfirm{Proposal: 2, Deadline: timestamppb.New(now.Add(-time.Second))}
+	if got := Decide(v, Event{Kind: EventExpiryTick, Confirm: rec, Next: change(2, complete, complete), Now: now}); got.Expiry.Kind != ExpiryRollBack {
+		t.Errorf("expiry tick past the deadline: %v, want ExpiryRollBack", got.Expiry)
+	}
+}
+
+// TestGuardsAgree checks that every step the core decides is one the
+// journal's guard for it accepts, and that the core waits where the guard
+// refuses: both read the same predicate.
+func TestGuardsAgree(t *testing.T) {
+	m := &journal.Mastership{Term: 3}
+	tests := []struct {
+		name  string
+		step  Step
+		guard error
+	}{
+		{"commit", CommitChange(synced(cfg()), change(2, pending, pending), change(1, pending, pending)),
+			journal.CommitChangeGuard(cfg(), change(2, pending, pending), change(1, pending, pending))},
+		{"start apply", ApplyChange(synced(cfg()), change(2, complete, pending), change(1, complete, inProgress)),
+			journal.StartApplyGuard(cfg(), m, change(2, complete, pending), change(1, complete, inProgress))},
+		{"abort apply", ApplyChange(synced(cfg()), change(2, failed, pending), change(1, complete, inProgress)),
+			journal.AbortApplyGuard(change(2, failed, pending), change(1, complete, inProgress))},
+		{"send change", ApplyChange(synced(cfg()), change(2, complete, inProgress), nil),
+			journal.CompleteApplyGuard(cfg(), m, change(2, complete, inProgress), 3)},
+		{"commit rollback", CommitRollback(synced(cfg()), rollingBack(2, pending, pending)),
+			journal.CommitRollbackGuard(cfg(), rollingBack(2, pending, pending))},
+		{"start rollback", ApplyRollback(synced(cfg()), rollingBack(2, complete, pending)),
+			journal.StartApplyRollbackGuard(cfg(), m, rollingBack(2, complete, pending))},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if !errors.Is(tt.guard, journal.ErrGuard) {
+				t.Fatalf("guard = %v, want a refusal", tt.guard)
+			}
+			if tt.step.Kind != StepWait {
+				t.Errorf("the journal refuses (%v) but the core decided %v", tt.guard, tt.step)
+			}
+		})
 	}
 }
