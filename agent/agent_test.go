@@ -74,7 +74,7 @@ func TestRejectFailsProposalAndAbortsTheLaterOnesThatDependOnIt(t *testing.T) {
 		t.Errorf("recorded error = %v, want the device's InvalidArgument and message", e)
 	}
 	// later1 writes the failed proposal's path: aborted, saying why.
-	// later2 does not depend on it: applied (DESIGN "never stuck, never
+	// later2 does not depend on it: applied (docs/design.md "never stuck, never
 	// silent": a later proposal is aborted only if it depends on the
 	// failed one's paths).
 	p = r.waitApplied(later1)

@@ -8,7 +8,7 @@ import (
 	"github.com/gnmi-sidecar/gnmi-sidecar/journal"
 )
 
-// This file packs consecutive proposals into one southbound Set (DESIGN §5:
+// This file packs consecutive proposals into one southbound Set (docs/design.md §5:
 // batching consecutive ready proposals into one device Set). The journal
 // still records the applies one by one (StartApply and CompleteApply of each
 // proposal in index order, in one transaction once the device answered), so

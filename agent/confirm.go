@@ -8,7 +8,7 @@ import (
 	"github.com/gnmi-sidecar/gnmi-sidecar/journal"
 )
 
-// The commit-confirmed timer (gnmi_ext.Commit; DESIGN §4, OpenConfig
+// The commit-confirmed timer (gnmi_ext.Commit; docs/design.md §4, OpenConfig
 // gnmi-commit-confirmed.md). The spec has no timer: expiry is a
 // ProposeRollback the agent makes on the client's behalf. The record of
 // the outstanding commit, its deadline included, lives in the journal, so

@@ -253,7 +253,7 @@ func NextApply(v View, rollingBack, next, prev *journal.Proposal) Step {
 
 // --- the device's answers ---
 
-// Answer is the kind of a device's answer to a Set (DESIGN §4).
+// Answer is the kind of a device's answer to a Set (docs/design.md §4).
 type Answer int
 
 const (

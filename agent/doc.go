@@ -1,5 +1,6 @@
 // Package agent drives the configuration state machine of the formal
-// model (spec ConfigImpl): it commits journaled proposals, applies them to
+// model (docs/spec/ConfigImpl.tla.txt; docs/design.md maps its actions to
+// the code): it commits journaled proposals, applies them to
 // the device strictly in index order and one at a time, applies rollbacks
 // newest first, and keeps the device in step with the journal across
 // reconnects and device restarts by re-pushing the applied configuration.
@@ -44,7 +45,7 @@
 //   - the committer commits proposals and rollbacks (journal only);
 //   - the applier records terms, re-pushes, and applies, one Set at a time.
 //
-// Device answers fall in the failure classes of DESIGN §4 (Answer): a
+// Device answers fall in the failure classes of docs/design.md §4 (Answer): a
 // definitive refusal fails the proposal (later committed ones are
 // aborted); a transient failure (lost connection, timeout, overload) ends
 // the session and leaves the apply in progress, to be sent again after the

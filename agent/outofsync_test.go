@@ -25,7 +25,7 @@ func outOfSyncPaths(r *rig) []string {
 
 // A rollback the device refuses for good ends (rollback apply FAILED with
 // the device's error), its refused value is out of sync, the values the
-// device took are on it, and later proposals go on (DESIGN "never stuck").
+// device took are on it, and later proposals go on (docs/design.md "never stuck").
 func TestRefusedRollbackEndsAndWorkGoesOn(t *testing.T) {
 	r := newRig(t, testbed.Options{}, agent.Options{})
 	r.propose(updateOp(t, descPath("eth0"), str("one")))

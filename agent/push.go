@@ -14,7 +14,7 @@ import (
 
 // This file pushes journal values that must all reach the device — a
 // rollback's, a re-push's, an operator's retry — in a way that cannot wedge
-// the pipeline (DESIGN "never stuck, never silent"): a Set the device
+// the pipeline (docs/design.md "never stuck, never silent"): a Set the device
 // refuses for good is split in halves, down to the single values it will
 // not take, and everything else still goes through.
 

@@ -11,7 +11,7 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 )
 
-// The commit-confirmed transitions (DESIGN §4 commit-confirmed; OpenConfig
+// The commit-confirmed transitions (docs/design.md §4 commit-confirmed; OpenConfig
 // gnmi-commit-confirmed.md v0.1.0, the gnmi_ext.Commit extension). At most
 // one commit-confirmed is outstanding: its CommitConfirm record (key "x")
 // names the client's commit id, the proposal it journaled, the deadline and
@@ -30,7 +30,7 @@ import (
 // cancel the commit.
 
 // ProposeConfirmedChange journals a Set carrying a gnmi_ext.Commit "commit"
-// action (DESIGN §4 commit-confirmed; OpenConfig gnmi-commit-confirmed.md
+// action (docs/design.md §4 commit-confirmed; OpenConfig gnmi-commit-confirmed.md
 // v0.1.0): it is ProposeChange plus, in the same transaction, the
 // CommitConfirm record {id, proposal: the new index, deadline, started:
 // now}. The Observer sees ActionProposeChange, exactly as ProposeChange
@@ -58,7 +58,7 @@ func (j *Journal) ProposeConfirmedChange(ctx context.Context, ops []*Op, id stri
 }
 
 // ConfirmCommit confirms the outstanding commit-confirmed with the given id
-// (gnmi_ext.Commit "confirm"; DESIGN §4; OpenConfig gnmi-commit-confirmed.md
+// (gnmi_ext.Commit "confirm"; docs/design.md §4; OpenConfig gnmi-commit-confirmed.md
 // v0.1.0): the record is removed and the change stays. It returns the
 // removed record; the Observer sees ActionClearCommitConfirm. None
 // outstanding wraps ErrNotFound, another id ErrInvalid; a cancelled commit
@@ -77,7 +77,7 @@ func (j *Journal) ConfirmCommit(ctx context.Context, id string) (*CommitConfirm,
 }
 
 // CancelCommit cancels the outstanding commit-confirmed with the given id
-// (gnmi_ext.Commit "cancel"; DESIGN §4; OpenConfig gnmi-commit-confirmed.md
+// (gnmi_ext.Commit "cancel"; docs/design.md §4; OpenConfig gnmi-commit-confirmed.md
 // v0.1.0): the record is marked cancelled and its deadline set to now, so
 // the agent rolls the change back (ExpireCommit) as soon as it is applied.
 // It returns the record as it left it; the Observer sees
@@ -97,7 +97,7 @@ func (j *Journal) CancelCommit(ctx context.Context, id string) (*CommitConfirm, 
 
 // SetCommitDeadline replaces the deadline of the outstanding
 // commit-confirmed with the given id (gnmi_ext.Commit
-// "set_rollback_duration"; DESIGN §4; OpenConfig gnmi-commit-confirmed.md
+// "set_rollback_duration"; docs/design.md §4; OpenConfig gnmi-commit-confirmed.md
 // v0.1.0). It returns the record as it left it; the Observer sees
 // ActionSetCommitConfirm. None outstanding wraps ErrNotFound, another id or
 // a zero deadline ErrInvalid; a cancelled commit keeps its deadline
@@ -144,7 +144,7 @@ func (w *writeTxn) putCommitConfirm(rec *CommitConfirm) error {
 }
 
 // ExpireCommit ends the outstanding commit-confirmed with the given id
-// whose deadline passed or that was cancelled (DESIGN §4: the rollback of
+// whose deadline passed or that was cancelled (docs/design.md §4: the rollback of
 // an unconfirmed commit; OpenConfig gnmi-commit-confirmed.md v0.1.0). The
 // agent calls it. In one transaction, according to the record's proposal:
 //

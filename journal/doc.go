@@ -1,7 +1,7 @@
 // Package journal is the sidecar's memory: the only state that survives a
 // crash. It stores, in one Badger database per sidecar directory, the state
-// of the configuration state machine of DESIGN.md §3 (spec
-// ConfigImpl.tla): the proposals, the configuration (committed and applied),
+// of the configuration state machine of docs/design.md §3 (the formal
+// model's docs/spec/ConfigImpl.tla.txt): the proposals, the configuration (committed and applied),
 // the mastership term and connection counter, and the outstanding
 // commit-confirmed.
 //
@@ -28,7 +28,7 @@
 //
 // # Commit-confirmed
 //
-// At most one commit-confirmed (gnmi_ext.Commit; DESIGN §4, OpenConfig
+// At most one commit-confirmed (gnmi_ext.Commit; docs/design.md §4, OpenConfig
 // gnmi-commit-confirmed.md v0.1.0) is outstanding. Its record holds the
 // client's commit id, the proposal it journaled, the rollback deadline,
 // when it started and whether it was cancelled. ProposeConfirmedChange

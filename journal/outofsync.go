@@ -13,7 +13,7 @@ import (
 	"github.com/gnmi-sidecar/gnmi-sidecar/journal/journalpb"
 )
 
-// Out-of-sync paths (DESIGN "never stuck, never silent"): when the device
+// Out-of-sync paths (docs/design.md "never stuck, never silent"): when the device
 // definitively refuses a rollback's or a re-push's values, the journal
 // still records them as applied, so that the pipeline moves on, and keeps
 // an OutOfSync record for each refused value saying that the device may
@@ -171,7 +171,7 @@ func (j *Journal) ProposeAdoption(ctx context.Context, ops []*Op, author string,
 }
 
 // FailApplyRollback records the device's definitive refusal of proposal
-// i's rollback values, sent under term (DESIGN "never stuck, never
+// i's rollback values, sent under term (docs/design.md "never stuck, never
 // silent"): the rollback takes effect in the journal as
 // CompleteApplyRollback would record it (applied values, applied.index,
 // no rollback under way), so later proposals go on; its apply is Failed

@@ -55,7 +55,7 @@ func (j *Journal) Mastership(ctx context.Context) (*Mastership, error) {
 	return m, err
 }
 
-// CommitConfirm returns the outstanding commit-confirmed (DESIGN §4), or an
+// CommitConfirm returns the outstanding commit-confirmed (docs/design.md §4), or an
 // error wrapping ErrNotFound.
 func (j *Journal) CommitConfirm(ctx context.Context) (*CommitConfirm, error) {
 	var rec *CommitConfirm
@@ -271,7 +271,7 @@ func (j *Journal) CommittedAt(ctx context.Context, t time.Time, prefix *gnmi.Pat
 // committed values: commits, rollback commits, failed applies restoring the
 // applied values, retention dropping dead tombstones) whose time t
 // satisfies from <= t <= to (a zero to: no upper bound), in the order they
-// were made, for the gNMI History extension's time ranges (DESIGN §4). A
+// were made, for the gNMI History extension's time ranges (docs/design.md §4). A
 // delta's time never goes back, even when the clock does. A from at or
 // before the history floor (Configuration.history_floor: the newest delta
 // retention dropped was made then, so the window would miss it) wraps

@@ -29,7 +29,7 @@ const codeAborted = 10
 
 // ProposeChange journals a Set as a new proposal with commit and apply
 // Pending (spec ProposeChange). Its index is the returned proposal's Index.
-// It is refused (ErrGuard) while a commit-confirmed is outstanding (DESIGN
+// It is refused (ErrGuard) while a commit-confirmed is outstanding (docs/design.md
 // §4): until it is confirmed, cancelled or rolled back, no other change may
 // be stacked on top of the change the client may still have undone.
 //
@@ -338,7 +338,7 @@ func rollbackValue(prev, pv *PathValue) *PathValue {
 // FailCommit marks proposal i's commit Failed (spec CommitChange, invalid
 // branch): nothing is written to the committed values and committed.index
 // keeps naming the newest proposal whose effect they hold. A commit-confirmed
-// of proposal i is cleared with it (DESIGN §4; OpenConfig
+// of proposal i is cleared with it (docs/design.md §4; OpenConfig
 // gnmi-commit-confirmed.md v0.1.0): a failed commit leaves nothing to
 // confirm or roll back, so the client may commit again at once.
 func (j *Journal) FailCommit(ctx context.Context, i uint64, code uint32, message string) (*Proposal, *Configuration, error) {
@@ -438,7 +438,7 @@ func completeApplyTransition(i, term uint64) proposalTransition {
 }
 
 // FailApply records the device's definitive rejection of proposal i
-// (spec ApplyChange, failure branch; DESIGN §4): apply Failed with the
+// (spec ApplyChange, failure branch; docs/design.md §4): apply Failed with the
 // device's error. A later proposal whose commit is decided is aborted (apply
 // Aborted, with an error naming i) only if it depends on i: it failed to
 // commit, or it writes a path at, above or below one that i or an
@@ -448,7 +448,7 @@ func completeApplyTransition(i, term uint64) proposalTransition {
 // proposals wrote go back to the applied ones; committed.index becomes the
 // newest proposal kept (applied.index if none), and a kept proposal's
 // rollback index skips the failed and aborted ones. A commit-confirmed of
-// i or of an aborted proposal is cleared with it (DESIGN §4): its change
+// i or of an aborted proposal is cleared with it (docs/design.md §4): its change
 // did not take effect.
 func (j *Journal) FailApply(ctx context.Context, i uint64, code uint32, message string) (*Proposal, *Configuration, error) {
 	return j.proposalTransition(ctx, failApplyTransition(i, code, message))
@@ -593,7 +593,7 @@ func (w *writeTxn) restoreCommitted(key []byte, kept *PathValue) (*journalpb.His
 // AbortApply marks the apply of proposal i Aborted without device I/O,
 // because its commit failed or was aborted (spec ApplyChange, second
 // branch). It keeps apply order: proposal i-1's apply must be Finished. A
-// commit-confirmed of proposal i, if still there, is cleared with it (DESIGN
+// commit-confirmed of proposal i, if still there, is cleared with it (docs/design.md
 // §4).
 func (j *Journal) AbortApply(ctx context.Context, i uint64) (*Proposal, *Configuration, error) {
 	return j.proposalTransition(ctx, abortApplyTransition(i))
@@ -621,7 +621,7 @@ func abortApplyTransition(i uint64) proposalTransition {
 // i must be the newest change in effect (committed.index = applied.index =
 // i), applied, not itself a rollback, with every later proposal Finished and
 // no other rollback under way. It is refused while a commit-confirmed is
-// outstanding (DESIGN §4): that change is undone by cancelling it, which
+// outstanding (docs/design.md §4): that change is undone by cancelling it, which
 // ExpireCommit turns into this same rollback.
 func (j *Journal) ProposeRollback(ctx context.Context, i uint64) (*Proposal, *Configuration, error) {
 	return j.proposalTransition(ctx, proposeRollbackTransition(i))
