@@ -1,13 +1,16 @@
 // Package sidecartest holds helpers shared by the tests of several
 // packages: a whole sidecar in-process in front of a simulated device
-// (Start), loopback gRPC servers and clients, a logger writing to the test
-// log, path parsing, polling, the gnmi_cli reference client, and a CA
-// issuing TLS certificates (NewPKI).
+// (Start) with calls through it and checks of its journal and device
+// (Sidecar's methods), the requests, extensions and statuses of the
+// sidecar's gNMI dialect, loopback gRPC servers and clients, a logger
+// writing to the test log, path parsing, polling, the gnmi_cli reference
+// client, and a CA issuing TLS certificates (NewPKI).
 //
-// It is for tests only: every helper takes a testing.TB, fails the test on
-// an error and releases what it started when the test ends. The product
-// packages never import it; the tests of proxy, client, agent (package
-// agent_test) and the commands do.
+// It is for tests only: every helper takes a testing.TB (where it can
+// fail), fails the test on an error and releases what it started when the
+// test ends. The product packages never import it; the external tests of
+// proxy, authz, introspection, client, agent (package agent_test) and the
+// commands do.
 package sidecartest
 
 import (
