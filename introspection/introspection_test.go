@@ -130,7 +130,8 @@ func followStream(t testing.TB, stream gpb.GNMI_SubscribeClient, tr leafTree, wh
 	}
 }
 
-// untilSyncTree is untilSync with deletes applied.
+// untilSyncTree receives responses up to and including sync_response and
+// returns the tree they build, deletes applied.
 func untilSyncTree(t testing.TB, stream gpb.GNMI_SubscribeClient) leafTree {
 	t.Helper()
 	tr := leafTree{}

@@ -181,23 +181,8 @@ func TestHistoryBeforeRetention(t *testing.T) {
 // and the stream's end.
 func subscribeAll(t testing.TB, c gpb.GNMIClient, req *gpb.SubscribeRequest) (before, after []*gpb.Notification, synced bool, err error) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(t.Context(), waitFor)
-	defer cancel()
-	stream, err := c.Subscribe(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := stream.Send(req); err != nil {
-		t.Fatal(err)
-	}
-	for {
-		resp, err := stream.Recv()
-		if err == io.EOF {
-			return before, after, synced, nil
-		}
-		if err != nil {
-			return before, after, synced, err
-		}
+	resps, err := sidecartest.SubscribeToEnd(t, c, req)
+	for _, resp := range resps {
 		switch {
 		case resp.GetSyncResponse():
 			synced = true
@@ -207,6 +192,7 @@ func subscribeAll(t testing.TB, c gpb.GNMIClient, req *gpb.SubscribeRequest) (be
 			before = append(before, resp.GetUpdate())
 		}
 	}
+	return before, after, synced, err
 }
 
 func historySubscription(t testing.TB, mode gpb.SubscriptionList_Mode, updatesOnly bool, ext *gnmi_ext.Extension, paths ...string) *gpb.SubscribeRequest {

@@ -113,10 +113,11 @@ func (s *Sidecar) Subscribe(t testing.TB, ctx context.Context, req *gpb.Subscrib
 	return stream
 }
 
-// SubscribeOnce runs the ONCE subscription req on c to its end, bounded to
-// 20 s, and returns the responses; an error ending the stream fails the
-// test.
-func SubscribeOnce(t testing.TB, c gpb.GNMIClient, req *gpb.SubscribeRequest) []*gpb.SubscribeResponse {
+// SubscribeToEnd sends the subscription req on c and collects every
+// response until the stream ends, bounded to 20 s; it returns them with
+// the status the stream ended with (nil: io.EOF). An error opening the
+// stream or sending req fails the test.
+func SubscribeToEnd(t testing.TB, c gpb.GNMIClient, req *gpb.SubscribeRequest) ([]*gpb.SubscribeResponse, error) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(t.Context(), callTimeout)
 	defer cancel()
@@ -131,11 +132,23 @@ func SubscribeOnce(t testing.TB, c gpb.GNMIClient, req *gpb.SubscribeRequest) []
 	for {
 		resp, err := stream.Recv()
 		if err == io.EOF {
-			return out
+			return out, nil
 		}
 		if err != nil {
-			t.Fatalf("ONCE subscription ended with %v after %d responses", err, len(out))
+			return out, err
 		}
 		out = append(out, resp)
 	}
+}
+
+// SubscribeOnce runs the ONCE subscription req on c to its end
+// (SubscribeToEnd) and returns the responses; an error ending the stream
+// fails the test.
+func SubscribeOnce(t testing.TB, c gpb.GNMIClient, req *gpb.SubscribeRequest) []*gpb.SubscribeResponse {
+	t.Helper()
+	out, err := SubscribeToEnd(t, c, req)
+	if err != nil {
+		t.Fatalf("ONCE subscription ended with %v after %d responses", err, len(out))
+	}
+	return out
 }

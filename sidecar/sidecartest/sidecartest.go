@@ -27,9 +27,10 @@ import (
 	"time"
 
 	gpb "github.com/openconfig/gnmi/proto/gnmi"
-	"github.com/openconfig/ygot/ygot"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
+
+	"github.com/gnmi-sidecar/gnmi-sidecar/sidecar/sidecartest/fixture"
 )
 
 // Logger returns a logger writing to t.Log at level Info, so that logs show
@@ -70,11 +71,7 @@ func (w *logWriter) stop() {
 // it is malformed.
 func Path(t testing.TB, s string) *gpb.Path {
 	t.Helper()
-	p, err := ygot.StringToStructuredPath(s)
-	if err != nil {
-		t.Fatalf("path %q: %v", s, err)
-	}
-	return p
+	return fixture.Path(t, s)
 }
 
 // Eventually polls cond every 5 ms until it holds, and fails the test if it
