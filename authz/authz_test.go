@@ -25,9 +25,9 @@ import (
 
 func TestRequiredAction(t *testing.T) {
 	set := func(exts ...*gnmi_ext.Extension) *gpb.SetRequest {
-		return updateReq(t, descPath, strVal("x"), exts...)
+		return sidecartest.UpdateRequest(t, descPath, sidecartest.StringVal("x"), exts...)
 	}
-	rollback := sidecarExt(t, &sidecarpb.Request{Rollback: &sidecarpb.Rollback{}})
+	rollback := sidecartest.SidecarExtension(t, &sidecarpb.Request{Rollback: &sidecarpb.Rollback{}})
 	master := &gnmi_ext.Extension{Ext: &gnmi_ext.Extension_MasterArbitration{MasterArbitration: &gnmi_ext.MasterArbitration{}}}
 	for _, tt := range []struct {
 		name   string
@@ -40,25 +40,25 @@ func TestRequiredAction(t *testing.T) {
 		{"Get of the introspection tree", gpb.GNMI_Get_FullMethodName, &gpb.GetRequest{Prefix: &gpb.Path{Origin: proxy.IntrospectionOrigin}}, authz.Action{Name: "Get", Role: authz.RoleRead}},
 		{"Subscribe", gpb.GNMI_Subscribe_FullMethodName, nil, authz.Action{Name: "Subscribe", Role: authz.RoleRead}},
 		{"Set", gpb.GNMI_Set_FullMethodName, set(), authz.Action{Name: "Set", Role: authz.RoleWrite}},
-		{"Set ASYNC", gpb.GNMI_Set_FullMethodName, set(sidecarExt(t, asyncExt)), authz.Action{Name: "Set", Role: authz.RoleWrite}},
+		{"Set ASYNC", gpb.GNMI_Set_FullMethodName, set(sidecartest.SidecarExtension(t, sidecartest.AsyncMode())), authz.Action{Name: "Set", Role: authz.RoleWrite}},
 		{"Set with MasterArbitration", gpb.GNMI_Set_FullMethodName, set(master), authz.Action{Name: "Set", Role: authz.RoleWrite}},
-		{"rollback", gpb.GNMI_Set_FullMethodName, rollbackReq(t, 0), authz.Action{Name: "rollback", Role: authz.RoleAdmin}},
-		{"rollback of proposal 7", gpb.GNMI_Set_FullMethodName, rollbackReq(t, 7), authz.Action{Name: "rollback", Role: authz.RoleAdmin}},
-		{"rollback ASYNC", gpb.GNMI_Set_FullMethodName, bare(sidecarExt(t, &sidecarpb.Request{Mode: sidecarpb.SetMode_SET_MODE_ASYNC, Rollback: &sidecarpb.Rollback{Index: 3}})), authz.Action{Name: "rollback", Role: authz.RoleAdmin}},
+		{"rollback", gpb.GNMI_Set_FullMethodName, sidecartest.RollbackRequest(t, 0), authz.Action{Name: "rollback", Role: authz.RoleAdmin}},
+		{"rollback of proposal 7", gpb.GNMI_Set_FullMethodName, sidecartest.RollbackRequest(t, 7), authz.Action{Name: "rollback", Role: authz.RoleAdmin}},
+		{"rollback ASYNC", gpb.GNMI_Set_FullMethodName, sidecartest.BareRequest(sidecartest.SidecarExtension(t, &sidecarpb.Request{Mode: sidecarpb.SetMode_SET_MODE_ASYNC, Rollback: &sidecarpb.Rollback{Index: 3}})), authz.Action{Name: "rollback", Role: authz.RoleAdmin}},
 		{"rollback with operations (refused by Set)", gpb.GNMI_Set_FullMethodName, set(rollback), authz.Action{Name: "rollback", Role: authz.RoleAdmin}},
-		{"rollback with MasterArbitration", gpb.GNMI_Set_FullMethodName, bare(master, rollback), authz.Action{Name: "rollback", Role: authz.RoleAdmin}},
-		{"commit-confirmed commit", gpb.GNMI_Set_FullMethodName, set(commitExt("c1", commitFor(time.Minute))), authz.Action{Name: "commit-confirmed commit", Role: authz.RoleWrite}},
-		{"commit-confirmed commit ASYNC", gpb.GNMI_Set_FullMethodName, set(sidecarExt(t, asyncExt), commitExt("c1", commitFor(time.Minute))), authz.Action{Name: "commit-confirmed commit", Role: authz.RoleWrite}},
-		{"commit-confirmed confirm", gpb.GNMI_Set_FullMethodName, bare(commitExt("c1", &gnmi_ext.CommitConfirm{})), authz.Action{Name: "commit-confirmed confirm", Role: authz.RoleAdmin}},
-		{"commit-confirmed cancel", gpb.GNMI_Set_FullMethodName, bare(commitExt("c1", &gnmi_ext.CommitCancel{})), authz.Action{Name: "commit-confirmed cancel", Role: authz.RoleAdmin}},
-		{"commit-confirmed set_rollback_duration", gpb.GNMI_Set_FullMethodName, bare(commitExt("c1", extendTo(time.Hour))), authz.Action{Name: "commit-confirmed set_rollback_duration", Role: authz.RoleAdmin}},
-		{"commit-confirmed without action (refused by Set)", gpb.GNMI_Set_FullMethodName, set(commitExt("c1", nil)), authz.Action{Name: "commit-confirmed commit", Role: authz.RoleWrite}},
-		{"commit-confirmed and rollback (refused by Set)", gpb.GNMI_Set_FullMethodName, bare(commitExt("c1", commitFor(time.Minute)), rollback), authz.Action{Name: "rollback", Role: authz.RoleAdmin}},
-		{"confirm and rollback (refused by Set)", gpb.GNMI_Set_FullMethodName, bare(rollback, commitExt("c1", &gnmi_ext.CommitConfirm{})), authz.Action{Name: "rollback", Role: authz.RoleAdmin}},
+		{"rollback with MasterArbitration", gpb.GNMI_Set_FullMethodName, sidecartest.BareRequest(master, rollback), authz.Action{Name: "rollback", Role: authz.RoleAdmin}},
+		{"commit-confirmed commit", gpb.GNMI_Set_FullMethodName, set(sidecartest.CommitExtension("c1", sidecartest.CommitFor(time.Minute))), authz.Action{Name: "commit-confirmed commit", Role: authz.RoleWrite}},
+		{"commit-confirmed commit ASYNC", gpb.GNMI_Set_FullMethodName, set(sidecartest.SidecarExtension(t, sidecartest.AsyncMode()), sidecartest.CommitExtension("c1", sidecartest.CommitFor(time.Minute))), authz.Action{Name: "commit-confirmed commit", Role: authz.RoleWrite}},
+		{"commit-confirmed confirm", gpb.GNMI_Set_FullMethodName, sidecartest.BareRequest(sidecartest.CommitExtension("c1", &gnmi_ext.CommitConfirm{})), authz.Action{Name: "commit-confirmed confirm", Role: authz.RoleAdmin}},
+		{"commit-confirmed cancel", gpb.GNMI_Set_FullMethodName, sidecartest.BareRequest(sidecartest.CommitExtension("c1", &gnmi_ext.CommitCancel{})), authz.Action{Name: "commit-confirmed cancel", Role: authz.RoleAdmin}},
+		{"commit-confirmed set_rollback_duration", gpb.GNMI_Set_FullMethodName, sidecartest.BareRequest(sidecartest.CommitExtension("c1", sidecartest.ExtendTo(time.Hour))), authz.Action{Name: "commit-confirmed set_rollback_duration", Role: authz.RoleAdmin}},
+		{"commit-confirmed without action (refused by Set)", gpb.GNMI_Set_FullMethodName, set(sidecartest.CommitExtension("c1", nil)), authz.Action{Name: "commit-confirmed commit", Role: authz.RoleWrite}},
+		{"commit-confirmed and rollback (refused by Set)", gpb.GNMI_Set_FullMethodName, sidecartest.BareRequest(sidecartest.CommitExtension("c1", sidecartest.CommitFor(time.Minute)), rollback), authz.Action{Name: "rollback", Role: authz.RoleAdmin}},
+		{"confirm and rollback (refused by Set)", gpb.GNMI_Set_FullMethodName, sidecartest.BareRequest(rollback, sidecartest.CommitExtension("c1", &gnmi_ext.CommitConfirm{})), authz.Action{Name: "rollback", Role: authz.RoleAdmin}},
 		// Sets whose extensions Set refuses change nothing: write.
-		{"undecodable sidecar extension", gpb.GNMI_Set_FullMethodName, bare(registeredExt(proxy.ExtensionID, []byte{0x12, 0x05})), authz.Action{Name: "Set", Role: authz.RoleWrite}},
-		{"two sidecar extensions", gpb.GNMI_Set_FullMethodName, bare(rollback, rollback), authz.Action{Name: "Set", Role: authz.RoleWrite}},
-		{"unknown registered extension", gpb.GNMI_Set_FullMethodName, bare(registeredExt(gnmi_ext.ExtensionID_EID_UNSET, []byte{0x12, 0x00})), authz.Action{Name: "Set", Role: authz.RoleWrite}},
+		{"undecodable sidecar extension", gpb.GNMI_Set_FullMethodName, sidecartest.BareRequest(sidecartest.RegisteredExtension(proxy.ExtensionID, []byte{0x12, 0x05})), authz.Action{Name: "Set", Role: authz.RoleWrite}},
+		{"two sidecar extensions", gpb.GNMI_Set_FullMethodName, sidecartest.BareRequest(rollback, rollback), authz.Action{Name: "Set", Role: authz.RoleWrite}},
+		{"unknown registered extension", gpb.GNMI_Set_FullMethodName, sidecartest.BareRequest(sidecartest.RegisteredExtension(gnmi_ext.ExtensionID_EID_UNSET, []byte{0x12, 0x00})), authz.Action{Name: "Set", Role: authz.RoleWrite}},
 		{"History on Set", gpb.GNMI_Set_FullMethodName, set(&gnmi_ext.Extension{Ext: &gnmi_ext.Extension_History{History: &gnmi_ext.History{}}}), authz.Action{Name: "Set", Role: authz.RoleWrite}},
 		{"Set method with another message", gpb.GNMI_Set_FullMethodName, &gpb.GetRequest{}, authz.Action{Name: "Set", Role: authz.RoleAdmin}},
 		{"health check", "/grpc.health.v1.Health/Check", nil, authz.Action{Name: "health check", Role: authz.RoleNone}},
@@ -189,7 +189,7 @@ default_role: read
 		t.Fatal(err)
 	}
 	a := authz.NewAuthorizer(policy, sidecartest.Logger(t))
-	r := newRig(t, sidecartest.Options{ServerOptions: []grpc.ServerOption{
+	r := sidecartest.Start(t, sidecartest.Options{ServerOptions: []grpc.ServerOption{
 		grpc.Creds(credentials.NewTLS(&tls.Config{
 			Certificates: []tls.Certificate{pki.Server(t)},
 			ClientCAs:    pki.Pool(),
@@ -238,25 +238,25 @@ default_role: read
 		}
 	}
 	set := func(c gpb.GNMIClient, ctx context.Context, val string) error {
-		_, err := c.Set(ctx, updateReq(t, descPath, strVal(val)))
+		_, err := c.Set(ctx, sidecartest.UpdateRequest(t, descPath, sidecartest.StringVal(val)))
 		return err
 	}
 
 	t.Run("no credentials", func(t *testing.T) {
 		err := get(anon, ctx(t))
-		wantStatus(t, err, codes.Unauthenticated, "authenticate")
+		sidecartest.WantStatus(t, err, codes.Unauthenticated, "authenticate")
 		_, err = anon.Capabilities(ctx(t), &gpb.CapabilityRequest{})
-		wantStatus(t, err, codes.Unauthenticated)
-		wantStatus(t, subscribe(anon, ctx(t)), codes.Unauthenticated)
+		sidecartest.WantStatus(t, err, codes.Unauthenticated)
+		sidecartest.WantStatus(t, subscribe(anon, ctx(t)), codes.Unauthenticated)
 	})
 	t.Run("wrong password", func(t *testing.T) {
-		wantStatus(t, get(anon, as(ctx(t), "boss", "read-pw")), codes.Unauthenticated, "not accepted")
-		wantStatus(t, set(anon, as(ctx(t), "boss", ""), "x"), codes.Unauthenticated, "not accepted")
+		sidecartest.WantStatus(t, get(anon, as(ctx(t), "boss", "read-pw")), codes.Unauthenticated, "not accepted")
+		sidecartest.WantStatus(t, set(anon, as(ctx(t), "boss", ""), "x"), codes.Unauthenticated, "not accepted")
 		// A verified certificate does not make up for a wrong password.
-		wantStatus(t, get(noc, as(ctx(t), "reader", "nope")), codes.Unauthenticated, "not accepted")
+		sidecartest.WantStatus(t, get(noc, as(ctx(t), "reader", "nope")), codes.Unauthenticated, "not accepted")
 	})
 	t.Run("unknown user", func(t *testing.T) {
-		wantStatus(t, get(anon, as(ctx(t), "mallory", "read-pw")), codes.Unauthenticated, "not accepted")
+		sidecartest.WantStatus(t, get(anon, as(ctx(t), "mallory", "read-pw")), codes.Unauthenticated, "not accepted")
 	})
 
 	t.Run("read", func(t *testing.T) {
@@ -270,18 +270,18 @@ default_role: read
 		if err := subscribe(anon, c); err != nil {
 			t.Errorf("reader Subscribe: %v", err)
 		}
-		before := r.lastIndex()
-		wantStatus(t, set(anon, c, "by reader"), codes.PermissionDenied, `user "reader" has role read; Set needs write`)
-		if got := r.lastIndex(); got != before {
+		before := r.LastIndex(t)
+		sidecartest.WantStatus(t, set(anon, c, "by reader"), codes.PermissionDenied, `user "reader" has role read; Set needs write`)
+		if got := r.LastIndex(t); got != before {
 			t.Errorf("the journal's last index went from %d to %d on a denied Set", before, got)
 		}
-		r.with(t).wantDeviceLeaf(descPath, nil)
+		r.WantDeviceLeaf(t, descPath, nil)
 		// A certificate not listed has the default role.
 		if err := get(stranger, ctx(t)); err != nil {
 			t.Errorf("unlisted certificate Get: %v", err)
 		}
-		wantStatus(t, set(stranger, ctx(t), "by stranger"), codes.PermissionDenied, `certificate "stranger" has role read; Set needs write`)
-		if got := r.lastIndex(); got != before {
+		sidecartest.WantStatus(t, set(stranger, ctx(t), "by stranger"), codes.PermissionDenied, `certificate "stranger" has role read; Set needs write`)
+		if got := r.LastIndex(t); got != before {
 			t.Errorf("the journal's last index went from %d to %d on a denied Set", before, got)
 		}
 	})
@@ -291,7 +291,7 @@ default_role: read
 		if err := set(anon, c, "by writer"); err != nil {
 			t.Fatalf("writer Set: %v", err)
 		}
-		r.with(t).wantDeviceLeaf(descPath, strVal("by writer"))
+		r.WantDeviceLeaf(t, descPath, sidecartest.StringVal("by writer"))
 		if err := set(opsBot, ctx(t), "by ops-bot"); err != nil {
 			t.Fatalf("ops-bot (certificate) Set: %v", err)
 		}
@@ -300,46 +300,46 @@ default_role: read
 		if err := set(opsBot, as(ctx(t), "device-user", "device-pw"), "by ops-bot again"); err != nil {
 			t.Fatalf("ops-bot (certificate) Set with device credentials: %v", err)
 		}
-		before := r.lastIndex()
-		_, err := anon.Set(c, rollbackReq(t, 0))
-		wantStatus(t, err, codes.PermissionDenied, `user "writer" has role write; rollback needs admin`)
-		_, err = opsBot.Set(ctx(t), rollbackReq(t, 0))
-		wantStatus(t, err, codes.PermissionDenied, `certificate "ops-bot" has role write; rollback needs admin`)
-		if got := r.lastIndex(); got != before {
+		before := r.LastIndex(t)
+		_, err := anon.Set(c, sidecartest.RollbackRequest(t, 0))
+		sidecartest.WantStatus(t, err, codes.PermissionDenied, `user "writer" has role write; rollback needs admin`)
+		_, err = opsBot.Set(ctx(t), sidecartest.RollbackRequest(t, 0))
+		sidecartest.WantStatus(t, err, codes.PermissionDenied, `certificate "ops-bot" has role write; rollback needs admin`)
+		if got := r.LastIndex(t); got != before {
 			t.Errorf("the journal's last index went from %d to %d on a denied rollback", before, got)
 		}
-		r.with(t).wantDeviceLeaf(descPath, strVal("by ops-bot again"))
+		r.WantDeviceLeaf(t, descPath, sidecartest.StringVal("by ops-bot again"))
 
 		// commit-confirmed: write commits, admin confirms.
-		if _, err := anon.Set(c, updateReq(t, descPath, strVal("committed"), commitExt("c1", commitFor(time.Hour)))); err != nil {
+		if _, err := anon.Set(c, sidecartest.UpdateRequest(t, descPath, sidecartest.StringVal("committed"), sidecartest.CommitExtension("c1", sidecartest.CommitFor(time.Hour)))); err != nil {
 			t.Fatalf("writer commit-confirmed commit: %v", err)
 		}
-		for _, action := range []any{&gnmi_ext.CommitConfirm{}, &gnmi_ext.CommitCancel{}, extendTo(time.Hour)} {
-			_, err := anon.Set(c, bare(commitExt("c1", action)))
-			wantStatus(t, err, codes.PermissionDenied, `user "writer" has role write; commit-confirmed`, "needs admin")
+		for _, action := range []any{&gnmi_ext.CommitConfirm{}, &gnmi_ext.CommitCancel{}, sidecartest.ExtendTo(time.Hour)} {
+			_, err := anon.Set(c, sidecartest.BareRequest(sidecartest.CommitExtension("c1", action)))
+			sidecartest.WantStatus(t, err, codes.PermissionDenied, `user "writer" has role write; commit-confirmed`, "needs admin")
 		}
-		if r.with(t).outstanding() == nil {
+		if r.OutstandingCommit(t) == nil {
 			t.Fatal("the commit is no longer outstanding after denied actions")
 		}
-		if _, err := noc.Set(ctx(t), bare(commitExt("c1", &gnmi_ext.CommitConfirm{}))); err != nil {
+		if _, err := noc.Set(ctx(t), sidecartest.BareRequest(sidecartest.CommitExtension("c1", &gnmi_ext.CommitConfirm{}))); err != nil {
 			t.Fatalf("noc (admin certificate) confirm: %v", err)
 		}
 	})
 
 	t.Run("admin", func(t *testing.T) {
 		c := as(ctx(t), "boss", "admin-pw")
-		resp, err := anon.Set(c, rollbackReq(t, 0))
+		resp, err := anon.Set(c, sidecartest.RollbackRequest(t, 0))
 		if err != nil {
 			t.Fatalf("admin rollback: %v", err)
 		}
-		if got := responseExt(t, resp); got.GetPhase() != sidecarpb.Phase_PHASE_ROLLBACK {
+		if got := sidecartest.ResponseExtension(t, resp); got.GetPhase() != sidecarpb.Phase_PHASE_ROLLBACK {
 			t.Errorf("rollback response %v", got)
 		}
-		r.with(t).wantDeviceLeaf(descPath, strVal("by ops-bot again"))
+		r.WantDeviceLeaf(t, descPath, sidecartest.StringVal("by ops-bot again"))
 		// The password is verified again from its cache: same answer.
-		if _, err := anon.Set(as(ctx(t), "boss", "admin-pw"), rollbackReq(t, 0)); err != nil {
+		if _, err := anon.Set(as(ctx(t), "boss", "admin-pw"), sidecartest.RollbackRequest(t, 0)); err != nil {
 			t.Fatalf("admin second rollback: %v", err)
 		}
-		wantStatus(t, get(anon, as(ctx(t), "boss", "admin-pw-")), codes.Unauthenticated)
+		sidecartest.WantStatus(t, get(anon, as(ctx(t), "boss", "admin-pw-")), codes.Unauthenticated)
 	})
 }

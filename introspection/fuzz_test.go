@@ -13,9 +13,8 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 
-	"github.com/gnmi-sidecar/gnmi-sidecar/agent"
 	"github.com/gnmi-sidecar/gnmi-sidecar/gnmipath"
-	"github.com/gnmi-sidecar/gnmi-sidecar/journal"
+	"github.com/gnmi-sidecar/gnmi-sidecar/sidecar/sidecartest/fixture"
 )
 
 // FuzzGet decodes a GetRequest from the fuzzer's bytes and, when the
@@ -37,14 +36,14 @@ func FuzzGet(f *testing.F) {
 	own := &gpb.Path{Origin: Origin}
 	for _, req := range []*gpb.GetRequest{
 		{Prefix: own},
-		{Prefix: own, Path: []*gpb.Path{parsePath(f, "/proposals/proposal[index=02]/state"), parsePath(f, "/.../apply-status")}},
-		{Path: []*gpb.Path{{Origin: Origin, Elem: parsePath(f, "/proposals/*/changes/change[path=*]").GetElem()}}},
-		{Prefix: &gpb.Path{Origin: Origin, Elem: proposalElems(1)}, Path: []*gpb.Path{parsePath(f, "/operations")}, Type: gpb.GetRequest_STATE},
-		{Prefix: own, Path: []*gpb.Path{parsePath(f, "/configuration/state/nosuch")}},
+		{Prefix: own, Path: []*gpb.Path{fixture.Path(f, "/proposals/proposal[index=02]/state"), fixture.Path(f, "/.../apply-status")}},
+		{Path: []*gpb.Path{{Origin: Origin, Elem: fixture.Path(f, "/proposals/*/changes/change[path=*]").GetElem()}}},
+		{Prefix: &gpb.Path{Origin: Origin, Elem: proposalElems(1)}, Path: []*gpb.Path{fixture.Path(f, "/operations")}, Type: gpb.GetRequest_STATE},
+		{Prefix: own, Path: []*gpb.Path{fixture.Path(f, "/configuration/state/nosuch")}},
 		{Prefix: own, Type: gpb.GetRequest_CONFIG, Encoding: gpb.Encoding_JSON_IETF},
 		{Prefix: own, Extension: []*gnmi_ext.Extension{{Ext: &gnmi_ext.Extension_History{History: &gnmi_ext.History{}}}}},
 	} {
-		f.Add(marshalMsg(f, req))
+		f.Add(fixture.Marshal(f, req))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		req := &gpb.GetRequest{}
@@ -76,13 +75,7 @@ func routedHere(prefix *gpb.Path, paths []*gpb.Path) bool {
 // checkReadError checks that err is a status a client can act on.
 func checkReadError(t *testing.T, err error) {
 	t.Helper()
-	st, ok := status.FromError(err)
-	switch {
-	case !ok || st.Message() == "":
-		t.Fatalf("%v: not a gRPC status with a message", err)
-	case !slices.Contains([]codes.Code{codes.InvalidArgument, codes.NotFound, codes.Unimplemented, codes.OutOfRange}, st.Code()):
-		t.Fatalf("%v: unexpected code %v", err, st.Code())
-	}
+	fixture.WantStatusIn(t, err, codes.InvalidArgument, codes.NotFound, codes.Unimplemented, codes.OutOfRange)
 }
 
 // checkIntrospectionGet checks the answer (resp or err) to a Get: each
@@ -139,7 +132,7 @@ func FuzzSubscribe(f *testing.F) {
 	subscribe := func(mode gpb.SubscriptionList_Mode, paths ...string) *gpb.SubscribeRequest {
 		list := &gpb.SubscriptionList{Prefix: &gpb.Path{Origin: Origin}, Mode: mode}
 		for _, p := range paths {
-			list.Subscription = append(list.Subscription, &gpb.Subscription{Path: parsePath(f, p)})
+			list.Subscription = append(list.Subscription, &gpb.Subscription{Path: fixture.Path(f, p)})
 		}
 		return &gpb.SubscribeRequest{Request: &gpb.SubscribeRequest_Subscribe{Subscribe: list}}
 	}
@@ -152,7 +145,7 @@ func FuzzSubscribe(f *testing.F) {
 		subscribe(gpb.SubscriptionList_STREAM, "/proposals/*/changes"),
 		sample,
 	} {
-		f.Add(marshalMsg(f, req))
+		f.Add(fixture.Marshal(f, req))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		req := &gpb.SubscribeRequest{}
@@ -169,7 +162,7 @@ func FuzzSubscribe(f *testing.F) {
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
 		defer cancel()
-		stream := &fuzzStream{ctx: ctx, first: req}
+		stream := &fixture.SubscribeStream{Ctx: ctx, First: req}
 		if _, err := stream.Recv(); err != nil {
 			t.Fatal(err)
 		}
@@ -179,98 +172,12 @@ func FuzzSubscribe(f *testing.F) {
 	})
 }
 
-// fuzzStream is a Subscribe stream whose client sends first and then
-// waits until ctx ends; it keeps what the server sends.
-type fuzzStream struct {
-	gpb.GNMI_SubscribeServer
-	ctx   context.Context
-	first *gpb.SubscribeRequest
-	sent  []*gpb.SubscribeResponse
-}
-
-func (s *fuzzStream) Context() context.Context { return s.ctx }
-
-func (s *fuzzStream) Recv() (*gpb.SubscribeRequest, error) {
-	if req := s.first; req != nil {
-		s.first = nil
-		return req, nil
-	}
-	<-s.ctx.Done()
-	return nil, s.ctx.Err()
-}
-
-func (s *fuzzStream) Send(resp *gpb.SubscribeResponse) error {
-	s.sent = append(s.sent, resp)
-	return s.ctx.Err()
-}
-
-func marshalMsg(tb testing.TB, m proto.Message) []byte {
-	tb.Helper()
-	b, err := proto.Marshal(m)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	return b
-}
-
 // fuzzTree returns a Tree over a journal holding three applied changes,
 // the rollback of the last one and an outstanding commit-confirmed, with
 // an agent that does not run.
 func fuzzTree(f *testing.F) *Tree {
-	ctx := context.Background()
-	discard := slog.New(slog.DiscardHandler)
-	j, err := journal.Open(f.TempDir(), journal.Options{NoSync: true, MemTableSize: 1 << 20, Logger: discard})
-	if err != nil {
-		f.Fatal(err)
-	}
-	f.Cleanup(func() {
-		if err := j.Close(); err != nil {
-			f.Error(err)
-		}
-	})
-	m, err := j.Connect(ctx)
-	if err != nil {
-		f.Fatal(err)
-	}
-	if _, err := j.StartReconcile(ctx, m.Term); err != nil {
-		f.Fatal(err)
-	}
-	if _, err := j.CompleteReconcile(ctx, m.Term, 0); err != nil {
-		f.Fatal(err)
-	}
-	must := func(_ *journal.Proposal, _ *journal.Configuration, err error) {
-		f.Helper()
-		if err != nil {
-			f.Fatal(err)
-		}
-	}
-	for _, ops := range [][]*journal.Op{
-		{{Kind: journal.OpUpdate, Path: parsePath(f, "/a/b[k=1]/c"), Values: []*journal.Leaf{{Path: parsePath(f, "/a/b[k=1]/c"), Value: strLeaf("one")}}}},
-		{{Kind: journal.OpDelete, Path: parsePath(f, "/a/b[k=1]")}, {Kind: journal.OpUpdate, Path: parsePath(f, "/a/d"),
-			Values: []*journal.Leaf{{Path: parsePath(f, "/a/d"), Value: &gpb.TypedValue{Value: &gpb.TypedValue_JsonIetfVal{JsonIetfVal: []byte(`{"e":1}`)}}}}}},
-		{{Kind: journal.OpUpdate, Path: parsePath(f, "/a/b[k=2]/c"), Values: []*journal.Leaf{{Path: parsePath(f, "/a/b[k=2]/c"), Value: strLeaf("two")}}}},
-	} {
-		p, err := j.ProposeChange(ctx, ops)
-		if err != nil {
-			f.Fatal(err)
-		}
-		must(j.CommitChange(ctx, p.GetIndex()))
-		must(j.StartApply(ctx, p.GetIndex()))
-		must(j.CompleteApply(ctx, p.GetIndex(), m.Term))
-	}
-	must(j.ProposeRollback(ctx, 3))
-	must(j.CommitRollback(ctx, 3))
-	must(j.StartApplyRollback(ctx, 3))
-	must(j.CompleteApplyRollback(ctx, 3, m.Term))
-	if _, err := j.ProposeConfirmedChange(ctx, []*journal.Op{{Kind: journal.OpDelete, Path: parsePath(f, "/a/d")}}, "cc", time.Now().Add(time.Hour)); err != nil {
-		f.Fatal(err)
-	}
-	const unreachable = "127.0.0.1:1"
-	a, err := agent.New(j, agent.Options{Target: unreachable, Logger: discard})
-	if err != nil {
-		f.Fatal(err)
-	}
-	tr, err := New(Options{Journal: j, Agent: a, Address: unreachable, Logger: discard})
+	h := fixture.NewHistory(f)
+	tr, err := New(Options{Journal: h.Journal, Agent: h.Agent, Address: h.Target, Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		f.Fatal(err)
 	}

@@ -27,17 +27,6 @@ import (
 
 // --- helpers ---
 
-// sidecarPath parses a path of origin gnmi-sidecar.
-func sidecarPath(t testing.TB, s string) *gpb.Path {
-	t.Helper()
-	p := sidecartest.Path(t, s)
-	p.Origin = proxy.IntrospectionOrigin
-	return p
-}
-
-// sidecarPrefix is the prefix {origin: gnmi-sidecar}.
-func sidecarPrefix() *gpb.Path { return &gpb.Path{Origin: proxy.IntrospectionOrigin} }
-
 // proposalPath is the path string of a leaf of proposal i: rest is below
 // proposals/proposal[index=i], with elems (for keys holding paths).
 func proposalPath(i uint64, rest ...*gpb.PathElem) *gpb.Path {
@@ -52,19 +41,19 @@ func changeLeaf(i uint64, p, name string) *gpb.Path {
 }
 
 // key is the map key of a leaf path in the leaf maps below.
-func leafKey(p *gpb.Path) string { return fullPath(nil, p) }
+func leafKey(p *gpb.Path) string { return sidecartest.FullPath(nil, p) }
 
-// leafTree is leaves by path (fullPath, without origin).
+// leafTree is leaves by path (sidecartest.FullPath, without origin).
 type leafTree map[string]*gpb.TypedValue
 
 // apply applies a notification's deletes (each deletes its leaf) and
 // updates to tr.
 func (tr leafTree) apply(n *gpb.Notification) {
 	for _, d := range n.GetDelete() {
-		delete(tr, fullPath(n.GetPrefix(), d))
+		delete(tr, sidecartest.FullPath(n.GetPrefix(), d))
 	}
 	for _, u := range n.GetUpdate() {
-		tr[fullPath(n.GetPrefix(), u.GetPath())] = u.GetVal()
+		tr[sidecartest.FullPath(n.GetPrefix(), u.GetPath())] = u.GetVal()
 	}
 }
 
@@ -84,28 +73,28 @@ func wantTree(t testing.TB, got, want leafTree) {
 }
 
 // introGet Gets paths of origin gnmi-sidecar (strings, or *gpb.Path).
-func (r *rig) introGet(paths ...any) (*gpb.GetResponse, error) {
-	r.t.Helper()
-	req := &gpb.GetRequest{Prefix: sidecarPrefix(), Encoding: gpb.Encoding_PROTO}
+func introGet(t testing.TB, r *sidecartest.Sidecar, paths ...any) (*gpb.GetResponse, error) {
+	t.Helper()
+	req := &gpb.GetRequest{Prefix: sidecartest.IntrospectionPrefix(), Encoding: gpb.Encoding_PROTO}
 	for _, p := range paths {
 		switch p := p.(type) {
 		case string:
-			req.Path = append(req.Path, sidecartest.Path(r.t, p))
+			req.Path = append(req.Path, sidecartest.Path(t, p))
 		case *gpb.Path:
 			req.Path = append(req.Path, &gpb.Path{Elem: p.GetElem()})
 		}
 	}
-	ctx, cancel := context.WithTimeout(r.t.Context(), waitFor)
+	ctx, cancel := context.WithTimeout(t.Context(), waitFor)
 	defer cancel()
 	return r.Client.Get(ctx, req)
 }
 
 // introLeaves Gets paths and returns the leaves, failing on an error.
-func (r *rig) introLeaves(paths ...any) leafTree {
-	r.t.Helper()
-	resp, err := r.introGet(paths...)
+func introLeaves(t testing.TB, r *sidecartest.Sidecar, paths ...any) leafTree {
+	t.Helper()
+	resp, err := introGet(t, r, paths...)
 	if err != nil {
-		r.t.Fatalf("Get %v: %v", paths, err)
+		t.Fatalf("Get %v: %v", paths, err)
 	}
 	return treeOf(resp.GetNotification()...)
 }
@@ -121,7 +110,7 @@ func boolTV(b bool) *gpb.TypedValue {
 // sidecarSubscription is a SubscriptionList of origin gnmi-sidecar.
 func sidecarSubscription(mode gpb.SubscriptionList_Mode, subs ...*gpb.Subscription) *gpb.SubscribeRequest {
 	return &gpb.SubscribeRequest{Request: &gpb.SubscribeRequest_Subscribe{Subscribe: &gpb.SubscriptionList{
-		Prefix: sidecarPrefix(), Mode: mode, Encoding: gpb.Encoding_PROTO, Subscription: subs}}}
+		Prefix: sidecartest.IntrospectionPrefix(), Mode: mode, Encoding: gpb.Encoding_PROTO, Subscription: subs}}}
 }
 
 func onChangeSub(t testing.TB, p string) *gpb.Subscription {
@@ -141,7 +130,8 @@ func followStream(t testing.TB, stream gpb.GNMI_SubscribeClient, tr leafTree, wh
 	}
 }
 
-// untilSyncTree is untilSync with deletes applied.
+// untilSyncTree receives responses up to and including sync_response and
+// returns the tree they build, deletes applied.
 func untilSyncTree(t testing.TB, stream gpb.GNMI_SubscribeClient) leafTree {
 	t.Helper()
 	tr := leafTree{}
@@ -160,21 +150,21 @@ func untilSyncTree(t testing.TB, stream gpb.GNMI_SubscribeClient) leafTree {
 // --- Get ---
 
 func TestIntrospectGet(t *testing.T) {
-	r := newRig(t, sidecartest.Options{})
-	r.mustSet(updateReq(t, descPath, strVal("one"))) // 1
-	r.mustSet(updateReq(t, descPath, strVal("two"))) // 2
-	r.mustSet(&gpb.SetRequest{Update: []*gpb.Update{ // 3
-		{Path: sidecartest.Path(t, mtuPath), Val: uintVal(9000)},
-		{Path: sidecartest.Path(t, descPath), Val: strVal("three")},
+	r := sidecartest.Start(t, sidecartest.Options{})
+	r.MustSet(t, sidecartest.UpdateRequest(t, descPath, sidecartest.StringVal("one"))) // 1
+	r.MustSet(t, sidecartest.UpdateRequest(t, descPath, sidecartest.StringVal("two"))) // 2
+	r.MustSet(t, &gpb.SetRequest{Update: []*gpb.Update{                                // 3
+		{Path: sidecartest.Path(t, mtuPath), Val: sidecartest.UintVal(9000)},
+		{Path: sidecartest.Path(t, descPath), Val: sidecartest.StringVal("three")},
 	}})
-	r.mustSet(&gpb.SetRequest{Delete: []*gpb.Path{sidecartest.Path(t, descPath)}}) // 4
-	r.settle()
+	r.MustSet(t, &gpb.SetRequest{Delete: []*gpb.Path{sidecartest.Path(t, descPath)}}) // 4
+	r.Settle(t)
 	conf, err := r.Journal.Configuration(t.Context())
 	if err != nil {
 		t.Fatal(err)
 	}
 	st := r.Agent.Status()
-	p2 := r.proposal(2).GetChange()
+	p2 := r.Proposal(t, 2).GetChange()
 	state := func(i uint64, name string) string {
 		return leafKey(proposalPath(i, &gpb.PathElem{Name: "state"}, &gpb.PathElem{Name: name}))
 	}
@@ -185,18 +175,18 @@ func TestIntrospectGet(t *testing.T) {
 	change := func(i uint64, p, name string) string { return leafKey(changeLeaf(i, p, name)) }
 	allApplied := leafTree{}
 	for i := uint64(1); i <= 4; i++ {
-		allApplied[state(i, "apply-status")] = strVal("COMPLETE")
+		allApplied[state(i, "apply-status")] = sidecartest.StringVal("COMPLETE")
 	}
 	deviceState := leafTree{
-		"/device/state/address":   strVal(r.Target),
+		"/device/state/address":   sidecartest.StringVal(r.Target),
 		"/device/state/connected": boolTV(true),
-		"/device/state/term":      uintVal(st.Term),
+		"/device/state/term":      sidecartest.UintVal(st.Term),
 		"/device/state/repushing": boolTV(false),
 		"/device/state/fenced":    boolTV(false),
 	}
 	if !st.LastRepush.IsZero() {
 		deviceState["/device/state/last-repush-time"] = &gpb.TypedValue{Value: &gpb.TypedValue_IntVal{IntVal: st.LastRepush.UnixNano()}}
-		deviceState["/device/state/last-repush-values"] = uintVal(uint64(st.LastRepushValues))
+		deviceState["/device/state/last-repush-values"] = sidecartest.UintVal(uint64(st.LastRepushValues))
 		deviceState["/device/state/last-repush-duration"] = &gpb.TypedValue{Value: &gpb.TypedValue_IntVal{IntVal: int64(st.LastRepushDuration)}}
 		deviceState["/device/state/last-repush-device-duration"] = &gpb.TypedValue{Value: &gpb.TypedValue_IntVal{IntVal: int64(st.LastRepushDeviceDuration)}}
 	}
@@ -209,17 +199,17 @@ func TestIntrospectGet(t *testing.T) {
 		name:  "configuration after four Sets",
 		paths: []any{"/configuration/state"},
 		want: leafTree{
-			"/configuration/state/committed-index":    uintVal(4),
-			"/configuration/state/committed-proposal": uintVal(4),
-			"/configuration/state/applied-index":      uintVal(4),
-			"/configuration/state/applied-proposal":   uintVal(4),
-			"/configuration/state/applied-term":       uintVal(conf.GetApplied().GetTerm()),
-			"/configuration/state/applied-target":     uintVal(conf.GetApplied().GetTarget()),
-			"/configuration/state/status":             strVal("COMPLETE"),
-			"/configuration/state/first-index":        uintVal(1),
-			"/configuration/state/last-index":         uintVal(4),
-			"/configuration/state/out-of-sync":        uintVal(0),
-			"/configuration/state/resolutions":        uintVal(0),
+			"/configuration/state/committed-index":    sidecartest.UintVal(4),
+			"/configuration/state/committed-proposal": sidecartest.UintVal(4),
+			"/configuration/state/applied-index":      sidecartest.UintVal(4),
+			"/configuration/state/applied-proposal":   sidecartest.UintVal(4),
+			"/configuration/state/applied-term":       sidecartest.UintVal(conf.GetApplied().GetTerm()),
+			"/configuration/state/applied-target":     sidecartest.UintVal(conf.GetApplied().GetTarget()),
+			"/configuration/state/status":             sidecartest.StringVal("COMPLETE"),
+			"/configuration/state/first-index":        sidecartest.UintVal(1),
+			"/configuration/state/last-index":         sidecartest.UintVal(4),
+			"/configuration/state/out-of-sync":        sidecartest.UintVal(0),
+			"/configuration/state/resolutions":        sidecartest.UintVal(0),
 		},
 	}, {
 		name:  "device",
@@ -229,45 +219,45 @@ func TestIntrospectGet(t *testing.T) {
 		name:  "one proposal's state",
 		paths: []any{"/proposals/proposal[index=2]/state"},
 		want: leafTree{
-			state(2, "index"):         uintVal(2),
-			state(2, "phase"):         strVal("CHANGE"),
-			state(2, "commit-status"): strVal("COMPLETE"),
-			state(2, "apply-status"):  strVal("COMPLETE"),
+			state(2, "index"):         sidecartest.UintVal(2),
+			state(2, "phase"):         sidecartest.StringVal("CHANGE"),
+			state(2, "commit-status"): sidecartest.StringVal("COMPLETE"),
+			state(2, "apply-status"):  sidecartest.StringVal("COMPLETE"),
 			state(2, "proposed"):      nanosTV(p2.GetProposed()),
 			state(2, "committed"):     nanosTV(p2.GetCommitted()),
 			state(2, "apply-started"): nanosTV(p2.GetApplyStarted()),
 			state(2, "applied"):       nanosTV(p2.GetApplied()),
-			state(2, "operations"):    uintVal(1),
+			state(2, "operations"):    sidecartest.UintVal(1),
 		},
 	}, {
 		name:  "operations of a Set of two updates",
 		paths: []any{"/proposals/proposal[index=3]/operations"},
 		want: leafTree{
-			op(3, 1, "kind"): strVal("UPDATE"), op(3, 1, "path"): strVal(mtuPath), op(3, 1, "value"): uintVal(9000),
-			op(3, 2, "kind"): strVal("UPDATE"), op(3, 2, "path"): strVal(descPath), op(3, 2, "value"): strVal("three"),
+			op(3, 1, "kind"): sidecartest.StringVal("UPDATE"), op(3, 1, "path"): sidecartest.StringVal(mtuPath), op(3, 1, "value"): sidecartest.UintVal(9000),
+			op(3, 2, "kind"): sidecartest.StringVal("UPDATE"), op(3, 2, "path"): sidecartest.StringVal(descPath), op(3, 2, "value"): sidecartest.StringVal("three"),
 		},
 	}, {
 		name:  "changes: the value written and the one before",
 		paths: []any{"/proposals/proposal[index=2]/changes"},
 		want: leafTree{
-			change(2, descPath, "path"):             strVal(descPath),
+			change(2, descPath, "path"):             sidecartest.StringVal(descPath),
 			change(2, descPath, "deleted"):          boolTV(false),
-			change(2, descPath, "value"):            strVal("two"),
-			change(2, descPath, "previous-index"):   uintVal(1),
+			change(2, descPath, "value"):            sidecartest.StringVal("two"),
+			change(2, descPath, "previous-index"):   sidecartest.UintVal(1),
 			change(2, descPath, "previous-deleted"): boolTV(false),
-			change(2, descPath, "previous-value"):   strVal("one"),
+			change(2, descPath, "previous-value"):   sidecartest.StringVal("one"),
 		},
 	}, {
 		name:  "a delete: no value, the previous one kept",
 		paths: []any{"/proposals/proposal[index=4]/operations", "/proposals/proposal[index=4]/changes"},
 		want: leafTree{
-			op(4, 1, "kind"):                        strVal("DELETE"),
-			op(4, 1, "path"):                        strVal(descPath),
-			change(4, descPath, "path"):             strVal(descPath),
+			op(4, 1, "kind"):                        sidecartest.StringVal("DELETE"),
+			op(4, 1, "path"):                        sidecartest.StringVal(descPath),
+			change(4, descPath, "path"):             sidecartest.StringVal(descPath),
 			change(4, descPath, "deleted"):          boolTV(true),
-			change(4, descPath, "previous-index"):   uintVal(3),
+			change(4, descPath, "previous-index"):   sidecartest.UintVal(3),
 			change(4, descPath, "previous-deleted"): boolTV(false),
-			change(4, descPath, "previous-value"):   strVal("three"),
+			change(4, descPath, "previous-value"):   sidecartest.StringVal("three"),
 		},
 	}, {
 		name:  "a change key selects one change",
@@ -300,28 +290,26 @@ func TestIntrospectGet(t *testing.T) {
 	}, {
 		name:  "any depth under one proposal",
 		paths: []any{"/proposals/proposal[index=4]/.../kind"},
-		want:  leafTree{op(4, 1, "kind"): strVal("DELETE")},
+		want:  leafTree{op(4, 1, "kind"): sidecartest.StringVal("DELETE")},
 	}} {
 		t.Run(tc.name, func(t *testing.T) {
-			r := r.with(t)
 			if tc.want == nil {
 				p := tc.paths[0].(*gpb.Path)
 				p.Elem[1].Key["index"] = "*"
 				tc.want = leafTree{
-					change(1, descPath, "previous-index"): uintVal(0),
-					change(2, descPath, "previous-index"): uintVal(1),
-					change(3, descPath, "previous-index"): uintVal(2),
-					change(4, descPath, "previous-index"): uintVal(3),
+					change(1, descPath, "previous-index"): sidecartest.UintVal(0),
+					change(2, descPath, "previous-index"): sidecartest.UintVal(1),
+					change(3, descPath, "previous-index"): sidecartest.UintVal(2),
+					change(4, descPath, "previous-index"): sidecartest.UintVal(3),
 				}
 			}
-			wantTree(t, r.introLeaves(tc.paths...), tc.want)
+			wantTree(t, introLeaves(t, r, tc.paths...), tc.want)
 		})
 	}
 
 	t.Run("all proposals", func(t *testing.T) {
-		r := r.with(t)
-		all := r.introLeaves("/proposals")
-		one := r.introLeaves("/proposals/proposal[index=3]")
+		all := introLeaves(t, r, "/proposals")
+		one := introLeaves(t, r, "/proposals/proposal[index=3]")
 		if len(one) < 20 {
 			t.Fatalf("proposal 3 has %d leaves: %v", len(one), one)
 		}
@@ -330,15 +318,15 @@ func TestIntrospectGet(t *testing.T) {
 				t.Errorf("/proposals has %s = %v, /proposals/proposal[index=3] has %v", k, all[k], v)
 			}
 		}
-		if got := len(r.introLeaves("/")); got <= len(all) {
+		if got := len(introLeaves(t, r, "/")); got <= len(all) {
 			t.Errorf("the whole leafTree has %d leaves, /proposals alone %d", got, len(all))
 		}
 	})
 }
 
 func TestIntrospectGetRequestForms(t *testing.T) {
-	r := newRig(t, sidecartest.Options{})
-	r.mustSet(updateReq(t, descPath, strVal("one")))
+	r := sidecartest.Start(t, sidecartest.Options{})
+	r.MustSet(t, sidecartest.UpdateRequest(t, descPath, sidecartest.StringVal("one")))
 	get := func(t *testing.T, req *gpb.GetRequest) *gpb.GetResponse {
 		t.Helper()
 		resp, err := r.Client.Get(t.Context(), req)
@@ -349,10 +337,10 @@ func TestIntrospectGetRequestForms(t *testing.T) {
 	}
 
 	t.Run("prefix with elements: paths relative to it", func(t *testing.T) {
-		prefix := sidecarPath(t, "/proposals/proposal[index=1]")
+		prefix := sidecartest.IntrospectionPath(t, "/proposals/proposal[index=1]")
 		prefix.Target = "dev1"
 		resp := get(t, &gpb.GetRequest{Prefix: prefix, Path: []*gpb.Path{sidecartest.Path(t, "state/index")}})
-		want := &gpb.Notification{Prefix: prefix, Update: []*gpb.Update{{Path: sidecartest.Path(t, "state/index"), Val: uintVal(1)}}}
+		want := &gpb.Notification{Prefix: prefix, Update: []*gpb.Update{{Path: sidecartest.Path(t, "state/index"), Val: sidecartest.UintVal(1)}}}
 		if diff := cmp.Diff([]*gpb.Notification{want}, resp.GetNotification(), protocmp.Transform(),
 			protocmp.IgnoreFields(&gpb.Notification{}, "timestamp")); diff != "" {
 			t.Errorf("notifications (-want +got):\n%s", diff)
@@ -363,10 +351,10 @@ func TestIntrospectGetRequestForms(t *testing.T) {
 	})
 	t.Run("origin on the paths: one notification per path, origin on the updates", func(t *testing.T) {
 		resp := get(t, &gpb.GetRequest{Path: []*gpb.Path{
-			sidecarPath(t, "/configuration/state/last-index"), sidecarPath(t, "/device/state/connected")}})
+			sidecartest.IntrospectionPath(t, "/configuration/state/last-index"), sidecartest.IntrospectionPath(t, "/device/state/connected")}})
 		want := []*gpb.Notification{
-			{Update: []*gpb.Update{{Path: sidecarPath(t, "/configuration/state/last-index"), Val: uintVal(1)}}},
-			{Update: []*gpb.Update{{Path: sidecarPath(t, "/device/state/connected"), Val: boolTV(true)}}},
+			{Update: []*gpb.Update{{Path: sidecartest.IntrospectionPath(t, "/configuration/state/last-index"), Val: sidecartest.UintVal(1)}}},
+			{Update: []*gpb.Update{{Path: sidecartest.IntrospectionPath(t, "/device/state/connected"), Val: boolTV(true)}}},
 		}
 		if diff := cmp.Diff(want, resp.GetNotification(), protocmp.Transform(),
 			protocmp.IgnoreFields(&gpb.Notification{}, "timestamp")); diff != "" {
@@ -374,25 +362,25 @@ func TestIntrospectGetRequestForms(t *testing.T) {
 		}
 	})
 	t.Run("prefix only", func(t *testing.T) {
-		resp := get(t, &gpb.GetRequest{Prefix: sidecarPath(t, "/configuration/state/last-index")})
-		wantTree(t, treeOf(resp.GetNotification()...), leafTree{"/configuration/state/last-index": uintVal(1)})
+		resp := get(t, &gpb.GetRequest{Prefix: sidecartest.IntrospectionPath(t, "/configuration/state/last-index")})
+		wantTree(t, treeOf(resp.GetNotification()...), leafTree{"/configuration/state/last-index": sidecartest.UintVal(1)})
 	})
 	for _, enc := range []gpb.Encoding{gpb.Encoding_JSON, gpb.Encoding_JSON_IETF, gpb.Encoding_ASCII, gpb.Encoding_PROTO} {
 		t.Run("encoding "+enc.String(), func(t *testing.T) {
-			resp := get(t, &gpb.GetRequest{Prefix: sidecarPrefix(), Encoding: enc,
+			resp := get(t, &gpb.GetRequest{Prefix: sidecartest.IntrospectionPrefix(), Encoding: enc,
 				Path: []*gpb.Path{sidecartest.Path(t, "/configuration/state/last-index")}})
-			wantTree(t, treeOf(resp.GetNotification()...), leafTree{"/configuration/state/last-index": uintVal(1)})
+			wantTree(t, treeOf(resp.GetNotification()...), leafTree{"/configuration/state/last-index": sidecartest.UintVal(1)})
 		})
 	}
 	for _, dt := range []gpb.GetRequest_DataType{gpb.GetRequest_ALL, gpb.GetRequest_STATE, gpb.GetRequest_OPERATIONAL} {
 		t.Run("type "+dt.String(), func(t *testing.T) {
-			resp := get(t, &gpb.GetRequest{Prefix: sidecarPrefix(), Type: dt,
+			resp := get(t, &gpb.GetRequest{Prefix: sidecartest.IntrospectionPrefix(), Type: dt,
 				Path: []*gpb.Path{sidecartest.Path(t, "/configuration/state/last-index")}})
-			wantTree(t, treeOf(resp.GetNotification()...), leafTree{"/configuration/state/last-index": uintVal(1)})
+			wantTree(t, treeOf(resp.GetNotification()...), leafTree{"/configuration/state/last-index": sidecartest.UintVal(1)})
 		})
 	}
 	t.Run("type CONFIG: empty notifications", func(t *testing.T) {
-		resp := get(t, &gpb.GetRequest{Prefix: sidecarPrefix(), Type: gpb.GetRequest_CONFIG,
+		resp := get(t, &gpb.GetRequest{Prefix: sidecartest.IntrospectionPrefix(), Type: gpb.GetRequest_CONFIG,
 			Path: []*gpb.Path{sidecartest.Path(t, "/configuration"), sidecartest.Path(t, "/proposals/proposal[index=99]")}})
 		if n := resp.GetNotification(); len(n) != 2 || len(n[0].GetUpdate())+len(n[1].GetUpdate()) != 0 {
 			t.Errorf("CONFIG Get: %v, want two empty notifications", n)
@@ -401,9 +389,9 @@ func TestIntrospectGetRequestForms(t *testing.T) {
 }
 
 func TestIntrospectGetErrors(t *testing.T) {
-	r := newRig(t, sidecartest.Options{})
+	r := sidecartest.Start(t, sidecartest.Options{})
 	for range 3 {
-		r.mustSet(updateReq(t, descPath, strVal("x")))
+		r.MustSet(t, sidecartest.UpdateRequest(t, descPath, sidecartest.StringVal("x")))
 	}
 	path := func(s string) []*gpb.Path { return []*gpb.Path{sidecartest.Path(t, s)} }
 	for _, tc := range []struct {
@@ -413,94 +401,94 @@ func TestIntrospectGetErrors(t *testing.T) {
 		msg  []string
 	}{{
 		name: "unknown top-level element",
-		req:  &gpb.GetRequest{Prefix: sidecarPrefix(), Path: path("/journal/state")},
+		req:  &gpb.GetRequest{Prefix: sidecartest.IntrospectionPrefix(), Path: path("/journal/state")},
 		code: codes.NotFound, msg: []string{`no element "journal"`, "configuration, device, commit-confirm, out-of-sync, resolutions, proposals"},
 	}, {
 		name: "unknown element deeper",
-		req:  &gpb.GetRequest{Prefix: sidecarPrefix(), Path: path("/proposals/proposal[index=1]/stat")},
+		req:  &gpb.GetRequest{Prefix: sidecartest.IntrospectionPrefix(), Path: path("/proposals/proposal[index=1]/stat")},
 		code: codes.NotFound, msg: []string{`no element "stat" under /proposals/proposal[index=1]`},
 	}, {
 		name: "proposal not kept",
-		req:  &gpb.GetRequest{Prefix: sidecarPrefix(), Path: path("/proposals/proposal[index=99]")},
+		req:  &gpb.GetRequest{Prefix: sidecartest.IntrospectionPrefix(), Path: path("/proposals/proposal[index=99]")},
 		code: codes.NotFound, msg: []string{"gnmi-sidecar:/proposals/proposal[index=99]: no such proposal (kept: 1-3)"},
 	}, {
 		name: "absent leaf",
-		req:  &gpb.GetRequest{Prefix: sidecarPrefix(), Path: path("/configuration/state/rolling-back")},
+		req:  &gpb.GetRequest{Prefix: sidecartest.IntrospectionPrefix(), Path: path("/configuration/state/rolling-back")},
 		code: codes.NotFound, msg: []string{"gnmi-sidecar:/configuration/state/rolling-back: no such element"},
 	}, {
 		name: "no commit-confirmed outstanding",
-		req:  &gpb.GetRequest{Prefix: sidecarPrefix(), Path: path("/commit-confirm")},
+		req:  &gpb.GetRequest{Prefix: sidecartest.IntrospectionPrefix(), Path: path("/commit-confirm")},
 		code: codes.NotFound, msg: []string{"gnmi-sidecar:/commit-confirm: no such element"},
 	}, {
 		name: "one path of two matches nothing",
-		req:  &gpb.GetRequest{Prefix: sidecarPrefix(), Path: append(path("/configuration"), path("/proposals/proposal[index=7]")...)},
+		req:  &gpb.GetRequest{Prefix: sidecartest.IntrospectionPrefix(), Path: append(path("/configuration"), path("/proposals/proposal[index=7]")...)},
 		code: codes.NotFound, msg: []string{"index=7", "kept: 1-3"},
 	}, {
 		name: "below a leaf",
-		req:  &gpb.GetRequest{Prefix: sidecarPrefix(), Path: path("/configuration/state/last-index/value")},
+		req:  &gpb.GetRequest{Prefix: sidecartest.IntrospectionPrefix(), Path: path("/configuration/state/last-index/value")},
 		code: codes.NotFound, msg: []string{"last-index is a leaf"},
 	}, {
 		name: "non-numeric index",
-		req:  &gpb.GetRequest{Prefix: sidecarPrefix(), Path: path("/proposals/proposal[index=last]")},
+		req:  &gpb.GetRequest{Prefix: sidecartest.IntrospectionPrefix(), Path: path("/proposals/proposal[index=last]")},
 		code: codes.InvalidArgument, msg: []string{`key index="last" is not a number`},
 	}, {
 		name: "wrong key",
-		req:  &gpb.GetRequest{Prefix: sidecarPrefix(), Path: path("/proposals/proposal[id=1]")},
+		req:  &gpb.GetRequest{Prefix: sidecartest.IntrospectionPrefix(), Path: path("/proposals/proposal[id=1]")},
 		code: codes.InvalidArgument, msg: []string{"proposal has one key, index"},
 	}, {
 		name: "wildcard prefix",
-		req:  &gpb.GetRequest{Prefix: sidecarPath(t, "/proposals/proposal[index=*]"), Path: path("state")},
+		req:  &gpb.GetRequest{Prefix: sidecartest.IntrospectionPath(t, "/proposals/proposal[index=*]"), Path: path("state")},
 		code: codes.InvalidArgument, msg: []string{"prefix", "wildcard"},
 	}, {
 		name: "list without its key in the prefix",
-		req:  &gpb.GetRequest{Prefix: sidecarPath(t, "/proposals/proposal"), Path: path("state")},
+		req:  &gpb.GetRequest{Prefix: sidecartest.IntrospectionPath(t, "/proposals/proposal"), Path: path("state")},
 		code: codes.InvalidArgument, msg: []string{"prefix gnmi-sidecar:/proposals/proposal names list proposal without its key"},
 	}, {
 		name: "encoding BYTES",
-		req:  &gpb.GetRequest{Prefix: sidecarPrefix(), Path: path("/configuration"), Encoding: gpb.Encoding_BYTES},
+		req:  &gpb.GetRequest{Prefix: sidecartest.IntrospectionPrefix(), Path: path("/configuration"), Encoding: gpb.Encoding_BYTES},
 		code: codes.Unimplemented, msg: []string{"BYTES"},
 	}, {
 		name: "encoding out of range",
-		req:  &gpb.GetRequest{Prefix: sidecarPrefix(), Path: path("/configuration"), Encoding: 42},
+		req:  &gpb.GetRequest{Prefix: sidecartest.IntrospectionPrefix(), Path: path("/configuration"), Encoding: 42},
 		code: codes.InvalidArgument, msg: []string{"unknown encoding 42"},
 	}, {
 		name: "type out of range",
-		req:  &gpb.GetRequest{Prefix: sidecarPrefix(), Path: path("/configuration"), Type: 9},
+		req:  &gpb.GetRequest{Prefix: sidecartest.IntrospectionPrefix(), Path: path("/configuration"), Type: 9},
 		code: codes.InvalidArgument, msg: []string{"unknown Get data type 9"},
 	}, {
 		name: "an extension",
-		req: &gpb.GetRequest{Prefix: sidecarPrefix(), Path: path("/configuration"),
-			Extension: []*gnmi_ext.Extension{registeredExt(proxy.ExtensionID, nil)}},
+		req: &gpb.GetRequest{Prefix: sidecartest.IntrospectionPrefix(), Path: path("/configuration"),
+			Extension: []*gnmi_ext.Extension{sidecartest.RegisteredExtension(proxy.ExtensionID, nil)}},
 		code: codes.InvalidArgument, msg: []string{"takes no extensions"},
 	}, {
 		name: "the History extension",
-		req: &gpb.GetRequest{Prefix: sidecarPrefix(), Path: path("/configuration"),
+		req: &gpb.GetRequest{Prefix: sidecartest.IntrospectionPrefix(), Path: path("/configuration"),
 			Extension: []*gnmi_ext.Extension{{Ext: &gnmi_ext.Extension_History{History: &gnmi_ext.History{}}}}},
 		code: codes.InvalidArgument, msg: []string{"History"},
 	}, {
 		name: "mixed origins",
-		req:  &gpb.GetRequest{Path: []*gpb.Path{sidecarPath(t, "/configuration"), sidecartest.Path(t, descPath)}},
+		req:  &gpb.GetRequest{Path: []*gpb.Path{sidecartest.IntrospectionPath(t, "/configuration"), sidecartest.Path(t, descPath)}},
 		code: codes.InvalidArgument, msg: []string{"mixes"},
 	}} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := r.Client.Get(t.Context(), tc.req)
-			wantStatus(t, err, tc.code, tc.msg...)
+			sidecartest.WantStatus(t, err, tc.code, tc.msg...)
 		})
 	}
 }
 
 func TestIntrospectProposalOutcomes(t *testing.T) {
-	r := newRig(t, sidecartest.Options{})
-	r.mustSet(updateReq(t, descPath, strVal("kept"))) // 1
-	_, err := r.set(updateReq(t, mtuPath, strVal("jumbo")))
-	st := wantStatus(t, err, codes.InvalidArgument)  // 2: the device rejects it
-	r.mustSet(updateReq(t, descPath, strVal("new"))) // 3
-	r.mustSet(rollbackReq(t, 0))                     // of 3
+	r := sidecartest.Start(t, sidecartest.Options{})
+	r.MustSet(t, sidecartest.UpdateRequest(t, descPath, sidecartest.StringVal("kept"))) // 1
+	_, err := r.Set(t, sidecartest.UpdateRequest(t, mtuPath, sidecartest.StringVal("jumbo")))
+	st := sidecartest.WantStatus(t, err, codes.InvalidArgument)                        // 2: the device rejects it
+	r.MustSet(t, sidecartest.UpdateRequest(t, descPath, sidecartest.StringVal("new"))) // 3
+	r.MustSet(t, sidecartest.RollbackRequest(t, 0))                                    // of 3
 
 	stateOf := func(i uint64) leafTree {
 		tr := leafTree{}
 		prefix := leafKey(proposalPath(i, &gpb.PathElem{Name: "state"})) + "/"
-		for k, v := range r.introLeaves(proposalPath(i, &gpb.PathElem{Name: "state"})) {
+		for k, v := range introLeaves(t, r, proposalPath(i, &gpb.PathElem{Name: "state"})) {
 			tr[k[len(prefix):]] = v
 		}
 		return tr
@@ -508,9 +496,9 @@ func TestIntrospectProposalOutcomes(t *testing.T) {
 	t.Run("failed", func(t *testing.T) {
 		got := stateOf(2)
 		for name, want := range map[string]*gpb.TypedValue{
-			"apply-status":  strVal("FAILED"),
-			"error-code":    strVal("INVALID_ARGUMENT"),
-			"error-message": strVal(st.Message()),
+			"apply-status":  sidecartest.StringVal("FAILED"),
+			"error-code":    sidecartest.StringVal("INVALID_ARGUMENT"),
+			"error-message": sidecartest.StringVal(st.Message()),
 		} {
 			if !proto.Equal(got[name], want) {
 				t.Errorf("proposal 2 %s = %v, want %v", name, got[name], want)
@@ -522,13 +510,13 @@ func TestIntrospectProposalOutcomes(t *testing.T) {
 	})
 	t.Run("rolled back", func(t *testing.T) {
 		got := stateOf(3)
-		rb := r.proposal(3).GetRollback()
+		rb := r.Proposal(t, 3).GetRollback()
 		for name, want := range map[string]*gpb.TypedValue{
-			"phase":                  strVal("ROLLBACK"),
-			"apply-status":           strVal("COMPLETE"),
-			"rollback-index":         uintVal(1),
-			"rollback-commit-status": strVal("COMPLETE"),
-			"rollback-apply-status":  strVal("COMPLETE"),
+			"phase":                  sidecartest.StringVal("ROLLBACK"),
+			"apply-status":           sidecartest.StringVal("COMPLETE"),
+			"rollback-index":         sidecartest.UintVal(1),
+			"rollback-commit-status": sidecartest.StringVal("COMPLETE"),
+			"rollback-apply-status":  sidecartest.StringVal("COMPLETE"),
 			"rollback-proposed":      nanosTV(rb.GetProposed()),
 			"rollback-committed":     nanosTV(rb.GetCommitted()),
 			"rollback-apply-started": nanosTV(rb.GetApplyStarted()),
@@ -538,9 +526,9 @@ func TestIntrospectProposalOutcomes(t *testing.T) {
 				t.Errorf("proposal 3 %s = %v, want %v", name, got[name], want)
 			}
 		}
-		wantTree(t, r.introLeaves("/configuration/state/committed-index", "/configuration/state/applied-index"), leafTree{
-			"/configuration/state/committed-index": uintVal(1),
-			"/configuration/state/applied-index":   uintVal(1),
+		wantTree(t, introLeaves(t, r, "/configuration/state/committed-index", "/configuration/state/applied-index"), leafTree{
+			"/configuration/state/committed-index": sidecartest.UintVal(1),
+			"/configuration/state/applied-index":   sidecartest.UintVal(1),
 		})
 	})
 }
@@ -548,13 +536,13 @@ func TestIntrospectProposalOutcomes(t *testing.T) {
 // --- Subscribe ---
 
 func TestIntrospectSubscribeOnce(t *testing.T) {
-	r := newRig(t, sidecartest.Options{})
-	r.mustSet(updateReq(t, descPath, strVal("one")))
-	r.mustSet(updateReq(t, descPath, strVal("two")))
+	r := sidecartest.Start(t, sidecartest.Options{})
+	r.MustSet(t, sidecartest.UpdateRequest(t, descPath, sidecartest.StringVal("one")))
+	r.MustSet(t, sidecartest.UpdateRequest(t, descPath, sidecartest.StringVal("two")))
 	req := sidecarSubscription(gpb.SubscriptionList_ONCE,
 		&gpb.Subscription{Path: sidecartest.Path(t, "/configuration/state/last-index")},
 		&gpb.Subscription{Path: sidecartest.Path(t, "/proposals/proposal/state/apply-status")})
-	got := subscribeOnce(t, r.Client, req)
+	got := sidecartest.SubscribeOnce(t, r.Client, req)
 	if n := len(got); n < 2 || !got[n-1].GetSyncResponse() {
 		t.Fatalf("ONCE got %v, want updates then sync_response", got)
 	}
@@ -566,22 +554,22 @@ func TestIntrospectSubscribeOnce(t *testing.T) {
 		ns = append(ns, resp.GetUpdate())
 	}
 	wantTree(t, treeOf(ns...), leafTree{
-		"/configuration/state/last-index":                 uintVal(2),
-		"/proposals/proposal[index=1]/state/apply-status": strVal("COMPLETE"),
-		"/proposals/proposal[index=2]/state/apply-status": strVal("COMPLETE"),
+		"/configuration/state/last-index":                 sidecartest.UintVal(2),
+		"/proposals/proposal[index=1]/state/apply-status": sidecartest.StringVal("COMPLETE"),
+		"/proposals/proposal[index=2]/state/apply-status": sidecartest.StringVal("COMPLETE"),
 	})
 
 	req.GetSubscribe().UpdatesOnly = true
-	if got := subscribeOnce(t, r.Client, req); len(got) != 1 || !got[0].GetSyncResponse() {
+	if got := sidecartest.SubscribeOnce(t, r.Client, req); len(got) != 1 || !got[0].GetSyncResponse() {
 		t.Errorf("ONCE updates_only got %v, want only sync_response", got)
 	}
 }
 
 func TestIntrospectSubscribeOnChange(t *testing.T) {
-	r := newRig(t, sidecartest.Options{})
+	r := sidecartest.Start(t, sidecartest.Options{})
 	ctx, cancel := context.WithTimeout(t.Context(), waitFor)
 	defer cancel()
-	stream := r.subscribe(ctx, sidecarSubscription(gpb.SubscriptionList_STREAM,
+	stream := r.Subscribe(t, ctx, sidecarSubscription(gpb.SubscriptionList_STREAM,
 		onChangeSub(t, "/proposals/proposal/state/apply-status"),
 		&gpb.Subscription{Path: sidecartest.Path(t, "/device/state"), Mode: gpb.SubscriptionMode_TARGET_DEFINED}))
 	tr := untilSyncTree(t, stream)
@@ -594,10 +582,10 @@ func TestIntrospectSubscribeOnChange(t *testing.T) {
 		}
 	}
 
-	r.mustSet(updateReq(t, descPath, strVal("one")))
+	r.MustSet(t, sidecartest.UpdateRequest(t, descPath, sidecartest.StringVal("one")))
 	const applyStatus = "/proposals/proposal[index=1]/state/apply-status"
 	followStream(t, stream, tr, "proposal 1's apply-status COMPLETE", func(tr leafTree) bool {
-		return proto.Equal(tr[applyStatus], strVal("COMPLETE"))
+		return proto.Equal(tr[applyStatus], sidecartest.StringVal("COMPLETE"))
 	})
 
 	r.Dev.Stop()
@@ -608,20 +596,20 @@ func TestIntrospectSubscribeOnChange(t *testing.T) {
 }
 
 func TestIntrospectSubscribeUpdatesOnly(t *testing.T) {
-	r := newRig(t, sidecartest.Options{})
-	r.mustSet(updateReq(t, descPath, strVal("one")))
+	r := sidecartest.Start(t, sidecartest.Options{})
+	r.MustSet(t, sidecartest.UpdateRequest(t, descPath, sidecartest.StringVal("one")))
 	ctx, cancel := context.WithTimeout(t.Context(), waitFor)
 	defer cancel()
 	req := sidecarSubscription(gpb.SubscriptionList_STREAM, onChangeSub(t, "/proposals/proposal/state/apply-status"))
 	req.GetSubscribe().UpdatesOnly = true
-	stream := r.subscribe(ctx, req)
+	stream := r.Subscribe(t, ctx, req)
 	if tr := untilSyncTree(t, stream); len(tr) != 0 {
 		t.Fatalf("updates_only: %v before sync_response, want nothing", tr)
 	}
-	r.mustSet(updateReq(t, descPath, strVal("two")))
+	r.MustSet(t, sidecartest.UpdateRequest(t, descPath, sidecartest.StringVal("two")))
 	tr := leafTree{}
 	followStream(t, stream, tr, "proposal 2 applied", func(tr leafTree) bool {
-		return proto.Equal(tr["/proposals/proposal[index=2]/state/apply-status"], strVal("COMPLETE"))
+		return proto.Equal(tr["/proposals/proposal[index=2]/state/apply-status"], sidecartest.StringVal("COMPLETE"))
 	})
 	if _, ok := tr["/proposals/proposal[index=1]/state/apply-status"]; ok {
 		t.Errorf("updates_only sent proposal 1, which did not change: %v", tr)
@@ -629,13 +617,13 @@ func TestIntrospectSubscribeUpdatesOnly(t *testing.T) {
 }
 
 func TestIntrospectSubscribeRetentionDeletes(t *testing.T) {
-	r := newRig(t, sidecartest.Options{Retain: 2})
+	r := sidecartest.Start(t, sidecartest.Options{Retain: 2})
 	for range 3 {
-		r.mustSet(updateReq(t, descPath, strVal("x")))
+		r.MustSet(t, sidecartest.UpdateRequest(t, descPath, sidecartest.StringVal("x")))
 	}
 	ctx, cancel := context.WithTimeout(t.Context(), waitFor)
 	defer cancel()
-	stream := r.subscribe(ctx, sidecarSubscription(gpb.SubscriptionList_STREAM, onChangeSub(t, "/proposals/proposal/state/index")))
+	stream := r.Subscribe(t, ctx, sidecarSubscription(gpb.SubscriptionList_STREAM, onChangeSub(t, "/proposals/proposal/state/index")))
 	tr := untilSyncTree(t, stream)
 	if _, err := r.Journal.Compact(t.Context()); err != nil {
 		t.Fatal(err)
@@ -646,25 +634,25 @@ func TestIntrospectSubscribeRetentionDeletes(t *testing.T) {
 		return !ok
 	})
 	wantTree(t, tr, leafTree{
-		"/proposals/proposal[index=2]/state/index": uintVal(2),
-		"/proposals/proposal[index=3]/state/index": uintVal(3),
+		"/proposals/proposal[index=2]/state/index": sidecartest.UintVal(2),
+		"/proposals/proposal[index=3]/state/index": sidecartest.UintVal(3),
 	})
 }
 
 func TestIntrospectSubscribePoll(t *testing.T) {
-	r := newRig(t, sidecartest.Options{})
+	r := sidecartest.Start(t, sidecartest.Options{})
 	ctx, cancel := context.WithTimeout(t.Context(), waitFor)
 	defer cancel()
-	stream := r.subscribe(ctx, sidecarSubscription(gpb.SubscriptionList_POLL,
+	stream := r.Subscribe(t, ctx, sidecarSubscription(gpb.SubscriptionList_POLL,
 		&gpb.Subscription{Path: sidecartest.Path(t, "/configuration/state/last-index")}))
-	wantTree(t, untilSyncTree(t, stream), leafTree{"/configuration/state/last-index": uintVal(0)})
+	wantTree(t, untilSyncTree(t, stream), leafTree{"/configuration/state/last-index": sidecartest.UintVal(0)})
 
 	for i := uint64(1); i <= 2; i++ {
-		r.mustSet(updateReq(t, descPath, strVal(fmt.Sprint(i))))
+		r.MustSet(t, sidecartest.UpdateRequest(t, descPath, sidecartest.StringVal(fmt.Sprint(i))))
 		if err := stream.Send(&gpb.SubscribeRequest{Request: &gpb.SubscribeRequest_Poll{Poll: &gpb.Poll{}}}); err != nil {
 			t.Fatalf("sending Poll: %v", err)
 		}
-		wantTree(t, untilSyncTree(t, stream), leafTree{"/configuration/state/last-index": uintVal(i)})
+		wantTree(t, untilSyncTree(t, stream), leafTree{"/configuration/state/last-index": sidecartest.UintVal(i)})
 	}
 	if err := stream.CloseSend(); err != nil {
 		t.Fatal(err)
@@ -675,17 +663,17 @@ func TestIntrospectSubscribePoll(t *testing.T) {
 }
 
 func TestIntrospectSubscribeSample(t *testing.T) {
-	r := newRig(t, sidecartest.Options{})
+	r := sidecartest.Start(t, sidecartest.Options{})
 	ctx, cancel := context.WithTimeout(t.Context(), waitFor)
 	defer cancel()
 	const interval = 100 * time.Millisecond
-	stream := r.subscribe(ctx, sidecarSubscription(gpb.SubscriptionList_STREAM,
+	stream := r.Subscribe(t, ctx, sidecarSubscription(gpb.SubscriptionList_STREAM,
 		&gpb.Subscription{Path: sidecartest.Path(t, "/configuration/state/last-index"), Mode: gpb.SubscriptionMode_SAMPLE,
 			SampleInterval: uint64(interval), SuppressRedundant: true},
 		&gpb.Subscription{Path: sidecartest.Path(t, "/device/state/connected"), Mode: gpb.SubscriptionMode_SAMPLE,
 			SampleInterval: uint64(interval)}))
 	wantTree(t, untilSyncTree(t, stream), leafTree{
-		"/configuration/state/last-index": uintVal(0),
+		"/configuration/state/last-index": sidecartest.UintVal(0),
 		"/device/state/connected":         boolTV(true),
 	})
 
@@ -705,29 +693,29 @@ func TestIntrospectSubscribeSample(t *testing.T) {
 		}
 	}
 
-	r.mustSet(updateReq(t, descPath, strVal("one")))
+	r.MustSet(t, sidecartest.UpdateRequest(t, descPath, sidecartest.StringVal("one")))
 	followStream(t, stream, leafTree{}, "last-index 1", func(tr leafTree) bool {
-		return proto.Equal(tr["/configuration/state/last-index"], uintVal(1))
+		return proto.Equal(tr["/configuration/state/last-index"], sidecartest.UintVal(1))
 	})
 }
 
 func TestIntrospectSubscribeDrain(t *testing.T) {
-	r := newRig(t, sidecartest.Options{})
+	r := sidecartest.Start(t, sidecartest.Options{})
 	ctx, cancel := context.WithTimeout(t.Context(), waitFor)
 	defer cancel()
-	stream := r.subscribe(ctx, sidecarSubscription(gpb.SubscriptionList_STREAM, onChangeSub(t, "/configuration")))
+	stream := r.Subscribe(t, ctx, sidecarSubscription(gpb.SubscriptionList_STREAM, onChangeSub(t, "/configuration")))
 	untilSyncTree(t, stream)
 	r.Proxy.Drain()
 	for {
 		if _, err := stream.Recv(); err != nil {
-			wantStatus(t, err, codes.Unavailable, "the sidecar is shutting down")
+			sidecartest.WantStatus(t, err, codes.Unavailable, "the sidecar is shutting down")
 			return
 		}
 	}
 }
 
 func TestIntrospectSubscribeErrors(t *testing.T) {
-	r := newRig(t, sidecartest.Options{})
+	r := sidecartest.Start(t, sidecartest.Options{})
 	sub := func(p string) *gpb.Subscription { return &gpb.Subscription{Path: sidecartest.Path(t, p)} }
 	with := func(req *gpb.SubscribeRequest, edit func(*gpb.SubscriptionList)) *gpb.SubscribeRequest {
 		edit(req.GetSubscribe())
@@ -779,7 +767,7 @@ func TestIntrospectSubscribeErrors(t *testing.T) {
 		name: "an extension",
 		reqs: []*gpb.SubscribeRequest{func() *gpb.SubscribeRequest {
 			req := sidecarSubscription(gpb.SubscriptionList_ONCE, sub("/configuration"))
-			req.Extension = []*gnmi_ext.Extension{registeredExt(proxy.ExtensionID, nil)}
+			req.Extension = []*gnmi_ext.Extension{sidecartest.RegisteredExtension(proxy.ExtensionID, nil)}
 			return req
 		}()},
 		code: codes.InvalidArgument, msg: []string{"takes no extensions"},
@@ -795,13 +783,13 @@ func TestIntrospectSubscribeErrors(t *testing.T) {
 	}, {
 		name: "mixed origins",
 		reqs: []*gpb.SubscribeRequest{{Request: &gpb.SubscribeRequest_Subscribe{Subscribe: &gpb.SubscriptionList{
-			Subscription: []*gpb.Subscription{{Path: sidecarPath(t, "/configuration")}, sub(descPath)}}}}},
+			Subscription: []*gpb.Subscription{{Path: sidecartest.IntrospectionPath(t, "/configuration")}, sub(descPath)}}}}},
 		code: codes.InvalidArgument, msg: []string{"mixes"},
 	}} {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(t.Context(), waitFor)
 			defer cancel()
-			stream := r.with(t).subscribe(ctx, tc.reqs[0])
+			stream := r.Subscribe(t, ctx, tc.reqs[0])
 			if len(tc.reqs) > 1 {
 				untilSyncTree(t, stream)
 				for _, req := range tc.reqs[1:] {
@@ -813,7 +801,7 @@ func TestIntrospectSubscribeErrors(t *testing.T) {
 			for {
 				resp, err := stream.Recv()
 				if err != nil {
-					wantStatus(t, err, tc.code, tc.msg...)
+					sidecartest.WantStatus(t, err, tc.code, tc.msg...)
 					return
 				}
 				if len(tc.reqs) == 1 {
@@ -825,10 +813,10 @@ func TestIntrospectSubscribeErrors(t *testing.T) {
 }
 
 func TestIntrospectSubscribeCommitConfirm(t *testing.T) {
-	r := newRig(t, sidecartest.Options{})
+	r := sidecartest.Start(t, sidecartest.Options{})
 	ctx, cancel := context.WithTimeout(t.Context(), waitFor)
 	defer cancel()
-	stream := r.subscribe(ctx, sidecarSubscription(gpb.SubscriptionList_STREAM, onChangeSub(t, "/commit-confirm")))
+	stream := r.Subscribe(t, ctx, sidecarSubscription(gpb.SubscriptionList_STREAM, onChangeSub(t, "/commit-confirm")))
 	tr := untilSyncTree(t, stream)
 	if len(tr) != 0 {
 		t.Fatalf("commit-confirm has leaves %v with none outstanding", tr)
@@ -844,7 +832,7 @@ func TestIntrospectSubscribeCommitConfirm(t *testing.T) {
 		}
 		return &gnmi_ext.Extension{Ext: &gnmi_ext.Extension_Commit{Commit: c}}
 	}
-	_, err := r.set(updateReq(t, descPath, strVal("tentative"),
+	_, err := r.Set(t, sidecartest.UpdateRequest(t, descPath, sidecartest.StringVal("tentative"),
 		commit(&gnmi_ext.CommitRequest{RollbackDuration: durationpb.New(10 * time.Minute)})))
 	if err != nil {
 		t.Fatalf("commit-confirmed Set: %v", err)
@@ -854,8 +842,8 @@ func TestIntrospectSubscribeCommitConfirm(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := leafTree{
-		"/commit-confirm/state/id":        strVal("c1"),
-		"/commit-confirm/state/proposal":  uintVal(1),
+		"/commit-confirm/state/id":        sidecartest.StringVal("c1"),
+		"/commit-confirm/state/proposal":  sidecartest.UintVal(1),
 		"/commit-confirm/state/started":   nanosTV(rec.GetStarted()),
 		"/commit-confirm/state/deadline":  nanosTV(rec.GetDeadline()),
 		"/commit-confirm/state/cancelled": boolTV(false),
@@ -864,6 +852,6 @@ func TestIntrospectSubscribeCommitConfirm(t *testing.T) {
 		return cmp.Equal(want, tr, protocmp.Transform())
 	})
 
-	r.mustSet(&gpb.SetRequest{Extension: []*gnmi_ext.Extension{commit(&gnmi_ext.CommitConfirm{})}})
+	r.MustSet(t, &gpb.SetRequest{Extension: []*gnmi_ext.Extension{commit(&gnmi_ext.CommitConfirm{})}})
 	followStream(t, stream, tr, "the commit-confirmed's leaves deleted", func(tr leafTree) bool { return len(tr) == 0 })
 }

@@ -13,7 +13,6 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	gpb "github.com/openconfig/gnmi/proto/gnmi"
-	"github.com/openconfig/ygot/ygot"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/encoding/prototext"
@@ -24,6 +23,7 @@ import (
 	"github.com/gnmi-sidecar/gnmi-sidecar/gnmipath"
 	"github.com/gnmi-sidecar/gnmi-sidecar/journal"
 	"github.com/gnmi-sidecar/gnmi-sidecar/journal/journalpb"
+	"github.com/gnmi-sidecar/gnmi-sidecar/sidecar/sidecartest/fixture"
 )
 
 // --- fixtures ---
@@ -35,15 +35,6 @@ func stamp(sec int) *timestamppb.Timestamp {
 }
 func nanosText(sec int) string {
 	return fmt.Sprintf("int:%d", fixtureTime.Add(time.Duration(sec)*time.Second).UnixNano())
-}
-
-func parsePath(t testing.TB, s string) *gpb.Path {
-	t.Helper()
-	p, err := ygot.StringToStructuredPath(s)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return p
 }
 
 func strLeaf(s string) *gpb.TypedValue { return text(s) }
@@ -75,8 +66,8 @@ func flatLeaves(leaves []treeLeaf, base string) map[string]string {
 // committedProposal is proposal 2 updating the description from "one"
 // (written by proposal 1) to "two" and creating the MTU, applied.
 func committedProposal(t testing.TB) *journal.Proposal {
-	desc := parsePath(t, "/interfaces/interface[name=eth0]/config/description")
-	mtu := parsePath(t, "/interfaces/interface[name=eth0]/config/mtu")
+	desc := fixture.Path(t, "/interfaces/interface[name=eth0]/config/description")
+	mtu := fixture.Path(t, "/interfaces/interface[name=eth0]/config/mtu")
 	return &journal.Proposal{
 		Index: 2, Phase: journal.PhaseChange,
 		Change: &journal.Change{
@@ -155,7 +146,7 @@ func TestRenderer(t *testing.T) {
 		name: "a value a rollback could not restore",
 		leaves: func() []treeLeaf {
 			return outOfSyncLeaves([]*journal.OutOfSync{{
-				Value: &journal.PathValue{Path: parsePath(t, "/a/b"), Index: 3, Value: &gpb.TypedValue{Value: &gpb.TypedValue_StringVal{StringVal: "x"}}},
+				Value: &journal.PathValue{Path: fixture.Path(t, "/a/b"), Index: 3, Value: &gpb.TypedValue{Value: &gpb.TypedValue_StringVal{StringVal: "x"}}},
 				Cause: journal.CauseRollback, Proposal: 4, Error: &journalpb.Error{Code: 3, Message: "no"}, Since: stamp(5),
 			}})
 		},
@@ -293,8 +284,8 @@ func TestSchemaMatchesRenderer(t *testing.T) {
 	leaves = append(leaves, commitConfirmLeaves(&journal.CommitConfirm{Id: "c", Started: stamp(1), Deadline: stamp(2)})...)
 	leaves = append(leaves, proposalLeaves(p)...)
 	leaves = append(leaves, resolutionLeaves([]*journal.Resolution{{Seq: 1, Time: stamp(1), Author: "alice", Action: "SKIP",
-		Settled: []*gpb.Path{parsePath(t, "/a")}, StillOutOfSync: []*gpb.Path{parsePath(t, "/b")}, Proposal: 3}})...)
-	leaves = append(leaves, outOfSyncLeaves([]*journal.OutOfSync{{Value: &journal.PathValue{Path: parsePath(t, "/a"),
+		Settled: []*gpb.Path{fixture.Path(t, "/a")}, StillOutOfSync: []*gpb.Path{fixture.Path(t, "/b")}, Proposal: 3}})...)
+	leaves = append(leaves, outOfSyncLeaves([]*journal.OutOfSync{{Value: &journal.PathValue{Path: fixture.Path(t, "/a"),
 		Value: &gpb.TypedValue{Value: &gpb.TypedValue_UintVal{UintVal: 1}}}, Proposal: 1, Error: &journalpb.Error{Code: 3, Message: "m"}, Since: stamp(1)}})...)
 
 	rendered := map[string]bool{}
@@ -353,7 +344,7 @@ func TestPatterns(t *testing.T) {
 		{path: "/configuration[x=1]", code: codes.InvalidArgument, msg: "configuration is not a list"},
 	} {
 		t.Run(tc.path, func(t *testing.T) {
-			p, err := newPattern(&gpb.Path{Origin: Origin}, parsePath(t, tc.path))
+			p, err := newPattern(&gpb.Path{Origin: Origin}, fixture.Path(t, tc.path))
 			if status.Code(err) != tc.code || (err != nil && !strings.Contains(err.Error(), tc.msg)) {
 				t.Fatalf("newPattern(%s) = %v, want %v containing %q", tc.path, err, tc.code, tc.msg)
 			}
@@ -368,7 +359,7 @@ func TestPatterns(t *testing.T) {
 }
 
 func TestPatternMatches(t *testing.T) {
-	leafPath := parsePath(t, "/proposals/proposal[index=7]/state/apply-status").GetElem()
+	leafPath := fixture.Path(t, "/proposals/proposal[index=7]/state/apply-status").GetElem()
 	for pat, want := range map[string]bool{
 		"/":                                       true,
 		"/proposals":                              true,
@@ -384,7 +375,7 @@ func TestPatternMatches(t *testing.T) {
 		"/*/apply-status":                         false,
 		"/configuration":                          false,
 	} {
-		p, err := newPattern(nil, parsePath(t, pat))
+		p, err := newPattern(nil, fixture.Path(t, pat))
 		if err != nil {
 			t.Fatalf("%s: %v", pat, err)
 		}
@@ -398,7 +389,7 @@ func TestPatternMatches(t *testing.T) {
 // matching it against a leaf must not take time that grows
 // combinatorially with their number.
 func TestPatternMatchesManyAnyDepth(t *testing.T) {
-	leafPath := parsePath(t, "/proposals/proposal[index=7]/state/apply-status").GetElem()
+	leafPath := fixture.Path(t, "/proposals/proposal[index=7]/state/apply-status").GetElem()
 	many := strings.Repeat("/...", 1000)
 	for pat, want := range map[string]bool{
 		many + "/nosuch":                   false,
@@ -406,7 +397,7 @@ func TestPatternMatchesManyAnyDepth(t *testing.T) {
 		many + "/state" + many + "/nosuch": false,
 		many + "/proposal[index=7]" + many: true,
 	} {
-		p, err := newPattern(nil, parsePath(t, pat))
+		p, err := newPattern(nil, fixture.Path(t, pat))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -507,7 +498,7 @@ func keysOf(d treeDelta) (updates, deletes []string) {
 func TestViewRereadsOnlyWhatMayHaveChanged(t *testing.T) {
 	ctx := t.Context()
 	f := newFakeJournal(100)
-	p, err := newPattern(nil, parsePath(t, "/proposals/proposal/state/phase"))
+	p, err := newPattern(nil, fixture.Path(t, "/proposals/proposal/state/phase"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -598,7 +589,7 @@ func TestViewFixedParts(t *testing.T) {
 	pats := func(paths ...string) []treePattern {
 		var out []treePattern
 		for _, s := range paths {
-			p, err := newPattern(nil, parsePath(t, s))
+			p, err := newPattern(nil, fixture.Path(t, s))
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -64,28 +64,27 @@ type badCase struct {
 // each fails with its gRPC code and a message saying what is wrong, and
 // afterwards the journal and the device are exactly as they were.
 func TestBadInput(t *testing.T) {
-	r := newRig(t, sidecartest.Options{})
+	r := sidecartest.Start(t, sidecartest.Options{})
 	proxyConn, deviceConn := sidecartest.Conn(t, r.Addr), sidecartest.Conn(t, r.Target)
 
 	run := func(t *testing.T, cases []badCase) {
 		t.Helper()
 		for _, tc := range cases {
 			t.Run(tc.name, func(t *testing.T) {
-				r := r.with(t)
-				lastIndex, setCount := r.lastIndex(), r.Dev.SetCount()
+				lastIndex, setCount := r.LastIndex(t), r.Dev.SetCount()
 				err := do(t, r.Client, proxyConn, tc.call)
-				st := wantStatus(t, err, tc.code, tc.msg...)
+				st := sidecartest.WantStatus(t, err, tc.code, tc.msg...)
 				t.Logf("%v: %.300s", st.Code(), st.Message())
 				if len(st.Message()) > maxMessage && !tc.device {
 					t.Errorf("message of %d bytes, want at most %d: %.200q...", len(st.Message()), maxMessage, st.Message())
 				}
 				if tc.device {
-					direct := status.Convert(do(t, r.direct(), deviceConn, tc.call))
+					direct := status.Convert(do(t, sidecartest.Dial(t, r.Target), deviceConn, tc.call))
 					if st.Code() != direct.Code() || st.Message() != direct.Message() {
 						t.Errorf("the sidecar answered %v %q, the device itself %v %q", st.Code(), st.Message(), direct.Code(), direct.Message())
 					}
 				}
-				if got := r.lastIndex(); got != lastIndex {
+				if got := r.LastIndex(t); got != lastIndex {
 					t.Errorf("journal's last index moved from %d to %d", lastIndex, got)
 				}
 				if got := r.Dev.SetCount(); got != setCount {
@@ -101,50 +100,50 @@ func TestBadInput(t *testing.T) {
 		c, err := r.Journal.Configuration(t.Context())
 		return err == nil && c.GetStatus() == journal.StatusComplete
 	})
-	empty := r.snapshot()
+	empty := snapshot(t, r)
 	run(t, []badCase{{
 		name: "Set/rollback of the newest change of an empty journal",
-		call: call{set: rollbackReq(t, 0)},
+		call: call{set: sidecartest.RollbackRequest(t, 0)},
 		code: codes.NotFound, msg: []string{"nothing to roll back", "no change is in effect"},
 	}, {
 		name: "Set/rollback of proposal 1 of an empty journal",
-		call: call{set: rollbackReq(t, 1)},
+		call: call{set: sidecartest.RollbackRequest(t, 1)},
 		code: codes.NotFound, msg: []string{"cannot roll back proposal 1", "does not exist"},
 	}, {
 		name: "Set/ASYNC rollback of the newest change of an empty journal",
-		call: call{set: &gpb.SetRequest{Extension: []*gnmi_ext.Extension{sidecarExt(t, &sidecarpb.Request{
+		call: call{set: &gpb.SetRequest{Extension: []*gnmi_ext.Extension{sidecartest.SidecarExtension(t, &sidecarpb.Request{
 			Mode: sidecarpb.SetMode_SET_MODE_ASYNC, Rollback: &sidecarpb.Rollback{}})}}},
 		code: codes.NotFound, msg: []string{"nothing to roll back"},
 	}, {
 		name: "Set/confirm with no commit-confirmed outstanding",
-		call: call{set: bare(commitExt("c1", &gnmi_ext.CommitConfirm{}))},
+		call: call{set: sidecartest.BareRequest(sidecartest.CommitExtension("c1", &gnmi_ext.CommitConfirm{}))},
 		code: codes.FailedPrecondition, msg: []string{"no commit-confirmed is outstanding"},
 	}, {
 		name: "Get/proposals of an empty journal",
-		call: call{get: &gpb.GetRequest{Prefix: sidecarPrefix(), Path: []*gpb.Path{sidecartest.Path(t, "/proposals")}}},
+		call: call{get: &gpb.GetRequest{Prefix: sidecartest.IntrospectionPrefix(), Path: []*gpb.Path{sidecartest.Path(t, "/proposals")}}},
 		code: codes.NotFound, msg: []string{"gnmi-sidecar:/proposals", "no such element"},
 	}})
-	if diff := cmp.Diff(empty, r.snapshot(), protocmp.Transform()); diff != "" {
+	if diff := cmp.Diff(empty, snapshot(t, r), protocmp.Transform()); diff != "" {
 		t.Errorf("the empty journal or the device changed (-before +after):\n%s", diff)
 	}
 
 	// A journal with a change rolled back (1) and two in effect (2, 3).
-	r.mustSet(updateReq(t, descPath, strVal("rolled back")))
-	r.mustSet(rollbackReq(t, 1))
-	r.mustSet(updateReq(t, descPath, strVal("kept")))
-	r.mustSet(updateReq(t, mtuPath, uintVal(1500)))
-	before := r.snapshot()
+	r.MustSet(t, sidecartest.UpdateRequest(t, descPath, sidecartest.StringVal("rolled back")))
+	r.MustSet(t, sidecartest.RollbackRequest(t, 1))
+	r.MustSet(t, sidecartest.UpdateRequest(t, descPath, sidecartest.StringVal("kept")))
+	r.MustSet(t, sidecartest.UpdateRequest(t, mtuPath, sidecartest.UintVal(1500)))
+	before := snapshot(t, r)
 
 	cases := slices.Concat(capabilitiesCases(t), getCases(t), setCases(t), subscribeCases(t))
 	run(t, cases)
 
-	if diff := cmp.Diff(before, r.snapshot(), protocmp.Transform()); diff != "" {
+	if diff := cmp.Diff(before, snapshot(t, r), protocmp.Transform()); diff != "" {
 		t.Errorf("the journal or the device changed (-before +after):\n%s", diff)
 	}
-	r.wantDeviceLeaf(descPath, strVal("kept"))
+	r.WantDeviceLeaf(t, descPath, sidecartest.StringVal("kept"))
 	// The sidecar still serves.
-	r.mustSet(updateReq(t, descPath, strVal("after")))
-	r.wantDeviceLeaf(descPath, strVal("after"))
+	r.MustSet(t, sidecartest.UpdateRequest(t, descPath, sidecartest.StringVal("after")))
+	r.WantDeviceLeaf(t, descPath, sidecartest.StringVal("after"))
 }
 
 // maxMessage bounds the message of every refusal: a person reads it.
@@ -201,7 +200,7 @@ func manyKeys(t testing.TB, n int) *gpb.Path {
 func capabilitiesCases(t testing.TB) []badCase {
 	return []badCase{{
 		name: "Capabilities/beyond the receive limit",
-		call: call{caps: &gpb.CapabilityRequest{Extension: []*gnmi_ext.Extension{registeredExt(proxy.ExtensionID, []byte(huge))}}},
+		call: call{caps: &gpb.CapabilityRequest{Extension: []*gnmi_ext.Extension{sidecartest.RegisteredExtension(proxy.ExtensionID, []byte(huge))}}},
 		code: codes.ResourceExhausted, msg: []string{"received message larger than max", fmt.Sprint(maxRecv)},
 	}, {
 		name: "Capabilities/not a protobuf message",
@@ -231,7 +230,7 @@ func getCases(t testing.TB) []badCase {
 		code: codes.Internal, msg: []string{"unmarshal", "invalid UTF-8"},
 	}, {
 		name: "Get/invalid UTF-8 in a key of the introspection tree",
-		call: call{raw: &rawCall{method: "Get", msg: withBadUTF8(t, &gpb.GetRequest{Prefix: sidecarPrefix(),
+		call: call{raw: &rawCall{method: "Get", msg: withBadUTF8(t, &gpb.GetRequest{Prefix: sidecartest.IntrospectionPrefix(),
 			Path: []*gpb.Path{{Elem: []*gpb.PathElem{{Name: "proposals"}, {Name: "proposal", Key: map[string]string{"index": badUTF8}}}}}})}},
 		code: codes.Internal, msg: []string{"unmarshal", "invalid UTF-8"},
 	}, {
@@ -240,7 +239,7 @@ func getCases(t testing.TB) []badCase {
 		code: codes.Unimplemented, msg: []string{"encoding 42 is not supported"}, device: true,
 	}, {
 		name: "Get/unknown encoding, introspection",
-		call: call{get: &gpb.GetRequest{Prefix: sidecarPrefix(), Path: path("/configuration"), Encoding: 42}},
+		call: call{get: &gpb.GetRequest{Prefix: sidecartest.IntrospectionPrefix(), Path: path("/configuration"), Encoding: 42}},
 		code: codes.InvalidArgument, msg: []string{"unknown encoding 42"},
 	}, {
 		name: "Get/unknown data type",
@@ -248,7 +247,7 @@ func getCases(t testing.TB) []badCase {
 		code: codes.InvalidArgument, msg: []string{"data type 9"}, device: true,
 	}, {
 		name: "Get/unknown data type, introspection",
-		call: call{get: &gpb.GetRequest{Prefix: sidecarPrefix(), Path: path("/configuration"), Type: 9}},
+		call: call{get: &gpb.GetRequest{Prefix: sidecartest.IntrospectionPrefix(), Path: path("/configuration"), Type: 9}},
 		code: codes.InvalidArgument, msg: []string{"unknown Get data type 9"},
 	}, {
 		name: "Get/unknown data type with History",
@@ -265,7 +264,7 @@ func getCases(t testing.TB) []badCase {
 		code: codes.NotFound, device: true,
 	}, {
 		name: "Get/a deep path, introspection",
-		call: call{get: &gpb.GetRequest{Prefix: sidecarPrefix(), Path: []*gpb.Path{deepPath(100_000)}}},
+		call: call{get: &gpb.GetRequest{Prefix: sidecartest.IntrospectionPrefix(), Path: []*gpb.Path{deepPath(100_000)}}},
 		code: codes.NotFound, msg: []string{`no element "config"`},
 	}, {
 		name: "Get/a deep path with History",
@@ -273,16 +272,16 @@ func getCases(t testing.TB) []badCase {
 		code: codes.NotFound, msg: []string{"nothing was configured there"},
 	}, {
 		name: "Get/a huge key map, introspection",
-		call: call{get: &gpb.GetRequest{Prefix: sidecarPrefix(), Path: []*gpb.Path{{Elem: []*gpb.PathElem{{Name: "proposals"},
+		call: call{get: &gpb.GetRequest{Prefix: sidecartest.IntrospectionPrefix(), Path: []*gpb.Path{{Elem: []*gpb.PathElem{{Name: "proposals"},
 			{Name: "proposal", Key: manyKeys(t, 100_000).GetElem()[1].GetKey()}}}}}},
 		code: codes.InvalidArgument, msg: []string{"proposal has one key, index"},
 	}, {
 		name: "Get/an index beyond uint64, introspection",
-		call: call{get: &gpb.GetRequest{Prefix: sidecarPrefix(), Path: path("/proposals/proposal[index=18446744073709551616]")}},
+		call: call{get: &gpb.GetRequest{Prefix: sidecartest.IntrospectionPrefix(), Path: path("/proposals/proposal[index=18446744073709551616]")}},
 		code: codes.InvalidArgument, msg: []string{"18446744073709551616", "is not a number"},
 	}, {
 		name: "Get/a target on a path, introspection",
-		call: call{get: &gpb.GetRequest{Prefix: sidecarPrefix(), Path: []*gpb.Path{{Target: "dev1", Elem: []*gpb.PathElem{{Name: "configuration"}}}}}},
+		call: call{get: &gpb.GetRequest{Prefix: sidecartest.IntrospectionPrefix(), Path: []*gpb.Path{{Target: "dev1", Elem: []*gpb.PathElem{{Name: "configuration"}}}}}},
 		code: codes.InvalidArgument, msg: []string{`target "dev1"`, "prefix"},
 	}, {
 		name: "Get/a target on a path with History",
@@ -290,15 +289,15 @@ func getCases(t testing.TB) []badCase {
 		code: codes.InvalidArgument, msg: []string{`target "dev1"`, "prefix"},
 	}, {
 		name: "Get/mixes the introspection origin with the device's",
-		call: call{get: &gpb.GetRequest{Path: []*gpb.Path{sidecarPath(t, "/configuration"), desc[0]}}},
+		call: call{get: &gpb.GetRequest{Path: []*gpb.Path{sidecartest.IntrospectionPath(t, "/configuration"), desc[0]}}},
 		code: codes.InvalidArgument, msg: []string{"mixes", "separate requests"},
 	}, {
 		name: "Get/prefix origin gnmi-sidecar, path origin openconfig",
-		call: call{get: &gpb.GetRequest{Prefix: sidecarPrefix(), Path: []*gpb.Path{{Origin: "openconfig", Elem: desc[0].GetElem()}}}},
+		call: call{get: &gpb.GetRequest{Prefix: sidecartest.IntrospectionPrefix(), Path: []*gpb.Path{{Origin: "openconfig", Elem: desc[0].GetElem()}}}},
 		code: codes.InvalidArgument, msg: []string{`path origin "openconfig" contradicts prefix origin "gnmi-sidecar"`},
 	}, {
 		name: "Get/History and the introspection origin",
-		call: call{get: &gpb.GetRequest{Prefix: sidecarPrefix(), Path: path("/configuration"), Extension: history(snapshot)}},
+		call: call{get: &gpb.GetRequest{Prefix: sidecartest.IntrospectionPrefix(), Path: path("/configuration"), Extension: history(snapshot)}},
 		code: codes.InvalidArgument, msg: []string{"History", "gnmi-sidecar"},
 	}, {
 		name: "Get/two History extensions",
@@ -325,20 +324,20 @@ func getCases(t testing.TB) []badCase {
 
 func setCases(t testing.TB) []badCase {
 	desc := func() *gpb.Path { return sidecartest.Path(t, descPath) }
-	val := strVal("x")
+	val := sidecartest.StringVal("x")
 	update := func(p *gpb.Path, v *gpb.TypedValue) []*gpb.Update { return []*gpb.Update{{Path: p, Val: v}} }
 	ext := func(req *sidecarpb.Request) []*gnmi_ext.Extension {
-		return []*gnmi_ext.Extension{sidecarExt(t, req)}
+		return []*gnmi_ext.Extension{sidecartest.SidecarExtension(t, req)}
 	}
 	commit := func(id string, d *durationpb.Duration) *gnmi_ext.Extension {
-		return commitExt(id, &gnmi_ext.CommitRequest{RollbackDuration: d})
+		return sidecartest.CommitExtension(id, &gnmi_ext.CommitRequest{RollbackDuration: d})
 	}
 	// An Extension carrying only a field this gnmi_ext does not know.
 	unknownExt := &gnmi_ext.Extension{}
 	unknownExt.ProtoReflect().SetUnknown(protowire.AppendVarint(protowire.AppendTag(nil, 99, protowire.VarintType), 1))
 	return []badCase{{
 		name: "Set/beyond the receive limit",
-		call: call{set: &gpb.SetRequest{Update: update(desc(), strVal(huge))}},
+		call: call{set: &gpb.SetRequest{Update: update(desc(), sidecartest.StringVal(huge))}},
 		code: codes.ResourceExhausted, msg: []string{"received message larger than max", fmt.Sprint(maxRecv)},
 	}, {
 		name: "Set/not a protobuf message",
@@ -355,7 +354,7 @@ func setCases(t testing.TB) []badCase {
 		code: codes.Internal, msg: []string{"unmarshal", "invalid UTF-8"},
 	}, {
 		name: "Set/invalid UTF-8 in a string value",
-		call: call{raw: &rawCall{method: "Set", msg: withBadUTF8(t, &gpb.SetRequest{Update: update(desc(), strVal(badUTF8))})}},
+		call: call{raw: &rawCall{method: "Set", msg: withBadUTF8(t, &gpb.SetRequest{Update: update(desc(), sidecartest.StringVal(badUTF8))})}},
 		code: codes.Internal, msg: []string{"unmarshal", "invalid UTF-8"},
 	}, {
 		name: "Set/invalid UTF-8 in a JSON value",
@@ -409,7 +408,7 @@ func setCases(t testing.TB) []badCase {
 		code: codes.InvalidArgument, msg: []string{`target "dev2"`, "prefix"},
 	}, {
 		name: "Set/prefix origin gnmi-sidecar",
-		call: call{set: &gpb.SetRequest{Prefix: sidecarPrefix(), Update: update(sidecartest.Path(t, "/configuration/state/last-index"), uintVal(1))}},
+		call: call{set: &gpb.SetRequest{Prefix: sidecartest.IntrospectionPrefix(), Update: update(sidecartest.Path(t, "/configuration/state/last-index"), sidecartest.UintVal(1))}},
 		code: codes.InvalidArgument, msg: []string{"gnmi-sidecar", "read-only"},
 	}, {
 		name: "Set/an empty extension",
@@ -446,11 +445,11 @@ func setCases(t testing.TB) []badCase {
 	}, {
 		name: "Set/commit-confirmed confirm with operations",
 		call: call{set: &gpb.SetRequest{Update: update(desc(), val), Extension: []*gnmi_ext.Extension{
-			commitExt("c1", &gnmi_ext.CommitConfirm{})}}},
+			sidecartest.CommitExtension("c1", &gnmi_ext.CommitConfirm{})}}},
 		code: codes.InvalidArgument, msg: []string{"confirm must carry no operations"},
 	}, {
 		name: "Set/commit-confirmed commit without operations",
-		call: call{set: bare(commit("c1", nil))},
+		call: call{set: sidecartest.BareRequest(commit("c1", nil))},
 		code: codes.InvalidArgument, msg: []string{"commit-confirmed commit carries no operations"},
 	}, {
 		name: "Set/rollback of index 0 with operations",
@@ -458,19 +457,19 @@ func setCases(t testing.TB) []badCase {
 		code: codes.InvalidArgument, msg: []string{"rollback", "must carry no operations"},
 	}, {
 		name: "Set/rollback of a proposal that does not exist",
-		call: call{set: rollbackReq(t, 99)},
+		call: call{set: sidecartest.RollbackRequest(t, 99)},
 		code: codes.NotFound, msg: []string{"cannot roll back proposal 99", "does not exist"},
 	}, {
 		name: "Set/rollback of the largest index",
-		call: call{set: rollbackReq(t, math.MaxUint64)},
+		call: call{set: sidecartest.RollbackRequest(t, math.MaxUint64)},
 		code: codes.NotFound, msg: []string{fmt.Sprint(uint64(math.MaxUint64)), "does not exist"},
 	}, {
 		name: "Set/rollback of a change already rolled back",
-		call: call{set: rollbackReq(t, 1)},
+		call: call{set: sidecartest.RollbackRequest(t, 1)},
 		code: codes.FailedPrecondition, msg: []string{"already rolled back"},
 	}, {
 		name: "Set/rollback of a change that is not the newest",
-		call: call{set: rollbackReq(t, 2)},
+		call: call{set: sidecartest.RollbackRequest(t, 2)},
 		code: codes.FailedPrecondition, msg: []string{"roll back proposal 3 first"},
 	}, {
 		name: "Set/the sidecar extension with an unknown mode and a rollback",
@@ -483,15 +482,15 @@ func setCases(t testing.TB) []badCase {
 		code: codes.InvalidArgument, msg: []string{"no operations"},
 	}, {
 		name: "Set/unknown registered extension id",
-		call: call{set: &gpb.SetRequest{Update: update(desc(), val), Extension: []*gnmi_ext.Extension{registeredExt(42, nil)}}},
+		call: call{set: &gpb.SetRequest{Update: update(desc(), val), Extension: []*gnmi_ext.Extension{sidecartest.RegisteredExtension(42, nil)}}},
 		code: codes.InvalidArgument, msg: []string{"unknown registered extension id 42", "999"},
 	}, {
 		name: "Set/garbage in the sidecar extension",
-		call: call{set: &gpb.SetRequest{Update: update(desc(), val), Extension: []*gnmi_ext.Extension{registeredExt(999, []byte{0xff, 0xff, 0xff})}}},
+		call: call{set: &gpb.SetRequest{Update: update(desc(), val), Extension: []*gnmi_ext.Extension{sidecartest.RegisteredExtension(999, []byte{0xff, 0xff, 0xff})}}},
 		code: codes.InvalidArgument, msg: []string{"id 999", "gnmisidecar.extension.v1.Request"},
 	}, {
 		name: "Set/two sidecar extensions",
-		call: call{set: &gpb.SetRequest{Update: update(desc(), val), Extension: append(ext(&sidecarpb.Request{}), ext(asyncExt)...)}},
+		call: call{set: &gpb.SetRequest{Update: update(desc(), val), Extension: append(ext(&sidecarpb.Request{}), ext(sidecartest.AsyncMode())...)}},
 		code: codes.InvalidArgument, msg: []string{"more than one sidecar extension"},
 	}, {
 		name: "Set/unknown set mode",
@@ -567,7 +566,7 @@ func subscribeCases(t testing.TB) []badCase {
 	poll := &gpb.SubscribeRequest{Request: &gpb.SubscribeRequest_Poll{Poll: &gpb.Poll{}}}
 	descSub := []*gpb.Subscription{{Path: sidecartest.Path(t, descPath)}}
 	own := func(mode gpb.SubscriptionList_Mode, subs ...*gpb.Subscription) *gpb.SubscriptionList {
-		return &gpb.SubscriptionList{Prefix: sidecarPrefix(), Mode: mode, Subscription: subs}
+		return &gpb.SubscriptionList{Prefix: sidecartest.IntrospectionPrefix(), Mode: mode, Subscription: subs}
 	}
 	conf := &gpb.Subscription{Path: sidecartest.Path(t, "/configuration")}
 	withHistory := func(l *gpb.SubscriptionList, h *gnmi_ext.History) *gpb.SubscribeRequest {
@@ -613,7 +612,7 @@ func subscribeCases(t testing.TB) []badCase {
 		code: codes.Unimplemented, msg: []string{"encoding 42 is not supported"}, device: true,
 	}, {
 		name: "Subscribe/STREAM with an unknown encoding, introspection",
-		call: call{sub: []*gpb.SubscribeRequest{list(&gpb.SubscriptionList{Prefix: sidecarPrefix(), Encoding: 42, Subscription: []*gpb.Subscription{conf}})}},
+		call: call{sub: []*gpb.SubscribeRequest{list(&gpb.SubscriptionList{Prefix: sidecartest.IntrospectionPrefix(), Encoding: 42, Subscription: []*gpb.Subscription{conf}})}},
 		code: codes.InvalidArgument, msg: []string{"unknown encoding 42"},
 	}, {
 		name: "Subscribe/unknown list mode",
@@ -790,30 +789,31 @@ type state struct {
 	DeviceSets    int64
 }
 
-func (r *rig) snapshot() state {
-	r.t.Helper()
-	r.settle()
-	ctx := r.t.Context()
+// snapshot is what r's journal and device hold, once settled.
+func snapshot(t testing.TB, r *sidecartest.Sidecar) state {
+	t.Helper()
+	r.Settle(t)
+	ctx := t.Context()
 	var s state
 	var err error
 	if s.Configuration, err = r.Journal.Configuration(ctx); err != nil {
-		r.t.Fatal(err)
+		t.Fatal(err)
 	}
 	if s.Mastership, err = r.Journal.Mastership(ctx); err != nil {
-		r.t.Fatal(err)
+		t.Fatal(err)
 	}
 	if s.CommitConfirm, err = r.Journal.CommitConfirm(ctx); err != nil && !errors.Is(err, journal.ErrNotFound) {
-		r.t.Fatal(err)
+		t.Fatal(err)
 	}
 	err = r.Journal.Proposals(ctx, 1, 0, func(p *journal.Proposal) error {
 		s.Proposals = append(s.Proposals, p)
 		return nil
 	})
 	if err != nil {
-		r.t.Fatal(err)
+		t.Fatal(err)
 	}
-	s.Values = r.values()
-	s.Device = sidecartest.DeviceLeaves(r.t, r.Dev)
+	s.Values = journalValues(t, r)
+	s.Device = sidecartest.DeviceLeaves(t, r.Dev)
 	s.DeviceSets = r.Dev.SetCount()
 	return s
 }

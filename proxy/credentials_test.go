@@ -37,7 +37,7 @@ func TestDeviceCredentials(t *testing.T) {
 			fake := newRecordingDevice(t)
 			opts := tt.opts
 			opts.Target = fake.addr
-			r := newRig(t, opts)
+			r := sidecartest.Start(t, opts)
 			ctx := metadata.AppendToOutgoingContext(t.Context(), "x-test", tt.name)
 			if tt.clientUser != "" {
 				ctx = as(ctx, tt.clientUser, tt.clientUser+"-pw")

@@ -11,16 +11,15 @@ import (
 
 	gpb "github.com/openconfig/gnmi/proto/gnmi"
 	"github.com/openconfig/gnmi/proto/gnmi_ext"
-	"github.com/openconfig/ygot/ygot"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/durationpb"
 
-	"github.com/gnmi-sidecar/gnmi-sidecar/agent"
 	"github.com/gnmi-sidecar/gnmi-sidecar/gnmipath"
 	"github.com/gnmi-sidecar/gnmi-sidecar/journal"
 	"github.com/gnmi-sidecar/gnmi-sidecar/proxy/sidecarpb"
+	"github.com/gnmi-sidecar/gnmi-sidecar/sidecar/sidecartest/fixture"
 )
 
 // FuzzSetRequest decodes a SetRequest from the fuzzer's bytes and runs
@@ -33,9 +32,9 @@ import (
 // delete, replace and update, at the prefix and path joined, with the
 // value as sent, which the journal then accepts.
 func FuzzSetRequest(f *testing.F) {
-	j := openJournal(f)
-	desc := parsePath(f, "/interfaces/interface[name=eth0]/config/description")
-	val := strLeaf("x")
+	j := fixture.OpenJournal(f)
+	desc := fixture.Path(f, "/interfaces/interface[name=eth0]/config/description")
+	val := &gpb.TypedValue{Value: &gpb.TypedValue_StringVal{StringVal: "x"}}
 	sidecar := func(m *sidecarpb.Request) *gnmi_ext.Extension {
 		msg, err := proto.Marshal(m)
 		if err != nil {
@@ -48,8 +47,8 @@ func FuzzSetRequest(f *testing.F) {
 	}
 	for _, req := range []*gpb.SetRequest{
 		{Update: []*gpb.Update{{Path: desc, Val: val}}},
-		{Prefix: parsePath(f, "/interfaces/interface[name=eth0]"), Delete: []*gpb.Path{parsePath(f, "/config/mtu")},
-			Replace: []*gpb.Update{{Path: parsePath(f, "/config"), Val: &gpb.TypedValue{Value: &gpb.TypedValue_JsonIetfVal{JsonIetfVal: []byte(`{"mtu":1500}`)}}}}},
+		{Prefix: fixture.Path(f, "/interfaces/interface[name=eth0]"), Delete: []*gpb.Path{fixture.Path(f, "/config/mtu")},
+			Replace: []*gpb.Update{{Path: fixture.Path(f, "/config"), Val: &gpb.TypedValue{Value: &gpb.TypedValue_JsonIetfVal{JsonIetfVal: []byte(`{"mtu":1500}`)}}}}},
 		{Update: []*gpb.Update{{Path: desc, Val: val}}, Extension: []*gnmi_ext.Extension{sidecar(&sidecarpb.Request{Mode: sidecarpb.SetMode_SET_MODE_ASYNC})}},
 		{Extension: []*gnmi_ext.Extension{sidecar(&sidecarpb.Request{Rollback: &sidecarpb.Rollback{Index: 3}})}},
 		{Update: []*gpb.Update{{Path: desc, Val: val}}, Extension: []*gnmi_ext.Extension{commit(&gnmi_ext.Commit{Id: "c",
@@ -60,7 +59,7 @@ func FuzzSetRequest(f *testing.F) {
 			Extension: []*gnmi_ext.Extension{{Ext: &gnmi_ext.Extension_History{History: &gnmi_ext.History{}}}}},
 		{UnionReplace: []*gpb.Update{{Path: desc, Val: val}}},
 	} {
-		f.Add(marshalMsg(f, req))
+		f.Add(fixture.Marshal(f, req))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		req := &gpb.SetRequest{}
@@ -162,15 +161,6 @@ func wantCode(t *testing.T, what string, err error, want codes.Code) {
 	}
 }
 
-func marshalMsg(tb testing.TB, m proto.Message) []byte {
-	tb.Helper()
-	b, err := proto.Marshal(m)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	return b
-}
-
 // FuzzGetRequest decodes a GetRequest from the fuzzer's bytes and sends it
 // to a Server over a journal with changes, a rollback and history, whose
 // device is unreachable. Nothing panics; an error is a gRPC status with a
@@ -180,7 +170,7 @@ func marshalMsg(tb testing.TB, m proto.Message) []byte {
 // Server refuses it first with InvalidArgument; a History Get answers
 // values at and under each path, timestamped with the snapshot time.
 func FuzzGetRequest(f *testing.F) {
-	s, fixture := fuzzServer(f)
+	s, between := fuzzServer(f)
 	history := func(ns int64) []*gnmi_ext.Extension {
 		return []*gnmi_ext.Extension{{Ext: &gnmi_ext.Extension_History{History: &gnmi_ext.History{
 			Request: &gnmi_ext.History_SnapshotTime{SnapshotTime: ns}}}}}
@@ -188,19 +178,19 @@ func FuzzGetRequest(f *testing.F) {
 	own := &gpb.Path{Origin: IntrospectionOrigin}
 	for _, req := range []*gpb.GetRequest{
 		{Prefix: own},
-		{Prefix: own, Path: []*gpb.Path{parsePath(f, "/proposals/proposal[index=02]/state"), parsePath(f, "/.../apply-status")}},
-		{Path: []*gpb.Path{{Origin: IntrospectionOrigin, Elem: parsePath(f, "/proposals/*/changes/change[path=*]").GetElem()}}},
-		{Path: []*gpb.Path{{Origin: IntrospectionOrigin}, parsePath(f, "/a")}},
+		{Prefix: own, Path: []*gpb.Path{fixture.Path(f, "/proposals/proposal[index=02]/state"), fixture.Path(f, "/.../apply-status")}},
+		{Path: []*gpb.Path{{Origin: IntrospectionOrigin, Elem: fixture.Path(f, "/proposals/*/changes/change[path=*]").GetElem()}}},
+		{Path: []*gpb.Path{{Origin: IntrospectionOrigin}, fixture.Path(f, "/a")}},
 		{Path: []*gpb.Path{{Origin: IntrospectionOrigin, Target: "t"}}},
-		{Path: []*gpb.Path{parsePath(f, "/a")}, Extension: history(fixture.UnixNano())},
-		{Prefix: parsePath(f, "/a"), Path: []*gpb.Path{parsePath(f, "/*")}, Extension: history(fixture.UnixNano())},
-		{Path: []*gpb.Path{parsePath(f, "/a")}, Extension: append(history(1), history(2)...)},
-		{Path: []*gpb.Path{parsePath(f, "/a")}, Extension: []*gnmi_ext.Extension{{Ext: &gnmi_ext.Extension_History{History: &gnmi_ext.History{
+		{Path: []*gpb.Path{fixture.Path(f, "/a")}, Extension: history(between.UnixNano())},
+		{Prefix: fixture.Path(f, "/a"), Path: []*gpb.Path{fixture.Path(f, "/*")}, Extension: history(between.UnixNano())},
+		{Path: []*gpb.Path{fixture.Path(f, "/a")}, Extension: append(history(1), history(2)...)},
+		{Path: []*gpb.Path{fixture.Path(f, "/a")}, Extension: []*gnmi_ext.Extension{{Ext: &gnmi_ext.Extension_History{History: &gnmi_ext.History{
 			Request: &gnmi_ext.History_Range{Range: &gnmi_ext.TimeRange{Start: 1, End: 2}}}}}}},
-		{Prefix: own, Extension: history(fixture.UnixNano())},
-		{Path: []*gpb.Path{parsePath(f, "/a")}},
+		{Prefix: own, Extension: history(between.UnixNano())},
+		{Path: []*gpb.Path{fixture.Path(f, "/a")}},
 	} {
-		f.Add(marshalMsg(f, req))
+		f.Add(fixture.Marshal(f, req))
 	}
 	tree := s.opts.Introspection.(*stubIntrospection)
 	f.Fuzz(func(t *testing.T, data []byte) {
@@ -237,14 +227,9 @@ func FuzzGetRequest(f *testing.F) {
 // checkReadError checks that err is a status a client can act on.
 func checkReadError(t *testing.T, err error) {
 	t.Helper()
-	st, ok := status.FromError(err)
-	switch {
-	case !ok || st.Message() == "":
-		t.Fatalf("%v: not a gRPC status with a message", err)
-	case st.Code() == codes.Unavailable && !strings.HasPrefix(st.Message(), "device "):
+	fixture.WantStatusIn(t, err, codes.InvalidArgument, codes.NotFound, codes.Unimplemented, codes.OutOfRange, codes.Unavailable)
+	if st := status.Convert(err); st.Code() == codes.Unavailable && !strings.HasPrefix(st.Message(), "device ") {
 		t.Fatalf("%v: Unavailable, but not from the device", err)
-	case !slices.Contains([]codes.Code{codes.InvalidArgument, codes.NotFound, codes.Unimplemented, codes.OutOfRange, codes.Unavailable}, st.Code()):
-		t.Fatalf("%v: unexpected code %v", err, st.Code())
 	}
 }
 
@@ -296,19 +281,19 @@ func checkHistoryGet(t *testing.T, req *gpb.GetRequest, resp *gpb.GetResponse, h
 // deletes under the subscribed paths, at the snapshot time or within the
 // range.
 func FuzzSubscribeRequest(f *testing.F) {
-	s, fixture := fuzzServer(f)
+	s, between := fuzzServer(f)
 	history := func(h *gnmi_ext.History) []*gnmi_ext.Extension {
 		return []*gnmi_ext.Extension{{Ext: &gnmi_ext.Extension_History{History: h}}}
 	}
-	snapshot := history(&gnmi_ext.History{Request: &gnmi_ext.History_SnapshotTime{SnapshotTime: fixture.UnixNano()}})
-	since := history(&gnmi_ext.History{Request: &gnmi_ext.History_Range{Range: &gnmi_ext.TimeRange{Start: fixture.UnixNano(), End: fixture.Add(time.Hour).UnixNano()}}})
+	snapshot := history(&gnmi_ext.History{Request: &gnmi_ext.History_SnapshotTime{SnapshotTime: between.UnixNano()}})
+	since := history(&gnmi_ext.History{Request: &gnmi_ext.History_Range{Range: &gnmi_ext.TimeRange{Start: between.UnixNano(), End: between.Add(time.Hour).UnixNano()}}})
 	subscribe := func(list *gpb.SubscriptionList, exts []*gnmi_ext.Extension) *gpb.SubscribeRequest {
 		return &gpb.SubscribeRequest{Request: &gpb.SubscribeRequest_Subscribe{Subscribe: list}, Extension: exts}
 	}
 	paths := func(mode gpb.SubscriptionList_Mode, ps ...string) *gpb.SubscriptionList {
 		list := &gpb.SubscriptionList{Mode: mode}
 		for _, p := range ps {
-			list.Subscription = append(list.Subscription, &gpb.Subscription{Path: parsePath(f, p)})
+			list.Subscription = append(list.Subscription, &gpb.Subscription{Path: fixture.Path(f, p)})
 		}
 		return list
 	}
@@ -325,7 +310,7 @@ func FuzzSubscribeRequest(f *testing.F) {
 		subscribe(own, snapshot),
 		{Request: &gpb.SubscribeRequest_Poll{Poll: &gpb.Poll{}}},
 	} {
-		f.Add(marshalMsg(f, req))
+		f.Add(fixture.Marshal(f, req))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		req := &gpb.SubscribeRequest{}
@@ -334,7 +319,7 @@ func FuzzSubscribeRequest(f *testing.F) {
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
 		defer cancel()
-		stream := &fuzzStream{ctx: ctx, first: req}
+		stream := &fixture.SubscribeStream{Ctx: ctx, First: req}
 		if err := s.Subscribe(stream); err != nil && status.Code(err) != codes.DeadlineExceeded {
 			checkReadError(t, err)
 		}
@@ -350,7 +335,7 @@ func FuzzSubscribeRequest(f *testing.F) {
 		if len(patterns) == 0 {
 			patterns = append(patterns, gnmipath.Join(list.GetPrefix(), &gpb.Path{}))
 		}
-		for _, resp := range stream.sent {
+		for _, resp := range stream.Sent {
 			n := resp.GetUpdate()
 			if n == nil {
 				continue
@@ -378,121 +363,16 @@ func checkUnder(t *testing.T, req *gpb.SubscribeRequest, patterns []*gpb.Path, p
 	}
 }
 
-// fuzzStream is a Subscribe stream whose client sends first and then
-// waits until ctx ends; it keeps what the server sends.
-type fuzzStream struct {
-	gpb.GNMI_SubscribeServer
-	ctx   context.Context
-	first *gpb.SubscribeRequest
-	sent  []*gpb.SubscribeResponse
-}
-
-func (s *fuzzStream) Context() context.Context { return s.ctx }
-
-func (s *fuzzStream) Recv() (*gpb.SubscribeRequest, error) {
-	if req := s.first; req != nil {
-		s.first = nil
-		return req, nil
-	}
-	<-s.ctx.Done()
-	return nil, s.ctx.Err()
-}
-
-func (s *fuzzStream) Send(resp *gpb.SubscribeResponse) error {
-	s.sent = append(s.sent, resp)
-	return s.ctx.Err()
-}
-
 // fuzzServer returns a Server over a journal holding three applied
 // changes, the rollback of the last one and an outstanding
 // commit-confirmed, with an agent that does not run and an unreachable
 // device, and the time between the first two changes.
 func fuzzServer(f *testing.F) (*Server, time.Time) {
-	ctx := context.Background()
-	discard := slog.New(slog.DiscardHandler)
-	j := openJournal(f)
-	m, err := j.Connect(ctx)
-	if err != nil {
-		f.Fatal(err)
-	}
-	if _, err := j.StartReconcile(ctx, m.Term); err != nil {
-		f.Fatal(err)
-	}
-	if _, err := j.CompleteReconcile(ctx, m.Term, 0); err != nil {
-		f.Fatal(err)
-	}
-	must := func(_ *journal.Proposal, _ *journal.Configuration, err error) {
-		f.Helper()
-		if err != nil {
-			f.Fatal(err)
-		}
-	}
-	var between time.Time
-	for n, ops := range [][]*journal.Op{
-		{{Kind: journal.OpUpdate, Path: parsePath(f, "/a/b[k=1]/c"), Values: []*journal.Leaf{{Path: parsePath(f, "/a/b[k=1]/c"), Value: strLeaf("one")}}}},
-		{{Kind: journal.OpDelete, Path: parsePath(f, "/a/b[k=1]")}, {Kind: journal.OpUpdate, Path: parsePath(f, "/a/d"),
-			Values: []*journal.Leaf{{Path: parsePath(f, "/a/d"), Value: &gpb.TypedValue{Value: &gpb.TypedValue_JsonIetfVal{JsonIetfVal: []byte(`{"e":1}`)}}}}}},
-		{{Kind: journal.OpUpdate, Path: parsePath(f, "/a/b[k=2]/c"), Values: []*journal.Leaf{{Path: parsePath(f, "/a/b[k=2]/c"), Value: strLeaf("two")}}}},
-	} {
-		if n == 1 {
-			time.Sleep(time.Millisecond)
-			between = time.Now()
-			time.Sleep(time.Millisecond)
-		}
-		p, err := j.ProposeChange(ctx, ops)
-		if err != nil {
-			f.Fatal(err)
-		}
-		must(j.CommitChange(ctx, p.GetIndex()))
-		must(j.StartApply(ctx, p.GetIndex()))
-		must(j.CompleteApply(ctx, p.GetIndex(), m.Term))
-	}
-	must(j.ProposeRollback(ctx, 3))
-	must(j.CommitRollback(ctx, 3))
-	must(j.StartApplyRollback(ctx, 3))
-	must(j.CompleteApplyRollback(ctx, 3, m.Term))
-	if _, err := j.ProposeConfirmedChange(ctx, []*journal.Op{{Kind: journal.OpDelete, Path: parsePath(f, "/a/d")}}, "cc", time.Now().Add(time.Hour)); err != nil {
-		f.Fatal(err)
-	}
-	const unreachable = "127.0.0.1:1"
-	a, err := agent.New(j, agent.Options{Target: unreachable, Logger: discard})
-	if err != nil {
-		f.Fatal(err)
-	}
-	s, err := New(Options{Target: unreachable, Journal: j, Agent: a, Introspection: &stubIntrospection{}, Logger: discard})
+	h := fixture.NewHistory(f)
+	s, err := New(Options{Target: h.Target, Journal: h.Journal, Agent: h.Agent, Introspection: &stubIntrospection{}, Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		f.Fatal(err)
 	}
 	f.Cleanup(func() { _ = s.Close() })
-	return s, between
-}
-
-// openJournal opens a journal in a temporary directory, without fsync or
-// logs, closed when the test ends. (sidecartest.OpenJournal would import
-// this package.)
-func openJournal(tb testing.TB) *journal.Journal {
-	tb.Helper()
-	j, err := journal.Open(tb.TempDir(), journal.Options{NoSync: true, MemTableSize: 1 << 20, Logger: slog.New(slog.DiscardHandler)})
-	if err != nil {
-		tb.Fatal(err)
-	}
-	tb.Cleanup(func() {
-		if err := j.Close(); err != nil {
-			tb.Error(err)
-		}
-	})
-	return j
-}
-
-func parsePath(t testing.TB, s string) *gpb.Path {
-	t.Helper()
-	p, err := ygot.StringToStructuredPath(s)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return p
-}
-
-func strLeaf(s string) *gpb.TypedValue {
-	return &gpb.TypedValue{Value: &gpb.TypedValue_StringVal{StringVal: s}}
+	return s, h.Between
 }

@@ -26,9 +26,9 @@ func rangeExt(start, end int64) *gnmi_ext.Extension {
 }
 
 // committedAt is when proposal i's change was committed.
-func (r *rig) committedAt(i uint64) time.Time {
-	r.t.Helper()
-	return r.proposal(i).GetChange().GetCommitted().AsTime()
+func committedAt(t testing.TB, r *sidecartest.Sidecar, i uint64) time.Time {
+	t.Helper()
+	return r.Proposal(t, i).GetChange().GetCommitted().AsTime()
 }
 
 // leaves flattens notifications into path → value (deletes as nil).
@@ -37,10 +37,10 @@ func leaves(t testing.TB, ns ...*gpb.Notification) map[string]*gpb.TypedValue {
 	out := map[string]*gpb.TypedValue{}
 	for _, n := range ns {
 		for _, d := range n.GetDelete() {
-			out[fullPath(n.GetPrefix(), d)] = nil
+			out[sidecartest.FullPath(n.GetPrefix(), d)] = nil
 		}
 		for _, u := range n.GetUpdate() {
-			out[fullPath(n.GetPrefix(), u.GetPath())] = u.GetVal()
+			out[sidecartest.FullPath(n.GetPrefix(), u.GetPath())] = u.GetVal()
 		}
 	}
 	return out
@@ -56,18 +56,18 @@ func wantLeaves(t testing.TB, got, want map[string]*gpb.TypedValue) {
 // historyRig is a sidecar with three committed changes, at t1 < t2 < t3:
 // description one; description two and mtu 1500; mtu deleted.
 type historyRig struct {
-	*rig
+	*sidecartest.Sidecar
 	t1, t2, t3 time.Time
 }
 
 func newHistoryRig(t *testing.T, opts sidecartest.Options) *historyRig {
-	r := newRig(t, opts)
-	r.mustSet(updateReq(t, descPath, strVal("one")))
-	r.mustSet(&gpb.SetRequest{Update: []*gpb.Update{
-		{Path: sidecartest.Path(t, descPath), Val: strVal("two")},
-		{Path: sidecartest.Path(t, mtuPath), Val: uintVal(1500)}}})
-	r.mustSet(&gpb.SetRequest{Delete: []*gpb.Path{sidecartest.Path(t, mtuPath)}})
-	return &historyRig{rig: r, t1: r.committedAt(1), t2: r.committedAt(2), t3: r.committedAt(3)}
+	r := sidecartest.Start(t, opts)
+	r.MustSet(t, sidecartest.UpdateRequest(t, descPath, sidecartest.StringVal("one")))
+	r.MustSet(t, &gpb.SetRequest{Update: []*gpb.Update{
+		{Path: sidecartest.Path(t, descPath), Val: sidecartest.StringVal("two")},
+		{Path: sidecartest.Path(t, mtuPath), Val: sidecartest.UintVal(1500)}}})
+	r.MustSet(t, &gpb.SetRequest{Delete: []*gpb.Path{sidecartest.Path(t, mtuPath)}})
+	return &historyRig{Sidecar: r, t1: committedAt(t, r, 1), t2: committedAt(t, r, 2), t3: committedAt(t, r, 3)}
 }
 
 // entryPath is the interface of descPath and mtuPath, and marker the value
@@ -90,13 +90,13 @@ func TestHistoryGet(t *testing.T) {
 	}{
 		// The interface's entry shows as {} at its path (a marker: package
 		// leaves), as the journal records it.
-		{"at t1", r.t1, iface, map[string]*gpb.TypedValue{entryPath: marker, descPath: strVal("one")}},
-		{"between t1 and t2", r.t1.Add((r.t2.Sub(r.t1)) / 2), iface, map[string]*gpb.TypedValue{entryPath: marker, descPath: strVal("one")}},
-		{"at t2", r.t2, iface, map[string]*gpb.TypedValue{entryPath: marker, descPath: strVal("two"), mtuPath: uintVal(1500)}},
-		{"at t3", r.t3, iface, map[string]*gpb.TypedValue{entryPath: marker, descPath: strVal("two")}},
-		{"one leaf at t2", r.t2, sidecartest.Path(t, mtuPath), map[string]*gpb.TypedValue{mtuPath: uintVal(1500)}},
-		{"a wildcard at t2", r.t2, sidecartest.Path(t, "/interfaces/interface[name=*]/config/mtu"), map[string]*gpb.TypedValue{mtuPath: uintVal(1500)}},
-		{"everything at t2", r.t2, &gpb.Path{}, map[string]*gpb.TypedValue{entryPath: marker, descPath: strVal("two"), mtuPath: uintVal(1500)}},
+		{"at t1", r.t1, iface, map[string]*gpb.TypedValue{entryPath: marker, descPath: sidecartest.StringVal("one")}},
+		{"between t1 and t2", r.t1.Add((r.t2.Sub(r.t1)) / 2), iface, map[string]*gpb.TypedValue{entryPath: marker, descPath: sidecartest.StringVal("one")}},
+		{"at t2", r.t2, iface, map[string]*gpb.TypedValue{entryPath: marker, descPath: sidecartest.StringVal("two"), mtuPath: sidecartest.UintVal(1500)}},
+		{"at t3", r.t3, iface, map[string]*gpb.TypedValue{entryPath: marker, descPath: sidecartest.StringVal("two")}},
+		{"one leaf at t2", r.t2, sidecartest.Path(t, mtuPath), map[string]*gpb.TypedValue{mtuPath: sidecartest.UintVal(1500)}},
+		{"a wildcard at t2", r.t2, sidecartest.Path(t, "/interfaces/interface[name=*]/config/mtu"), map[string]*gpb.TypedValue{mtuPath: sidecartest.UintVal(1500)}},
+		{"everything at t2", r.t2, &gpb.Path{}, map[string]*gpb.TypedValue{entryPath: marker, descPath: sidecartest.StringVal("two"), mtuPath: sidecartest.UintVal(1500)}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			resp, err := get(c.at, c.path)
@@ -122,7 +122,7 @@ func TestHistoryGet(t *testing.T) {
 		if !proto.Equal(n.GetPrefix(), iface) {
 			t.Errorf("prefix %v, want the request's", n.GetPrefix())
 		}
-		wantLeaves(t, leaves(t, n), map[string]*gpb.TypedValue{descPath: strVal("two"), mtuPath: uintVal(1500)})
+		wantLeaves(t, leaves(t, n), map[string]*gpb.TypedValue{descPath: sidecartest.StringVal("two"), mtuPath: sidecartest.UintVal(1500)})
 	})
 
 	for _, c := range []struct {
@@ -148,32 +148,32 @@ func TestHistoryGet(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			_, err := r.Client.Get(t.Context(), c.req)
-			wantStatus(t, err, c.code, c.msg...)
+			sidecartest.WantStatus(t, err, c.code, c.msg...)
 		})
 	}
 }
 
 func TestHistoryBeforeRetention(t *testing.T) {
-	r := newRig(t, sidecartest.Options{Retain: 1})
-	r.mustSet(updateReq(t, descPath, strVal("one")))
-	t1 := r.committedAt(1)
-	r.mustSet(updateReq(t, descPath, strVal("two")))
-	r.mustSet(updateReq(t, descPath, strVal("three")))
+	r := sidecartest.Start(t, sidecartest.Options{Retain: 1})
+	r.MustSet(t, sidecartest.UpdateRequest(t, descPath, sidecartest.StringVal("one")))
+	t1 := committedAt(t, r, 1)
+	r.MustSet(t, sidecartest.UpdateRequest(t, descPath, sidecartest.StringVal("two")))
+	r.MustSet(t, sidecartest.UpdateRequest(t, descPath, sidecartest.StringVal("three")))
 	if _, err := r.Journal.Compact(t.Context()); err != nil {
 		t.Fatal(err)
 	}
 	_, err := r.Client.Get(t.Context(), &gpb.GetRequest{Path: []*gpb.Path{sidecartest.Path(t, descPath)},
 		Extension: []*gnmi_ext.Extension{snapshotExt(t1)}})
-	wantStatus(t, err, codes.OutOfRange, "no longer kept", "retention")
+	sidecartest.WantStatus(t, err, codes.OutOfRange, "no longer kept", "retention")
 
 	// The kept history still answers.
-	t3 := r.committedAt(3)
+	t3 := committedAt(t, r, 3)
 	resp, err := r.Client.Get(t.Context(), &gpb.GetRequest{Path: []*gpb.Path{sidecartest.Path(t, descPath)},
 		Extension: []*gnmi_ext.Extension{snapshotExt(t3)}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	wantLeaves(t, leaves(t, resp.GetNotification()...), map[string]*gpb.TypedValue{descPath: strVal("three")})
+	wantLeaves(t, leaves(t, resp.GetNotification()...), map[string]*gpb.TypedValue{descPath: sidecartest.StringVal("three")})
 }
 
 // subscribeAll sends req and collects every response until the stream
@@ -181,23 +181,8 @@ func TestHistoryBeforeRetention(t *testing.T) {
 // and the stream's end.
 func subscribeAll(t testing.TB, c gpb.GNMIClient, req *gpb.SubscribeRequest) (before, after []*gpb.Notification, synced bool, err error) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(t.Context(), waitFor)
-	defer cancel()
-	stream, err := c.Subscribe(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := stream.Send(req); err != nil {
-		t.Fatal(err)
-	}
-	for {
-		resp, err := stream.Recv()
-		if err == io.EOF {
-			return before, after, synced, nil
-		}
-		if err != nil {
-			return before, after, synced, err
-		}
+	resps, err := sidecartest.SubscribeToEnd(t, c, req)
+	for _, resp := range resps {
 		switch {
 		case resp.GetSyncResponse():
 			synced = true
@@ -207,6 +192,7 @@ func subscribeAll(t testing.TB, c gpb.GNMIClient, req *gpb.SubscribeRequest) (be
 			before = append(before, resp.GetUpdate())
 		}
 	}
+	return before, after, synced, err
 }
 
 func historySubscription(t testing.TB, mode gpb.SubscriptionList_Mode, updatesOnly bool, ext *gnmi_ext.Extension, paths ...string) *gpb.SubscribeRequest {
@@ -232,8 +218,8 @@ func TestHistorySubscribe(t *testing.T) {
 		if len(before) != 3 {
 			t.Fatalf("got %d notifications, want 3 (snapshot, t2, t3): %v", len(before), before)
 		}
-		wantLeaves(t, leaves(t, before[0]), map[string]*gpb.TypedValue{entryPath: marker, descPath: strVal("two"), mtuPath: uintVal(1500)})
-		wantLeaves(t, leaves(t, before[1]), map[string]*gpb.TypedValue{descPath: strVal("two"), mtuPath: uintVal(1500)})
+		wantLeaves(t, leaves(t, before[0]), map[string]*gpb.TypedValue{entryPath: marker, descPath: sidecartest.StringVal("two"), mtuPath: sidecartest.UintVal(1500)})
+		wantLeaves(t, leaves(t, before[1]), map[string]*gpb.TypedValue{descPath: sidecartest.StringVal("two"), mtuPath: sidecartest.UintVal(1500)})
 		wantLeaves(t, leaves(t, before[2]), map[string]*gpb.TypedValue{mtuPath: nil})
 		for k, want := range []time.Time{r.t2, r.t2, r.t3} {
 			if got := before[k].GetTimestamp(); got != want.UnixNano() {
@@ -268,13 +254,13 @@ func TestHistorySubscribe(t *testing.T) {
 		if err != nil || !resp.GetSyncResponse() {
 			t.Fatalf("first response %v, %v: want the sync response (updates_only)", resp, err)
 		}
-		r.mustSet(updateReq(t, descPath, strVal("live")))
+		r.MustSet(t, sidecartest.UpdateRequest(t, descPath, sidecartest.StringVal("live")))
 		resp, err = stream.Recv()
 		if err != nil {
 			t.Fatal(err)
 		}
-		wantLeaves(t, leaves(t, resp.GetUpdate()), map[string]*gpb.TypedValue{descPath: strVal("live")})
-		if got, want := resp.GetUpdate().GetTimestamp(), r.committedAt(4).UnixNano(); got != want {
+		wantLeaves(t, leaves(t, resp.GetUpdate()), map[string]*gpb.TypedValue{descPath: sidecartest.StringVal("live")})
+		if got, want := resp.GetUpdate().GetTimestamp(), committedAt(t, r.Sidecar, 4).UnixNano(); got != want {
 			t.Errorf("timestamp %d, want the commit time %d", got, want)
 		}
 		if _, err := stream.Recv(); err != io.EOF {
@@ -287,7 +273,7 @@ func TestHistorySubscribe(t *testing.T) {
 		if err != nil || !synced {
 			t.Fatalf("%v, synced %v", err, synced)
 		}
-		wantLeaves(t, leaves(t, before...), map[string]*gpb.TypedValue{entryPath: marker, descPath: strVal("one")})
+		wantLeaves(t, leaves(t, before...), map[string]*gpb.TypedValue{entryPath: marker, descPath: sidecartest.StringVal("one")})
 	})
 
 	for _, c := range []struct {
@@ -303,7 +289,7 @@ func TestHistorySubscribe(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			_, _, _, err := subscribeAll(t, r.Client, c.req)
-			wantStatus(t, err, c.code, c.msg)
+			sidecartest.WantStatus(t, err, c.code, c.msg)
 		})
 	}
 }

@@ -26,14 +26,14 @@ var sameData = cmp.Options{
 	protocmp.Transform(),
 	protocmp.IgnoreFields(&gpb.Notification{}, "timestamp"),
 	protocmp.SortRepeated(func(a, b *gpb.Update) bool {
-		return fullPath(nil, a.GetPath()) < fullPath(nil, b.GetPath())
+		return sidecartest.FullPath(nil, a.GetPath()) < sidecartest.FullPath(nil, b.GetPath())
 	}),
 }
 
 func TestCapabilitiesPassThrough(t *testing.T) {
-	r := newRig(t, sidecartest.Options{})
+	r := sidecartest.Start(t, sidecartest.Options{})
 	ctx := t.Context()
-	want, err := r.direct().Capabilities(ctx, &gpb.CapabilityRequest{})
+	want, err := sidecartest.Dial(t, r.Target).Capabilities(ctx, &gpb.CapabilityRequest{})
 	if err != nil {
 		t.Fatalf("direct Capabilities: %v", err)
 	}
@@ -50,8 +50,8 @@ func TestCapabilitiesPassThrough(t *testing.T) {
 }
 
 func TestGetPassThrough(t *testing.T) {
-	r := newRig(t, sidecartest.Options{})
-	r.mustSet(updateReq(t, descPath, strVal("uplink to core")))
+	r := sidecartest.Start(t, sidecartest.Options{})
+	r.MustSet(t, sidecartest.UpdateRequest(t, descPath, sidecartest.StringVal("uplink to core")))
 	for _, tc := range []struct {
 		name string
 		req  *gpb.GetRequest
@@ -69,14 +69,13 @@ func TestGetPassThrough(t *testing.T) {
 		{"unsupported encoding", &gpb.GetRequest{Path: []*gpb.Path{sidecartest.Path(t, descPath)}, Encoding: gpb.Encoding_ASCII}, codes.Unimplemented},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			r := r.with(t)
-			want, wantErr := r.direct().Get(t.Context(), tc.req)
+			want, wantErr := sidecartest.Dial(t, r.Target).Get(t.Context(), tc.req)
 			got, err := r.Client.Get(t.Context(), tc.req)
 			if status.Code(wantErr) != tc.code {
 				t.Fatalf("the device answers %v, the test expects %v", wantErr, tc.code)
 			}
 			if tc.code != codes.OK {
-				st := wantStatus(t, err, tc.code)
+				st := sidecartest.WantStatus(t, err, tc.code)
 				if st.Message() != status.Convert(wantErr).Message() {
 					t.Errorf("message through the proxy %q, the device's is %q", st.Message(), status.Convert(wantErr).Message())
 				}
@@ -97,7 +96,7 @@ func TestGetPassThrough(t *testing.T) {
 
 func TestMetadataReachesDevice(t *testing.T) {
 	fake := newRecordingDevice(t)
-	r := newRig(t, sidecartest.Options{Target: fake.addr})
+	r := sidecartest.Start(t, sidecartest.Options{Target: fake.addr})
 	ctx := metadata.AppendToOutgoingContext(t.Context(),
 		"username", "alice", "password", "s3cret", "x-trace-id", "trace-42")
 	desc := sidecartest.Path(t, descPath)
@@ -133,7 +132,7 @@ func TestMetadataReachesDevice(t *testing.T) {
 
 func TestDeadlineReachesDevice(t *testing.T) {
 	fake := newRecordingDevice(t)
-	r := newRig(t, sidecartest.Options{Target: fake.addr})
+	r := sidecartest.Start(t, sidecartest.Options{Target: fake.addr})
 
 	t.Run("client deadline", func(t *testing.T) {
 		ctx, cancel := context.WithTimeout(t.Context(), 7*time.Second)
@@ -163,48 +162,23 @@ func TestDeadlineReachesDevice(t *testing.T) {
 }
 
 func TestSubscribeOncePassThrough(t *testing.T) {
-	r := newRig(t, sidecartest.Options{})
-	r.mustSet(&gpb.SetRequest{Update: []*gpb.Update{
-		{Path: sidecartest.Path(t, descPath), Val: strVal("uplink")},
-		{Path: sidecartest.Path(t, mtuPath), Val: uintVal(9000)},
+	r := sidecartest.Start(t, sidecartest.Options{})
+	r.MustSet(t, &gpb.SetRequest{Update: []*gpb.Update{
+		{Path: sidecartest.Path(t, descPath), Val: sidecartest.StringVal("uplink")},
+		{Path: sidecartest.Path(t, mtuPath), Val: sidecartest.UintVal(9000)},
 	}})
 	req := &gpb.SubscribeRequest{Request: &gpb.SubscribeRequest_Subscribe{Subscribe: &gpb.SubscriptionList{
 		Mode:         gpb.SubscriptionList_ONCE,
 		Encoding:     gpb.Encoding_PROTO,
 		Subscription: []*gpb.Subscription{{Path: sidecartest.Path(t, "/interfaces/interface[name=eth0]")}},
 	}}}
-	want := subscribeOnce(t, r.direct(), req)
-	got := subscribeOnce(t, r.Client, req)
+	want := sidecartest.SubscribeOnce(t, sidecartest.Dial(t, r.Target), req)
+	got := sidecartest.SubscribeOnce(t, r.Client, req)
 	if n := len(got); n < 2 || !got[n-1].GetSyncResponse() || got[0].GetUpdate() == nil {
 		t.Fatalf("ONCE through the proxy got %v, want updates then sync_response", got)
 	}
 	if diff := cmp.Diff(want, got, sameData); diff != "" {
 		t.Errorf("ONCE through the proxy differs from the device's (-device +proxy):\n%s", diff)
-	}
-}
-
-// subscribeOnce runs a ONCE subscription to its end.
-func subscribeOnce(t *testing.T, c gpb.GNMIClient, req *gpb.SubscribeRequest) []*gpb.SubscribeResponse {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(t.Context(), waitFor)
-	defer cancel()
-	stream, err := c.Subscribe(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := stream.Send(req); err != nil {
-		t.Fatal(err)
-	}
-	var out []*gpb.SubscribeResponse
-	for {
-		resp, err := stream.Recv()
-		if err == io.EOF {
-			return out
-		}
-		if err != nil {
-			t.Fatalf("ONCE subscription ended with %v after %d responses", err, len(out))
-		}
-		out = append(out, resp)
 	}
 }
 
@@ -223,7 +197,7 @@ func untilSync(t *testing.T, stream gpb.GNMI_SubscribeClient) map[string]*gpb.Ty
 		}
 		n := resp.GetUpdate()
 		for _, u := range n.GetUpdate() {
-			leaves[fullPath(n.GetPrefix(), u.GetPath())] = u.GetVal()
+			leaves[sidecartest.FullPath(n.GetPrefix(), u.GetPath())] = u.GetVal()
 		}
 	}
 }
@@ -237,31 +211,17 @@ func streamReq(t *testing.T, mode gpb.SubscriptionList_Mode, p string) *gpb.Subs
 	}}}
 }
 
-// subscribe opens a subscription through the proxy and sends req.
-func (r *rig) subscribe(ctx context.Context, req *gpb.SubscribeRequest) gpb.GNMI_SubscribeClient {
-	r.t.Helper()
-	stream, err := r.Client.Subscribe(ctx)
-	if err != nil {
-		r.t.Fatalf("Subscribe through the proxy: %v", err)
-	}
-	// io.EOF: the stream has already ended; Recv returns its status.
-	if err := stream.Send(req); err != nil && err != io.EOF {
-		r.t.Fatalf("sending the subscription: %v", err)
-	}
-	return stream
-}
-
 func TestSubscribeStreamRelaysSet(t *testing.T) {
-	r := newRig(t, sidecartest.Options{})
-	r.mustSet(updateReq(t, descPath, strVal("before")))
+	r := sidecartest.Start(t, sidecartest.Options{})
+	r.MustSet(t, sidecartest.UpdateRequest(t, descPath, sidecartest.StringVal("before")))
 	ctx, cancel := context.WithTimeout(t.Context(), waitFor)
 	defer cancel()
-	stream := r.subscribe(ctx, streamReq(t, gpb.SubscriptionList_STREAM, descPath))
-	if got := untilSync(t, stream); !proto.Equal(got[descPath], strVal("before")) {
+	stream := r.Subscribe(t, ctx, streamReq(t, gpb.SubscriptionList_STREAM, descPath))
+	if got := untilSync(t, stream); !proto.Equal(got[descPath], sidecartest.StringVal("before")) {
 		t.Fatalf("initial updates %v, want %s = before", got, descPath)
 	}
 
-	r.mustSet(updateReq(t, descPath, strVal("after")))
+	r.MustSet(t, sidecartest.UpdateRequest(t, descPath, sidecartest.StringVal("after")))
 	for {
 		resp, err := stream.Recv()
 		if err != nil {
@@ -269,8 +229,8 @@ func TestSubscribeStreamRelaysSet(t *testing.T) {
 		}
 		n := resp.GetUpdate()
 		for _, u := range n.GetUpdate() {
-			if fullPath(n.GetPrefix(), u.GetPath()) == descPath {
-				if !proto.Equal(u.GetVal(), strVal("after")) {
+			if sidecartest.FullPath(n.GetPrefix(), u.GetPath()) == descPath {
+				if !proto.Equal(u.GetVal(), sidecartest.StringVal("after")) {
 					t.Fatalf("update of %s = %v, want after", descPath, u.GetVal())
 				}
 				return
@@ -280,20 +240,20 @@ func TestSubscribeStreamRelaysSet(t *testing.T) {
 }
 
 func TestSubscribePoll(t *testing.T) {
-	r := newRig(t, sidecartest.Options{})
-	r.mustSet(updateReq(t, descPath, strVal("first")))
+	r := sidecartest.Start(t, sidecartest.Options{})
+	r.MustSet(t, sidecartest.UpdateRequest(t, descPath, sidecartest.StringVal("first")))
 	ctx, cancel := context.WithTimeout(t.Context(), waitFor)
 	defer cancel()
-	stream := r.subscribe(ctx, streamReq(t, gpb.SubscriptionList_POLL, descPath))
-	if got := untilSync(t, stream); !proto.Equal(got[descPath], strVal("first")) {
+	stream := r.Subscribe(t, ctx, streamReq(t, gpb.SubscriptionList_POLL, descPath))
+	if got := untilSync(t, stream); !proto.Equal(got[descPath], sidecartest.StringVal("first")) {
 		t.Fatalf("initial poll %v, want %s = first", got, descPath)
 	}
 
-	r.mustSet(updateReq(t, descPath, strVal("second")))
+	r.MustSet(t, sidecartest.UpdateRequest(t, descPath, sidecartest.StringVal("second")))
 	if err := stream.Send(&gpb.SubscribeRequest{Request: &gpb.SubscribeRequest_Poll{Poll: &gpb.Poll{}}}); err != nil {
 		t.Fatalf("sending Poll: %v", err)
 	}
-	if got := untilSync(t, stream); !proto.Equal(got[descPath], strVal("second")) {
+	if got := untilSync(t, stream); !proto.Equal(got[descPath], sidecartest.StringVal("second")) {
 		t.Fatalf("poll after the Set %v, want %s = second", got, descPath)
 	}
 
@@ -308,10 +268,10 @@ func TestSubscribePoll(t *testing.T) {
 
 func TestSubscribeClientCancelEndsDeviceStream(t *testing.T) {
 	fake := newRecordingDevice(t)
-	r := newRig(t, sidecartest.Options{Target: fake.addr})
+	r := sidecartest.Start(t, sidecartest.Options{Target: fake.addr})
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
-	stream := r.subscribe(ctx, streamReq(t, gpb.SubscriptionList_STREAM, descPath))
+	stream := r.Subscribe(t, ctx, streamReq(t, gpb.SubscriptionList_STREAM, descPath))
 	untilSync(t, stream)
 
 	var deviceCtx context.Context
@@ -329,10 +289,10 @@ func TestSubscribeClientCancelEndsDeviceStream(t *testing.T) {
 }
 
 func TestSubscribeEndsWhenDeviceStops(t *testing.T) {
-	r := newRig(t, sidecartest.Options{})
+	r := sidecartest.Start(t, sidecartest.Options{})
 	ctx, cancel := context.WithTimeout(t.Context(), waitFor)
 	defer cancel()
-	stream := r.subscribe(ctx, streamReq(t, gpb.SubscriptionList_STREAM, descPath))
+	stream := r.Subscribe(t, ctx, streamReq(t, gpb.SubscriptionList_STREAM, descPath))
 	untilSync(t, stream)
 
 	r.Dev.Stop()
@@ -342,7 +302,7 @@ func TestSubscribeEndsWhenDeviceStops(t *testing.T) {
 			t.Logf("response after the device stopped: %v", resp)
 			continue
 		}
-		wantStatus(t, err, codes.Unavailable, "device "+r.Target)
+		sidecartest.WantStatus(t, err, codes.Unavailable, "device "+r.Target)
 		return
 	}
 }
@@ -356,30 +316,30 @@ func TestDeviceUnreachable(t *testing.T) {
 	if err := lis.Close(); err != nil {
 		t.Fatal(err)
 	}
-	r := newRig(t, sidecartest.Options{Target: addr})
+	r := sidecartest.Start(t, sidecartest.Options{Target: addr})
 	ctx, cancel := context.WithTimeout(t.Context(), waitFor)
 	defer cancel()
 
 	for _, tc := range []struct {
 		name string
-		call func(r *rig) error
+		call func(t *testing.T) error
 	}{
-		{"Capabilities", func(r *rig) error {
+		{"Capabilities", func(*testing.T) error {
 			_, err := r.Client.Capabilities(ctx, &gpb.CapabilityRequest{})
 			return err
 		}},
-		{"Get", func(r *rig) error {
-			_, err := r.Client.Get(ctx, &gpb.GetRequest{Path: []*gpb.Path{sidecartest.Path(r.t, descPath)}})
+		{"Get", func(t *testing.T) error {
+			_, err := r.Client.Get(ctx, &gpb.GetRequest{Path: []*gpb.Path{sidecartest.Path(t, descPath)}})
 			return err
 		}},
-		{"Subscribe", func(r *rig) error {
-			stream := r.subscribe(ctx, streamReq(r.t, gpb.SubscriptionList_ONCE, descPath))
+		{"Subscribe", func(t *testing.T) error {
+			stream := r.Subscribe(t, ctx, streamReq(t, gpb.SubscriptionList_ONCE, descPath))
 			_, err := stream.Recv()
 			return err
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			wantStatus(t, tc.call(r.with(t)), codes.Unavailable, "device "+addr)
+			sidecartest.WantStatus(t, tc.call(t), codes.Unavailable, "device "+addr)
 		})
 	}
 }

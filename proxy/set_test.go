@@ -29,7 +29,7 @@ type result struct {
 func results(resp *gpb.SetResponse) []result {
 	var out []result
 	for _, r := range resp.GetResponse() {
-		out = append(out, result{fullPath(resp.GetPrefix(), r.GetPath()), r.GetOp()})
+		out = append(out, result{sidecartest.FullPath(resp.GetPrefix(), r.GetPath()), r.GetOp()})
 	}
 	return out
 }
@@ -41,7 +41,7 @@ func journaledOps(p *journal.Proposal) []result {
 	}
 	var out []result
 	for _, op := range p.GetChange().GetOps() {
-		out = append(out, result{fullPath(nil, op.GetPath()), ops[op.GetKind()]})
+		out = append(out, result{sidecartest.FullPath(nil, op.GetPath()), ops[op.GetKind()]})
 	}
 	return out
 }
@@ -55,33 +55,37 @@ func TestSetSync(t *testing.T) {
 		device map[string]*gpb.TypedValue // leaves after the Set; nil value: absent
 	}{{
 		name: "update",
-		req:  func(t *testing.T) *gpb.SetRequest { return updateReq(t, descPath, strVal("uplink")) },
+		req: func(t *testing.T) *gpb.SetRequest {
+			return sidecartest.UpdateRequest(t, descPath, sidecartest.StringVal("uplink"))
+		},
 		want: []result{{descPath, gpb.UpdateResult_UPDATE}},
 		device: map[string]*gpb.TypedValue{
-			descPath: strVal("uplink"),
+			descPath: sidecartest.StringVal("uplink"),
 		},
 	}, {
 		name: "prefix joined with a relative path",
 		req: func(t *testing.T) *gpb.SetRequest {
 			return &gpb.SetRequest{
 				Prefix: sidecartest.Path(t, "/interfaces/interface[name=eth0]"),
-				Update: []*gpb.Update{{Path: sidecartest.Path(t, "config/description"), Val: strVal("from a prefix")}},
+				Update: []*gpb.Update{{Path: sidecartest.Path(t, "config/description"), Val: sidecartest.StringVal("from a prefix")}},
 			}
 		},
 		want:   []result{{descPath, gpb.UpdateResult_UPDATE}},
-		device: map[string]*gpb.TypedValue{descPath: strVal("from a prefix")},
+		device: map[string]*gpb.TypedValue{descPath: sidecartest.StringVal("from a prefix")},
 	}, {
-		name:  "replace",
-		setup: func(t *testing.T) []*gpb.SetRequest { return []*gpb.SetRequest{updateReq(t, mtuPath, uintVal(1500))} },
+		name: "replace",
+		setup: func(t *testing.T) []*gpb.SetRequest {
+			return []*gpb.SetRequest{sidecartest.UpdateRequest(t, mtuPath, sidecartest.UintVal(1500))}
+		},
 		req: func(t *testing.T) *gpb.SetRequest {
-			return &gpb.SetRequest{Replace: []*gpb.Update{{Path: sidecartest.Path(t, mtuPath), Val: uintVal(9000)}}}
+			return &gpb.SetRequest{Replace: []*gpb.Update{{Path: sidecartest.Path(t, mtuPath), Val: sidecartest.UintVal(9000)}}}
 		},
 		want:   []result{{mtuPath, gpb.UpdateResult_REPLACE}},
-		device: map[string]*gpb.TypedValue{mtuPath: uintVal(9000)},
+		device: map[string]*gpb.TypedValue{mtuPath: sidecartest.UintVal(9000)},
 	}, {
 		name: "delete",
 		setup: func(t *testing.T) []*gpb.SetRequest {
-			return []*gpb.SetRequest{updateReq(t, descPath, strVal("doomed"))}
+			return []*gpb.SetRequest{sidecartest.UpdateRequest(t, descPath, sidecartest.StringVal("doomed"))}
 		},
 		req: func(t *testing.T) *gpb.SetRequest {
 			return &gpb.SetRequest{Delete: []*gpb.Path{sidecartest.Path(t, descPath)}}
@@ -91,13 +95,13 @@ func TestSetSync(t *testing.T) {
 	}, {
 		name: "delete, replace and update in one Set",
 		setup: func(t *testing.T) []*gpb.SetRequest {
-			return []*gpb.SetRequest{updateReq(t, descPath, strVal("doomed"))}
+			return []*gpb.SetRequest{sidecartest.UpdateRequest(t, descPath, sidecartest.StringVal("doomed"))}
 		},
 		req: func(t *testing.T) *gpb.SetRequest {
 			return &gpb.SetRequest{
 				Delete:  []*gpb.Path{sidecartest.Path(t, descPath)},
-				Replace: []*gpb.Update{{Path: sidecartest.Path(t, mtuPath), Val: uintVal(1400)}},
-				Update:  []*gpb.Update{{Path: sidecartest.Path(t, "/interfaces/interface[name=eth1]/config/description"), Val: strVal("second port")}},
+				Replace: []*gpb.Update{{Path: sidecartest.Path(t, mtuPath), Val: sidecartest.UintVal(1400)}},
+				Update:  []*gpb.Update{{Path: sidecartest.Path(t, "/interfaces/interface[name=eth1]/config/description"), Val: sidecartest.StringVal("second port")}},
 			}
 		},
 		want: []result{
@@ -107,24 +111,24 @@ func TestSetSync(t *testing.T) {
 		},
 		device: map[string]*gpb.TypedValue{
 			descPath: nil,
-			mtuPath:  uintVal(1400),
-			"/interfaces/interface[name=eth1]/config/description": strVal("second port"),
+			mtuPath:  sidecartest.UintVal(1400),
+			"/interfaces/interface[name=eth1]/config/description": sidecartest.StringVal("second port"),
 		},
 	}} {
 		t.Run(tc.name, func(t *testing.T) {
-			r := newRig(t, sidecartest.Options{})
+			r := sidecartest.Start(t, sidecartest.Options{})
 			if tc.setup != nil {
 				for _, req := range tc.setup(t) {
-					r.mustSet(req)
+					r.MustSet(t, req)
 				}
 			}
-			before := r.lastIndex()
+			before := r.LastIndex(t)
 			req := tc.req(t)
-			resp := r.mustSet(req)
+			resp := r.MustSet(t, req)
 
 			// SYNC: the reply comes after the device has the change.
 			for p, v := range tc.device {
-				r.wantDeviceLeaf(p, v)
+				r.WantDeviceLeaf(t, p, v)
 			}
 			if diff := cmp.Diff(tc.want, results(resp)); diff != "" {
 				t.Errorf("UpdateResults (-want +got):\n%s", diff)
@@ -145,14 +149,14 @@ func TestSetSync(t *testing.T) {
 			if resp.GetTimestamp() == 0 {
 				t.Error("SetResponse has no timestamp")
 			}
-			ext := responseExt(t, resp)
+			ext := sidecartest.ResponseExtension(t, resp)
 			wantResponse(t, ext, &sidecarpb.Response{Index: before + 1, Phase: sidecarpb.Phase_PHASE_CHANGE,
 				Commit: sidecarpb.Status_STATUS_COMPLETE, Apply: sidecarpb.Status_STATUS_COMPLETE})
 
-			if got := r.lastIndex(); got != ext.GetIndex() {
+			if got := r.LastIndex(t); got != ext.GetIndex() {
 				t.Errorf("journal's last index is %d, the reply names proposal %d", got, ext.GetIndex())
 			}
-			p := r.proposal(ext.GetIndex())
+			p := r.Proposal(t, ext.GetIndex())
 			if diff := cmp.Diff(tc.want, journaledOps(p)); diff != "" {
 				t.Errorf("journaled operations (full paths) (-want +got):\n%s", diff)
 			}
@@ -164,11 +168,11 @@ func TestSetSync(t *testing.T) {
 }
 
 func TestSetSyncRepliesWithDeviceTimestamp(t *testing.T) {
-	r := newRig(t, sidecartest.Options{})
+	r := sidecartest.Start(t, sidecartest.Options{})
 	// The device stamps its change notification with its Set's timestamp.
 	ctx, cancel := context.WithTimeout(t.Context(), waitFor)
 	defer cancel()
-	watch, err := r.direct().Subscribe(ctx)
+	watch, err := sidecartest.Dial(t, r.Target).Subscribe(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -177,7 +181,7 @@ func TestSetSyncRepliesWithDeviceTimestamp(t *testing.T) {
 	}
 	untilSync(t, watch)
 
-	resp := r.mustSet(updateReq(t, descPath, strVal("stamped")))
+	resp := r.MustSet(t, sidecartest.UpdateRequest(t, descPath, sidecartest.StringVal("stamped")))
 	n, err := watch.Recv()
 	if err != nil {
 		t.Fatalf("device change notification: %v", err)
@@ -188,51 +192,51 @@ func TestSetSyncRepliesWithDeviceTimestamp(t *testing.T) {
 }
 
 func TestSetDeviceRejection(t *testing.T) {
-	r := newRig(t, sidecartest.Options{})
-	r.mustSet(updateReq(t, descPath, strVal("kept")))
-	before := r.values()
+	r := sidecartest.Start(t, sidecartest.Options{})
+	r.MustSet(t, sidecartest.UpdateRequest(t, descPath, sidecartest.StringVal("kept")))
+	before := journalValues(t, r)
 	if len(before.Committed) == 0 || len(before.Applied) == 0 {
 		t.Fatalf("journal has no values after a Set: %+v", before)
 	}
 
-	bad := updateReq(t, mtuPath, strVal("jumbo")) // mtu is a uint16
-	_, deviceErr := r.direct().Set(t.Context(), bad)
-	deviceSt := wantStatus(t, deviceErr, codes.InvalidArgument)
+	bad := sidecartest.UpdateRequest(t, mtuPath, sidecartest.StringVal("jumbo")) // mtu is a uint16
+	_, deviceErr := sidecartest.Dial(t, r.Target).Set(t.Context(), bad)
+	deviceSt := sidecartest.WantStatus(t, deviceErr, codes.InvalidArgument)
 
-	_, err := r.set(bad)
-	st := wantStatus(t, err, codes.InvalidArgument)
+	_, err := r.Set(t, bad)
+	st := sidecartest.WantStatus(t, err, codes.InvalidArgument)
 	if st.Message() != deviceSt.Message() {
 		t.Errorf("message %q, the device's is %q", st.Message(), deviceSt.Message())
 	}
 	wantResponse(t, detailResponse(t, st), &sidecarpb.Response{Index: 2, Phase: sidecarpb.Phase_PHASE_CHANGE,
 		Commit: sidecarpb.Status_STATUS_COMPLETE, Apply: sidecarpb.Status_STATUS_FAILED})
 
-	if diff := cmp.Diff(before, r.values(), protocmp.Transform()); diff != "" {
+	if diff := cmp.Diff(before, journalValues(t, r), protocmp.Transform()); diff != "" {
 		t.Errorf("journal values changed by a rejected Set (-before +after):\n%s", diff)
 	}
-	r.wantDeviceLeaf(mtuPath, nil)
-	r.wantDeviceLeaf(descPath, strVal("kept"))
+	r.WantDeviceLeaf(t, mtuPath, nil)
+	r.WantDeviceLeaf(t, descPath, sidecartest.StringVal("kept"))
 
 	// The sidecar goes on: the next Set is applied.
-	resp := r.mustSet(updateReq(t, mtuPath, uintVal(9000)))
-	if ext := responseExt(t, resp); ext.GetIndex() != 3 || ext.GetApply() != sidecarpb.Status_STATUS_COMPLETE {
+	resp := r.MustSet(t, sidecartest.UpdateRequest(t, mtuPath, sidecartest.UintVal(9000)))
+	if ext := sidecartest.ResponseExtension(t, resp); ext.GetIndex() != 3 || ext.GetApply() != sidecarpb.Status_STATUS_COMPLETE {
 		t.Errorf("Set after the rejection: %v, want proposal 3 applied", ext)
 	}
-	r.wantDeviceLeaf(mtuPath, uintVal(9000))
+	r.WantDeviceLeaf(t, mtuPath, sidecartest.UintVal(9000))
 }
 
 func TestSetAsync(t *testing.T) {
-	r := newRig(t, sidecartest.Options{})
+	r := sidecartest.Start(t, sidecartest.Options{})
 	r.Dev.SetDelay(300 * time.Millisecond)
 	// With a prefix, so the reply's UpdateResults (the proxy's own, the
 	// device has not answered yet) must keep it.
-	resp := r.mustSet(&gpb.SetRequest{
+	resp := r.MustSet(t, &gpb.SetRequest{
 		Prefix:    sidecartest.Path(t, "/interfaces/interface[name=eth0]"),
-		Update:    []*gpb.Update{{Path: sidecartest.Path(t, "config/description"), Val: strVal("later")}},
-		Extension: []*gnmi_ext.Extension{sidecarExt(t, asyncExt)},
+		Update:    []*gpb.Update{{Path: sidecartest.Path(t, "config/description"), Val: sidecartest.StringVal("later")}},
+		Extension: []*gnmi_ext.Extension{sidecartest.SidecarExtension(t, sidecartest.AsyncMode())},
 	})
 
-	ext := responseExt(t, resp)
+	ext := sidecartest.ResponseExtension(t, resp)
 	if ext.GetPhase() != sidecarpb.Phase_PHASE_CHANGE || ext.GetCommit() != sidecarpb.Status_STATUS_COMPLETE {
 		t.Errorf("ASYNC reply %v, want a change with commit complete", ext)
 	}
@@ -243,55 +247,53 @@ func TestSetAsync(t *testing.T) {
 		t.Errorf("UpdateResults (-want +got):\n%s", diff)
 	}
 
-	p := r.waitProposal(ext.GetIndex(), agent.Applied)
+	p := waitProposal(t, r, ext.GetIndex(), agent.Applied)
 	if p.GetChange().GetApply() != journal.StatusComplete {
 		t.Fatalf("proposal %d apply %v, want complete", p.GetIndex(), p.GetChange().GetApply())
 	}
-	r.wantDeviceLeaf(descPath, strVal("later"))
+	r.WantDeviceLeaf(t, descPath, sidecartest.StringVal("later"))
 }
 
 func TestSetWhileDisconnected(t *testing.T) {
-	r := newRig(t, sidecartest.Options{})
-	r.mustSet(updateReq(t, descPath, strVal("before the outage")))
+	r := sidecartest.Start(t, sidecartest.Options{})
+	r.MustSet(t, sidecartest.UpdateRequest(t, descPath, sidecartest.StringVal("before the outage")))
 	r.Dev.Stop()
 	r.WaitConnected(t, false)
-	before := r.lastIndex()
+	before := r.LastIndex(t)
 
 	t.Run("SYNC is refused", func(t *testing.T) {
-		r := r.with(t)
 		for _, req := range []*gpb.SetRequest{
-			updateReq(t, mtuPath, uintVal(9000)),
-			rollbackReq(t, 0),
+			sidecartest.UpdateRequest(t, mtuPath, sidecartest.UintVal(9000)),
+			sidecartest.RollbackRequest(t, 0),
 		} {
-			_, err := r.set(req)
-			wantStatus(t, err, codes.Unavailable, "device "+r.Target, "nothing was journaled")
-			if got := r.lastIndex(); got != before {
+			_, err := r.Set(t, req)
+			sidecartest.WantStatus(t, err, codes.Unavailable, "device "+r.Target, "nothing was journaled")
+			if got := r.LastIndex(t); got != before {
 				t.Errorf("journal's last index moved from %d to %d", before, got)
 			}
-			if p := r.proposal(before); p.GetPhase() != journal.PhaseChange {
+			if p := r.Proposal(t, before); p.GetPhase() != journal.PhaseChange {
 				t.Errorf("proposal %d is in phase %v after a refused rollback", before, p.GetPhase())
 			}
 		}
 	})
 
 	t.Run("ASYNC is journaled and applied once the device is back", func(t *testing.T) {
-		r := r.with(t)
-		resp := r.mustSet(updateReq(t, mtuPath, uintVal(9000), sidecarExt(t, asyncExt)))
-		wantResponse(t, responseExt(t, resp), &sidecarpb.Response{Index: before + 1, Phase: sidecarpb.Phase_PHASE_CHANGE,
+		resp := r.MustSet(t, sidecartest.UpdateRequest(t, mtuPath, sidecartest.UintVal(9000), sidecartest.SidecarExtension(t, sidecartest.AsyncMode())))
+		wantResponse(t, sidecartest.ResponseExtension(t, resp), &sidecarpb.Response{Index: before + 1, Phase: sidecarpb.Phase_PHASE_CHANGE,
 			Commit: sidecarpb.Status_STATUS_COMPLETE, Apply: sidecarpb.Status_STATUS_PENDING})
 
 		if err := r.Dev.Start(t.Context(), ""); err != nil {
 			t.Fatalf("restarting the device: %v", err)
 		}
-		r.waitProposal(before+1, agent.Applied)
-		r.wantDeviceLeaf(mtuPath, uintVal(9000))
+		waitProposal(t, r, before+1, agent.Applied)
+		r.WantDeviceLeaf(t, mtuPath, sidecartest.UintVal(9000))
 		// The device came back empty: the earlier change was re-pushed.
-		r.wantDeviceLeaf(descPath, strVal("before the outage"))
+		r.WantDeviceLeaf(t, descPath, sidecartest.StringVal("before the outage"))
 	})
 }
 
 func TestSetQueueWhenDisconnected(t *testing.T) {
-	r := newRig(t, sidecartest.Options{QueueWhenDisconnected: true})
+	r := sidecartest.Start(t, sidecartest.Options{QueueWhenDisconnected: true})
 	r.Dev.Stop()
 	r.WaitConnected(t, false)
 
@@ -300,13 +302,13 @@ func TestSetQueueWhenDisconnected(t *testing.T) {
 		err  error
 	}
 	replied := make(chan reply, 1)
-	req := updateReq(t, descPath, strVal("queued"))
+	req := sidecartest.UpdateRequest(t, descPath, sidecartest.StringVal("queued"))
 	go func() {
 		resp, err := r.Client.Set(t.Context(), req)
 		replied <- reply{resp, err}
 	}()
-	sidecartest.Eventually(t, waitFor, "the Set to be journaled", func() bool { return r.lastIndex() == 1 })
-	r.waitProposal(1, func(p *journal.Proposal) bool { return journal.Finished(p.GetChange().GetCommit()) })
+	sidecartest.Eventually(t, waitFor, "the Set to be journaled", func() bool { return r.LastIndex(t) == 1 })
+	waitProposal(t, r, 1, func(p *journal.Proposal) bool { return journal.Finished(p.GetChange().GetCommit()) })
 	select {
 	case got := <-replied:
 		t.Fatalf("SYNC Set answered while the device is down: %v, %v", got.resp, got.err)
@@ -325,35 +327,35 @@ func TestSetQueueWhenDisconnected(t *testing.T) {
 	if got.err != nil {
 		t.Fatalf("queued SYNC Set: %v", got.err)
 	}
-	wantResponse(t, responseExt(t, got.resp), &sidecarpb.Response{Index: 1, Phase: sidecarpb.Phase_PHASE_CHANGE,
+	wantResponse(t, sidecartest.ResponseExtension(t, got.resp), &sidecarpb.Response{Index: 1, Phase: sidecarpb.Phase_PHASE_CHANGE,
 		Commit: sidecarpb.Status_STATUS_COMPLETE, Apply: sidecarpb.Status_STATUS_COMPLETE})
-	r.wantDeviceLeaf(descPath, strVal("queued"))
+	r.WantDeviceLeaf(t, descPath, sidecartest.StringVal("queued"))
 }
 
 func TestSetClientGivesUpWhileDeviceHangs(t *testing.T) {
-	r := newRig(t, sidecartest.Options{})
+	r := sidecartest.Start(t, sidecartest.Options{})
 	r.Dev.HangNextSet()
 	ctx, cancel := context.WithTimeout(t.Context(), 200*time.Millisecond)
 	defer cancel()
-	_, err := r.Client.Set(ctx, updateReq(t, descPath, strVal("despite the timeout")))
-	wantStatus(t, err, codes.DeadlineExceeded, "journaled as proposal 1", "will still be applied")
+	_, err := r.Client.Set(ctx, sidecartest.UpdateRequest(t, descPath, sidecartest.StringVal("despite the timeout")))
+	sidecartest.WantStatus(t, err, codes.DeadlineExceeded, "journaled as proposal 1", "will still be applied")
 
 	const i = 1
-	if got := r.lastIndex(); got != i {
+	if got := r.LastIndex(t); got != i {
 		t.Fatalf("journal's last index is %d, want the Set journaled as proposal %d", got, i)
 	}
-	r.wantDeviceLeaf(descPath, nil)
+	r.WantDeviceLeaf(t, descPath, nil)
 	// The hung Set's connection breaks; the agent reconnects and applies.
 	r.Dev.DropConnections()
-	p := r.waitProposal(i, agent.Applied)
+	p := waitProposal(t, r, i, agent.Applied)
 	if p.GetChange().GetApply() != journal.StatusComplete {
 		t.Fatalf("proposal %d apply %v, want complete", i, p.GetChange().GetApply())
 	}
-	r.wantDeviceLeaf(descPath, strVal("despite the timeout"))
+	r.WantDeviceLeaf(t, descPath, sidecartest.StringVal("despite the timeout"))
 }
 
 func TestSetConcurrentClients(t *testing.T) {
-	r := newRig(t, sidecartest.Options{})
+	r := sidecartest.Start(t, sidecartest.Options{})
 	const n = 8
 	type reply struct {
 		resp *gpb.SetResponse
@@ -361,9 +363,9 @@ func TestSetConcurrentClients(t *testing.T) {
 	}
 	replies := make(chan reply, n)
 	for k := range n {
-		req := updateReq(t, fmt.Sprintf("/interfaces/interface[name=eth%d]/config/description", k), strVal(fmt.Sprint("port ", k)))
+		req := sidecartest.UpdateRequest(t, fmt.Sprintf("/interfaces/interface[name=eth%d]/config/description", k), sidecartest.StringVal(fmt.Sprint("port ", k)))
 		go func() {
-			resp, err := r.set(req)
+			resp, err := r.Set(t, req)
 			replies <- reply{resp, err}
 		}()
 	}
@@ -374,7 +376,7 @@ func TestSetConcurrentClients(t *testing.T) {
 			t.Errorf("concurrent Set: %v", got.err)
 			continue
 		}
-		ext := responseExt(t, got.resp)
+		ext := sidecartest.ResponseExtension(t, got.resp)
 		if ext.GetApply() != sidecarpb.Status_STATUS_COMPLETE {
 			t.Errorf("concurrent SYNC Set answered with apply %v", ext.GetApply())
 		}
@@ -384,15 +386,15 @@ func TestSetConcurrentClients(t *testing.T) {
 		seen[ext.GetIndex()] = true
 	}
 	for k := range n {
-		r.wantDeviceLeaf(fmt.Sprintf("/interfaces/interface[name=eth%d]/config/description", k), strVal(fmt.Sprint("port ", k)))
+		r.WantDeviceLeaf(t, fmt.Sprintf("/interfaces/interface[name=eth%d]/config/description", k), sidecartest.StringVal(fmt.Sprint("port ", k)))
 	}
-	if got := r.lastIndex(); got != n {
+	if got := r.LastIndex(t); got != n {
 		t.Errorf("journal's last index is %d after %d Sets", got, n)
 	}
 }
 
 func TestSetDeviceFailureClasses(t *testing.T) {
-	r := newRig(t, sidecartest.Options{})
+	r := sidecartest.Start(t, sidecartest.Options{})
 	for _, tc := range []struct {
 		device codes.Code // what the device answers the first time
 		want   codes.Code // what the client gets
@@ -407,18 +409,17 @@ func TestSetDeviceFailureClasses(t *testing.T) {
 		{codes.ResourceExhausted, codes.OK},
 	} {
 		t.Run(tc.device.String(), func(t *testing.T) {
-			r := r.with(t)
 			r.WaitConnected(t, true)
-			value := strVal("after " + tc.device.String())
+			value := sidecartest.StringVal("after " + tc.device.String())
 			setCount := r.Dev.SetCount()
 			r.Dev.RejectNextSets(1, tc.device)
-			resp, err := r.set(updateReq(t, descPath, value))
-			i := r.lastIndex()
+			resp, err := r.Set(t, sidecartest.UpdateRequest(t, descPath, value))
+			i := r.LastIndex(t)
 			if tc.want != codes.OK {
-				st := wantStatus(t, err, tc.want, "injected fault")
+				st := sidecartest.WantStatus(t, err, tc.want, "injected fault")
 				wantResponse(t, detailResponse(t, st), &sidecarpb.Response{Index: i, Phase: sidecarpb.Phase_PHASE_CHANGE,
 					Commit: sidecarpb.Status_STATUS_COMPLETE, Apply: sidecarpb.Status_STATUS_FAILED})
-				if got, _ := r.deviceLeaf(descPath); proto.Equal(got, value) {
+				if got := sidecartest.DeviceLeaves(t, r.Dev)[descPath]; proto.Equal(got, value) {
 					t.Errorf("device holds the value of a failed Set")
 				}
 				return
@@ -429,15 +430,15 @@ func TestSetDeviceFailureClasses(t *testing.T) {
 			if sets := r.Dev.SetCount() - setCount; sets < 2 {
 				t.Errorf("the device saw %d Set(s); the refused one should have been sent again", sets)
 			}
-			wantResponse(t, responseExt(t, resp), &sidecarpb.Response{Index: i, Phase: sidecarpb.Phase_PHASE_CHANGE,
+			wantResponse(t, sidecartest.ResponseExtension(t, resp), &sidecarpb.Response{Index: i, Phase: sidecarpb.Phase_PHASE_CHANGE,
 				Commit: sidecarpb.Status_STATUS_COMPLETE, Apply: sidecarpb.Status_STATUS_COMPLETE})
-			r.wantDeviceLeaf(descPath, value)
+			r.WantDeviceLeaf(t, descPath, value)
 		})
 	}
 }
 
 func TestSetAbortedBehindFailedProposal(t *testing.T) {
-	r := newRig(t, sidecartest.Options{})
+	r := sidecartest.Start(t, sidecartest.Options{})
 	r.Dev.SetDelay(500 * time.Millisecond)
 
 	type reply struct {
@@ -447,29 +448,29 @@ func TestSetAbortedBehindFailedProposal(t *testing.T) {
 	send := func(req *gpb.SetRequest) <-chan reply {
 		c := make(chan reply, 1)
 		go func() {
-			resp, err := r.set(req)
+			resp, err := r.Set(t, req)
 			c <- reply{resp, err}
 		}()
 		return c
 	}
 	// Proposal 1 is on its way to a slow device that will reject it;
 	// proposal 2 is committed on top of it meanwhile.
-	first := send(updateReq(t, mtuPath, strVal("jumbo")))
-	sidecartest.Eventually(t, waitFor, "proposal 1 to be journaled", func() bool { return r.lastIndex() == 1 })
-	r.waitProposal(1, func(p *journal.Proposal) bool { return p.GetChange().GetApply() == journal.StatusInProgress })
-	second := send(updateReq(t, descPath, strVal("never applied")))
-	sidecartest.Eventually(t, waitFor, "proposal 2 to be journaled", func() bool { return r.lastIndex() == 2 })
-	r.waitProposal(2, func(p *journal.Proposal) bool { return p.GetChange().GetCommit() == journal.StatusComplete })
-	if p := r.proposal(1); journal.Finished(p.GetChange().GetApply()) {
+	first := send(sidecartest.UpdateRequest(t, mtuPath, sidecartest.StringVal("jumbo")))
+	sidecartest.Eventually(t, waitFor, "proposal 1 to be journaled", func() bool { return r.LastIndex(t) == 1 })
+	waitProposal(t, r, 1, func(p *journal.Proposal) bool { return p.GetChange().GetApply() == journal.StatusInProgress })
+	second := send(sidecartest.UpdateRequest(t, descPath, sidecartest.StringVal("never applied")))
+	sidecartest.Eventually(t, waitFor, "proposal 2 to be journaled", func() bool { return r.LastIndex(t) == 2 })
+	waitProposal(t, r, 2, func(p *journal.Proposal) bool { return p.GetChange().GetCommit() == journal.StatusComplete })
+	if p := r.Proposal(t, 1); journal.Finished(p.GetChange().GetApply()) {
 		t.Fatalf("the device answered proposal 1 before proposal 2 was committed (apply %v); the test needs a slower device", p.GetChange().GetApply())
 	}
 
 	got := <-first
-	wantStatus(t, got.err, codes.InvalidArgument)
+	sidecartest.WantStatus(t, got.err, codes.InvalidArgument)
 	got = <-second
-	st := wantStatus(t, got.err, codes.Aborted, "proposal 1")
+	st := sidecartest.WantStatus(t, got.err, codes.Aborted, "proposal 1")
 	wantResponse(t, detailResponse(t, st), &sidecarpb.Response{Index: 2, Phase: sidecarpb.Phase_PHASE_CHANGE,
 		Commit: sidecarpb.Status_STATUS_COMPLETE, Apply: sidecarpb.Status_STATUS_ABORTED})
-	r.wantDeviceLeaf(descPath, nil)
-	r.wantDeviceLeaf(mtuPath, nil)
+	r.WantDeviceLeaf(t, descPath, nil)
+	r.WantDeviceLeaf(t, mtuPath, nil)
 }

@@ -1,13 +1,16 @@
 // Package sidecartest holds helpers shared by the tests of several
 // packages: a whole sidecar in-process in front of a simulated device
-// (Start), loopback gRPC servers and clients, a logger writing to the test
-// log, path parsing, polling, the gnmi_cli reference client, and a CA
-// issuing TLS certificates (NewPKI).
+// (Start) with calls through it and checks of its journal and device
+// (Sidecar's methods), the requests, extensions and statuses of the
+// sidecar's gNMI dialect, loopback gRPC servers and clients, a logger
+// writing to the test log, path parsing, polling, the gnmi_cli reference
+// client, and a CA issuing TLS certificates (NewPKI).
 //
-// It is for tests only: every helper takes a testing.TB, fails the test on
-// an error and releases what it started when the test ends. The product
-// packages never import it; the tests of proxy, client, agent (package
-// agent_test) and the commands do.
+// It is for tests only: every helper takes a testing.TB (where it can
+// fail), fails the test on an error and releases what it started when the
+// test ends. The product packages never import it; the external tests of
+// proxy, authz, introspection, client, agent (package agent_test) and the
+// commands do.
 package sidecartest
 
 import (
@@ -24,9 +27,10 @@ import (
 	"time"
 
 	gpb "github.com/openconfig/gnmi/proto/gnmi"
-	"github.com/openconfig/ygot/ygot"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
+
+	"github.com/gnmi-sidecar/gnmi-sidecar/sidecar/sidecartest/fixture"
 )
 
 // Logger returns a logger writing to t.Log at level Info, so that logs show
@@ -67,11 +71,7 @@ func (w *logWriter) stop() {
 // it is malformed.
 func Path(t testing.TB, s string) *gpb.Path {
 	t.Helper()
-	p, err := ygot.StringToStructuredPath(s)
-	if err != nil {
-		t.Fatalf("path %q: %v", s, err)
-	}
-	return p
+	return fixture.Path(t, s)
 }
 
 // Eventually polls cond every 5 ms until it holds, and fails the test if it
