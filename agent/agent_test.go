@@ -17,6 +17,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/gnmi-sidecar/gnmi-sidecar/agent"
+	"github.com/gnmi-sidecar/gnmi-sidecar/gnmipath"
 	"github.com/gnmi-sidecar/gnmi-sidecar/journal"
 	"github.com/gnmi-sidecar/gnmi-sidecar/sidecar/sidecartest"
 	"github.com/gnmi-sidecar/gnmi-sidecar/testbed"
@@ -96,7 +97,7 @@ func TestRejectFailsProposalAndAbortsTheLaterOnesThatDependOnIt(t *testing.T) {
 	// The committed configuration is back to what was applied.
 	var committed []string
 	if err := r.j.Committed(context.Background(), nil, func(pv *journal.PathValue) error {
-		committed = append(committed, journal.PathString(pv.GetPath()))
+		committed = append(committed, gnmipath.String(pv.GetPath()))
 		return nil
 	}); err != nil {
 		t.Fatal(err)

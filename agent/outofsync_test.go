@@ -9,6 +9,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/gnmi-sidecar/gnmi-sidecar/agent"
+	"github.com/gnmi-sidecar/gnmi-sidecar/gnmipath"
 	"github.com/gnmi-sidecar/gnmi-sidecar/journal"
 	"github.com/gnmi-sidecar/gnmi-sidecar/sidecar/sidecartest"
 	"github.com/gnmi-sidecar/gnmi-sidecar/testbed"
@@ -18,7 +19,7 @@ import (
 func outOfSyncPaths(r *rig) []string {
 	var out []string
 	for _, rec := range r.outOfSync() {
-		out = append(out, journal.PathString(rec.GetValue().GetPath()))
+		out = append(out, gnmipath.String(rec.GetValue().GetPath()))
 	}
 	return out
 }
@@ -155,7 +156,7 @@ func TestRefusedRestoreMarksOutOfSync(t *testing.T) {
 		t.Fatalf("apply = %v, want FAILED", p.GetChange().GetApply())
 	}
 	recs := r.outOfSync()
-	if len(recs) != 1 || journal.PathString(recs[0].GetValue().GetPath()) != descPath("eth0") ||
+	if len(recs) != 1 || gnmipath.String(recs[0].GetValue().GetPath()) != descPath("eth0") ||
 		recs[0].GetCause() != journal.CauseRestore || recs[0].GetProposal() != i {
 		t.Fatalf("out of sync: %v, want %s (RESTORE, proposal %d)", recs, descPath("eth0"), i)
 	}
@@ -217,7 +218,7 @@ func TestRefusedLeafInsideJSONRollbackAndRepush(t *testing.T) {
 		return ok && proto.Equal(v, str("d0")) && r.a.Status().Repushes >= 2
 	})
 	recs := r.outOfSync()
-	if len(recs) != 1 || journal.PathString(recs[0].GetValue().GetPath()) != mtuPath("eth0") || recs[0].GetCause() != journal.CauseRepush {
+	if len(recs) != 1 || gnmipath.String(recs[0].GetValue().GetPath()) != mtuPath("eth0") || recs[0].GetCause() != journal.CauseRepush {
 		t.Fatalf("out of sync after the re-push: %v, want %s (REPUSH)", recs, mtuPath("eth0"))
 	}
 	if _, ok := r.deviceLeaf(mtuPath("eth0")); ok {

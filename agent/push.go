@@ -9,6 +9,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/gnmi-sidecar/gnmi-sidecar/gnmipath"
 	"github.com/gnmi-sidecar/gnmi-sidecar/journal"
 )
 
@@ -155,7 +156,7 @@ func (a *Agent) reportRefused(log *slog.Logger, msg string, out *pushOutcome) {
 	}
 	a.noteRefused(out.err.Err())
 	for _, pv := range out.refused {
-		log.Warn(msg, "path", journal.PathString(pv.GetPath()), "deleted", pv.GetDeleted(),
+		log.Warn(msg, "path", gnmipath.String(pv.GetPath()), "deleted", pv.GetDeleted(),
 			"code", out.err.Code(), "err", out.err.Message(),
 			"resolve", "gnmi-sidecar resolve retry|skip|adopt (docs/cli.md)")
 	}

@@ -13,6 +13,7 @@ import (
 	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/gnmi-sidecar/gnmi-sidecar/gnmipath"
 	"github.com/gnmi-sidecar/gnmi-sidecar/journal"
 	"github.com/gnmi-sidecar/gnmi-sidecar/leaves"
 )
@@ -40,7 +41,7 @@ func changeRequest(ops []*journal.Op) (*gpb.SetRequest, error) {
 		case journal.OpUpdate:
 			req.Update = appendLeaves(req.Update, op.GetValues())
 		default:
-			return nil, fmt.Errorf("journaled operation on %s has kind %v", journal.PathString(op.GetPath()), op.GetKind())
+			return nil, fmt.Errorf("journaled operation on %s has kind %v", gnmipath.String(op.GetPath()), op.GetKind())
 		}
 	}
 	return req, nil

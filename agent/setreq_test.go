@@ -16,6 +16,7 @@ import (
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/testing/protocmp"
 
+	"github.com/gnmi-sidecar/gnmi-sidecar/gnmipath"
 	"github.com/gnmi-sidecar/gnmi-sidecar/journal"
 	"github.com/gnmi-sidecar/gnmi-sidecar/leaves"
 )
@@ -141,7 +142,7 @@ func TestTombstonesFirstWithinEachIndex(t *testing.T) {
 	}
 	var got []string
 	order := &tombstonesFirst{emit: func(pv *journal.PathValue) error {
-		got = append(got, fmt.Sprintf("%s@%d/%v", journal.PathString(pv.GetPath()), pv.GetIndex(), pv.GetDeleted()))
+		got = append(got, fmt.Sprintf("%s@%d/%v", gnmipath.String(pv.GetPath()), pv.GetIndex(), pv.GetDeleted()))
 		return nil
 	}}
 	for _, v := range in {
@@ -180,7 +181,7 @@ func TestCoveringKeysMatchesIsUnder(t *testing.T) {
 			got := slices.ContainsFunc(covering, func(k []byte) bool { return bytes.Equal(k, journal.PathKey(parent)) })
 			if got != want {
 				t.Errorf("coveringKeys(%s) has %s: %v, IsUnder: %v",
-					journal.PathString(child), journal.PathString(parent), got, want)
+					gnmipath.String(child), gnmipath.String(parent), got, want)
 			}
 		}
 	}

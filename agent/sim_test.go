@@ -15,6 +15,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/gnmi-sidecar/gnmi-sidecar/agent"
+	"github.com/gnmi-sidecar/gnmi-sidecar/gnmipath"
 	"github.com/gnmi-sidecar/gnmi-sidecar/journal"
 	"github.com/gnmi-sidecar/gnmi-sidecar/testbed"
 )
@@ -229,7 +230,7 @@ func (s *sim) checkCommittedEqualsApplied() {
 	values := func(read func(context.Context, *gpb.Path, func(*journal.PathValue) error) error) map[string]*journal.PathValue {
 		out := map[string]*journal.PathValue{}
 		if err := read(ctx, nil, func(pv *journal.PathValue) error {
-			out[journal.PathString(pv.GetPath())] = pv
+			out[gnmipath.String(pv.GetPath())] = pv
 			return nil
 		}); err != nil {
 			s.t.Fatal(err)

@@ -11,6 +11,7 @@ import (
 	"github.com/openconfig/gnmi/proto/gnmi"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/gnmi-sidecar/gnmi-sidecar/gnmipath"
 	"github.com/gnmi-sidecar/gnmi-sidecar/leaves"
 )
 
@@ -143,7 +144,7 @@ func checkCommit(t *testing.T, j *Journal, ops []*Op) {
 		switch op.GetKind() {
 		case OpDelete:
 			if pv := changed[string(PathKey(op.GetPath()))]; pv == nil || !pv.GetDeleted() && !leafAt(ops, op.GetPath()) {
-				t.Fatalf("delete of %s left %v", PathString(op.GetPath()), pv)
+				t.Fatalf("delete of %s left %v", gnmipath.String(op.GetPath()), pv)
 			}
 		case OpUpdate:
 			for _, unit := range Units(op) {
@@ -153,7 +154,7 @@ func checkCommit(t *testing.T, j *Journal, ops []*Op) {
 					continue // the node held values already
 				}
 				if !proto.Equal(pv.GetValue(), last.GetValue()) {
-					t.Fatalf("update of %s left %v, the last unit written there was %v", PathString(unit.GetPath()), pv, last.GetValue())
+					t.Fatalf("update of %s left %v, the last unit written there was %v", gnmipath.String(unit.GetPath()), pv, last.GetValue())
 				}
 			}
 		}

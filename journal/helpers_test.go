@@ -14,6 +14,7 @@ import (
 	"github.com/openconfig/ygot/ygot"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/gnmi-sidecar/gnmi-sidecar/gnmipath"
 	"github.com/gnmi-sidecar/gnmi-sidecar/journal/journalpb"
 )
 
@@ -198,7 +199,7 @@ func rollback(t testing.TB, j *Journal, term, i uint64) {
 // render shows a value map as "path=value@index" / "path=deleted@index".
 func render(pv *PathValue) string {
 	if pv.GetDeleted() {
-		return fmt.Sprintf("%s=deleted@%d", PathString(pv.GetPath()), pv.GetIndex())
+		return fmt.Sprintf("%s=deleted@%d", gnmipath.String(pv.GetPath()), pv.GetIndex())
 	}
 	v := pv.GetValue()
 	var s string
@@ -214,7 +215,7 @@ func render(pv *PathValue) string {
 	default:
 		s = v.String()
 	}
-	return fmt.Sprintf("%s=%s@%d", PathString(pv.GetPath()), s, pv.GetIndex())
+	return fmt.Sprintf("%s=%s@%d", gnmipath.String(pv.GetPath()), s, pv.GetIndex())
 }
 
 func committedList(t testing.TB, j *Journal, prefix *gnmi.Path) []string {
@@ -394,7 +395,7 @@ func invariants(j *Journal) error {
 	for name, m := range map[string]map[string]*PathValue{"committed": committed, "applied": applied} {
 		for k, pv := range m {
 			if string(PathKey(pv.Path)) != k {
-				return fmt.Errorf("%s value %s stored under another key", name, PathString(pv.Path))
+				return fmt.Errorf("%s value %s stored under another key", name, gnmipath.String(pv.Path))
 			}
 			if pv.Index == 0 {
 				if !pv.Deleted {
@@ -466,7 +467,7 @@ func invariants(j *Journal) error {
 					}
 					k := string(PathKey(p))
 					if !proto.Equal(state[k], e.Before) && !(state[k] == nil && e.Before == nil) {
-						return fmt.Errorf("history delta %q: %s held %v, delta says before was %v", key, PathString(p), state[k], e.Before)
+						return fmt.Errorf("history delta %q: %s held %v, delta says before was %v", key, gnmipath.String(p), state[k], e.Before)
 					}
 					if e.After == nil {
 						delete(state, k)
@@ -510,12 +511,12 @@ func keySet(j *Journal, ns []byte) (map[string]bool, error) {
 func sameValues(a, b map[string]*PathValue) error {
 	for k, v := range a {
 		if !proto.Equal(v, b[k]) {
-			return fmt.Errorf("%s: %s vs %s", PathString(v.Path), render(v), render(b[k]))
+			return fmt.Errorf("%s: %s vs %s", gnmipath.String(v.Path), render(v), render(b[k]))
 		}
 	}
 	for k, v := range b {
 		if _, ok := a[k]; !ok {
-			return fmt.Errorf("%s only in one: %s", PathString(v.Path), render(v))
+			return fmt.Errorf("%s only in one: %s", gnmipath.String(v.Path), render(v))
 		}
 	}
 	return nil

@@ -19,6 +19,8 @@ import (
 	"github.com/dgraph-io/badger/v4"
 	"github.com/openconfig/gnmi/proto/gnmi"
 	"google.golang.org/protobuf/proto"
+
+	"github.com/gnmi-sidecar/gnmi-sidecar/gnmipath"
 )
 
 func fakeTime(sec int64) time.Time { return time.Unix(1_700_000_000+sec, 0).UTC() }
@@ -1088,7 +1090,7 @@ func FuzzPathKey(f *testing.F) {
 		sibling := proto.CloneOf(parent)
 		sibling.Elem[1] = &gnmi.PathElem{Name: n2 + extra, Key: map[string]string{k: v}}
 		if IsUnder(sibling, parent) {
-			t.Fatalf("%s is under %s", PathString(sibling), PathString(parent))
+			t.Fatalf("%s is under %s", gnmipath.String(sibling), gnmipath.String(parent))
 		}
 		other := proto.CloneOf(parent)
 		other.Elem[1].Key = map[string]string{k: v + extra}

@@ -114,10 +114,6 @@ func IsUnder(child, parent *gnmi.Path) bool {
 	return subtreeOf(parent).contains(PathKey(child))
 }
 
-// PathString is gnmipath.String, under the name the agent's packages
-// still call it by.
-func PathString(p *gnmi.Path) string { return gnmipath.String(p) }
-
 // Limits of a journaled path, far above any YANG model's paths. A path's
 // PathKey is part of Badger keys, which Badger caps at 65,000 bytes: a
 // longer one could be proposed but never committed.
@@ -164,7 +160,3 @@ func ValidatePath(p *gnmi.Path) error {
 	}
 	return nil
 }
-
-// ShortPathString is gnmipath.Short, under the name the agent's packages
-// still call it by.
-func ShortPathString(p *gnmi.Path) string { return gnmipath.Short(p) }

@@ -17,6 +17,7 @@ import (
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
+	"github.com/gnmi-sidecar/gnmi-sidecar/gnmipath"
 	"github.com/gnmi-sidecar/gnmi-sidecar/journal/journalpb"
 	"github.com/gnmi-sidecar/gnmi-sidecar/leaves"
 )
@@ -118,7 +119,7 @@ func TestUpgradeFormat1(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if units := Units(p.GetChange().GetOps()[0]); len(units) != 1 || PathString(units[0].GetPath()) != "/system/config/login-banner" {
+	if units := Units(p.GetChange().GetOps()[0]); len(units) != 1 || gnmipath.String(units[0].GetPath()) != "/system/config/login-banner" {
 		t.Fatalf("proposal 3's units: %v", units)
 	}
 	m, err := j.Connect(context.Background())
@@ -158,7 +159,7 @@ func TestUpgradeFormat1(t *testing.T) {
 		t.Fatalf("hostname after reopening: %v", got)
 	}
 	// The list keys learned from the proposals are kept.
-	if lists := j.Keys().Lists(); len(lists) != 1 || PathString(lists[0].Path) != "/interfaces/interface" {
+	if lists := j.Keys().Lists(); len(lists) != 1 || gnmipath.String(lists[0].Path) != "/interfaces/interface" {
 		t.Fatalf("learned lists %v", lists)
 	}
 }
