@@ -15,25 +15,25 @@ import (
 // in the same transaction, takes the steps it enables at once (see
 // advance), then wakes the reconcilers. Proposed this way, a Set costs one
 // fsync before it goes to the device instead of three.
-func (a *Agent) ProposeChange(ctx context.Context, ops []*journal.Op) (*journal.Proposal, error) {
+func (a *Agent) ProposeChange(ctx context.Context, by journal.Authorship, ops []*journal.Op) (*journal.Proposal, error) {
 	return a.propose(func(then func(*journal.Tx) error) (*journal.Proposal, error) {
-		return a.j.ProposeChange(ctx, ops, then)
+		return a.j.ProposeChangeBy(ctx, by, ops, then)
 	})
 }
 
 // ProposeAdoption is ProposeChange for values the device already holds
 // (journal.ProposeAdoption): applied without a device Set.
-func (a *Agent) ProposeAdoption(ctx context.Context, ops []*journal.Op, author string) (*journal.Proposal, error) {
+func (a *Agent) ProposeAdoption(ctx context.Context, by journal.Authorship, ops []*journal.Op) (*journal.Proposal, error) {
 	return a.propose(func(then func(*journal.Tx) error) (*journal.Proposal, error) {
-		return a.j.ProposeAdoption(ctx, ops, author, then)
+		return a.j.ProposeAdoption(ctx, by, ops, then)
 	})
 }
 
 // ProposeConfirmedChange is ProposeChange for a commit-confirmed change
 // (journal.ProposeConfirmedChange).
-func (a *Agent) ProposeConfirmedChange(ctx context.Context, ops []*journal.Op, id string, deadline time.Time) (*journal.Proposal, error) {
+func (a *Agent) ProposeConfirmedChange(ctx context.Context, by journal.Authorship, ops []*journal.Op, id string, deadline time.Time) (*journal.Proposal, error) {
 	return a.propose(func(then func(*journal.Tx) error) (*journal.Proposal, error) {
-		return a.j.ProposeConfirmedChange(ctx, ops, id, deadline, then)
+		return a.j.ProposeConfirmedChange(ctx, by, ops, id, deadline, then)
 	})
 }
 

@@ -39,14 +39,14 @@ import (
 // wraps ErrInvalid. The deadline is not checked against the clock: one
 // already past only makes the rollback due as soon as the change is
 // applied. The then functions run as ProposeChange's do.
-func (j *Journal) ProposeConfirmedChange(ctx context.Context, ops []*Op, id string, deadline time.Time, then ...func(*Tx) error) (*Proposal, error) {
+func (j *Journal) ProposeConfirmedChange(ctx context.Context, by Authorship, ops []*Op, id string, deadline time.Time, then ...func(*Tx) error) (*Proposal, error) {
 	if id == "" {
 		return nil, fmt.Errorf("journal: commit-confirmed: the commit id is empty: %w", ErrInvalid)
 	}
 	if deadline.IsZero() {
 		return nil, fmt.Errorf("journal: commit-confirmed: no rollback deadline: %w", ErrInvalid)
 	}
-	return j.propose(ctx, ops, "a commit-confirmed is already outstanding", "confirm or cancel it before starting another",
+	return j.propose(ctx, by, ops, "a commit-confirmed is already outstanding", "confirm or cancel it before starting another",
 		func(w *writeTxn, p *Proposal) error {
 			return w.putCommitConfirm(&CommitConfirm{
 				Id:       id,

@@ -156,8 +156,8 @@ func (w *writeTxn) dropOutOfSync(c *Configuration, rec *OutOfSync) error {
 // skip|adopt`); applying it settles the out-of-sync records of the paths
 // it writes. Refused like ProposeChange while a
 // commit-confirmed is outstanding.
-func (j *Journal) ProposeAdoption(ctx context.Context, ops []*Op, author string, then ...func(*Tx) error) (*Proposal, error) {
-	return j.propose(ctx, ops, "a commit-confirmed is outstanding", "confirm or cancel it first, or wait for its rollback",
+func (j *Journal) ProposeAdoption(ctx context.Context, by Authorship, ops []*Op, then ...func(*Tx) error) (*Proposal, error) {
+	return j.propose(ctx, by, ops, "a commit-confirmed is outstanding", "confirm or cancel it first, or wait for its rollback",
 		func(w *writeTxn, p *Proposal) error {
 			c, err := w.configuration()
 			if err != nil {
@@ -165,7 +165,6 @@ func (j *Journal) ProposeAdoption(ctx context.Context, ops []*Op, author string,
 			}
 			p.Change.Adopted = true
 			p.Change.AdoptedTerm = c.GetApplied().GetTerm()
-			p.Change.Author = author
 			return w.put(proposalKey(p.GetIndex()), p)
 		}, then)
 }

@@ -38,7 +38,23 @@ const codeAborted = 10
 // enables without another fsync. An error from one of them fails the whole
 // transition, proposal included.
 func (j *Journal) ProposeChange(ctx context.Context, ops []*Op, then ...func(*Tx) error) (*Proposal, error) {
-	return j.propose(ctx, ops, "a commit-confirmed is outstanding", "confirm or cancel it first, or wait for its rollback", nil, then)
+	return j.ProposeChangeBy(ctx, Authorship{}, ops, then...)
+}
+
+// Authorship says who proposed a change or a rollback, and why
+// (Change.author and comment, Rollback.author and comment).
+type Authorship struct {
+	// Author names the requester: a client certificate's subject, a gRPC
+	// metadata username or a client address; "device" for a drift
+	// adoption. Never a secret.
+	Author string
+	// Comment is the requester's free text (a commit message), if any.
+	Comment string
+}
+
+// ProposeChangeBy is ProposeChange recording who proposed the change.
+func (j *Journal) ProposeChangeBy(ctx context.Context, by Authorship, ops []*Op, then ...func(*Tx) error) (*Proposal, error) {
+	return j.propose(ctx, by, ops, "a commit-confirmed is outstanding", "confirm or cancel it first, or wait for its rollback", nil, then)
 }
 
 // Units returns what op writes, leaf by leaf (Op.units, or its values with
@@ -79,7 +95,7 @@ var markerValue = &gnmi.TypedValue{Value: &gnmi.TypedValue_JsonIetfVal{JsonIetfV
 // them as a new proposal, refused while a commit-confirmed is outstanding
 // (the refusal's words: lead and advice); then, in the same transaction, it
 // calls also (if set) with the new proposal, and the then functions.
-func (j *Journal) propose(ctx context.Context, ops []*Op, lead, advice string, also func(w *writeTxn, p *Proposal) error, then []func(*Tx) error) (*Proposal, error) {
+func (j *Journal) propose(ctx context.Context, by Authorship, ops []*Op, lead, advice string, also func(w *writeTxn, p *Proposal) error, then []func(*Tx) error) (*Proposal, error) {
 	clean, lists, err := j.cleanOps(ops)
 	if err != nil {
 		return nil, err
@@ -90,7 +106,7 @@ func (j *Journal) propose(ctx context.Context, ops []*Op, lead, advice string, a
 		if err := commitConfirmGuard(w.txn, lead, advice); err != nil {
 			return err
 		}
-		p, _, err := w.proposeChange(clean)
+		p, _, err := w.proposeChange(by, clean)
 		if err != nil {
 			return err
 		}
@@ -115,7 +131,7 @@ func (j *Journal) propose(ctx context.Context, ops []*Op, lead, advice string, a
 
 // proposeChange writes ops (already cleaned) as a new proposal and emits
 // its ProposeChange event. Its guards are the caller's.
-func (w *writeTxn) proposeChange(ops []*Op) (*Proposal, *Configuration, error) {
+func (w *writeTxn) proposeChange(by Authorship, ops []*Op) (*Proposal, *Configuration, error) {
 	c, err := w.configuration()
 	if err != nil {
 		return nil, nil, err
@@ -129,6 +145,8 @@ func (w *writeTxn) proposeChange(ops []*Op) (*Proposal, *Configuration, error) {
 			Commit:   StatusPending,
 			Apply:    StatusPending,
 			Proposed: timestamppb.New(w.now),
+			Author:   by.Author,
+			Comment:  by.Comment,
 		},
 	}
 	if err := w.put(proposalKey(p.Index), p); err != nil {
@@ -624,16 +642,25 @@ func abortApplyTransition(i uint64) proposalTransition {
 // outstanding (docs/design.md §4): that change is undone by cancelling it, which
 // ExpireCommit turns into this same rollback.
 func (j *Journal) ProposeRollback(ctx context.Context, i uint64) (*Proposal, *Configuration, error) {
-	return j.proposalTransition(ctx, proposeRollbackTransition(i))
+	return j.ProposeRollbackBy(ctx, i, Authorship{})
 }
 
-func proposeRollbackTransition(i uint64) proposalTransition {
+// ProposeRollbackBy is ProposeRollback recording who asked for it.
+func (j *Journal) ProposeRollbackBy(ctx context.Context, i uint64, by Authorship) (*Proposal, *Configuration, error) {
+	return j.proposalTransition(ctx, proposeRollbackTransition(i, by))
+}
+
+func proposeRollbackTransition(i uint64, by Authorship) proposalTransition {
 	return proposalTransition{action: ActionProposeRollback, index: i, fn: func(w *writeTxn, c *Configuration, p *Proposal) error {
 		if err := commitConfirmGuard(w.txn, "a commit-confirmed is outstanding",
 			"cancel it with the commit extension (or `gnmi-sidecar commit cancel`) instead"); err != nil {
 			return err
 		}
-		return w.proposeRollback(c, p)
+		if err := w.proposeRollback(c, p); err != nil {
+			return err
+		}
+		p.Rollback.Author, p.Rollback.Comment = by.Author, by.Comment
+		return nil
 	}}
 }
 

@@ -2,16 +2,11 @@ package proxy
 
 import (
 	"context"
-	"crypto/x509"
-	"fmt"
 	"time"
 
 	gpb "github.com/openconfig/gnmi/proto/gnmi"
 	"github.com/openconfig/ygot/ygot"
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/credentials"
-	"google.golang.org/grpc/metadata"
-	"google.golang.org/grpc/peer"
 	"google.golang.org/grpc/status"
 
 	"github.com/gnmi-sidecar/gnmi-sidecar/gnmipath"
@@ -24,7 +19,7 @@ import (
 // values again; SKIP and ADOPT read the device's current values and journal
 // them as an adopted proposal (applied without a device Set), authored by
 // the requester.
-func (s *Server) resolve(ctx context.Context, r *sidecarpb.Resolve) (*gpb.SetResponse, error) {
+func (s *Server) resolve(ctx context.Context, r *sidecarpb.Resolve, by journal.Authorship) (*gpb.SetResponse, error) {
 	paths := make([]*gpb.Path, 0, len(r.GetPaths()))
 	for _, p := range r.GetPaths() {
 		gp, err := ygot.StringToStructuredPath(p)
@@ -45,19 +40,19 @@ func (s *Server) resolve(ctx context.Context, r *sidecarpb.Resolve) (*gpb.SetRes
 	if err := s.atRest(ctx); err != nil {
 		return nil, err
 	}
-	author := requester(ctx)
+	author := by.Author
 	var res *journal.Resolution
 	var err error
 	switch r.GetAction() {
 	case sidecarpb.Resolve_ACTION_RETRY:
 		res, err = s.opts.Agent.RetryOutOfSync(ctx, paths, author)
 	case sidecarpb.Resolve_ACTION_SKIP:
-		res, err = s.skip(ctx, paths, author)
+		res, err = s.skip(ctx, paths, by)
 	case sidecarpb.Resolve_ACTION_ADOPT:
 		if len(paths) == 0 {
 			return nil, status.Error(codes.InvalidArgument, "resolve adopt: name the paths whose device values the journal takes")
 		}
-		res, err = s.adopt(ctx, "ADOPT", paths, author, paths)
+		res, err = s.adopt(ctx, "ADOPT", paths, by, paths)
 	default:
 		return nil, status.Errorf(codes.InvalidArgument, "resolve: unknown action %v (RETRY, SKIP or ADOPT)", r.GetAction())
 	}
@@ -80,7 +75,7 @@ func (s *Server) resolve(ctx context.Context, r *sidecarpb.Resolve) (*gpb.SetRes
 
 // skip adopts the device's values at the out-of-sync paths at or under
 // paths (all of them if paths is empty).
-func (s *Server) skip(ctx context.Context, paths []*gpb.Path, author string) (*journal.Resolution, error) {
+func (s *Server) skip(ctx context.Context, paths []*gpb.Path, by journal.Authorship) (*journal.Resolution, error) {
 	recs, err := s.outOfSync(ctx, paths)
 	if err != nil {
 		return nil, err
@@ -92,7 +87,7 @@ func (s *Server) skip(ctx context.Context, paths []*gpb.Path, author string) (*j
 	for _, rec := range recs {
 		targets = append(targets, rec.GetValue().GetPath())
 	}
-	return s.adopt(ctx, "SKIP", targets, author, paths)
+	return s.adopt(ctx, "SKIP", targets, by, paths)
 }
 
 // outOfSync returns the out-of-sync records at or under paths (all if
@@ -112,7 +107,7 @@ func (s *Server) outOfSync(ctx context.Context, paths []*gpb.Path) ([]*journal.O
 // proposal is applied and records, in the Resolution it returns (action
 // SKIP or ADOPT, with author), the out-of-sync records at or under scope
 // it settled.
-func (s *Server) adopt(ctx context.Context, action string, targets []*gpb.Path, author string, scope []*gpb.Path) (*journal.Resolution, error) {
+func (s *Server) adopt(ctx context.Context, action string, targets []*gpb.Path, by journal.Authorship, scope []*gpb.Path) (*journal.Resolution, error) {
 	before, err := s.outOfSync(ctx, scope)
 	if err != nil {
 		return nil, err
@@ -129,7 +124,7 @@ func (s *Server) adopt(ctx context.Context, action string, targets []*gpb.Path, 
 	if err != nil {
 		return nil, err
 	}
-	p, err := s.opts.Agent.ProposeAdoption(ctx, ops, author)
+	p, err := s.opts.Agent.ProposeAdoption(ctx, by, ops)
 	if err != nil {
 		return nil, err
 	}
@@ -146,7 +141,7 @@ func (s *Server) adopt(ctx context.Context, action string, targets []*gpb.Path, 
 	if err != nil {
 		return nil, err
 	}
-	res := &journal.Resolution{Author: author, Action: action, Proposal: i, Settled: journal.SettledPaths(before, after)}
+	res := &journal.Resolution{Author: by.Author, Action: action, Proposal: i, Settled: journal.SettledPaths(before, after)}
 	for _, rec := range after {
 		res.StillOutOfSync = append(res.StillOutOfSync, rec.GetValue().GetPath())
 	}
@@ -180,36 +175,4 @@ func (s *Server) deviceValues(ctx context.Context, p *gpb.Path) ([]*gpb.Update, 
 		}
 	}
 	return out, nil
-}
-
-// requester names the client of ctx for the journal: its verified
-// certificate's subject, else the username it sent, else its address.
-// Never a password.
-func requester(ctx context.Context) string {
-	if p, ok := peer.FromContext(ctx); ok {
-		if info, ok := p.AuthInfo.(credentials.TLSInfo); ok && len(info.State.VerifiedChains) > 0 {
-			return subjectOf(info.State.VerifiedChains[0][0])
-		}
-	}
-	if md, ok := metadata.FromIncomingContext(ctx); ok {
-		if u := md.Get("username"); len(u) == 1 && u[0] != "" {
-			return u[0]
-		}
-	}
-	if addr := peerAddr(ctx); addr != "" {
-		return addr
-	}
-	return "unknown"
-}
-
-// peerAddr is the network address of the client of ctx, "" if unknown.
-func peerAddr(ctx context.Context) string {
-	if p, ok := peer.FromContext(ctx); ok && p.Addr != nil {
-		return p.Addr.String()
-	}
-	return ""
-}
-
-func subjectOf(cert *x509.Certificate) string {
-	return fmt.Sprintf("cert:%s", cert.Subject.String())
 }

@@ -44,6 +44,10 @@ func (s *Server) Set(ctx context.Context, req *gpb.SetRequest) (*gpb.SetResponse
 		return masterResponse(req), nil
 	}
 	sync := ext.GetMode() == sidecarpb.SetMode_SET_MODE_SYNC
+	by, err := authorship(ctx, ext)
+	if err != nil {
+		return nil, err
+	}
 	switch {
 	case commit != nil && (ext.GetRollback() != nil || ext.GetResolve() != nil):
 		return nil, status.Error(codes.InvalidArgument, "a Set cannot carry both the commit-confirmed extension and the sidecar's rollback or resolve")
@@ -53,21 +57,21 @@ func (s *Server) Set(ctx context.Context, req *gpb.SetRequest) (*gpb.SetResponse
 		if hasOps(req) {
 			return nil, status.Error(codes.InvalidArgument, "a resolve Set (sidecar extension with resolve) must carry no operations")
 		}
-		return s.resolve(ctx, ext.GetResolve())
+		return s.resolve(ctx, ext.GetResolve(), by)
 	case commit != nil:
-		return s.commitConfirmed(ctx, req, commit, sync)
+		return s.commitConfirmed(ctx, req, commit, sync, by)
 	case ext.GetRollback() != nil:
 		if hasOps(req) {
 			return nil, status.Error(codes.InvalidArgument, "a rollback Set (sidecar extension with rollback) must carry no operations")
 		}
-		return s.rollback(ctx, ext.GetRollback().GetIndex(), sync)
+		return s.rollback(ctx, ext.GetRollback().GetIndex(), sync, by)
 	}
 	ops, err := requestOps(req)
 	if err != nil {
 		return nil, err
 	}
 	return s.propose(ctx, req, sync, func() (*journal.Proposal, error) {
-		return s.opts.Agent.ProposeChange(ctx, ops)
+		return s.opts.Agent.ProposeChange(ctx, by, ops)
 	})
 }
 
@@ -120,7 +124,7 @@ func (s *Server) propose(ctx context.Context, req *gpb.SetRequest, sync bool, jo
 
 // rollback proposes the rollback of proposal i (0: the newest change in
 // effect) and waits for it.
-func (s *Server) rollback(ctx context.Context, i uint64, sync bool) (*gpb.SetResponse, error) {
+func (s *Server) rollback(ctx context.Context, i uint64, sync bool, by journal.Authorship) (*gpb.SetResponse, error) {
 	if err := s.refuseIfDisconnected(sync); err != nil {
 		return nil, err
 	}
@@ -141,14 +145,14 @@ func (s *Server) rollback(ctx context.Context, i uint64, sync bool) (*gpb.SetRes
 		}
 		i = newest
 	}
-	if _, _, err := j.ProposeRollback(ctx, i); err != nil {
+	if _, _, err := j.ProposeRollbackBy(ctx, i, by); err != nil {
 		if errors.Is(err, journal.ErrNotFound) {
 			return nil, status.Errorf(codes.NotFound, "cannot roll back proposal %d: it does not exist", i)
 		}
 		return nil, JournalError(err)
 	}
 	s.opts.Agent.Notify()
-	s.log.Info("rollback journaled", "proposal", i, "sync", sync)
+	s.log.Info("rollback journaled", "proposal", i, "sync", sync, "author", by.Author)
 	return s.waitRollback(ctx, i, sync, false)
 }
 

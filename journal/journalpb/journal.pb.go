@@ -706,7 +706,9 @@ type Change struct {
 	// The change records values the device already holds (an operator's
 	// `resolve skip|adopt`): its apply completes without a device Set.
 	Adopted bool `protobuf:"varint,10,opt,name=adopted,proto3" json:"adopted,omitempty"`
-	// Who proposed it (for now set on adoptions only).
+	// Who proposed it: the client certificate's subject ("cert:CN=…"), else
+	// the gRPC metadata username, else the client's address; "device" for a
+	// drift adoption (docs/cli.md, "Who did it"). Never a secret.
 	Author string `protobuf:"bytes,11,opt,name=author,proto3" json:"author,omitempty"`
 	// The proposal whose failed apply this change depends on (it writes
 	// paths that one wrote): its commit was undone and its apply is
@@ -715,7 +717,13 @@ type Change struct {
 	// For an adopted change: the applied term when the device's values were
 	// read. Applied under another term (the device may have restarted since),
 	// it is sent like any change.
-	AdoptedTerm   uint64 `protobuf:"varint,13,opt,name=adopted_term,json=adoptedTerm,proto3" json:"adopted_term,omitempty"`
+	AdoptedTerm uint64 `protobuf:"varint,13,opt,name=adopted_term,json=adoptedTerm,proto3" json:"adopted_term,omitempty"`
+	// The proposer's free-text comment (a commit message; sidecar extension).
+	Comment string `protobuf:"bytes,14,opt,name=comment,proto3" json:"comment,omitempty"`
+	// Set on a change that restores an earlier point of the journal
+	// (`rollback --to`): it writes back, as one Set, what every path changed
+	// since then held at that point.
+	Restores      *Restore `protobuf:"bytes,15,opt,name=restores,proto3" json:"restores,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -841,6 +849,185 @@ func (x *Change) GetAdoptedTerm() uint64 {
 	return 0
 }
 
+func (x *Change) GetComment() string {
+	if x != nil {
+		return x.Comment
+	}
+	return ""
+}
+
+func (x *Change) GetRestores() *Restore {
+	if x != nil {
+		return x.Restores
+	}
+	return nil
+}
+
+// The point a restoring change went back to.
+type Restore struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The proposal after whose commit the point was (0: before the journal's
+	// first change).
+	Index uint64 `protobuf:"varint,1,opt,name=index,proto3" json:"index,omitempty"`
+	// The tag naming the point, if it was asked for by tag.
+	Tag string `protobuf:"bytes,2,opt,name=tag,proto3" json:"tag,omitempty"`
+	// The point's history sequence number (Configuration.history_seq then).
+	HistorySeq    uint64 `protobuf:"varint,3,opt,name=history_seq,json=historySeq,proto3" json:"history_seq,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Restore) Reset() {
+	*x = Restore{}
+	mi := &file_journal_journalpb_journal_proto_msgTypes[7]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Restore) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Restore) ProtoMessage() {}
+
+func (x *Restore) ProtoReflect() protoreflect.Message {
+	mi := &file_journal_journalpb_journal_proto_msgTypes[7]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Restore.ProtoReflect.Descriptor instead.
+func (*Restore) Descriptor() ([]byte, []int) {
+	return file_journal_journalpb_journal_proto_rawDescGZIP(), []int{7}
+}
+
+func (x *Restore) GetIndex() uint64 {
+	if x != nil {
+		return x.Index
+	}
+	return 0
+}
+
+func (x *Restore) GetTag() string {
+	if x != nil {
+		return x.Tag
+	}
+	return ""
+}
+
+func (x *Restore) GetHistorySeq() uint64 {
+	if x != nil {
+		return x.HistorySeq
+	}
+	return 0
+}
+
+// A named point of the journal (`gnmi-sidecar journal tag`).
+type Tag struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Name  string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	// The proposal after whose commit the point is (0: before the first).
+	Index uint64 `protobuf:"varint,2,opt,name=index,proto3" json:"index,omitempty"`
+	// Configuration.history_seq at the point: the history deltas after it
+	// are what a rollback to the tag undoes.
+	HistorySeq uint64 `protobuf:"varint,3,opt,name=history_seq,json=historySeq,proto3" json:"history_seq,omitempty"`
+	// When the point was (the newest history delta at or before it; the
+	// tag's creation time if there is none): a History snapshot at this time
+	// returns the configuration at the tag.
+	Time *timestamppb.Timestamp `protobuf:"bytes,4,opt,name=time,proto3" json:"time,omitempty"`
+	// When the tag was made, by whom, and why.
+	Created       *timestamppb.Timestamp `protobuf:"bytes,5,opt,name=created,proto3" json:"created,omitempty"`
+	Author        string                 `protobuf:"bytes,6,opt,name=author,proto3" json:"author,omitempty"`
+	Comment       string                 `protobuf:"bytes,7,opt,name=comment,proto3" json:"comment,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Tag) Reset() {
+	*x = Tag{}
+	mi := &file_journal_journalpb_journal_proto_msgTypes[8]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Tag) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Tag) ProtoMessage() {}
+
+func (x *Tag) ProtoReflect() protoreflect.Message {
+	mi := &file_journal_journalpb_journal_proto_msgTypes[8]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Tag.ProtoReflect.Descriptor instead.
+func (*Tag) Descriptor() ([]byte, []int) {
+	return file_journal_journalpb_journal_proto_rawDescGZIP(), []int{8}
+}
+
+func (x *Tag) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *Tag) GetIndex() uint64 {
+	if x != nil {
+		return x.Index
+	}
+	return 0
+}
+
+func (x *Tag) GetHistorySeq() uint64 {
+	if x != nil {
+		return x.HistorySeq
+	}
+	return 0
+}
+
+func (x *Tag) GetTime() *timestamppb.Timestamp {
+	if x != nil {
+		return x.Time
+	}
+	return nil
+}
+
+func (x *Tag) GetCreated() *timestamppb.Timestamp {
+	if x != nil {
+		return x.Created
+	}
+	return nil
+}
+
+func (x *Tag) GetAuthor() string {
+	if x != nil {
+		return x.Author
+	}
+	return ""
+}
+
+func (x *Tag) GetComment() string {
+	if x != nil {
+		return x.Comment
+	}
+	return ""
+}
+
 type Rollback struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// committed.index before the change was committed.
@@ -855,14 +1042,17 @@ type Rollback struct {
 	Applied      *timestamppb.Timestamp `protobuf:"bytes,8,opt,name=applied,proto3" json:"applied,omitempty"`
 	// Why the apply failed: the device's definitive rejection of the
 	// rollback values (apply FAILED). The values it refused are out of sync.
-	Error         *Error `protobuf:"bytes,9,opt,name=error,proto3" json:"error,omitempty"`
+	Error *Error `protobuf:"bytes,9,opt,name=error,proto3" json:"error,omitempty"`
+	// Who asked for the rollback, and why (as Change.author, Change.comment).
+	Author        string `protobuf:"bytes,10,opt,name=author,proto3" json:"author,omitempty"`
+	Comment       string `protobuf:"bytes,11,opt,name=comment,proto3" json:"comment,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Rollback) Reset() {
 	*x = Rollback{}
-	mi := &file_journal_journalpb_journal_proto_msgTypes[7]
+	mi := &file_journal_journalpb_journal_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -874,7 +1064,7 @@ func (x *Rollback) String() string {
 func (*Rollback) ProtoMessage() {}
 
 func (x *Rollback) ProtoReflect() protoreflect.Message {
-	mi := &file_journal_journalpb_journal_proto_msgTypes[7]
+	mi := &file_journal_journalpb_journal_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -887,7 +1077,7 @@ func (x *Rollback) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Rollback.ProtoReflect.Descriptor instead.
 func (*Rollback) Descriptor() ([]byte, []int) {
-	return file_journal_journalpb_journal_proto_rawDescGZIP(), []int{7}
+	return file_journal_journalpb_journal_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *Rollback) GetIndex() uint64 {
@@ -953,6 +1143,20 @@ func (x *Rollback) GetError() *Error {
 	return nil
 }
 
+func (x *Rollback) GetAuthor() string {
+	if x != nil {
+		return x.Author
+	}
+	return ""
+}
+
+func (x *Rollback) GetComment() string {
+	if x != nil {
+		return x.Comment
+	}
+	return ""
+}
+
 type Proposal struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Index         uint64                 `protobuf:"varint,1,opt,name=index,proto3" json:"index,omitempty"`
@@ -965,7 +1169,7 @@ type Proposal struct {
 
 func (x *Proposal) Reset() {
 	*x = Proposal{}
-	mi := &file_journal_journalpb_journal_proto_msgTypes[8]
+	mi := &file_journal_journalpb_journal_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -977,7 +1181,7 @@ func (x *Proposal) String() string {
 func (*Proposal) ProtoMessage() {}
 
 func (x *Proposal) ProtoReflect() protoreflect.Message {
-	mi := &file_journal_journalpb_journal_proto_msgTypes[8]
+	mi := &file_journal_journalpb_journal_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -990,7 +1194,7 @@ func (x *Proposal) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Proposal.ProtoReflect.Descriptor instead.
 func (*Proposal) Descriptor() ([]byte, []int) {
-	return file_journal_journalpb_journal_proto_rawDescGZIP(), []int{8}
+	return file_journal_journalpb_journal_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *Proposal) GetIndex() uint64 {
@@ -1036,7 +1240,7 @@ type ProposalStatus struct {
 
 func (x *ProposalStatus) Reset() {
 	*x = ProposalStatus{}
-	mi := &file_journal_journalpb_journal_proto_msgTypes[9]
+	mi := &file_journal_journalpb_journal_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1048,7 +1252,7 @@ func (x *ProposalStatus) String() string {
 func (*ProposalStatus) ProtoMessage() {}
 
 func (x *ProposalStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_journal_journalpb_journal_proto_msgTypes[9]
+	mi := &file_journal_journalpb_journal_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1061,7 +1265,7 @@ func (x *ProposalStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ProposalStatus.ProtoReflect.Descriptor instead.
 func (*ProposalStatus) Descriptor() ([]byte, []int) {
-	return file_journal_journalpb_journal_proto_rawDescGZIP(), []int{9}
+	return file_journal_journalpb_journal_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *ProposalStatus) GetIndex() uint64 {
@@ -1104,7 +1308,7 @@ type StepStatus struct {
 
 func (x *StepStatus) Reset() {
 	*x = StepStatus{}
-	mi := &file_journal_journalpb_journal_proto_msgTypes[10]
+	mi := &file_journal_journalpb_journal_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1116,7 +1320,7 @@ func (x *StepStatus) String() string {
 func (*StepStatus) ProtoMessage() {}
 
 func (x *StepStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_journal_journalpb_journal_proto_msgTypes[10]
+	mi := &file_journal_journalpb_journal_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1129,7 +1333,7 @@ func (x *StepStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StepStatus.ProtoReflect.Descriptor instead.
 func (*StepStatus) Descriptor() ([]byte, []int) {
-	return file_journal_journalpb_journal_proto_rawDescGZIP(), []int{10}
+	return file_journal_journalpb_journal_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *StepStatus) GetCommit() Status {
@@ -1158,7 +1362,7 @@ type Committed struct {
 
 func (x *Committed) Reset() {
 	*x = Committed{}
-	mi := &file_journal_journalpb_journal_proto_msgTypes[11]
+	mi := &file_journal_journalpb_journal_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1170,7 +1374,7 @@ func (x *Committed) String() string {
 func (*Committed) ProtoMessage() {}
 
 func (x *Committed) ProtoReflect() protoreflect.Message {
-	mi := &file_journal_journalpb_journal_proto_msgTypes[11]
+	mi := &file_journal_journalpb_journal_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1183,7 +1387,7 @@ func (x *Committed) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Committed.ProtoReflect.Descriptor instead.
 func (*Committed) Descriptor() ([]byte, []int) {
-	return file_journal_journalpb_journal_proto_rawDescGZIP(), []int{11}
+	return file_journal_journalpb_journal_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *Committed) GetProposal() uint64 {
@@ -1216,7 +1420,7 @@ type Applied struct {
 
 func (x *Applied) Reset() {
 	*x = Applied{}
-	mi := &file_journal_journalpb_journal_proto_msgTypes[12]
+	mi := &file_journal_journalpb_journal_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1228,7 +1432,7 @@ func (x *Applied) String() string {
 func (*Applied) ProtoMessage() {}
 
 func (x *Applied) ProtoReflect() protoreflect.Message {
-	mi := &file_journal_journalpb_journal_proto_msgTypes[12]
+	mi := &file_journal_journalpb_journal_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1241,7 +1445,7 @@ func (x *Applied) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Applied.ProtoReflect.Descriptor instead.
 func (*Applied) Descriptor() ([]byte, []int) {
-	return file_journal_journalpb_journal_proto_rawDescGZIP(), []int{12}
+	return file_journal_journalpb_journal_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *Applied) GetProposal() uint64 {
@@ -1303,7 +1507,7 @@ type Configuration struct {
 
 func (x *Configuration) Reset() {
 	*x = Configuration{}
-	mi := &file_journal_journalpb_journal_proto_msgTypes[13]
+	mi := &file_journal_journalpb_journal_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1315,7 +1519,7 @@ func (x *Configuration) String() string {
 func (*Configuration) ProtoMessage() {}
 
 func (x *Configuration) ProtoReflect() protoreflect.Message {
-	mi := &file_journal_journalpb_journal_proto_msgTypes[13]
+	mi := &file_journal_journalpb_journal_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1328,7 +1532,7 @@ func (x *Configuration) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Configuration.ProtoReflect.Descriptor instead.
 func (*Configuration) Descriptor() ([]byte, []int) {
-	return file_journal_journalpb_journal_proto_rawDescGZIP(), []int{13}
+	return file_journal_journalpb_journal_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *Configuration) GetCommitted() *Committed {
@@ -1430,7 +1634,7 @@ type Resolution struct {
 
 func (x *Resolution) Reset() {
 	*x = Resolution{}
-	mi := &file_journal_journalpb_journal_proto_msgTypes[14]
+	mi := &file_journal_journalpb_journal_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1442,7 +1646,7 @@ func (x *Resolution) String() string {
 func (*Resolution) ProtoMessage() {}
 
 func (x *Resolution) ProtoReflect() protoreflect.Message {
-	mi := &file_journal_journalpb_journal_proto_msgTypes[14]
+	mi := &file_journal_journalpb_journal_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1455,7 +1659,7 @@ func (x *Resolution) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Resolution.ProtoReflect.Descriptor instead.
 func (*Resolution) Descriptor() ([]byte, []int) {
-	return file_journal_journalpb_journal_proto_rawDescGZIP(), []int{14}
+	return file_journal_journalpb_journal_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *Resolution) GetSeq() uint64 {
@@ -1528,7 +1732,7 @@ type OutOfSync struct {
 
 func (x *OutOfSync) Reset() {
 	*x = OutOfSync{}
-	mi := &file_journal_journalpb_journal_proto_msgTypes[15]
+	mi := &file_journal_journalpb_journal_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1540,7 +1744,7 @@ func (x *OutOfSync) String() string {
 func (*OutOfSync) ProtoMessage() {}
 
 func (x *OutOfSync) ProtoReflect() protoreflect.Message {
-	mi := &file_journal_journalpb_journal_proto_msgTypes[15]
+	mi := &file_journal_journalpb_journal_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1553,7 +1757,7 @@ func (x *OutOfSync) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use OutOfSync.ProtoReflect.Descriptor instead.
 func (*OutOfSync) Descriptor() ([]byte, []int) {
-	return file_journal_journalpb_journal_proto_rawDescGZIP(), []int{15}
+	return file_journal_journalpb_journal_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *OutOfSync) GetValue() *PathValue {
@@ -1606,7 +1810,7 @@ type Mastership struct {
 
 func (x *Mastership) Reset() {
 	*x = Mastership{}
-	mi := &file_journal_journalpb_journal_proto_msgTypes[16]
+	mi := &file_journal_journalpb_journal_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1618,7 +1822,7 @@ func (x *Mastership) String() string {
 func (*Mastership) ProtoMessage() {}
 
 func (x *Mastership) ProtoReflect() protoreflect.Message {
-	mi := &file_journal_journalpb_journal_proto_msgTypes[16]
+	mi := &file_journal_journalpb_journal_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1631,7 +1835,7 @@ func (x *Mastership) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Mastership.ProtoReflect.Descriptor instead.
 func (*Mastership) Descriptor() ([]byte, []int) {
-	return file_journal_journalpb_journal_proto_rawDescGZIP(), []int{16}
+	return file_journal_journalpb_journal_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *Mastership) GetTerm() uint64 {
@@ -1675,7 +1879,7 @@ type CommitConfirm struct {
 
 func (x *CommitConfirm) Reset() {
 	*x = CommitConfirm{}
-	mi := &file_journal_journalpb_journal_proto_msgTypes[17]
+	mi := &file_journal_journalpb_journal_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1687,7 +1891,7 @@ func (x *CommitConfirm) String() string {
 func (*CommitConfirm) ProtoMessage() {}
 
 func (x *CommitConfirm) ProtoReflect() protoreflect.Message {
-	mi := &file_journal_journalpb_journal_proto_msgTypes[17]
+	mi := &file_journal_journalpb_journal_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1700,7 +1904,7 @@ func (x *CommitConfirm) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CommitConfirm.ProtoReflect.Descriptor instead.
 func (*CommitConfirm) Descriptor() ([]byte, []int) {
-	return file_journal_journalpb_journal_proto_rawDescGZIP(), []int{17}
+	return file_journal_journalpb_journal_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *CommitConfirm) GetId() string {
@@ -1749,7 +1953,7 @@ type HistoryEntry struct {
 
 func (x *HistoryEntry) Reset() {
 	*x = HistoryEntry{}
-	mi := &file_journal_journalpb_journal_proto_msgTypes[18]
+	mi := &file_journal_journalpb_journal_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1761,7 +1965,7 @@ func (x *HistoryEntry) String() string {
 func (*HistoryEntry) ProtoMessage() {}
 
 func (x *HistoryEntry) ProtoReflect() protoreflect.Message {
-	mi := &file_journal_journalpb_journal_proto_msgTypes[18]
+	mi := &file_journal_journalpb_journal_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1774,7 +1978,7 @@ func (x *HistoryEntry) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HistoryEntry.ProtoReflect.Descriptor instead.
 func (*HistoryEntry) Descriptor() ([]byte, []int) {
-	return file_journal_journalpb_journal_proto_rawDescGZIP(), []int{18}
+	return file_journal_journalpb_journal_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *HistoryEntry) GetBefore() *PathValue {
@@ -1804,7 +2008,7 @@ type HistoryDelta struct {
 
 func (x *HistoryDelta) Reset() {
 	*x = HistoryDelta{}
-	mi := &file_journal_journalpb_journal_proto_msgTypes[19]
+	mi := &file_journal_journalpb_journal_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1816,7 +2020,7 @@ func (x *HistoryDelta) String() string {
 func (*HistoryDelta) ProtoMessage() {}
 
 func (x *HistoryDelta) ProtoReflect() protoreflect.Message {
-	mi := &file_journal_journalpb_journal_proto_msgTypes[19]
+	mi := &file_journal_journalpb_journal_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1829,7 +2033,7 @@ func (x *HistoryDelta) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HistoryDelta.ProtoReflect.Descriptor instead.
 func (*HistoryDelta) Descriptor() ([]byte, []int) {
-	return file_journal_journalpb_journal_proto_rawDescGZIP(), []int{19}
+	return file_journal_journalpb_journal_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *HistoryDelta) GetTime() *timestamppb.Timestamp {
@@ -1892,7 +2096,7 @@ const file_journal_journalpb_journal_proto_rawDesc = "" +
 	"\x05value\x18\x04 \x01(\v2\x10.gnmi.TypedValueR\x05value\"5\n" +
 	"\x05Error\x12\x12\n" +
 	"\x04code\x18\x01 \x01(\rR\x04code\x12\x18\n" +
-	"\amessage\x18\x02 \x01(\tR\amessage\"\xf1\x04\n" +
+	"\amessage\x18\x02 \x01(\tR\amessage\"\xc8\x05\n" +
 	"\x06Change\x12,\n" +
 	"\x03ops\x18\x01 \x03(\v2\x1a.gnmisidecar.journal.v1.OpR\x03ops\x129\n" +
 	"\x06values\x18\x02 \x03(\v2!.gnmisidecar.journal.v1.PathValueR\x06values\x126\n" +
@@ -1908,7 +2112,23 @@ const file_journal_journalpb_journal_proto_rawDesc = "" +
 	"\x06author\x18\v \x01(\tR\x06author\x12\x1d\n" +
 	"\n" +
 	"aborted_by\x18\f \x01(\x04R\tabortedBy\x12!\n" +
-	"\fadopted_term\x18\r \x01(\x04R\vadoptedTerm\"\xe7\x03\n" +
+	"\fadopted_term\x18\r \x01(\x04R\vadoptedTerm\x12\x18\n" +
+	"\acomment\x18\x0e \x01(\tR\acomment\x12;\n" +
+	"\brestores\x18\x0f \x01(\v2\x1f.gnmisidecar.journal.v1.RestoreR\brestores\"R\n" +
+	"\aRestore\x12\x14\n" +
+	"\x05index\x18\x01 \x01(\x04R\x05index\x12\x10\n" +
+	"\x03tag\x18\x02 \x01(\tR\x03tag\x12\x1f\n" +
+	"\vhistory_seq\x18\x03 \x01(\x04R\n" +
+	"historySeq\"\xe8\x01\n" +
+	"\x03Tag\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12\x14\n" +
+	"\x05index\x18\x02 \x01(\x04R\x05index\x12\x1f\n" +
+	"\vhistory_seq\x18\x03 \x01(\x04R\n" +
+	"historySeq\x12.\n" +
+	"\x04time\x18\x04 \x01(\v2\x1a.google.protobuf.TimestampR\x04time\x124\n" +
+	"\acreated\x18\x05 \x01(\v2\x1a.google.protobuf.TimestampR\acreated\x12\x16\n" +
+	"\x06author\x18\x06 \x01(\tR\x06author\x12\x18\n" +
+	"\acomment\x18\a \x01(\tR\acomment\"\x99\x04\n" +
 	"\bRollback\x12\x14\n" +
 	"\x05index\x18\x01 \x01(\x04R\x05index\x129\n" +
 	"\x06values\x18\x02 \x03(\v2!.gnmisidecar.journal.v1.PathValueR\x06values\x126\n" +
@@ -1918,7 +2138,10 @@ const file_journal_journalpb_journal_proto_rawDesc = "" +
 	"\tcommitted\x18\x06 \x01(\v2\x1a.google.protobuf.TimestampR\tcommitted\x12?\n" +
 	"\rapply_started\x18\a \x01(\v2\x1a.google.protobuf.TimestampR\fapplyStarted\x124\n" +
 	"\aapplied\x18\b \x01(\v2\x1a.google.protobuf.TimestampR\aapplied\x123\n" +
-	"\x05error\x18\t \x01(\v2\x1d.gnmisidecar.journal.v1.ErrorR\x05error\"\xcb\x01\n" +
+	"\x05error\x18\t \x01(\v2\x1d.gnmisidecar.journal.v1.ErrorR\x05error\x12\x16\n" +
+	"\x06author\x18\n" +
+	" \x01(\tR\x06author\x12\x18\n" +
+	"\acomment\x18\v \x01(\tR\acomment\"\xcb\x01\n" +
 	"\bProposal\x12\x14\n" +
 	"\x05index\x18\x01 \x01(\x04R\x05index\x123\n" +
 	"\x05phase\x18\x02 \x01(\x0e2\x1d.gnmisidecar.journal.v1.PhaseR\x05phase\x126\n" +
@@ -2035,7 +2258,7 @@ func file_journal_journalpb_journal_proto_rawDescGZIP() []byte {
 }
 
 var file_journal_journalpb_journal_proto_enumTypes = make([]protoimpl.EnumInfo, 5)
-var file_journal_journalpb_journal_proto_msgTypes = make([]protoimpl.MessageInfo, 20)
+var file_journal_journalpb_journal_proto_msgTypes = make([]protoimpl.MessageInfo, 22)
 var file_journal_journalpb_journal_proto_goTypes = []any{
 	(Status)(0),                   // 0: gnmisidecar.journal.v1.Status
 	(Phase)(0),                    // 1: gnmisidecar.journal.v1.Phase
@@ -2049,83 +2272,88 @@ var file_journal_journalpb_journal_proto_goTypes = []any{
 	(*PathValue)(nil),             // 9: gnmisidecar.journal.v1.PathValue
 	(*Error)(nil),                 // 10: gnmisidecar.journal.v1.Error
 	(*Change)(nil),                // 11: gnmisidecar.journal.v1.Change
-	(*Rollback)(nil),              // 12: gnmisidecar.journal.v1.Rollback
-	(*Proposal)(nil),              // 13: gnmisidecar.journal.v1.Proposal
-	(*ProposalStatus)(nil),        // 14: gnmisidecar.journal.v1.ProposalStatus
-	(*StepStatus)(nil),            // 15: gnmisidecar.journal.v1.StepStatus
-	(*Committed)(nil),             // 16: gnmisidecar.journal.v1.Committed
-	(*Applied)(nil),               // 17: gnmisidecar.journal.v1.Applied
-	(*Configuration)(nil),         // 18: gnmisidecar.journal.v1.Configuration
-	(*Resolution)(nil),            // 19: gnmisidecar.journal.v1.Resolution
-	(*OutOfSync)(nil),             // 20: gnmisidecar.journal.v1.OutOfSync
-	(*Mastership)(nil),            // 21: gnmisidecar.journal.v1.Mastership
-	(*CommitConfirm)(nil),         // 22: gnmisidecar.journal.v1.CommitConfirm
-	(*HistoryEntry)(nil),          // 23: gnmisidecar.journal.v1.HistoryEntry
-	(*HistoryDelta)(nil),          // 24: gnmisidecar.journal.v1.HistoryDelta
-	(*gnmi.Path)(nil),             // 25: gnmi.Path
-	(*gnmi.TypedValue)(nil),       // 26: gnmi.TypedValue
-	(*timestamppb.Timestamp)(nil), // 27: google.protobuf.Timestamp
+	(*Restore)(nil),               // 12: gnmisidecar.journal.v1.Restore
+	(*Tag)(nil),                   // 13: gnmisidecar.journal.v1.Tag
+	(*Rollback)(nil),              // 14: gnmisidecar.journal.v1.Rollback
+	(*Proposal)(nil),              // 15: gnmisidecar.journal.v1.Proposal
+	(*ProposalStatus)(nil),        // 16: gnmisidecar.journal.v1.ProposalStatus
+	(*StepStatus)(nil),            // 17: gnmisidecar.journal.v1.StepStatus
+	(*Committed)(nil),             // 18: gnmisidecar.journal.v1.Committed
+	(*Applied)(nil),               // 19: gnmisidecar.journal.v1.Applied
+	(*Configuration)(nil),         // 20: gnmisidecar.journal.v1.Configuration
+	(*Resolution)(nil),            // 21: gnmisidecar.journal.v1.Resolution
+	(*OutOfSync)(nil),             // 22: gnmisidecar.journal.v1.OutOfSync
+	(*Mastership)(nil),            // 23: gnmisidecar.journal.v1.Mastership
+	(*CommitConfirm)(nil),         // 24: gnmisidecar.journal.v1.CommitConfirm
+	(*HistoryEntry)(nil),          // 25: gnmisidecar.journal.v1.HistoryEntry
+	(*HistoryDelta)(nil),          // 26: gnmisidecar.journal.v1.HistoryDelta
+	(*gnmi.Path)(nil),             // 27: gnmi.Path
+	(*gnmi.TypedValue)(nil),       // 28: gnmi.TypedValue
+	(*timestamppb.Timestamp)(nil), // 29: google.protobuf.Timestamp
 }
 var file_journal_journalpb_journal_proto_depIdxs = []int32{
-	25, // 0: gnmisidecar.journal.v1.ListKeys.list:type_name -> gnmi.Path
-	25, // 1: gnmisidecar.journal.v1.Leaf.path:type_name -> gnmi.Path
-	26, // 2: gnmisidecar.journal.v1.Leaf.value:type_name -> gnmi.TypedValue
+	27, // 0: gnmisidecar.journal.v1.ListKeys.list:type_name -> gnmi.Path
+	27, // 1: gnmisidecar.journal.v1.Leaf.path:type_name -> gnmi.Path
+	28, // 2: gnmisidecar.journal.v1.Leaf.value:type_name -> gnmi.TypedValue
 	2,  // 3: gnmisidecar.journal.v1.Op.kind:type_name -> gnmisidecar.journal.v1.OpKind
-	25, // 4: gnmisidecar.journal.v1.Op.path:type_name -> gnmi.Path
+	27, // 4: gnmisidecar.journal.v1.Op.path:type_name -> gnmi.Path
 	7,  // 5: gnmisidecar.journal.v1.Op.values:type_name -> gnmisidecar.journal.v1.Leaf
 	7,  // 6: gnmisidecar.journal.v1.Op.units:type_name -> gnmisidecar.journal.v1.Leaf
-	25, // 7: gnmisidecar.journal.v1.Op.implied_deletes:type_name -> gnmi.Path
-	25, // 8: gnmisidecar.journal.v1.PathValue.path:type_name -> gnmi.Path
-	26, // 9: gnmisidecar.journal.v1.PathValue.value:type_name -> gnmi.TypedValue
+	27, // 7: gnmisidecar.journal.v1.Op.implied_deletes:type_name -> gnmi.Path
+	27, // 8: gnmisidecar.journal.v1.PathValue.path:type_name -> gnmi.Path
+	28, // 9: gnmisidecar.journal.v1.PathValue.value:type_name -> gnmi.TypedValue
 	8,  // 10: gnmisidecar.journal.v1.Change.ops:type_name -> gnmisidecar.journal.v1.Op
 	9,  // 11: gnmisidecar.journal.v1.Change.values:type_name -> gnmisidecar.journal.v1.PathValue
 	0,  // 12: gnmisidecar.journal.v1.Change.commit:type_name -> gnmisidecar.journal.v1.Status
 	0,  // 13: gnmisidecar.journal.v1.Change.apply:type_name -> gnmisidecar.journal.v1.Status
-	27, // 14: gnmisidecar.journal.v1.Change.proposed:type_name -> google.protobuf.Timestamp
-	27, // 15: gnmisidecar.journal.v1.Change.committed:type_name -> google.protobuf.Timestamp
-	27, // 16: gnmisidecar.journal.v1.Change.apply_started:type_name -> google.protobuf.Timestamp
-	27, // 17: gnmisidecar.journal.v1.Change.applied:type_name -> google.protobuf.Timestamp
+	29, // 14: gnmisidecar.journal.v1.Change.proposed:type_name -> google.protobuf.Timestamp
+	29, // 15: gnmisidecar.journal.v1.Change.committed:type_name -> google.protobuf.Timestamp
+	29, // 16: gnmisidecar.journal.v1.Change.apply_started:type_name -> google.protobuf.Timestamp
+	29, // 17: gnmisidecar.journal.v1.Change.applied:type_name -> google.protobuf.Timestamp
 	10, // 18: gnmisidecar.journal.v1.Change.error:type_name -> gnmisidecar.journal.v1.Error
-	9,  // 19: gnmisidecar.journal.v1.Rollback.values:type_name -> gnmisidecar.journal.v1.PathValue
-	0,  // 20: gnmisidecar.journal.v1.Rollback.commit:type_name -> gnmisidecar.journal.v1.Status
-	0,  // 21: gnmisidecar.journal.v1.Rollback.apply:type_name -> gnmisidecar.journal.v1.Status
-	27, // 22: gnmisidecar.journal.v1.Rollback.proposed:type_name -> google.protobuf.Timestamp
-	27, // 23: gnmisidecar.journal.v1.Rollback.committed:type_name -> google.protobuf.Timestamp
-	27, // 24: gnmisidecar.journal.v1.Rollback.apply_started:type_name -> google.protobuf.Timestamp
-	27, // 25: gnmisidecar.journal.v1.Rollback.applied:type_name -> google.protobuf.Timestamp
-	10, // 26: gnmisidecar.journal.v1.Rollback.error:type_name -> gnmisidecar.journal.v1.Error
-	1,  // 27: gnmisidecar.journal.v1.Proposal.phase:type_name -> gnmisidecar.journal.v1.Phase
-	11, // 28: gnmisidecar.journal.v1.Proposal.change:type_name -> gnmisidecar.journal.v1.Change
-	12, // 29: gnmisidecar.journal.v1.Proposal.rollback:type_name -> gnmisidecar.journal.v1.Rollback
-	1,  // 30: gnmisidecar.journal.v1.ProposalStatus.phase:type_name -> gnmisidecar.journal.v1.Phase
-	15, // 31: gnmisidecar.journal.v1.ProposalStatus.change:type_name -> gnmisidecar.journal.v1.StepStatus
-	15, // 32: gnmisidecar.journal.v1.ProposalStatus.rollback:type_name -> gnmisidecar.journal.v1.StepStatus
-	0,  // 33: gnmisidecar.journal.v1.StepStatus.commit:type_name -> gnmisidecar.journal.v1.Status
-	0,  // 34: gnmisidecar.journal.v1.StepStatus.apply:type_name -> gnmisidecar.journal.v1.Status
-	16, // 35: gnmisidecar.journal.v1.Configuration.committed:type_name -> gnmisidecar.journal.v1.Committed
-	17, // 36: gnmisidecar.journal.v1.Configuration.applied:type_name -> gnmisidecar.journal.v1.Applied
-	0,  // 37: gnmisidecar.journal.v1.Configuration.status:type_name -> gnmisidecar.journal.v1.Status
-	27, // 38: gnmisidecar.journal.v1.Configuration.history_floor:type_name -> google.protobuf.Timestamp
-	27, // 39: gnmisidecar.journal.v1.Configuration.history_time:type_name -> google.protobuf.Timestamp
-	27, // 40: gnmisidecar.journal.v1.Resolution.time:type_name -> google.protobuf.Timestamp
-	25, // 41: gnmisidecar.journal.v1.Resolution.settled:type_name -> gnmi.Path
-	25, // 42: gnmisidecar.journal.v1.Resolution.still_out_of_sync:type_name -> gnmi.Path
-	9,  // 43: gnmisidecar.journal.v1.OutOfSync.value:type_name -> gnmisidecar.journal.v1.PathValue
-	4,  // 44: gnmisidecar.journal.v1.OutOfSync.cause:type_name -> gnmisidecar.journal.v1.OutOfSyncCause
-	10, // 45: gnmisidecar.journal.v1.OutOfSync.error:type_name -> gnmisidecar.journal.v1.Error
-	27, // 46: gnmisidecar.journal.v1.OutOfSync.since:type_name -> google.protobuf.Timestamp
-	27, // 47: gnmisidecar.journal.v1.CommitConfirm.deadline:type_name -> google.protobuf.Timestamp
-	27, // 48: gnmisidecar.journal.v1.CommitConfirm.started:type_name -> google.protobuf.Timestamp
-	9,  // 49: gnmisidecar.journal.v1.HistoryEntry.before:type_name -> gnmisidecar.journal.v1.PathValue
-	9,  // 50: gnmisidecar.journal.v1.HistoryEntry.after:type_name -> gnmisidecar.journal.v1.PathValue
-	27, // 51: gnmisidecar.journal.v1.HistoryDelta.time:type_name -> google.protobuf.Timestamp
-	3,  // 52: gnmisidecar.journal.v1.HistoryDelta.kind:type_name -> gnmisidecar.journal.v1.HistoryKind
-	23, // 53: gnmisidecar.journal.v1.HistoryDelta.entries:type_name -> gnmisidecar.journal.v1.HistoryEntry
-	54, // [54:54] is the sub-list for method output_type
-	54, // [54:54] is the sub-list for method input_type
-	54, // [54:54] is the sub-list for extension type_name
-	54, // [54:54] is the sub-list for extension extendee
-	0,  // [0:54] is the sub-list for field type_name
+	12, // 19: gnmisidecar.journal.v1.Change.restores:type_name -> gnmisidecar.journal.v1.Restore
+	29, // 20: gnmisidecar.journal.v1.Tag.time:type_name -> google.protobuf.Timestamp
+	29, // 21: gnmisidecar.journal.v1.Tag.created:type_name -> google.protobuf.Timestamp
+	9,  // 22: gnmisidecar.journal.v1.Rollback.values:type_name -> gnmisidecar.journal.v1.PathValue
+	0,  // 23: gnmisidecar.journal.v1.Rollback.commit:type_name -> gnmisidecar.journal.v1.Status
+	0,  // 24: gnmisidecar.journal.v1.Rollback.apply:type_name -> gnmisidecar.journal.v1.Status
+	29, // 25: gnmisidecar.journal.v1.Rollback.proposed:type_name -> google.protobuf.Timestamp
+	29, // 26: gnmisidecar.journal.v1.Rollback.committed:type_name -> google.protobuf.Timestamp
+	29, // 27: gnmisidecar.journal.v1.Rollback.apply_started:type_name -> google.protobuf.Timestamp
+	29, // 28: gnmisidecar.journal.v1.Rollback.applied:type_name -> google.protobuf.Timestamp
+	10, // 29: gnmisidecar.journal.v1.Rollback.error:type_name -> gnmisidecar.journal.v1.Error
+	1,  // 30: gnmisidecar.journal.v1.Proposal.phase:type_name -> gnmisidecar.journal.v1.Phase
+	11, // 31: gnmisidecar.journal.v1.Proposal.change:type_name -> gnmisidecar.journal.v1.Change
+	14, // 32: gnmisidecar.journal.v1.Proposal.rollback:type_name -> gnmisidecar.journal.v1.Rollback
+	1,  // 33: gnmisidecar.journal.v1.ProposalStatus.phase:type_name -> gnmisidecar.journal.v1.Phase
+	17, // 34: gnmisidecar.journal.v1.ProposalStatus.change:type_name -> gnmisidecar.journal.v1.StepStatus
+	17, // 35: gnmisidecar.journal.v1.ProposalStatus.rollback:type_name -> gnmisidecar.journal.v1.StepStatus
+	0,  // 36: gnmisidecar.journal.v1.StepStatus.commit:type_name -> gnmisidecar.journal.v1.Status
+	0,  // 37: gnmisidecar.journal.v1.StepStatus.apply:type_name -> gnmisidecar.journal.v1.Status
+	18, // 38: gnmisidecar.journal.v1.Configuration.committed:type_name -> gnmisidecar.journal.v1.Committed
+	19, // 39: gnmisidecar.journal.v1.Configuration.applied:type_name -> gnmisidecar.journal.v1.Applied
+	0,  // 40: gnmisidecar.journal.v1.Configuration.status:type_name -> gnmisidecar.journal.v1.Status
+	29, // 41: gnmisidecar.journal.v1.Configuration.history_floor:type_name -> google.protobuf.Timestamp
+	29, // 42: gnmisidecar.journal.v1.Configuration.history_time:type_name -> google.protobuf.Timestamp
+	29, // 43: gnmisidecar.journal.v1.Resolution.time:type_name -> google.protobuf.Timestamp
+	27, // 44: gnmisidecar.journal.v1.Resolution.settled:type_name -> gnmi.Path
+	27, // 45: gnmisidecar.journal.v1.Resolution.still_out_of_sync:type_name -> gnmi.Path
+	9,  // 46: gnmisidecar.journal.v1.OutOfSync.value:type_name -> gnmisidecar.journal.v1.PathValue
+	4,  // 47: gnmisidecar.journal.v1.OutOfSync.cause:type_name -> gnmisidecar.journal.v1.OutOfSyncCause
+	10, // 48: gnmisidecar.journal.v1.OutOfSync.error:type_name -> gnmisidecar.journal.v1.Error
+	29, // 49: gnmisidecar.journal.v1.OutOfSync.since:type_name -> google.protobuf.Timestamp
+	29, // 50: gnmisidecar.journal.v1.CommitConfirm.deadline:type_name -> google.protobuf.Timestamp
+	29, // 51: gnmisidecar.journal.v1.CommitConfirm.started:type_name -> google.protobuf.Timestamp
+	9,  // 52: gnmisidecar.journal.v1.HistoryEntry.before:type_name -> gnmisidecar.journal.v1.PathValue
+	9,  // 53: gnmisidecar.journal.v1.HistoryEntry.after:type_name -> gnmisidecar.journal.v1.PathValue
+	29, // 54: gnmisidecar.journal.v1.HistoryDelta.time:type_name -> google.protobuf.Timestamp
+	3,  // 55: gnmisidecar.journal.v1.HistoryDelta.kind:type_name -> gnmisidecar.journal.v1.HistoryKind
+	25, // 56: gnmisidecar.journal.v1.HistoryDelta.entries:type_name -> gnmisidecar.journal.v1.HistoryEntry
+	57, // [57:57] is the sub-list for method output_type
+	57, // [57:57] is the sub-list for method input_type
+	57, // [57:57] is the sub-list for extension type_name
+	57, // [57:57] is the sub-list for extension extendee
+	0,  // [0:57] is the sub-list for field type_name
 }
 
 func init() { file_journal_journalpb_journal_proto_init() }
@@ -2139,7 +2367,7 @@ func file_journal_journalpb_journal_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_journal_journalpb_journal_proto_rawDesc), len(file_journal_journalpb_journal_proto_rawDesc)),
 			NumEnums:      5,
-			NumMessages:   20,
+			NumMessages:   22,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

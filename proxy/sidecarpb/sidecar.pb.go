@@ -12,6 +12,7 @@
 package sidecarpb
 
 import (
+	gnmi "github.com/openconfig/gnmi/proto/gnmi"
 	protoreflect "google.golang.org/protobuf/reflect/protoreflect"
 	protoimpl "google.golang.org/protobuf/runtime/protoimpl"
 	reflect "reflect"
@@ -234,14 +235,20 @@ func (x Resolve_Action) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use Resolve_Action.Descriptor instead.
 func (Resolve_Action) EnumDescriptor() ([]byte, []int) {
-	return file_proxy_sidecarpb_sidecar_proto_rawDescGZIP(), []int{1, 0}
+	return file_proxy_sidecarpb_sidecar_proto_rawDescGZIP(), []int{2, 0}
 }
 
-// Rolls back one proposal.
+// Rolls back one proposal, or (to_tag, to_index) every change after a
+// point of the journal as one new change.
 type Rollback struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// The proposal to roll back; 0 means the newest change not yet rolled back.
-	Index         uint64 `protobuf:"varint,1,opt,name=index,proto3" json:"index,omitempty"`
+	Index uint64 `protobuf:"varint,1,opt,name=index,proto3" json:"index,omitempty"`
+	// Roll back every change made after the point the tag names.
+	ToTag string `protobuf:"bytes,2,opt,name=to_tag,json=toTag,proto3" json:"to_tag,omitempty"`
+	// Roll back every change made after proposal to_index was committed
+	// (0: every change the journal holds).
+	ToIndex       *uint64 `protobuf:"varint,3,opt,name=to_index,json=toIndex,proto3,oneof" json:"to_index,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -283,6 +290,84 @@ func (x *Rollback) GetIndex() uint64 {
 	return 0
 }
 
+func (x *Rollback) GetToTag() string {
+	if x != nil {
+		return x.ToTag
+	}
+	return ""
+}
+
+func (x *Rollback) GetToIndex() uint64 {
+	if x != nil && x.ToIndex != nil {
+		return *x.ToIndex
+	}
+	return 0
+}
+
+// Names a point of the journal (docs/cli.md, journal tag), or removes a
+// name.
+type Tag struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Name  string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	// The proposal after whose commit the point is; 0: the newest committed.
+	Index uint64 `protobuf:"varint,2,opt,name=index,proto3" json:"index,omitempty"`
+	// Remove the tag instead.
+	Delete        bool `protobuf:"varint,3,opt,name=delete,proto3" json:"delete,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Tag) Reset() {
+	*x = Tag{}
+	mi := &file_proxy_sidecarpb_sidecar_proto_msgTypes[1]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Tag) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Tag) ProtoMessage() {}
+
+func (x *Tag) ProtoReflect() protoreflect.Message {
+	mi := &file_proxy_sidecarpb_sidecar_proto_msgTypes[1]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Tag.ProtoReflect.Descriptor instead.
+func (*Tag) Descriptor() ([]byte, []int) {
+	return file_proxy_sidecarpb_sidecar_proto_rawDescGZIP(), []int{1}
+}
+
+func (x *Tag) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *Tag) GetIndex() uint64 {
+	if x != nil {
+		return x.Index
+	}
+	return 0
+}
+
+func (x *Tag) GetDelete() bool {
+	if x != nil {
+		return x.Delete
+	}
+	return false
+}
+
 // Settles paths the device is out of sync for (see docs/cli.md, resolve).
 type Resolve struct {
 	state  protoimpl.MessageState `protogen:"open.v1"`
@@ -297,7 +382,7 @@ type Resolve struct {
 
 func (x *Resolve) Reset() {
 	*x = Resolve{}
-	mi := &file_proxy_sidecarpb_sidecar_proto_msgTypes[1]
+	mi := &file_proxy_sidecarpb_sidecar_proto_msgTypes[2]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -309,7 +394,7 @@ func (x *Resolve) String() string {
 func (*Resolve) ProtoMessage() {}
 
 func (x *Resolve) ProtoReflect() protoreflect.Message {
-	mi := &file_proxy_sidecarpb_sidecar_proto_msgTypes[1]
+	mi := &file_proxy_sidecarpb_sidecar_proto_msgTypes[2]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -322,7 +407,7 @@ func (x *Resolve) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Resolve.ProtoReflect.Descriptor instead.
 func (*Resolve) Descriptor() ([]byte, []int) {
-	return file_proxy_sidecarpb_sidecar_proto_rawDescGZIP(), []int{1}
+	return file_proxy_sidecarpb_sidecar_proto_rawDescGZIP(), []int{2}
 }
 
 func (x *Resolve) GetAction() Resolve_Action {
@@ -347,14 +432,24 @@ type Request struct {
 	Rollback *Rollback `protobuf:"bytes,2,opt,name=rollback,proto3" json:"rollback,omitempty"`
 	// Set only on a Set with no operations: that Set resolves out-of-sync
 	// paths.
-	Resolve       *Resolve `protobuf:"bytes,3,opt,name=resolve,proto3" json:"resolve,omitempty"`
+	Resolve *Resolve `protobuf:"bytes,3,opt,name=resolve,proto3" json:"resolve,omitempty"`
+	// A free-text comment recorded with the proposal (a commit message): at
+	// most 1024 bytes of UTF-8, no control characters but tab.
+	Comment string `protobuf:"bytes,4,opt,name=comment,proto3" json:"comment,omitempty"`
+	// Validate the Set and answer with the leaf-level changes it would make
+	// to the committed configuration (Response.diff), without journaling or
+	// applying anything.
+	DryRun bool `protobuf:"varint,5,opt,name=dry_run,json=dryRun,proto3" json:"dry_run,omitempty"`
+	// Set only on a Set with no operations: that Set names (or unnames) a
+	// point of the journal.
+	Tag           *Tag `protobuf:"bytes,6,opt,name=tag,proto3" json:"tag,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Request) Reset() {
 	*x = Request{}
-	mi := &file_proxy_sidecarpb_sidecar_proto_msgTypes[2]
+	mi := &file_proxy_sidecarpb_sidecar_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -366,7 +461,7 @@ func (x *Request) String() string {
 func (*Request) ProtoMessage() {}
 
 func (x *Request) ProtoReflect() protoreflect.Message {
-	mi := &file_proxy_sidecarpb_sidecar_proto_msgTypes[2]
+	mi := &file_proxy_sidecarpb_sidecar_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -379,7 +474,7 @@ func (x *Request) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Request.ProtoReflect.Descriptor instead.
 func (*Request) Descriptor() ([]byte, []int) {
-	return file_proxy_sidecarpb_sidecar_proto_rawDescGZIP(), []int{2}
+	return file_proxy_sidecarpb_sidecar_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *Request) GetMode() SetMode {
@@ -403,6 +498,92 @@ func (x *Request) GetResolve() *Resolve {
 	return nil
 }
 
+func (x *Request) GetComment() string {
+	if x != nil {
+		return x.Comment
+	}
+	return ""
+}
+
+func (x *Request) GetDryRun() bool {
+	if x != nil {
+		return x.DryRun
+	}
+	return false
+}
+
+func (x *Request) GetTag() *Tag {
+	if x != nil {
+		return x.Tag
+	}
+	return nil
+}
+
+// One leaf a Set changes (or would change, for a dry run).
+type LeafChange struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The leaf's gNMI path string.
+	Path string `protobuf:"bytes,1,opt,name=path,proto3" json:"path,omitempty"`
+	// What it holds before and after; unset: nothing there (absent or
+	// deleted). A list entry or presence container that is created shows as
+	// new = JSON_IETF {}.
+	Old           *gnmi.TypedValue `protobuf:"bytes,2,opt,name=old,proto3" json:"old,omitempty"`
+	New           *gnmi.TypedValue `protobuf:"bytes,3,opt,name=new,proto3" json:"new,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *LeafChange) Reset() {
+	*x = LeafChange{}
+	mi := &file_proxy_sidecarpb_sidecar_proto_msgTypes[4]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *LeafChange) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*LeafChange) ProtoMessage() {}
+
+func (x *LeafChange) ProtoReflect() protoreflect.Message {
+	mi := &file_proxy_sidecarpb_sidecar_proto_msgTypes[4]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use LeafChange.ProtoReflect.Descriptor instead.
+func (*LeafChange) Descriptor() ([]byte, []int) {
+	return file_proxy_sidecarpb_sidecar_proto_rawDescGZIP(), []int{4}
+}
+
+func (x *LeafChange) GetPath() string {
+	if x != nil {
+		return x.Path
+	}
+	return ""
+}
+
+func (x *LeafChange) GetOld() *gnmi.TypedValue {
+	if x != nil {
+		return x.Old
+	}
+	return nil
+}
+
+func (x *LeafChange) GetNew() *gnmi.TypedValue {
+	if x != nil {
+		return x.New
+	}
+	return nil
+}
+
 // What a resolve did.
 type ResolveResult struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -418,7 +599,7 @@ type ResolveResult struct {
 
 func (x *ResolveResult) Reset() {
 	*x = ResolveResult{}
-	mi := &file_proxy_sidecarpb_sidecar_proto_msgTypes[3]
+	mi := &file_proxy_sidecarpb_sidecar_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -430,7 +611,7 @@ func (x *ResolveResult) String() string {
 func (*ResolveResult) ProtoMessage() {}
 
 func (x *ResolveResult) ProtoReflect() protoreflect.Message {
-	mi := &file_proxy_sidecarpb_sidecar_proto_msgTypes[3]
+	mi := &file_proxy_sidecarpb_sidecar_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -443,7 +624,7 @@ func (x *ResolveResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResolveResult.ProtoReflect.Descriptor instead.
 func (*ResolveResult) Descriptor() ([]byte, []int) {
-	return file_proxy_sidecarpb_sidecar_proto_rawDescGZIP(), []int{3}
+	return file_proxy_sidecarpb_sidecar_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *ResolveResult) GetSettled() uint64 {
@@ -478,14 +659,17 @@ type Response struct {
 	Commit Status `protobuf:"varint,3,opt,name=commit,proto3,enum=gnmisidecar.extension.v1.Status" json:"commit,omitempty"`
 	Apply  Status `protobuf:"varint,4,opt,name=apply,proto3,enum=gnmisidecar.extension.v1.Status" json:"apply,omitempty"`
 	// Set on the answer to a resolve.
-	Resolve       *ResolveResult `protobuf:"bytes,5,opt,name=resolve,proto3" json:"resolve,omitempty"`
+	Resolve *ResolveResult `protobuf:"bytes,5,opt,name=resolve,proto3" json:"resolve,omitempty"`
+	// A dry run's answer: the leaf-level changes the Set would make, in path
+	// order (index is then 0: nothing was journaled).
+	Diff          []*LeafChange `protobuf:"bytes,6,rep,name=diff,proto3" json:"diff,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Response) Reset() {
 	*x = Response{}
-	mi := &file_proxy_sidecarpb_sidecar_proto_msgTypes[4]
+	mi := &file_proxy_sidecarpb_sidecar_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -497,7 +681,7 @@ func (x *Response) String() string {
 func (*Response) ProtoMessage() {}
 
 func (x *Response) ProtoReflect() protoreflect.Message {
-	mi := &file_proxy_sidecarpb_sidecar_proto_msgTypes[4]
+	mi := &file_proxy_sidecarpb_sidecar_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -510,7 +694,7 @@ func (x *Response) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Response.ProtoReflect.Descriptor instead.
 func (*Response) Descriptor() ([]byte, []int) {
-	return file_proxy_sidecarpb_sidecar_proto_rawDescGZIP(), []int{4}
+	return file_proxy_sidecarpb_sidecar_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *Response) GetIndex() uint64 {
@@ -548,13 +732,27 @@ func (x *Response) GetResolve() *ResolveResult {
 	return nil
 }
 
+func (x *Response) GetDiff() []*LeafChange {
+	if x != nil {
+		return x.Diff
+	}
+	return nil
+}
+
 var File_proxy_sidecarpb_sidecar_proto protoreflect.FileDescriptor
 
 const file_proxy_sidecarpb_sidecar_proto_rawDesc = "" +
 	"\n" +
-	"\x1dproxy/sidecarpb/sidecar.proto\x12\x18gnmisidecar.extension.v1\" \n" +
+	"\x1dproxy/sidecarpb/sidecar.proto\x12\x18gnmisidecar.extension.v1\x1a0github.com/openconfig/gnmi/proto/gnmi/gnmi.proto\"d\n" +
 	"\bRollback\x12\x14\n" +
-	"\x05index\x18\x01 \x01(\x04R\x05index\"\xb8\x01\n" +
+	"\x05index\x18\x01 \x01(\x04R\x05index\x12\x15\n" +
+	"\x06to_tag\x18\x02 \x01(\tR\x05toTag\x12\x1e\n" +
+	"\bto_index\x18\x03 \x01(\x04H\x00R\atoIndex\x88\x01\x01B\v\n" +
+	"\t_to_index\"G\n" +
+	"\x03Tag\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12\x14\n" +
+	"\x05index\x18\x02 \x01(\x04R\x05index\x12\x16\n" +
+	"\x06delete\x18\x03 \x01(\bR\x06delete\"\xb8\x01\n" +
 	"\aResolve\x12@\n" +
 	"\x06action\x18\x01 \x01(\x0e2(.gnmisidecar.extension.v1.Resolve.ActionR\x06action\x12\x14\n" +
 	"\x05paths\x18\x02 \x03(\tR\x05paths\"U\n" +
@@ -562,21 +760,30 @@ const file_proxy_sidecarpb_sidecar_proto_rawDesc = "" +
 	"\x12ACTION_UNSPECIFIED\x10\x00\x12\x10\n" +
 	"\fACTION_RETRY\x10\x01\x12\x0f\n" +
 	"\vACTION_SKIP\x10\x02\x12\x10\n" +
-	"\fACTION_ADOPT\x10\x03\"\xbd\x01\n" +
+	"\fACTION_ADOPT\x10\x03\"\xa1\x02\n" +
 	"\aRequest\x125\n" +
 	"\x04mode\x18\x01 \x01(\x0e2!.gnmisidecar.extension.v1.SetModeR\x04mode\x12>\n" +
 	"\brollback\x18\x02 \x01(\v2\".gnmisidecar.extension.v1.RollbackR\brollback\x12;\n" +
-	"\aresolve\x18\x03 \x01(\v2!.gnmisidecar.extension.v1.ResolveR\aresolve\"p\n" +
+	"\aresolve\x18\x03 \x01(\v2!.gnmisidecar.extension.v1.ResolveR\aresolve\x12\x18\n" +
+	"\acomment\x18\x04 \x01(\tR\acomment\x12\x17\n" +
+	"\adry_run\x18\x05 \x01(\bR\x06dryRun\x12/\n" +
+	"\x03tag\x18\x06 \x01(\v2\x1d.gnmisidecar.extension.v1.TagR\x03tag\"h\n" +
+	"\n" +
+	"LeafChange\x12\x12\n" +
+	"\x04path\x18\x01 \x01(\tR\x04path\x12\"\n" +
+	"\x03old\x18\x02 \x01(\v2\x10.gnmi.TypedValueR\x03old\x12\"\n" +
+	"\x03new\x18\x03 \x01(\v2\x10.gnmi.TypedValueR\x03new\"p\n" +
 	"\rResolveResult\x12\x18\n" +
 	"\asettled\x18\x01 \x01(\x04R\asettled\x12)\n" +
 	"\x11still_out_of_sync\x18\x02 \x03(\tR\x0estillOutOfSync\x12\x1a\n" +
-	"\bproposal\x18\x03 \x01(\x04R\bproposal\"\x8c\x02\n" +
+	"\bproposal\x18\x03 \x01(\x04R\bproposal\"\xc6\x02\n" +
 	"\bResponse\x12\x14\n" +
 	"\x05index\x18\x01 \x01(\x04R\x05index\x125\n" +
 	"\x05phase\x18\x02 \x01(\x0e2\x1f.gnmisidecar.extension.v1.PhaseR\x05phase\x128\n" +
 	"\x06commit\x18\x03 \x01(\x0e2 .gnmisidecar.extension.v1.StatusR\x06commit\x126\n" +
 	"\x05apply\x18\x04 \x01(\x0e2 .gnmisidecar.extension.v1.StatusR\x05apply\x12A\n" +
-	"\aresolve\x18\x05 \x01(\v2'.gnmisidecar.extension.v1.ResolveResultR\aresolve*0\n" +
+	"\aresolve\x18\x05 \x01(\v2'.gnmisidecar.extension.v1.ResolveResultR\aresolve\x128\n" +
+	"\x04diff\x18\x06 \x03(\v2$.gnmisidecar.extension.v1.LeafChangeR\x04diff*0\n" +
 	"\aSetMode\x12\x11\n" +
 	"\rSET_MODE_SYNC\x10\x00\x12\x12\n" +
 	"\x0eSET_MODE_ASYNC\x10\x01*D\n" +
@@ -605,32 +812,39 @@ func file_proxy_sidecarpb_sidecar_proto_rawDescGZIP() []byte {
 }
 
 var file_proxy_sidecarpb_sidecar_proto_enumTypes = make([]protoimpl.EnumInfo, 4)
-var file_proxy_sidecarpb_sidecar_proto_msgTypes = make([]protoimpl.MessageInfo, 5)
+var file_proxy_sidecarpb_sidecar_proto_msgTypes = make([]protoimpl.MessageInfo, 7)
 var file_proxy_sidecarpb_sidecar_proto_goTypes = []any{
-	(SetMode)(0),          // 0: gnmisidecar.extension.v1.SetMode
-	(Phase)(0),            // 1: gnmisidecar.extension.v1.Phase
-	(Status)(0),           // 2: gnmisidecar.extension.v1.Status
-	(Resolve_Action)(0),   // 3: gnmisidecar.extension.v1.Resolve.Action
-	(*Rollback)(nil),      // 4: gnmisidecar.extension.v1.Rollback
-	(*Resolve)(nil),       // 5: gnmisidecar.extension.v1.Resolve
-	(*Request)(nil),       // 6: gnmisidecar.extension.v1.Request
-	(*ResolveResult)(nil), // 7: gnmisidecar.extension.v1.ResolveResult
-	(*Response)(nil),      // 8: gnmisidecar.extension.v1.Response
+	(SetMode)(0),            // 0: gnmisidecar.extension.v1.SetMode
+	(Phase)(0),              // 1: gnmisidecar.extension.v1.Phase
+	(Status)(0),             // 2: gnmisidecar.extension.v1.Status
+	(Resolve_Action)(0),     // 3: gnmisidecar.extension.v1.Resolve.Action
+	(*Rollback)(nil),        // 4: gnmisidecar.extension.v1.Rollback
+	(*Tag)(nil),             // 5: gnmisidecar.extension.v1.Tag
+	(*Resolve)(nil),         // 6: gnmisidecar.extension.v1.Resolve
+	(*Request)(nil),         // 7: gnmisidecar.extension.v1.Request
+	(*LeafChange)(nil),      // 8: gnmisidecar.extension.v1.LeafChange
+	(*ResolveResult)(nil),   // 9: gnmisidecar.extension.v1.ResolveResult
+	(*Response)(nil),        // 10: gnmisidecar.extension.v1.Response
+	(*gnmi.TypedValue)(nil), // 11: gnmi.TypedValue
 }
 var file_proxy_sidecarpb_sidecar_proto_depIdxs = []int32{
-	3, // 0: gnmisidecar.extension.v1.Resolve.action:type_name -> gnmisidecar.extension.v1.Resolve.Action
-	0, // 1: gnmisidecar.extension.v1.Request.mode:type_name -> gnmisidecar.extension.v1.SetMode
-	4, // 2: gnmisidecar.extension.v1.Request.rollback:type_name -> gnmisidecar.extension.v1.Rollback
-	5, // 3: gnmisidecar.extension.v1.Request.resolve:type_name -> gnmisidecar.extension.v1.Resolve
-	1, // 4: gnmisidecar.extension.v1.Response.phase:type_name -> gnmisidecar.extension.v1.Phase
-	2, // 5: gnmisidecar.extension.v1.Response.commit:type_name -> gnmisidecar.extension.v1.Status
-	2, // 6: gnmisidecar.extension.v1.Response.apply:type_name -> gnmisidecar.extension.v1.Status
-	7, // 7: gnmisidecar.extension.v1.Response.resolve:type_name -> gnmisidecar.extension.v1.ResolveResult
-	8, // [8:8] is the sub-list for method output_type
-	8, // [8:8] is the sub-list for method input_type
-	8, // [8:8] is the sub-list for extension type_name
-	8, // [8:8] is the sub-list for extension extendee
-	0, // [0:8] is the sub-list for field type_name
+	3,  // 0: gnmisidecar.extension.v1.Resolve.action:type_name -> gnmisidecar.extension.v1.Resolve.Action
+	0,  // 1: gnmisidecar.extension.v1.Request.mode:type_name -> gnmisidecar.extension.v1.SetMode
+	4,  // 2: gnmisidecar.extension.v1.Request.rollback:type_name -> gnmisidecar.extension.v1.Rollback
+	6,  // 3: gnmisidecar.extension.v1.Request.resolve:type_name -> gnmisidecar.extension.v1.Resolve
+	5,  // 4: gnmisidecar.extension.v1.Request.tag:type_name -> gnmisidecar.extension.v1.Tag
+	11, // 5: gnmisidecar.extension.v1.LeafChange.old:type_name -> gnmi.TypedValue
+	11, // 6: gnmisidecar.extension.v1.LeafChange.new:type_name -> gnmi.TypedValue
+	1,  // 7: gnmisidecar.extension.v1.Response.phase:type_name -> gnmisidecar.extension.v1.Phase
+	2,  // 8: gnmisidecar.extension.v1.Response.commit:type_name -> gnmisidecar.extension.v1.Status
+	2,  // 9: gnmisidecar.extension.v1.Response.apply:type_name -> gnmisidecar.extension.v1.Status
+	9,  // 10: gnmisidecar.extension.v1.Response.resolve:type_name -> gnmisidecar.extension.v1.ResolveResult
+	8,  // 11: gnmisidecar.extension.v1.Response.diff:type_name -> gnmisidecar.extension.v1.LeafChange
+	12, // [12:12] is the sub-list for method output_type
+	12, // [12:12] is the sub-list for method input_type
+	12, // [12:12] is the sub-list for extension type_name
+	12, // [12:12] is the sub-list for extension extendee
+	0,  // [0:12] is the sub-list for field type_name
 }
 
 func init() { file_proxy_sidecarpb_sidecar_proto_init() }
@@ -638,13 +852,14 @@ func file_proxy_sidecarpb_sidecar_proto_init() {
 	if File_proxy_sidecarpb_sidecar_proto != nil {
 		return
 	}
+	file_proxy_sidecarpb_sidecar_proto_msgTypes[0].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_proxy_sidecarpb_sidecar_proto_rawDesc), len(file_proxy_sidecarpb_sidecar_proto_rawDesc)),
 			NumEnums:      4,
-			NumMessages:   5,
+			NumMessages:   7,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -1,0 +1,75 @@
+package proxy
+
+import (
+	"context"
+	"crypto/x509"
+	"fmt"
+	"unicode"
+	"unicode/utf8"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/peer"
+	"google.golang.org/grpc/status"
+
+	"github.com/gnmi-sidecar/gnmi-sidecar/journal"
+	"github.com/gnmi-sidecar/gnmi-sidecar/proxy/sidecarpb"
+)
+
+// MaxCommentBytes bounds the comment a Set may carry in the sidecar
+// extension (sidecarpb.Request.comment).
+const MaxCommentBytes = 1024
+
+// authorship names who sends the Set of ctx, and why: the requester and
+// the comment of its sidecar extension, which must be at most
+// MaxCommentBytes of UTF-8 without control characters other than tab.
+func authorship(ctx context.Context, ext *sidecarpb.Request) (journal.Authorship, error) {
+	c := ext.GetComment()
+	switch {
+	case len(c) > MaxCommentBytes:
+		return journal.Authorship{}, status.Errorf(codes.InvalidArgument,
+			"sidecar extension: the comment is %d bytes long; at most %d are kept", len(c), MaxCommentBytes)
+	case !utf8.ValidString(c):
+		return journal.Authorship{}, status.Error(codes.InvalidArgument, "sidecar extension: the comment is not valid UTF-8")
+	}
+	for _, r := range c {
+		if unicode.IsControl(r) && r != '\t' {
+			return journal.Authorship{}, status.Errorf(codes.InvalidArgument,
+				"sidecar extension: the comment holds the control character %U; write it on one line", r)
+		}
+	}
+	return journal.Authorship{Author: requester(ctx), Comment: c}, nil
+}
+
+// requester names the client of ctx for the journal: its verified
+// certificate's subject, else the username it sent, else its address.
+// Never a password.
+func requester(ctx context.Context) string {
+	if p, ok := peer.FromContext(ctx); ok {
+		if info, ok := p.AuthInfo.(credentials.TLSInfo); ok && len(info.State.VerifiedChains) > 0 {
+			return subjectOf(info.State.VerifiedChains[0][0])
+		}
+	}
+	if md, ok := metadata.FromIncomingContext(ctx); ok {
+		if u := md.Get("username"); len(u) == 1 && u[0] != "" {
+			return u[0]
+		}
+	}
+	if addr := peerAddr(ctx); addr != "" {
+		return addr
+	}
+	return "unknown"
+}
+
+// peerAddr is the network address of the client of ctx, "" if unknown.
+func peerAddr(ctx context.Context) string {
+	if p, ok := peer.FromContext(ctx); ok && p.Addr != nil {
+		return p.Addr.String()
+	}
+	return ""
+}
+
+func subjectOf(cert *x509.Certificate) string {
+	return fmt.Sprintf("cert:%s", cert.Subject.String())
+}
