@@ -130,7 +130,10 @@ func TestCommitConfirmRefusals(t *testing.T) {
 			},
 			ErrInvalid, []string{"no rollback deadline"}},
 		{"commit-confirmed without operations", nil,
-			func(e env) error { _, err := e.j.ProposeConfirmedChange(ctx, Authorship{}, nil, "c", deadline); return err },
+			func(e env) error {
+				_, err := e.j.ProposeConfirmedChange(ctx, Authorship{}, nil, "c", deadline)
+				return err
+			},
 			ErrInvalid, []string{"no operations"}},
 
 		{"confirm with none outstanding", nil,
