@@ -33,6 +33,7 @@ const (
 	CauseRepush   = journalpb.OutOfSyncCause_OUT_OF_SYNC_CAUSE_REPUSH
 	CauseRetry    = journalpb.OutOfSyncCause_OUT_OF_SYNC_CAUSE_RETRY
 	CauseRestore  = journalpb.OutOfSyncCause_OUT_OF_SYNC_CAUSE_RESTORE
+	CauseDrift    = journalpb.OutOfSyncCause_OUT_OF_SYNC_CAUSE_DRIFT
 )
 
 var nsOutOfSync = []byte("os/")
