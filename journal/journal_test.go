@@ -1064,8 +1064,18 @@ func TestHistoryTimeNeverGoesBack(t *testing.T) {
 	if err != nil || len(got) != 0 {
 		t.Fatalf("at 75: %v, %v; want nothing (both changes happened at or after 100)", got, err)
 	}
-	if got, _ := committedAtList(t, j, 100, nil); !slices.Equal(got, []string{"/a=2@2"}) {
-		t.Fatalf("at 100: %v", got)
+	// Each delta is strictly later than the one before: the second is
+	// 1 ns after the first, so a time names one configuration.
+	if got, _ := committedAtList(t, j, 100, nil); !slices.Equal(got, []string{"/a=1@1"}) {
+		t.Fatalf("at 100: %v, want the first change only", got)
+	}
+	var later []string
+	err = j.CommittedAt(context.Background(), fakeTime(100).Add(time.Nanosecond), nil, func(pv *PathValue) error {
+		later = append(later, render(pv))
+		return nil
+	})
+	if err != nil || !slices.Equal(later, []string{"/a=2@2"}) {
+		t.Fatalf("at 100 s + 1 ns: %v, %v", later, err)
 	}
 }
 

@@ -11,8 +11,6 @@ import (
 	"github.com/dgraph-io/badger/v4"
 	"github.com/openconfig/gnmi/proto/gnmi"
 	"google.golang.org/protobuf/proto"
-
-	"github.com/gnmi-sidecar/gnmi-sidecar/journal/journalpb"
 )
 
 // Reads run in their own read-only Badger transaction, concurrently with
@@ -322,33 +320,7 @@ func (j *Journal) History(ctx context.Context, from, to time.Time, fn func(*Hist
 // changesAfter returns, for every path changed after t, what it held at t
 // (nil: absent).
 func changesAfter(ctx context.Context, txn *badger.Txn, t time.Time) (map[string]*PathValue, error) {
-	undo := make(map[string]*PathValue)
-	opts := badger.DefaultIteratorOptions
-	opts.Prefix = nsHistory
-	opts.Reverse = true
-	it := txn.NewIterator(opts)
-	defer it.Close()
-	for it.Seek(historyKey(math.MaxUint64)); it.ValidForPrefix(nsHistory); it.Next() {
-		if err := ctx.Err(); err != nil {
-			return nil, err
-		}
-		delta := &journalpb.HistoryDelta{}
-		if err := readValue(it.Item(), func(v []byte) error { return proto.Unmarshal(v, delta) }); err != nil {
-			return nil, fmt.Errorf("journal: decode %q: %w", it.Item().Key(), err)
-		}
-		if !delta.GetTime().AsTime().After(t) {
-			break
-		}
-		// Newest first, so the oldest change after t has the last word.
-		for _, e := range delta.GetEntries() {
-			path := e.GetAfter().GetPath()
-			if path == nil {
-				path = e.GetBefore().GetPath()
-			}
-			undo[string(PathKey(path))] = e.GetBefore()
-		}
-	}
-	return undo, nil
+	return changesSince(ctx, txn, func(_ uint64, d *HistoryDelta) bool { return d.GetTime().AsTime().After(t) })
 }
 
 // scanValues calls fn with the path key and encoded value of every value in

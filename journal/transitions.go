@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
+	"time"
 
 	"github.com/dgraph-io/badger/v4"
 	"github.com/openconfig/gnmi/proto/gnmi"
@@ -1104,9 +1105,12 @@ func (w *writeTxn) appendHistory(c *Configuration, proposal uint64, kind journal
 	if len(entries) == 0 {
 		return nil
 	}
+	// Strictly later than the newest delta, even when the clock is not:
+	// a point's time then names exactly the configuration after it (a
+	// History snapshot at a tag's time, see checkpoints.go).
 	at := w.now
-	if last := c.GetHistoryTime(); last != nil && at.Before(last.AsTime()) {
-		at = last.AsTime()
+	if last := c.GetHistoryTime(); last != nil && !at.After(last.AsTime()) {
+		at = last.AsTime().Add(time.Nanosecond)
 	}
 	c.HistorySeq++
 	c.HistoryTime = timestamppb.New(at)

@@ -1,0 +1,543 @@
+package journal
+
+// Checkpoints: named points of the committed configuration's history
+// (tags) and the change that goes back to one (ProposeRestore, the
+// operator's `gnmi-sidecar rollback --to TAG|INDEX`).
+//
+// A point is a position in the history deltas (h/<seq>): the committed
+// configuration after delta seq. Going back to it writes, as one change,
+// what every path changed by a later delta held at the point, so the
+// device receives it as one SetRequest and the journal records it as one
+// proposal, which can itself be rolled back like any change.
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math"
+	"regexp"
+	"slices"
+	"time"
+
+	"github.com/dgraph-io/badger/v4"
+	"github.com/openconfig/gnmi/proto/gnmi"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	"github.com/gnmi-sidecar/gnmi-sidecar/journal/journalpb"
+	"github.com/gnmi-sidecar/gnmi-sidecar/leaves"
+)
+
+type (
+	// Tag is a named point of the journal (CreateTag).
+	Tag = journalpb.Tag
+	// Restore is the point a restoring change goes back to
+	// (Change.restores).
+	Restore = journalpb.Restore
+)
+
+var (
+	// ErrExists: the record to create exists already (a tag name in use).
+	// Nothing was written.
+	ErrExists = errors.New("already exists")
+	// ErrNoChange: going back to a point would change nothing: the
+	// committed configuration is as it was there. Nothing was written.
+	ErrNoChange = errors.New("nothing to change")
+)
+
+var nsTag = []byte("tg/")
+
+func tagKey(name string) []byte { return append(append([]byte{}, nsTag...), name...) }
+
+// tagName is what a tag may be called: a letter or digit, then letters,
+// digits, '.', '_' or '-'; 64 characters at most. A name of digits only
+// would read as a proposal index in `rollback --to`, so it is refused.
+var tagName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
+
+// ValidateTagName refuses, wrapping ErrInvalid, a name a tag cannot have.
+func ValidateTagName(name string) error {
+	switch {
+	case name == "":
+		return fmt.Errorf("journal: a tag needs a name: %w", ErrInvalid)
+	case !tagName.MatchString(name):
+		return fmt.Errorf("journal: tag name %q: use 1 to 64 letters, digits, '.', '_' or '-', starting with a letter or digit: %w", name, ErrInvalid)
+	case allDigits(name):
+		return fmt.Errorf("journal: tag name %q is a number, which would read as a proposal index: add a letter: %w", name, ErrInvalid)
+	}
+	return nil
+}
+
+func allDigits(s string) bool {
+	for _, r := range s {
+		if r < '0' || r > '9' {
+			return false
+		}
+	}
+	return true
+}
+
+// Point names a point of the committed configuration's history.
+type Point struct {
+	// Tag, if set, is the point the tag names.
+	Tag string
+	// Index, without Tag and Latest: right after proposal Index's change
+	// was committed; 0: before the journal's first change.
+	Index uint64
+	// Latest: the committed configuration now.
+	Latest bool
+}
+
+// String describes the point for messages.
+func (p Point) String() string {
+	switch {
+	case p.Tag != "":
+		return fmt.Sprintf("tag %q", p.Tag)
+	case p.Latest:
+		return "the committed configuration now"
+	case p.Index == 0:
+		return "before the journal's first change"
+	}
+	return fmt.Sprintf("proposal %d", p.Index)
+}
+
+// resolvedPoint is a point located in the history.
+type resolvedPoint struct {
+	seq   uint64    // the configuration after history delta seq (0: before any)
+	index uint64    // Tag.index
+	time  time.Time // a History snapshot at this time reads the point
+	tag   string
+}
+
+// resolvePoint locates pt in the history of txn.
+func resolvePoint(ctx context.Context, txn *badger.Txn, c *Configuration, pt Point, now time.Time) (resolvedPoint, error) {
+	switch {
+	case pt.Tag != "":
+		t := &Tag{}
+		found, err := getRecord(txn, tagKey(pt.Tag), t)
+		if err != nil {
+			return resolvedPoint{}, fmt.Errorf("journal: %w", err)
+		}
+		if !found {
+			return resolvedPoint{}, fmt.Errorf("journal: no tag %q (gnmi-sidecar journal tags lists them): %w", pt.Tag, ErrNotFound)
+		}
+		return resolvedPoint{seq: t.GetHistorySeq(), index: t.GetIndex(), time: t.GetTime().AsTime(), tag: t.GetName()}, nil
+	case pt.Latest:
+		at := now
+		if ht := c.GetHistoryTime(); ht != nil {
+			at = ht.AsTime()
+		}
+		return resolvedPoint{seq: c.GetHistorySeq(), index: c.GetCommitted().GetIndex(), time: at}, nil
+	case pt.Index == 0:
+		first, err := firstDelta(txn)
+		if err != nil {
+			return resolvedPoint{}, err
+		}
+		at := now
+		if first != nil {
+			at = first.GetTime().AsTime().Add(-time.Nanosecond)
+		}
+		return resolvedPoint{seq: 0, index: 0, time: at}, nil
+	}
+	i := pt.Index
+	if i > c.GetLastIndex() {
+		return resolvedPoint{}, fmt.Errorf("journal: proposal %d does not exist (the newest is %d): %w", i, c.GetLastIndex(), ErrNotFound)
+	}
+	if i < c.GetFirstIndex() {
+		return resolvedPoint{}, fmt.Errorf("journal: proposal %d is older than what retention keeps (%d to %d): %w",
+			i, c.GetFirstIndex(), c.GetLastIndex(), ErrCompacted)
+	}
+	p, err := loadProposalStatus(txn, c, i)
+	if err != nil {
+		return resolvedPoint{}, err
+	}
+	if p.GetChange().GetCommit() != StatusComplete {
+		return resolvedPoint{}, guardf("proposal %d's change was not committed (commit %s): name a proposal whose change was",
+			i, statusName(p.GetChange().GetCommit()))
+	}
+	// Commits happen in index order, so their deltas do: walk back from
+	// the newest to proposal i's commit.
+	opts := badger.DefaultIteratorOptions
+	opts.Prefix = nsHistory
+	opts.Reverse = true
+	it := txn.NewIterator(opts)
+	defer it.Close()
+	for it.Seek(historyKey(math.MaxUint64)); it.ValidForPrefix(nsHistory); it.Next() {
+		if err := ctx.Err(); err != nil {
+			return resolvedPoint{}, err
+		}
+		seq, d, err := decodeDelta(it.Item())
+		if err != nil {
+			return resolvedPoint{}, err
+		}
+		if d.GetKind() != HistoryKindCommitChange {
+			continue
+		}
+		if d.GetProposal() == i {
+			return resolvedPoint{seq: seq, index: i, time: d.GetTime().AsTime()}, nil
+		}
+		if d.GetProposal() < i {
+			break
+		}
+	}
+	return resolvedPoint{}, fmt.Errorf("journal: the history of proposal %d's commit is no longer kept: %w", i, ErrCompacted)
+}
+
+// statusName is a status as the operator reads it (COMPLETE, FAILED, ...).
+func statusName(s Status) string {
+	name := journalpb.Status_name[int32(s)]
+	if len(name) > len("STATUS_") {
+		return name[len("STATUS_"):]
+	}
+	return name
+}
+
+// decodeDelta decodes the history delta of an h/<seq> item, with its seq.
+func decodeDelta(item *badger.Item) (uint64, *HistoryDelta, error) {
+	key := item.Key()
+	if len(key) != len(nsHistory)+8 {
+		return 0, nil, fmt.Errorf("journal: history key %q: not %s<8-byte seq>", key, nsHistory)
+	}
+	d := &HistoryDelta{}
+	if err := readValue(item, func(v []byte) error { return proto.Unmarshal(v, d) }); err != nil {
+		return 0, nil, fmt.Errorf("journal: decode %q: %w", key, err)
+	}
+	return binary.BigEndian.Uint64(key[len(nsHistory):]), d, nil
+}
+
+// firstDelta returns the oldest history delta kept (nil: none).
+func firstDelta(txn *badger.Txn) (*HistoryDelta, error) {
+	opts := badger.DefaultIteratorOptions
+	opts.Prefix = nsHistory
+	it := txn.NewIterator(opts)
+	defer it.Close()
+	it.Rewind()
+	if !it.ValidForPrefix(nsHistory) {
+		return nil, nil
+	}
+	_, d, err := decodeDelta(it.Item())
+	return d, err
+}
+
+// restorable refuses, wrapping ErrCompacted, a point some of whose later
+// history retention dropped: going back to it would miss those changes.
+func restorable(txn *badger.Txn, c *Configuration, rp resolvedPoint, what string) error {
+	if rp.seq >= c.GetHistorySeq() {
+		return nil
+	}
+	opts := badger.DefaultIteratorOptions
+	opts.Prefix = nsHistory
+	it := txn.NewIterator(opts)
+	defer it.Close()
+	it.Rewind()
+	oldest := c.GetHistorySeq() + 1 // none kept
+	if it.ValidForPrefix(nsHistory) {
+		seq, _, err := decodeDelta(it.Item())
+		if err != nil {
+			return err
+		}
+		oldest = seq
+	}
+	if oldest > rp.seq+1 {
+		return fmt.Errorf("journal: %s is older than the history retention keeps (history before %s is gone): %w",
+			what, c.GetHistoryFloor().AsTime().UTC().Format(time.RFC3339), ErrCompacted)
+	}
+	return nil
+}
+
+// CreateTag names point at (Point.Latest for now) name, recording who made
+// it and why. A name in use is refused with ErrExists; a bad one with
+// ErrInvalid; a point that does not exist with ErrNotFound or
+// ErrCompacted.
+func (j *Journal) CreateTag(ctx context.Context, name string, at Point, by Authorship) (*Tag, error) {
+	if err := ValidateTagName(name); err != nil {
+		return nil, err
+	}
+	if at.Tag != "" {
+		return nil, fmt.Errorf("journal: a tag names a proposal index or the present, not another tag: %w", ErrInvalid)
+	}
+	var out *Tag
+	err := j.submit(ctx, func(w *writeTxn) error {
+		c, err := w.configuration()
+		if err != nil {
+			return err
+		}
+		if found, err := w.get(tagKey(name), &Tag{}); err != nil {
+			return err
+		} else if found {
+			return fmt.Errorf("journal: tag %q exists already (delete it first: gnmi-sidecar journal tag --delete %s): %w", name, name, ErrExists)
+		}
+		rp, err := resolvePoint(ctx, w.txn, c, at, w.now)
+		if err != nil {
+			return err
+		}
+		out = &Tag{
+			Name:       name,
+			Index:      rp.index,
+			HistorySeq: rp.seq,
+			Time:       timestamppb.New(rp.time),
+			Created:    timestamppb.New(w.now),
+			Author:     by.Author,
+			Comment:    by.Comment,
+		}
+		return w.put(tagKey(name), out)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// DeleteTag removes tag name (ErrNotFound if there is none) and returns it.
+func (j *Journal) DeleteTag(ctx context.Context, name string) (*Tag, error) {
+	if err := ValidateTagName(name); err != nil {
+		return nil, err
+	}
+	var out *Tag
+	err := j.submit(ctx, func(w *writeTxn) error {
+		t := &Tag{}
+		found, err := w.get(tagKey(name), t)
+		if err != nil {
+			return err
+		}
+		if !found {
+			return fmt.Errorf("journal: no tag %q: %w", name, ErrNotFound)
+		}
+		out = t
+		return w.delete(tagKey(name))
+	})
+	return out, err
+}
+
+// Tags returns the tags, by name.
+func (j *Journal) Tags(ctx context.Context) ([]*Tag, error) {
+	var out []*Tag
+	err := j.view(ctx, func(txn *badger.Txn) error {
+		return iteratePrefix(txn, nsTag, func(key, val []byte) error {
+			t := &Tag{}
+			if err := proto.Unmarshal(val, t); err != nil {
+				return fmt.Errorf("journal: decode %q: %w", key, err)
+			}
+			out = append(out, t)
+			return nil
+		})
+	})
+	return out, err
+}
+
+// TagRestorable reports whether the journal still keeps the history after
+// tag t's point, which going back to it needs.
+func (j *Journal) TagRestorable(ctx context.Context, t *Tag) (bool, error) {
+	ok := false
+	err := j.view(ctx, func(txn *badger.Txn) error {
+		c, err := loadConfiguration(txn)
+		if err != nil {
+			return err
+		}
+		err = restorable(txn, c, resolvedPoint{seq: t.GetHistorySeq()}, "the tag")
+		ok = err == nil
+		if errors.Is(err, ErrCompacted) {
+			return nil
+		}
+		return err
+	})
+	return ok, err
+}
+
+// PointTime returns the time a History snapshot reads point pt at.
+func (j *Journal) PointTime(ctx context.Context, pt Point) (time.Time, error) {
+	var at time.Time
+	err := j.view(ctx, func(txn *badger.Txn) error {
+		c, err := loadConfiguration(txn)
+		if err != nil {
+			return err
+		}
+		rp, err := resolvePoint(ctx, txn, c, pt, j.opts.Clock())
+		at = rp.time
+		return err
+	})
+	return at, err
+}
+
+// ProposeRestore proposes, as one change recorded with who asked (by),
+// going back to point pt: for every path a later history delta changed,
+// what it held at the point (a delete where it held nothing). Its
+// Change.restores names the point. The committed configuration as it is
+// when the proposal is journaled is the starting point: a commit in between
+// is refused with ErrGuard (retry). Nothing to change is ErrNoChange; a
+// point retention no longer reaches, ErrCompacted. Refused like
+// ProposeChange while a commit-confirmed is outstanding. The then
+// functions run as ProposeChange's do.
+func (j *Journal) ProposeRestore(ctx context.Context, by Authorship, pt Point, then ...func(*Tx) error) (*Proposal, error) {
+	var (
+		ops []*Op
+		rp  resolvedPoint
+		at  uint64 // HistorySeq the ops were computed against
+	)
+	err := j.view(ctx, func(txn *badger.Txn) error {
+		c, err := loadConfiguration(txn)
+		if err != nil {
+			return err
+		}
+		if rp, err = resolvePoint(ctx, txn, c, pt, j.opts.Clock()); err != nil {
+			return err
+		}
+		if err := restorable(txn, c, rp, pt.String()); err != nil {
+			return err
+		}
+		at = c.GetHistorySeq()
+		ops, err = restoreOps(ctx, txn, rp.seq)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	if len(ops) == 0 {
+		return nil, fmt.Errorf("journal: the committed configuration is as it was at %s: %w", pt, ErrNoChange)
+	}
+	return j.propose(ctx, by, ops, "a commit-confirmed is outstanding", "confirm or cancel it first, or wait for its rollback",
+		func(w *writeTxn, p *Proposal) error {
+			c, err := w.configuration()
+			if err != nil {
+				return err
+			}
+			// propose wrote p (and moved nothing else): the committed
+			// configuration is the one before it.
+			if c.GetHistorySeq() != at {
+				return guardf("the committed configuration changed while going back to %s was prepared: try again", pt)
+			}
+			p.Change.Restores = &Restore{Index: rp.index, Tag: rp.tag, HistorySeq: rp.seq}
+			return w.put(proposalKey(p.GetIndex()), p)
+		}, then)
+}
+
+// restoreOps returns the operations that put back, at every path changed
+// after history delta seq, what it held then: deletes (none under another)
+// for paths that held nothing, then the values (a whole leaf-list as a
+// replace, as a re-push sends it), in path order.
+func restoreOps(ctx context.Context, txn *badger.Txn, seq uint64) ([]*Op, error) {
+	undo, err := changesSince(ctx, txn, func(s uint64, _ *HistoryDelta) bool { return s > seq })
+	if err != nil {
+		return nil, err
+	}
+	keys := make([]string, 0, len(undo))
+	for k := range undo {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys) // a subtree sorts right after its root
+	var deletes, writes []*Op
+	var deleted *subtree
+	for _, k := range keys {
+		then := undo[k]
+		now := &PathValue{}
+		found, err := getRecord(txn, valueKey(nsCommitted, []byte(k)), now)
+		if err != nil {
+			return nil, fmt.Errorf("journal: %w", err)
+		}
+		if !found {
+			now = nil
+		}
+		thenLive, nowLive := then != nil && !then.GetDeleted(), now != nil && !now.GetDeleted()
+		switch {
+		case !thenLive && !nowLive:
+		case !thenLive:
+			if deleted != nil && deleted.contains([]byte(k)) {
+				continue
+			}
+			sub := subtreeOf(now.GetPath())
+			deleted = &sub
+			deletes = append(deletes, &Op{Kind: OpDelete, Path: now.GetPath()})
+		case nowLive && leaves.Equal(then.GetValue(), now.GetValue()):
+		default:
+			kind := OpUpdate
+			if leaves.IsLeafList(then.GetValue()) {
+				kind = OpReplace
+			}
+			writes = append(writes, &Op{Kind: kind, Path: then.GetPath(),
+				Values: []*Leaf{{Path: then.GetPath(), Value: then.GetValue()}}})
+		}
+	}
+	return append(deletes, writes...), nil
+}
+
+// changesSince returns, for every path changed by a history delta for
+// which after(seq, delta) holds (walking back from the newest, until it
+// does not), what it held before the oldest of them (nil: nothing).
+func changesSince(ctx context.Context, txn *badger.Txn, after func(seq uint64, d *HistoryDelta) bool) (map[string]*PathValue, error) {
+	undo := make(map[string]*PathValue)
+	opts := badger.DefaultIteratorOptions
+	opts.Prefix = nsHistory
+	opts.Reverse = true
+	it := txn.NewIterator(opts)
+	defer it.Close()
+	for it.Seek(historyKey(math.MaxUint64)); it.ValidForPrefix(nsHistory); it.Next() {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		seq, delta, err := decodeDelta(it.Item())
+		if err != nil {
+			return nil, err
+		}
+		if !after(seq, delta) {
+			break
+		}
+		// Newest first, so the oldest change has the last word.
+		for _, e := range delta.GetEntries() {
+			path := e.GetAfter().GetPath()
+			if path == nil {
+				path = e.GetBefore().GetPath()
+			}
+			undo[string(PathKey(path))] = e.GetBefore()
+		}
+	}
+	return undo, nil
+}
+
+// LeafDiff is one path a Set would change (DryRun): what the committed
+// configuration holds there and what it would hold; nil or a tombstone
+// for nothing.
+type LeafDiff struct {
+	Path          *gnmi.Path
+	Before, After *PathValue
+}
+
+// DryRun validates ops as ProposeChange would (refused the same way,
+// commit-confirmed included) and returns the leaf-level changes they would
+// make to the committed configuration, in path order, without writing
+// anything. Paths whose value would stay the same are left out.
+func (j *Journal) DryRun(ctx context.Context, ops []*Op) ([]LeafDiff, error) {
+	clean, _, err := j.cleanOps(ops)
+	if err != nil {
+		return nil, err
+	}
+	var out []LeafDiff
+	err = j.view(ctx, func(txn *badger.Txn) error {
+		if err := commitConfirmGuard(txn, "a commit-confirmed is outstanding", "confirm or cancel it first, or wait for its rollback"); err != nil {
+			return err
+		}
+		c, err := loadConfiguration(txn)
+		if err != nil {
+			return err
+		}
+		// expand only reads: a read-only transaction serves.
+		w := &writeTxn{txn: txn, now: j.opts.Clock()}
+		eff, err := w.expand(c.GetLastIndex()+1, clean)
+		if err != nil {
+			return err
+		}
+		for _, k := range eff.keys {
+			before, err := w.value(nsCommitted, []byte(k))
+			if err != nil {
+				return err
+			}
+			after := eff.values[k]
+			beforeLive, afterLive := before != nil && !before.GetDeleted(), !after.GetDeleted()
+			if beforeLive == afterLive && (!afterLive || leaves.Equal(before.GetValue(), after.GetValue())) {
+				continue
+			}
+			out = append(out, LeafDiff{Path: after.GetPath(), Before: before, After: after})
+		}
+		return nil
+	})
+	return out, err
+}

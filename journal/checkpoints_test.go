@@ -1,0 +1,330 @@
+package journal
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gnmi-sidecar/gnmi-sidecar/gnmipath"
+)
+
+// liveValues renders the committed values that are not tombstones as
+// path → value by meaning (a JSON string and a string_val alike): what
+// the device should hold.
+func liveValues(t testing.TB, j *Journal) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	if err := j.Committed(context.Background(), nil, func(pv *PathValue) error {
+		addLive(out, pv)
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+func addLive(m map[string]string, pv *PathValue) {
+	if pv.GetDeleted() {
+		return
+	}
+	v := pv.GetValue()
+	s := v.GetStringVal()
+	if b := v.GetJsonIetfVal(); b != nil {
+		var x any
+		if err := json.Unmarshal(b, &x); err == nil {
+			if str, ok := x.(string); ok {
+				s = str
+			} else {
+				norm, _ := json.Marshal(x)
+				s = string(norm)
+			}
+		}
+	}
+	m[gnmipath.String(pv.GetPath())] = s
+}
+
+func liveAt(t testing.TB, j *Journal, at time.Time) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	err := j.CommittedAt(context.Background(), at, nil, func(pv *PathValue) error {
+		addLive(out, pv)
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// randomSet is one random Set over a small tree: leaves, a JSON container,
+// list entries (keys learned from their keyed paths), replaces and
+// subtree deletes.
+func randomSet(t testing.TB, r *rand.Rand, n int) []*Op {
+	val := func() string { return fmt.Sprintf("v%d", r.IntN(4)) }
+	entry := func() string { return fmt.Sprintf("/l/e[k=%d]", r.IntN(3)) }
+	var ops []*Op
+	for range 1 + r.IntN(n) {
+		switch r.IntN(7) {
+		case 0:
+			ops = append(ops, update(t, "/t/a", val()))
+		case 1:
+			ops = append(ops, update(t, entry()+"/v", val()))
+		case 2:
+			ops = append(ops, &Op{Kind: OpUpdate, Path: mustPath(t, "/t"),
+				Values: []*Leaf{{Path: mustPath(t, "/t"), Value: jsonVal(fmt.Sprintf(`{"b":%q,"c":{"d":%q}}`, val(), val()))}}})
+		case 3:
+			ops = append(ops, replace(t, "/t", "/t/a", val()))
+		case 4:
+			ops = append(ops, del(t, entry()))
+		case 5:
+			ops = append(ops, del(t, "/t/c"))
+		case 6:
+			e := entry()
+			ops = append(ops, &Op{Kind: OpUpdate, Path: mustPath(t, e),
+				Values: []*Leaf{{Path: mustPath(t, e), Value: jsonVal(fmt.Sprintf(`{"v":%q,"w":%q}`, val(), val()))}}})
+		}
+	}
+	return ops
+}
+
+// TestRestoreModel drives random Sets, rollbacks, tags and restores (to a
+// tag, to an index, to before the first change) and checks after every
+// restore that the committed configuration is exactly the one at the
+// point, that a History snapshot at the tag's time reads it too, and that
+// rolling the restore back returns to what was before it.
+func TestRestoreModel(t *testing.T) {
+	for seed := range uint64(40) {
+		t.Run(fmt.Sprint(seed), func(t *testing.T) {
+			r := rand.New(rand.NewPCG(seed, 21))
+			j := openTest(t, "", Options{NoSync: true})
+			ctx := context.Background()
+			term := synced(t, j)
+			type point struct {
+				name  string
+				state map[string]string
+				index uint64
+			}
+			var tags []point
+			after := map[uint64]map[string]string{0: {}} // state right after proposal i's commit
+			restores := 0
+			for step := range 60 {
+				switch k := r.IntN(10); {
+				case k < 6:
+					i := applyChange(t, j, term, randomSet(t, r, 3)...)
+					after[i] = liveValues(t, j)
+				case k == 6:
+					name := fmt.Sprintf("tag-%d", step)
+					tag, err := j.CreateTag(ctx, name, Point{Latest: true}, Authorship{Author: "alice", Comment: "before step"})
+					if err != nil {
+						t.Fatal(err)
+					}
+					tags = append(tags, point{name, liveValues(t, j), tag.GetIndex()})
+					if got := liveAt(t, j, tag.GetTime().AsTime()); !maps.Equal(got, liveValues(t, j)) {
+						t.Fatalf("History at tag %s's time: %v, want %v", name, got, liveValues(t, j))
+					}
+				case k == 7:
+					c, _ := j.Configuration(ctx)
+					if c.GetCommitted().GetIndex() == 0 {
+						continue
+					}
+					i := c.GetCommitted().GetIndex()
+					if _, err := j.NewestRollbackable(ctx); err != nil {
+						continue
+					}
+					rollback(t, j, term, i)
+				default:
+					var pt Point
+					var want map[string]string
+					switch {
+					case len(tags) > 0 && r.IntN(2) == 0:
+						tp := tags[r.IntN(len(tags))]
+						pt, want = Point{Tag: tp.name}, tp.state
+					default:
+						c, _ := j.Configuration(ctx)
+						i := r.Uint64N(c.GetLastIndex() + 1)
+						st, ok := after[i]
+						if !ok {
+							continue // a rollback, not a change
+						}
+						pt, want = Point{Index: i}, st
+					}
+					before := liveValues(t, j)
+					p, err := j.ProposeRestore(ctx, Authorship{Author: "bob", Comment: "back"}, pt)
+					if errors.Is(err, ErrNoChange) {
+						if !maps.Equal(before, want) {
+							t.Fatalf("step %d: restore to %s: nothing to change, yet %v != %v", step, pt, before, want)
+						}
+						continue
+					}
+					if err != nil {
+						t.Fatalf("step %d: restore to %s: %v", step, pt, err)
+					}
+					if p.GetChange().GetRestores() == nil || p.GetChange().GetAuthor() != "bob" || p.GetChange().GetComment() != "back" {
+						t.Fatalf("restore proposal records %v, author %q, comment %q", p.GetChange().GetRestores(), p.GetChange().GetAuthor(), p.GetChange().GetComment())
+					}
+					commitAndApply(t, j, term, p.GetIndex())
+					restores++
+					if got := liveValues(t, j); !maps.Equal(got, want) {
+						t.Fatalf("step %d: after restoring %s:\n got %v\nwant %v\nops %v", step, pt, got, want, p.GetChange().GetOps())
+					}
+					after[p.GetIndex()] = liveValues(t, j)
+					if r.IntN(3) == 0 {
+						rollback(t, j, term, p.GetIndex())
+						if got := liveValues(t, j); !maps.Equal(got, before) {
+							t.Fatalf("step %d: rolling back the restore: %v, want %v", step, got, before)
+						}
+					}
+				}
+				checkInvariants(t, j)
+			}
+			if restores == 0 {
+				t.Log("no restore changed anything in this seed")
+			}
+		})
+	}
+}
+
+func TestTags(t *testing.T) {
+	ctx := context.Background()
+	j := openTest(t, "", Options{NoSync: true})
+	term := synced(t, j)
+	applyChange(t, j, term, update(t, "/a", "1"))
+	i2 := applyChange(t, j, term, update(t, "/a", "2"))
+	applyChange(t, j, term, update(t, "/a", "3"))
+
+	tag, err := j.CreateTag(ctx, "good", Point{Index: i2}, Authorship{Author: "alice", Comment: "known good"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tag.GetIndex() != i2 || tag.GetAuthor() != "alice" || tag.GetComment() != "known good" || tag.GetCreated() == nil {
+		t.Fatalf("tag %v", tag)
+	}
+	if got := liveAt(t, j, tag.GetTime().AsTime()); !maps.Equal(got, map[string]string{"/a": "2"}) {
+		t.Fatalf("History at the tag's time: %v", got)
+	}
+	if _, err := j.CreateTag(ctx, "good", Point{Latest: true}, Authorship{}); !errors.Is(err, ErrExists) {
+		t.Fatalf("a second tag good: %v, want ErrExists", err)
+	}
+	for _, bad := range []string{"", "123", "-x", "a b", strings.Repeat("x", 65), "é"} {
+		if _, err := j.CreateTag(ctx, bad, Point{Latest: true}, Authorship{}); !errors.Is(err, ErrInvalid) {
+			t.Errorf("tag name %q: %v, want ErrInvalid", bad, err)
+		}
+	}
+	if _, err := j.CreateTag(ctx, "future", Point{Index: 99}, Authorship{}); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("tag at proposal 99: %v, want ErrNotFound", err)
+	}
+	if _, err := j.ProposeRestore(ctx, Authorship{}, Point{Tag: "nope"}); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("restore to an unknown tag: %v, want ErrNotFound", err)
+	}
+	now, err := j.CreateTag(ctx, "now", Point{Latest: true}, Authorship{})
+	if err != nil || now.GetIndex() != 3 {
+		t.Fatalf("tag now: %v, %v", now, err)
+	}
+	if _, err := j.ProposeRestore(ctx, Authorship{}, Point{Tag: "now"}); !errors.Is(err, ErrNoChange) {
+		t.Fatalf("restore to the present: %v, want ErrNoChange", err)
+	}
+	tags, err := j.Tags(ctx)
+	if err != nil || len(tags) != 2 || tags[0].GetName() != "good" || tags[1].GetName() != "now" {
+		t.Fatalf("Tags: %v, %v", tags, err)
+	}
+	if _, err := j.DeleteTag(ctx, "now"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := j.DeleteTag(ctx, "now"); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("deleting it again: %v", err)
+	}
+
+	// A proposal whose commit failed is no point.
+	p, err := j.ProposeChange(ctx, []*Op{update(t, "/b", "x")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := j.FailCommit(ctx, p.GetIndex(), 3, "bad"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := j.CreateTag(ctx, "failed", Point{Index: p.GetIndex()}, Authorship{}); !errors.Is(err, ErrGuard) {
+		t.Fatalf("tag at a failed commit: %v, want ErrGuard", err)
+	}
+
+	// Outstanding commit-confirmed: no restore.
+	if _, err := j.ProposeConfirmedChange(ctx, Authorship{}, []*Op{update(t, "/a", "4")}, "cc", time.Now().Add(time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := j.ProposeRestore(ctx, Authorship{}, Point{Tag: "good"}); !errors.Is(err, ErrGuard) {
+		t.Fatalf("restore during a commit-confirmed: %v, want ErrGuard", err)
+	}
+}
+
+// TestRestoreCompacted: a point whose later history retention dropped
+// cannot be gone back to; a tag says so.
+func TestRestoreCompacted(t *testing.T) {
+	ctx := context.Background()
+	j := openTest(t, "", Options{NoSync: true, Retain: 2})
+	term := synced(t, j)
+	applyChange(t, j, term, update(t, "/a", "1"))
+	tag, err := j.CreateTag(ctx, "old", Point{Latest: true}, Authorship{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for n := range 5 {
+		applyChange(t, j, term, update(t, "/a", fmt.Sprint(n+2)))
+	}
+	if _, err := j.Compact(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := j.ProposeRestore(ctx, Authorship{}, Point{Tag: "old"}); !errors.Is(err, ErrCompacted) {
+		t.Fatalf("restore past retention: %v, want ErrCompacted", err)
+	}
+	if ok, err := j.TagRestorable(ctx, tag); err != nil || ok {
+		t.Fatalf("TagRestorable: %v, %v; want false", ok, err)
+	}
+}
+
+// TestDryRun checks, on random Sets, that the dry run's changes are
+// exactly what committing the same Set changes, and that it writes
+// nothing.
+func TestDryRun(t *testing.T) {
+	ctx := context.Background()
+	for seed := range uint64(20) {
+		r := rand.New(rand.NewPCG(seed, 7))
+		j := openTest(t, "", Options{NoSync: true})
+		term := synced(t, j)
+		for range 30 {
+			ops := randomSet(t, r, 4)
+			before := liveValues(t, j)
+			keys := dump(t, j)
+			diff, err := j.DryRun(ctx, ops)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !maps.Equal(keys, dump(t, j)) {
+				t.Fatal("the dry run wrote to the journal")
+			}
+			predicted := maps.Clone(before)
+			for _, d := range diff {
+				delete(predicted, gnmipath.String(d.Path))
+				addLive(predicted, d.After)
+			}
+			applyChange(t, j, term, ops...)
+			got := liveValues(t, j)
+			if !maps.Equal(got, predicted) {
+				t.Fatalf("seed %d: dry run predicted %v, the commit made %v (ops %v)", seed, predicted, got, ops)
+			}
+			for _, d := range diff {
+				if d.After.GetDeleted() && (d.Before == nil || d.Before.GetDeleted()) {
+					t.Fatalf("dry run reports a delete of nothing at %v", d.Path)
+				}
+			}
+			if !slices.IsSortedFunc(diff, func(a, b LeafDiff) int { return strings.Compare(string(PathKey(a.Path)), string(PathKey(b.Path))) }) {
+				t.Fatal("dry run not in path order")
+			}
+		}
+	}
+}
