@@ -29,6 +29,14 @@ func (a *Agent) ProposeAdoption(ctx context.Context, by journal.Authorship, ops 
 	})
 }
 
+// ProposeRestore is ProposeChange for the change that goes back to a
+// point of the journal (journal.ProposeRestore).
+func (a *Agent) ProposeRestore(ctx context.Context, by journal.Authorship, pt journal.Point) (*journal.Proposal, error) {
+	return a.propose(func(then func(*journal.Tx) error) (*journal.Proposal, error) {
+		return a.j.ProposeRestore(ctx, by, pt, then)
+	})
+}
+
 // ProposeConfirmedChange is ProposeChange for a commit-confirmed change
 // (journal.ProposeConfirmedChange).
 func (a *Agent) ProposeConfirmedChange(ctx context.Context, by journal.Authorship, ops []*journal.Op, id string, deadline time.Time) (*journal.Proposal, error) {

@@ -124,9 +124,11 @@ func RequiredAction(fullMethod string, req any) Action {
 // SetAction returns what a SetRequest is and the role it needs, from its
 // extensions, decoded exactly as Set decodes them:
 //
-//   - the sidecar extension with a rollback or a resolve: admin;
+//   - the sidecar extension with a rollback (of a proposal, or to a
+//     point), a resolve or a tag: admin;
 //   - commit-confirmed confirm, cancel or set_rollback_duration: admin;
-//   - anything else (a change, a commit-confirmed commit): write.
+//   - anything else (a change, its dry run, a commit-confirmed commit):
+//     write.
 //
 // A Set whose extensions Set refuses needs write: it changes nothing.
 func SetAction(req *gpb.SetRequest) Action {
@@ -139,6 +141,9 @@ func SetAction(req *gpb.SetRequest) Action {
 	}
 	if ext.GetResolve() != nil {
 		return Action{"resolve", RoleAdmin}
+	}
+	if ext.GetTag() != nil {
+		return Action{"tag", RoleAdmin}
 	}
 	if commit == nil {
 		return Action{"Set", RoleWrite}

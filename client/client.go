@@ -38,6 +38,78 @@ func WithMode(req *gpb.SetRequest, mode sidecarpb.SetMode) *gpb.SetRequest {
 	return req
 }
 
+// WithRequest makes r the sidecar extension of req and returns req: the
+// general form of WithMode, for a comment (a commit message recorded with
+// the proposal), a dry run, or any other field of sidecarpb.Request. A
+// sidecar extension already on req is replaced in place.
+func WithRequest(req *gpb.SetRequest, r *sidecarpb.Request) *gpb.SetRequest {
+	setExtension(req, r)
+	return req
+}
+
+// Do sends req with r as its sidecar extension and returns the sidecar's
+// Response and the SetResponse it came in; what names the request in
+// errors. An answer without the sidecar's Response is an error.
+func Do(ctx context.Context, c gpb.GNMIClient, what string, req *gpb.SetRequest, r *sidecarpb.Request, opts ...grpc.CallOption) (*sidecarpb.Response, *gpb.SetResponse, error) {
+	setExtension(req, r)
+	resp, err := c.Set(ctx, req, opts...)
+	if err != nil {
+		return nil, nil, fmt.Errorf("%s: %w", what, err)
+	}
+	out, ok, err := ResponseOf(resp)
+	if err != nil {
+		return nil, resp, fmt.Errorf("%s: %w", what, err)
+	}
+	if !ok {
+		return nil, resp, fmt.Errorf("%s: the SetResponse has no extension with id %d (is the target a gnmi-sidecar?)", what, ExtensionID)
+	}
+	return out, resp, nil
+}
+
+// DryRun asks the sidecar for the leaf-level changes req's operations
+// would make to the committed configuration, in path order, without
+// journaling or applying anything. The Set is validated as it would be
+// for real: what the sidecar would refuse, the dry run refuses alike.
+func DryRun(ctx context.Context, c gpb.GNMIClient, req *gpb.SetRequest, opts ...grpc.CallOption) ([]*sidecarpb.LeafChange, error) {
+	r, _, err := Do(ctx, c, "sidecar dry run", proto.CloneOf(req), &sidecarpb.Request{DryRun: true}, opts...)
+	if err != nil {
+		return nil, err
+	}
+	return r.GetDiff(), nil
+}
+
+// Tag names a point of the journal (t.Index unset: the committed
+// configuration now; set: right after that proposal's commit), or, with
+// t.Delete, removes the name, and returns the tag. comment is recorded
+// with it. A name in use is AlreadyExists; an unknown one (delete)
+// NotFound; a bad one InvalidArgument.
+func Tag(ctx context.Context, c gpb.GNMIClient, t *sidecarpb.Tag, comment string, opts ...grpc.CallOption) (*sidecarpb.TagInfo, error) {
+	r, _, err := Do(ctx, c, fmt.Sprintf("sidecar tag %q", t.GetName()), &gpb.SetRequest{}, &sidecarpb.Request{Tag: t, Comment: comment}, opts...)
+	if err != nil {
+		return nil, err
+	}
+	if r.GetTag() == nil {
+		return nil, fmt.Errorf("sidecar tag %q: the answer describes no tag", t.GetName())
+	}
+	return r.GetTag(), nil
+}
+
+// RollbackTo rolls back every change made after a point of the journal,
+// as one new change sent to the device as one SetRequest: the point tag
+// names, or (tag "") right after proposal index's commit (0: before the
+// journal's first change). The Response's index is that change (0, with
+// Restored.unchanged, when the configuration was as at the point
+// already); its Restored names the point.
+func RollbackTo(ctx context.Context, c gpb.GNMIClient, tag string, index uint64, mode sidecarpb.SetMode, comment string, opts ...grpc.CallOption) (*sidecarpb.Response, *gpb.SetResponse, error) {
+	rb := &sidecarpb.Rollback{ToTag: tag}
+	what := fmt.Sprintf("sidecar rollback to tag %q", tag)
+	if tag == "" {
+		rb.ToIndex = proto.Uint64(index)
+		what = fmt.Sprintf("sidecar rollback to proposal %d", index)
+	}
+	return Do(ctx, c, what, &gpb.SetRequest{}, &sidecarpb.Request{Mode: mode, Rollback: rb, Comment: comment}, opts...)
+}
+
 // Rollback asks the sidecar behind c to roll back proposal index (0: the
 // newest change not yet rolled back) and returns the sidecar's Response
 // (phase PHASE_ROLLBACK, index the proposal rolled back) and the

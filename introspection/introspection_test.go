@@ -165,6 +165,9 @@ func TestIntrospectGet(t *testing.T) {
 	}
 	st := r.Agent.Status()
 	p2 := r.Proposal(t, 2).GetChange()
+	if !strings.HasPrefix(p2.GetAuthor(), "127.0.0.1:") {
+		t.Errorf("proposal 2's author is %q, want the client's address (no certificate, no username)", p2.GetAuthor())
+	}
 	state := func(i uint64, name string) string {
 		return leafKey(proposalPath(i, &gpb.PathElem{Name: "state"}, &gpb.PathElem{Name: name}))
 	}
@@ -228,6 +231,7 @@ func TestIntrospectGet(t *testing.T) {
 			state(2, "apply-started"): nanosTV(p2.GetApplyStarted()),
 			state(2, "applied"):       nanosTV(p2.GetApplied()),
 			state(2, "operations"):    sidecartest.UintVal(1),
+			state(2, "author"):        sidecartest.StringVal(p2.GetAuthor()),
 		},
 	}, {
 		name:  "operations of a Set of two updates",
@@ -402,7 +406,7 @@ func TestIntrospectGetErrors(t *testing.T) {
 	}{{
 		name: "unknown top-level element",
 		req:  &gpb.GetRequest{Prefix: sidecartest.IntrospectionPrefix(), Path: path("/journal/state")},
-		code: codes.NotFound, msg: []string{`no element "journal"`, "configuration, device, commit-confirm, out-of-sync, resolutions, proposals"},
+		code: codes.NotFound, msg: []string{`no element "journal"`, "configuration, device, commit-confirm, out-of-sync, resolutions, tags, proposals"},
 	}, {
 		name: "unknown element deeper",
 		req:  &gpb.GetRequest{Prefix: sidecartest.IntrospectionPrefix(), Path: path("/proposals/proposal[index=1]/stat")},

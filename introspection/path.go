@@ -132,7 +132,7 @@ func (p treePattern) keylessList() (string, bool) {
 // treeSelection is which parts of the tree some patterns select, so that only
 // those are read and rendered.
 type treeSelection struct {
-	configuration, device, commitConfirm, outOfSync, resolutions, proposals bool
+	configuration, device, commitConfirm, outOfSync, resolutions, tags, proposals bool
 	// indexes, if not nil, restricts proposals to these (ascending).
 	indexes []uint64
 }
@@ -141,7 +141,7 @@ type treeSelection struct {
 // select.
 func (p treePattern) selection() treeSelection {
 	if len(p.elems) == 0 || p.elems[0].GetName() == gnmipath.AnyElem || p.elems[0].GetName() == gnmipath.AnyDepth {
-		return treeSelection{configuration: true, device: true, commitConfirm: true, outOfSync: true, resolutions: true, proposals: true}
+		return treeSelection{configuration: true, device: true, commitConfirm: true, outOfSync: true, resolutions: true, tags: true, proposals: true}
 	}
 	switch p.elems[0].GetName() {
 	case Configuration:
@@ -154,6 +154,8 @@ func (p treePattern) selection() treeSelection {
 		return treeSelection{outOfSync: true}
 	case Resolutions:
 		return treeSelection{resolutions: true}
+	case Tags:
+		return treeSelection{tags: true}
 	}
 	sel := treeSelection{proposals: true}
 	if i, ok := p.index(); ok {
@@ -183,6 +185,7 @@ func (s treeSelection) union(o treeSelection) treeSelection {
 		commitConfirm: s.commitConfirm || o.commitConfirm,
 		outOfSync:     s.outOfSync || o.outOfSync,
 		resolutions:   s.resolutions || o.resolutions,
+		tags:          s.tags || o.tags,
 		proposals:     s.proposals || o.proposals,
 	}
 	switch {

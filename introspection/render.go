@@ -320,6 +320,14 @@ func proposalFields() []field[*journal.Proposal] {
 		{ErrorMessage, change(func(ch *journal.Change) *gpb.TypedValue { return errorMessage(ch.GetError()) })},
 		{Operations, change(func(ch *journal.Change) *gpb.TypedValue { return scalar(uint64(len(ch.GetOps()))) })},
 		{Author, change(func(ch *journal.Change) *gpb.TypedValue { return text(ch.GetAuthor()) })},
+		{Comment, change(func(ch *journal.Change) *gpb.TypedValue { return text(ch.GetComment()) })},
+		{RestoresIndex, change(func(ch *journal.Change) *gpb.TypedValue {
+			if ch.GetRestores() == nil {
+				return nil
+			}
+			return scalar(ch.GetRestores().GetIndex())
+		})},
+		{RestoresTag, change(func(ch *journal.Change) *gpb.TypedValue { return text(ch.GetRestores().GetTag()) })},
 		{Adopted, change(func(ch *journal.Change) *gpb.TypedValue {
 			if !ch.GetAdopted() {
 				return nil
@@ -335,6 +343,27 @@ func proposalFields() []field[*journal.Proposal] {
 		{RollbackErrorCode, rollback(func(rb *journal.Rollback) *gpb.TypedValue { return errorCode(rb.GetError(), true) })},
 		{RollbackErrorMessage, rollback(func(rb *journal.Rollback) *gpb.TypedValue { return errorMessage(rb.GetError()) })},
 		{RollbackApplied, rollback(func(rb *journal.Rollback) *gpb.TypedValue { return nanos(rb.GetApplied()) })},
+		{RollbackAuthor, rollback(func(rb *journal.Rollback) *gpb.TypedValue { return text(rb.GetAuthor()) })},
+		{RollbackComment, rollback(func(rb *journal.Rollback) *gpb.TypedValue { return text(rb.GetComment()) })},
+	}
+}
+
+// tag is what tags/tag[name=N]/state shows: a tag, and whether the journal
+// still keeps the history a rollback to it needs.
+type tag struct {
+	rec        *journal.Tag
+	restorable bool
+}
+
+func tagFields() []field[tag] {
+	return []field[tag]{
+		{Name, func(t tag) *gpb.TypedValue { return text(t.rec.GetName()) }},
+		{Index, func(t tag) *gpb.TypedValue { return scalar(t.rec.GetIndex()) }},
+		{Time, func(t tag) *gpb.TypedValue { return nanos(t.rec.GetTime()) }},
+		{Created, func(t tag) *gpb.TypedValue { return nanos(t.rec.GetCreated()) }},
+		{Author, func(t tag) *gpb.TypedValue { return text(t.rec.GetAuthor()) }},
+		{Comment, func(t tag) *gpb.TypedValue { return text(t.rec.GetComment()) }},
+		{Restorable, func(t tag) *gpb.TypedValue { return scalar(t.restorable) }},
 	}
 }
 
@@ -419,6 +448,16 @@ func resolutionLeaves(recs []*journal.Resolution) []treeLeaf {
 	fields := resolutionFields()
 	for _, r := range recs {
 		renderState(&out, fields, r, pathElem(Resolutions), keyedElem(Resolution, Seq, strconv.FormatUint(r.GetSeq(), 10)))
+	}
+	return out
+}
+
+// tagLeaves renders tags/tag[name=N]: the named points of the journal.
+func tagLeaves(tags []tag) []treeLeaf {
+	var out []treeLeaf
+	fields := tagFields()
+	for _, t := range tags {
+		renderState(&out, fields, t, pathElem(Tags), keyedElem(Tag, Name, t.rec.GetName()))
 	}
 	return out
 }

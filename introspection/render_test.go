@@ -276,7 +276,9 @@ func TestSchemaMatchesRenderer(t *testing.T) {
 	p.Rollback.Commit, p.Rollback.Apply = journal.StatusComplete, journal.StatusComplete
 	p.Rollback.Proposed, p.Rollback.Committed, p.Rollback.ApplyStarted, p.Rollback.Applied = stamp(1), stamp(2), stamp(3), stamp(4)
 	p.Rollback.Error = &journalpb.Error{Code: 3, Message: "refused"}
-	p.Change.Author, p.Change.Adopted = "alice", true
+	p.Change.Author, p.Change.Adopted, p.Change.Comment = "alice", true, "why"
+	p.Change.Restores = &journal.Restore{Index: 1, Tag: "good"}
+	p.Rollback.Author, p.Rollback.Comment = "bob", "undo"
 	var leaves []treeLeaf
 	leaves = append(leaves, configurationLeaves(&journal.Configuration{Status: journal.StatusComplete, RollingBack: 2, HistoryFloor: stamp(1)})...)
 	leaves = append(leaves, deviceLeaves("a", agent.Status{Connected: true, Term: 1, LastRepush: fixtureTime, LastError: "e",
@@ -285,6 +287,8 @@ func TestSchemaMatchesRenderer(t *testing.T) {
 	leaves = append(leaves, proposalLeaves(p)...)
 	leaves = append(leaves, resolutionLeaves([]*journal.Resolution{{Seq: 1, Time: stamp(1), Author: "alice", Action: "SKIP",
 		Settled: []*gpb.Path{fixture.Path(t, "/a")}, StillOutOfSync: []*gpb.Path{fixture.Path(t, "/b")}, Proposal: 3}})...)
+	leaves = append(leaves, tagLeaves([]tag{{rec: &journal.Tag{Name: "good", Index: 1, Time: stamp(1), Created: stamp(2),
+		Author: "alice", Comment: "known good"}, restorable: true}})...)
 	leaves = append(leaves, outOfSyncLeaves([]*journal.OutOfSync{{Value: &journal.PathValue{Path: fixture.Path(t, "/a"),
 		Value: &gpb.TypedValue{Value: &gpb.TypedValue_UintVal{UintVal: 1}}}, Proposal: 1, Error: &journalpb.Error{Code: 3, Message: "m"}, Since: stamp(1)}})...)
 
@@ -316,7 +320,7 @@ func TestSchemaMatchesRenderer(t *testing.T) {
 }
 
 func TestPatterns(t *testing.T) {
-	all := treeSelection{configuration: true, device: true, commitConfirm: true, outOfSync: true, resolutions: true, proposals: true}
+	all := treeSelection{configuration: true, device: true, commitConfirm: true, outOfSync: true, resolutions: true, tags: true, proposals: true}
 	for _, tc := range []struct {
 		path string
 		code codes.Code
@@ -335,7 +339,8 @@ func TestPatterns(t *testing.T) {
 		{path: "/proposals/proposal[index=*]/state", sel: treeSelection{proposals: true}},
 		{path: "/proposals/proposal[index=007]/state", sel: treeSelection{proposals: true, indexes: []uint64{7}}},
 		{path: "/proposals/*/state/nosuch", sel: treeSelection{proposals: true}}, // below a wildcard: not checked
-		{path: "/nosuch", code: codes.NotFound, msg: `no element "nosuch" at the root of origin gnmi-sidecar (it has configuration, device, commit-confirm, out-of-sync, resolutions, proposals)`},
+		{path: "/nosuch", code: codes.NotFound, msg: `no element "nosuch" at the root of origin gnmi-sidecar (it has configuration, device, commit-confirm, out-of-sync, resolutions, tags, proposals)`},
+		{path: "/tags/tag[name=good]/state", sel: treeSelection{tags: true}},
 		{path: "/configuration/stat", code: codes.NotFound, msg: `no element "stat" under /configuration`},
 		{path: "/configuration/state/last-index/x", code: codes.NotFound, msg: "last-index is a leaf"},
 		{path: "/proposals/proposal[index=x1]", code: codes.InvalidArgument, msg: `key index="x1" is not a number`},
@@ -442,6 +447,10 @@ func (f *fakeJournal) Proposals(_ context.Context, from, to uint64, fn func(*jou
 func (f *fakeJournal) Resolutions(context.Context, int) ([]*journal.Resolution, error) {
 	return nil, nil
 }
+
+func (f *fakeJournal) Tags(context.Context) ([]*journal.Tag, error) { return nil, nil }
+
+func (f *fakeJournal) TagRestorable(context.Context, *journal.Tag) (bool, error) { return false, nil }
 
 func (f *fakeJournal) OutOfSync(context.Context) ([]*journal.OutOfSync, error) {
 	return f.outOfSync, nil

@@ -25,6 +25,7 @@ const (
 	Cause                    = "cause"
 	Change                   = "change"
 	Changes                  = "changes"
+	Comment                  = "comment"
 	CommitConfirm            = "commit-confirm"
 	CommitStatus             = "commit-status"
 	Committed                = "committed"
@@ -32,6 +33,7 @@ const (
 	CommittedProposal        = "committed-proposal"
 	Configuration            = "configuration"
 	Connected                = "connected"
+	Created                  = "created"
 	Deadline                 = "deadline"
 	Deleted                  = "deleted"
 	Device                   = "device"
@@ -50,6 +52,7 @@ const (
 	LastRepushDuration       = "last-repush-duration"
 	LastRepushTime           = "last-repush-time"
 	LastRepushValues         = "last-repush-values"
+	Name                     = "name"
 	Operation                = "operation"
 	Operations               = "operations"
 	OutOfSync                = "out-of-sync"
@@ -64,9 +67,14 @@ const (
 	Repushing                = "repushing"
 	Resolution               = "resolution"
 	Resolutions              = "resolutions"
+	Restorable               = "restorable"
+	RestoresIndex            = "restores-index"
+	RestoresTag              = "restores-tag"
 	RollbackApplied          = "rollback-applied"
 	RollbackApplyStarted     = "rollback-apply-started"
 	RollbackApplyStatus      = "rollback-apply-status"
+	RollbackAuthor           = "rollback-author"
+	RollbackComment          = "rollback-comment"
 	RollbackCommitStatus     = "rollback-commit-status"
 	RollbackCommitted        = "rollback-committed"
 	RollbackErrorCode        = "rollback-error-code"
@@ -81,6 +89,8 @@ const (
 	State                    = "state"
 	Status                   = "status"
 	StillOutOfSync           = "still-out-of-sync"
+	Tag                      = "tag"
+	Tags                     = "tags"
 	Term                     = "term"
 	Time                     = "time"
 	Value                    = "value"
@@ -137,6 +147,7 @@ func schema() *schemaNode {
 		schemaContainer(CommitConfirm, schemaState(commitConfirmFields())),
 		schemaContainer(OutOfSync, schemaList(Path, Path, schemaState(outOfSyncFields()))),
 		schemaContainer(Resolutions, schemaList(Resolution, Seq, schemaState(resolutionFields()))),
+		schemaContainer(Tags, schemaList(Tag, Name, schemaState(tagFields()))),
 		schemaContainer(Proposals, schemaList(Proposal, Index,
 			schemaState(proposalFields()),
 			schemaContainer(Operations, schemaList(Operation, Seq, schemaState(operationFields()))),

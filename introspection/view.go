@@ -25,6 +25,8 @@ type journalReader interface {
 	CommitConfirm(ctx context.Context) (*journal.CommitConfirm, error)
 	OutOfSync(ctx context.Context) ([]*journal.OutOfSync, error)
 	Resolutions(ctx context.Context, n int) ([]*journal.Resolution, error)
+	Tags(ctx context.Context) ([]*journal.Tag, error)
+	TagRestorable(ctx context.Context, t *journal.Tag) (bool, error)
 }
 
 // treeSource is where the tree's values come from.
@@ -156,6 +158,24 @@ func (v *treeView) refresh(ctx context.Context) (treeDelta, error) {
 			}
 		}
 		v.setPart(&d, Resolutions, resolutionLeaves(recs))
+	}
+	if _, seen := v.parts[Tags]; v.sel.tags && (!seen || c.GetTagChanges() != prev.GetTagChanges() ||
+		c.GetFirstIndex() != prev.GetFirstIndex()) {
+		var tags []tag
+		if c.GetTagChanges() > 0 {
+			recs, err := v.src.journal.Tags(ctx)
+			if err != nil {
+				return d, err
+			}
+			for _, rec := range recs {
+				ok, err := v.src.journal.TagRestorable(ctx, rec)
+				if err != nil {
+					return d, err
+				}
+				tags = append(tags, tag{rec: rec, restorable: ok})
+			}
+		}
+		v.setPart(&d, Tags, tagLeaves(tags))
 	}
 	switch {
 	case !v.sel.proposals:
@@ -307,7 +327,7 @@ func (v *treeView) filter(leaves []treeLeaf) []treeLeaf {
 // all returns every leaf of the view, in tree order.
 func (v *treeView) all() []treeLeaf {
 	var out []treeLeaf
-	for _, name := range []string{Configuration, Device, CommitConfirm, OutOfSync, Resolutions} {
+	for _, name := range []string{Configuration, Device, CommitConfirm, OutOfSync, Resolutions, Tags} {
 		out = append(out, v.parts[name]...)
 	}
 	for _, i := range slices.Sorted(maps.Keys(v.proposals)) {

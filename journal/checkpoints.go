@@ -271,6 +271,10 @@ func (j *Journal) CreateTag(ctx context.Context, name string, at Point, by Autho
 		if err != nil {
 			return err
 		}
+		c.TagChanges++
+		if err := w.put(keyConfiguration, c); err != nil {
+			return err
+		}
 		out = &Tag{
 			Name:       name,
 			Index:      rp.index,
@@ -304,6 +308,14 @@ func (j *Journal) DeleteTag(ctx context.Context, name string) (*Tag, error) {
 			return fmt.Errorf("journal: no tag %q: %w", name, ErrNotFound)
 		}
 		out = t
+		c, err := w.configuration()
+		if err != nil {
+			return err
+		}
+		c.TagChanges++
+		if err := w.put(keyConfiguration, c); err != nil {
+			return err
+		}
 		return w.delete(tagKey(name))
 	})
 	return out, err

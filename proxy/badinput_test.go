@@ -429,7 +429,7 @@ func setCases(t testing.TB) []badCase {
 	}, {
 		name: "Set/commit-confirmed and the sidecar's rollback",
 		call: call{set: &gpb.SetRequest{Extension: append(ext(&sidecarpb.Request{Rollback: &sidecarpb.Rollback{}}), commit("c1", nil))}},
-		code: codes.InvalidArgument, msg: []string{"both the commit-confirmed extension and the sidecar's rollback"},
+		code: codes.InvalidArgument, msg: []string{"both a rollback and the commit-confirmed extension"},
 	}, {
 		name: "Set/two commit-confirmed extensions",
 		call: call{set: &gpb.SetRequest{Update: update(desc(), val), Extension: []*gnmi_ext.Extension{commit("c1", nil), commit("c2", nil)}}},
@@ -455,6 +455,58 @@ func setCases(t testing.TB) []badCase {
 		name: "Set/rollback of index 0 with operations",
 		call: call{set: &gpb.SetRequest{Update: update(desc(), val), Extension: ext(&sidecarpb.Request{Rollback: &sidecarpb.Rollback{}})}},
 		code: codes.InvalidArgument, msg: []string{"rollback", "must carry no operations"},
+	}, {
+		name: "Set/a tag and a rollback",
+		call: call{set: &gpb.SetRequest{Extension: ext(&sidecarpb.Request{Rollback: &sidecarpb.Rollback{}, Tag: &sidecarpb.Tag{Name: "x"}})}},
+		code: codes.InvalidArgument, msg: []string{"both a rollback and a tag"},
+	}, {
+		name: "Set/a dry run of a commit-confirmed",
+		call: call{set: &gpb.SetRequest{Update: update(desc(), val), Extension: append(ext(&sidecarpb.Request{DryRun: true}), commit("c1", nil))}},
+		code: codes.InvalidArgument, msg: []string{"both the commit-confirmed extension and a dry run"},
+	}, {
+		name: "Set/a tag with operations",
+		call: call{set: &gpb.SetRequest{Update: update(desc(), val), Extension: ext(&sidecarpb.Request{Tag: &sidecarpb.Tag{Name: "x"}})}},
+		code: codes.InvalidArgument, msg: []string{"tag Set", "must carry no operations"},
+	}, {
+		name: "Set/a tag with a bad name",
+		call: call{set: &gpb.SetRequest{Extension: ext(&sidecarpb.Request{Tag: &sidecarpb.Tag{Name: "no spaces"}})}},
+		code: codes.InvalidArgument, msg: []string{`tag name "no spaces"`, "letters, digits"},
+	}, {
+		name: "Set/a tag named by a number",
+		call: call{set: &gpb.SetRequest{Extension: ext(&sidecarpb.Request{Tag: &sidecarpb.Tag{Name: "42"}})}},
+		code: codes.InvalidArgument, msg: []string{"is a number"},
+	}, {
+		name: "Set/deleting a tag that does not exist",
+		call: call{set: &gpb.SetRequest{Extension: ext(&sidecarpb.Request{Tag: &sidecarpb.Tag{Name: "nope", Delete: true}})}},
+		code: codes.NotFound, msg: []string{`no tag "nope"`},
+	}, {
+		name: "Set/deleting a tag with an index",
+		call: call{set: &gpb.SetRequest{Extension: ext(&sidecarpb.Request{Tag: &sidecarpb.Tag{Name: "x", Index: proto.Uint64(1), Delete: true}})}},
+		code: codes.InvalidArgument, msg: []string{"deleted by its name alone"},
+	}, {
+		name: "Set/a tag at a proposal that does not exist",
+		call: call{set: &gpb.SetRequest{Extension: ext(&sidecarpb.Request{Tag: &sidecarpb.Tag{Name: "x", Index: proto.Uint64(99)}})}},
+		code: codes.NotFound, msg: []string{"proposal 99 does not exist"},
+	}, {
+		name: "Set/a rollback to an unknown tag",
+		call: call{set: &gpb.SetRequest{Extension: ext(&sidecarpb.Request{Rollback: &sidecarpb.Rollback{ToTag: "nope"}})}},
+		code: codes.NotFound, msg: []string{`no tag "nope"`},
+	}, {
+		name: "Set/a rollback of a proposal and to a point",
+		call: call{set: &gpb.SetRequest{Extension: ext(&sidecarpb.Request{Rollback: &sidecarpb.Rollback{Index: 2, ToTag: "x"}})}},
+		code: codes.InvalidArgument, msg: []string{"one proposal (index) or a point"},
+	}, {
+		name: "Set/a rollback to a tag and to an index",
+		call: call{set: &gpb.SetRequest{Extension: ext(&sidecarpb.Request{Rollback: &sidecarpb.Rollback{ToIndex: proto.Uint64(1), ToTag: "x"}})}},
+		code: codes.InvalidArgument, msg: []string{"not both"},
+	}, {
+		name: "Set/a comment too long",
+		call: call{set: &gpb.SetRequest{Update: update(desc(), val), Extension: ext(&sidecarpb.Request{Comment: strings.Repeat("x", 1025)})}},
+		code: codes.InvalidArgument, msg: []string{"comment is 1025 bytes long", "at most 1024"},
+	}, {
+		name: "Set/a comment with a newline",
+		call: call{set: &gpb.SetRequest{Update: update(desc(), val), Extension: ext(&sidecarpb.Request{Comment: "a\nb"})}},
+		code: codes.InvalidArgument, msg: []string{"control character U+000A", "one line"},
 	}, {
 		name: "Set/rollback of a proposal that does not exist",
 		call: call{set: sidecartest.RollbackRequest(t, 99)},

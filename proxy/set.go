@@ -48,31 +48,70 @@ func (s *Server) Set(ctx context.Context, req *gpb.SetRequest) (*gpb.SetResponse
 	if err != nil {
 		return nil, err
 	}
+	if err := checkExtensionCombination(req, ext, commit); err != nil {
+		return nil, err
+	}
 	switch {
-	case commit != nil && (ext.GetRollback() != nil || ext.GetResolve() != nil):
-		return nil, status.Error(codes.InvalidArgument, "a Set cannot carry both the commit-confirmed extension and the sidecar's rollback or resolve")
-	case ext.GetRollback() != nil && ext.GetResolve() != nil:
-		return nil, status.Error(codes.InvalidArgument, "a Set cannot carry both a rollback and a resolve")
+	case ext.GetTag() != nil:
+		return s.tag(ctx, ext.GetTag(), by)
 	case ext.GetResolve() != nil:
-		if hasOps(req) {
-			return nil, status.Error(codes.InvalidArgument, "a resolve Set (sidecar extension with resolve) must carry no operations")
-		}
 		return s.resolve(ctx, ext.GetResolve(), by)
 	case commit != nil:
 		return s.commitConfirmed(ctx, req, commit, sync, by)
 	case ext.GetRollback() != nil:
-		if hasOps(req) {
-			return nil, status.Error(codes.InvalidArgument, "a rollback Set (sidecar extension with rollback) must carry no operations")
+		rb := ext.GetRollback()
+		if rb.GetToTag() != "" || rb.ToIndex != nil {
+			return s.restore(ctx, rb, sync, by)
 		}
-		return s.rollback(ctx, ext.GetRollback().GetIndex(), sync, by)
+		return s.rollback(ctx, rb.GetIndex(), sync, by)
 	}
 	ops, err := requestOps(req)
 	if err != nil {
 		return nil, err
 	}
+	if ext.GetDryRun() {
+		return s.dryRun(ctx, req, ops)
+	}
 	return s.propose(ctx, req, sync, func() (*journal.Proposal, error) {
 		return s.opts.Agent.ProposeChange(ctx, by, ops)
 	})
+}
+
+// checkExtensionCombination refuses, with InvalidArgument, a Set asking
+// for two things at once, or for an operation-less one (rollback, resolve,
+// tag) with operations.
+func checkExtensionCombination(req *gpb.SetRequest, ext *sidecarpb.Request, commit *gnmi_ext.Commit) error {
+	var asked []string
+	for _, a := range []struct {
+		name string
+		on   bool
+	}{{"a rollback", ext.GetRollback() != nil}, {"a resolve", ext.GetResolve() != nil}, {"a tag", ext.GetTag() != nil},
+		{"the commit-confirmed extension", commit != nil}, {"a dry run", ext.GetDryRun()}} {
+		if a.on {
+			asked = append(asked, a.name)
+		}
+	}
+	if len(asked) > 1 {
+		return status.Errorf(codes.InvalidArgument, "a Set cannot carry both %s and %s: send them separately", asked[0], asked[1])
+	}
+	rb := ext.GetRollback()
+	if rb != nil && rb.GetIndex() != 0 && (rb.GetToTag() != "" || rb.ToIndex != nil) {
+		return status.Error(codes.InvalidArgument, "sidecar extension: a rollback names one proposal (index) or a point to go back to (to_tag, to_index), not both")
+	}
+	if rb != nil && rb.GetToTag() != "" && rb.ToIndex != nil {
+		return status.Error(codes.InvalidArgument, "sidecar extension: a rollback goes back to a tag (to_tag) or to a proposal (to_index), not both")
+	}
+	if hasOps(req) {
+		for _, a := range []struct {
+			name string
+			on   bool
+		}{{"rollback", rb != nil}, {"resolve", ext.GetResolve() != nil}, {"tag", ext.GetTag() != nil}} {
+			if a.on {
+				return status.Errorf(codes.InvalidArgument, "a %s Set (sidecar extension with %s) must carry no operations", a.name, a.name)
+			}
+		}
+	}
+	return nil
 }
 
 // hasOps reports whether a SetRequest carries any operation.
@@ -84,7 +123,10 @@ func hasOps(req *gpb.SetRequest) bool {
 // the steps the new proposal enables in the same transaction and is then
 // notified) and answers req when the agent is done with it: once applied
 // (sync) or committed.
-func (s *Server) propose(ctx context.Context, req *gpb.SetRequest, sync bool, journalIt func() (*journal.Proposal, error)) (*gpb.SetResponse, error) {
+//
+// annotate, if any, adds to the sidecar's Response extension of the answer.
+func (s *Server) propose(ctx context.Context, req *gpb.SetRequest, sync bool, journalIt func() (*journal.Proposal, error),
+	annotate ...func(*sidecarpb.Response)) (*gpb.SetResponse, error) {
 	if err := s.refuseIfDisconnected(sync); err != nil {
 		return nil, err
 	}
@@ -118,7 +160,11 @@ func (s *Server) propose(ctx context.Context, req *gpb.SetRequest, sync bool, jo
 			resp.Timestamp = t.AsTime().UnixNano()
 		}
 	}
-	resp.Extension = append(resp.Extension, responseExtension(changeResponse(p)))
+	r := changeResponse(p)
+	for _, fn := range annotate {
+		fn(r)
+	}
+	resp.Extension = append(resp.Extension, responseExtension(r))
 	return resp, nil
 }
 
@@ -554,6 +600,8 @@ func JournalError(err error) error {
 		return status.Error(codes.FailedPrecondition, err.Error())
 	case errors.Is(err, journal.ErrNotFound):
 		return status.Error(codes.NotFound, err.Error())
+	case errors.Is(err, journal.ErrExists):
+		return status.Error(codes.AlreadyExists, err.Error())
 	case errors.Is(err, journal.ErrInvalid):
 		return status.Error(codes.InvalidArgument, err.Error())
 	case errors.Is(err, journal.ErrTooLarge):

@@ -1505,7 +1505,10 @@ type Configuration struct {
 	// applied value.
 	OutOfSync uint64 `protobuf:"varint,10,opt,name=out_of_sync,json=outOfSync,proto3" json:"out_of_sync,omitempty"`
 	// Sequence number of the newest Resolution record (0: none yet).
-	Resolutions   uint64 `protobuf:"varint,11,opt,name=resolutions,proto3" json:"resolutions,omitempty"`
+	Resolutions uint64 `protobuf:"varint,11,opt,name=resolutions,proto3" json:"resolutions,omitempty"`
+	// Counts the tags made and deleted (a reader sees that the tags
+	// changed when it did).
+	TagChanges    uint64 `protobuf:"varint,12,opt,name=tag_changes,json=tagChanges,proto3" json:"tag_changes,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1613,6 +1616,13 @@ func (x *Configuration) GetOutOfSync() uint64 {
 func (x *Configuration) GetResolutions() uint64 {
 	if x != nil {
 		return x.Resolutions
+	}
+	return 0
+}
+
+func (x *Configuration) GetTagChanges() uint64 {
+	if x != nil {
+		return x.TagChanges
 	}
 	return 0
 }
@@ -2168,7 +2178,7 @@ const file_journal_journalpb_journal_proto_rawDesc = "" +
 	"\bproposal\x18\x01 \x01(\x04R\bproposal\x12\x14\n" +
 	"\x05index\x18\x02 \x01(\x04R\x05index\x12\x12\n" +
 	"\x04term\x18\x03 \x01(\x04R\x04term\x12\x16\n" +
-	"\x06target\x18\x04 \x01(\x04R\x06target\"\x89\x04\n" +
+	"\x06target\x18\x04 \x01(\x04R\x06target\"\xaa\x04\n" +
 	"\rConfiguration\x12?\n" +
 	"\tcommitted\x18\x01 \x01(\v2!.gnmisidecar.journal.v1.CommittedR\tcommitted\x129\n" +
 	"\aapplied\x18\x02 \x01(\v2\x1f.gnmisidecar.journal.v1.AppliedR\aapplied\x126\n" +
@@ -2184,7 +2194,9 @@ const file_journal_journalpb_journal_proto_rawDesc = "" +
 	"\fhistory_time\x18\t \x01(\v2\x1a.google.protobuf.TimestampR\vhistoryTime\x12\x1e\n" +
 	"\vout_of_sync\x18\n" +
 	" \x01(\x04R\toutOfSync\x12 \n" +
-	"\vresolutions\x18\v \x01(\x04R\vresolutions\"\xf7\x01\n" +
+	"\vresolutions\x18\v \x01(\x04R\vresolutions\x12\x1f\n" +
+	"\vtag_changes\x18\f \x01(\x04R\n" +
+	"tagChanges\"\xf7\x01\n" +
 	"\n" +
 	"Resolution\x12\x10\n" +
 	"\x03seq\x18\x01 \x01(\x04R\x03seq\x12.\n" +

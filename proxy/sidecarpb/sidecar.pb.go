@@ -235,7 +235,7 @@ func (x Resolve_Action) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use Resolve_Action.Descriptor instead.
 func (Resolve_Action) EnumDescriptor() ([]byte, []int) {
-	return file_proxy_sidecarpb_sidecar_proto_rawDescGZIP(), []int{2, 0}
+	return file_proxy_sidecarpb_sidecar_proto_rawDescGZIP(), []int{4, 0}
 }
 
 // Rolls back one proposal, or (to_tag, to_index) every change after a
@@ -308,9 +308,13 @@ func (x *Rollback) GetToIndex() uint64 {
 // name.
 type Tag struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	Name  string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
-	// The proposal after whose commit the point is; 0: the newest committed.
-	Index uint64 `protobuf:"varint,2,opt,name=index,proto3" json:"index,omitempty"`
+	// 1 to 64 letters, digits, '.', '_' or '-', starting with a letter or
+	// digit, not all digits.
+	Name string `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	// The point: right after proposal index's change was committed (0:
+	// before the journal's first change); unset: the committed
+	// configuration now.
+	Index *uint64 `protobuf:"varint,2,opt,name=index,proto3,oneof" json:"index,omitempty"`
 	// Remove the tag instead.
 	Delete        bool `protobuf:"varint,3,opt,name=delete,proto3" json:"delete,omitempty"`
 	unknownFields protoimpl.UnknownFields
@@ -355,8 +359,8 @@ func (x *Tag) GetName() string {
 }
 
 func (x *Tag) GetIndex() uint64 {
-	if x != nil {
-		return x.Index
+	if x != nil && x.Index != nil {
+		return *x.Index
 	}
 	return 0
 }
@@ -364,6 +368,169 @@ func (x *Tag) GetIndex() uint64 {
 func (x *Tag) GetDelete() bool {
 	if x != nil {
 		return x.Delete
+	}
+	return false
+}
+
+// A named point, as the answer to a tag Set describes it.
+type TagInfo struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Name  string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	// The proposal after whose commit the point is (0: before the first).
+	Index uint64 `protobuf:"varint,2,opt,name=index,proto3" json:"index,omitempty"`
+	// A History snapshot (gnmi_ext.History) at this time, in nanoseconds
+	// since the Unix epoch, reads the configuration at the tag.
+	Time int64 `protobuf:"varint,3,opt,name=time,proto3" json:"time,omitempty"`
+	// When the tag was made (ns), by whom and why.
+	Created int64  `protobuf:"varint,4,opt,name=created,proto3" json:"created,omitempty"`
+	Author  string `protobuf:"bytes,5,opt,name=author,proto3" json:"author,omitempty"`
+	Comment string `protobuf:"bytes,6,opt,name=comment,proto3" json:"comment,omitempty"`
+	// The journal still keeps the history a rollback to the tag needs.
+	Restorable    bool `protobuf:"varint,7,opt,name=restorable,proto3" json:"restorable,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *TagInfo) Reset() {
+	*x = TagInfo{}
+	mi := &file_proxy_sidecarpb_sidecar_proto_msgTypes[2]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TagInfo) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TagInfo) ProtoMessage() {}
+
+func (x *TagInfo) ProtoReflect() protoreflect.Message {
+	mi := &file_proxy_sidecarpb_sidecar_proto_msgTypes[2]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TagInfo.ProtoReflect.Descriptor instead.
+func (*TagInfo) Descriptor() ([]byte, []int) {
+	return file_proxy_sidecarpb_sidecar_proto_rawDescGZIP(), []int{2}
+}
+
+func (x *TagInfo) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *TagInfo) GetIndex() uint64 {
+	if x != nil {
+		return x.Index
+	}
+	return 0
+}
+
+func (x *TagInfo) GetTime() int64 {
+	if x != nil {
+		return x.Time
+	}
+	return 0
+}
+
+func (x *TagInfo) GetCreated() int64 {
+	if x != nil {
+		return x.Created
+	}
+	return 0
+}
+
+func (x *TagInfo) GetAuthor() string {
+	if x != nil {
+		return x.Author
+	}
+	return ""
+}
+
+func (x *TagInfo) GetComment() string {
+	if x != nil {
+		return x.Comment
+	}
+	return ""
+}
+
+func (x *TagInfo) GetRestorable() bool {
+	if x != nil {
+		return x.Restorable
+	}
+	return false
+}
+
+// The answer to a rollback to a point (Rollback.to_tag, to_index).
+type Restored struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The tag, if the point was named by one.
+	Tag string `protobuf:"bytes,1,opt,name=tag,proto3" json:"tag,omitempty"`
+	// The proposal after whose commit the point is (0: before the first).
+	PointIndex uint64 `protobuf:"varint,2,opt,name=point_index,json=pointIndex,proto3" json:"point_index,omitempty"`
+	// Nothing had to change: the committed configuration was as at the
+	// point, and nothing was journaled (Response.index is then 0).
+	Unchanged     bool `protobuf:"varint,3,opt,name=unchanged,proto3" json:"unchanged,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Restored) Reset() {
+	*x = Restored{}
+	mi := &file_proxy_sidecarpb_sidecar_proto_msgTypes[3]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Restored) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Restored) ProtoMessage() {}
+
+func (x *Restored) ProtoReflect() protoreflect.Message {
+	mi := &file_proxy_sidecarpb_sidecar_proto_msgTypes[3]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Restored.ProtoReflect.Descriptor instead.
+func (*Restored) Descriptor() ([]byte, []int) {
+	return file_proxy_sidecarpb_sidecar_proto_rawDescGZIP(), []int{3}
+}
+
+func (x *Restored) GetTag() string {
+	if x != nil {
+		return x.Tag
+	}
+	return ""
+}
+
+func (x *Restored) GetPointIndex() uint64 {
+	if x != nil {
+		return x.PointIndex
+	}
+	return 0
+}
+
+func (x *Restored) GetUnchanged() bool {
+	if x != nil {
+		return x.Unchanged
 	}
 	return false
 }
@@ -382,7 +549,7 @@ type Resolve struct {
 
 func (x *Resolve) Reset() {
 	*x = Resolve{}
-	mi := &file_proxy_sidecarpb_sidecar_proto_msgTypes[2]
+	mi := &file_proxy_sidecarpb_sidecar_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -394,7 +561,7 @@ func (x *Resolve) String() string {
 func (*Resolve) ProtoMessage() {}
 
 func (x *Resolve) ProtoReflect() protoreflect.Message {
-	mi := &file_proxy_sidecarpb_sidecar_proto_msgTypes[2]
+	mi := &file_proxy_sidecarpb_sidecar_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -407,7 +574,7 @@ func (x *Resolve) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Resolve.ProtoReflect.Descriptor instead.
 func (*Resolve) Descriptor() ([]byte, []int) {
-	return file_proxy_sidecarpb_sidecar_proto_rawDescGZIP(), []int{2}
+	return file_proxy_sidecarpb_sidecar_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *Resolve) GetAction() Resolve_Action {
@@ -449,7 +616,7 @@ type Request struct {
 
 func (x *Request) Reset() {
 	*x = Request{}
-	mi := &file_proxy_sidecarpb_sidecar_proto_msgTypes[3]
+	mi := &file_proxy_sidecarpb_sidecar_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -461,7 +628,7 @@ func (x *Request) String() string {
 func (*Request) ProtoMessage() {}
 
 func (x *Request) ProtoReflect() protoreflect.Message {
-	mi := &file_proxy_sidecarpb_sidecar_proto_msgTypes[3]
+	mi := &file_proxy_sidecarpb_sidecar_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -474,7 +641,7 @@ func (x *Request) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Request.ProtoReflect.Descriptor instead.
 func (*Request) Descriptor() ([]byte, []int) {
-	return file_proxy_sidecarpb_sidecar_proto_rawDescGZIP(), []int{3}
+	return file_proxy_sidecarpb_sidecar_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *Request) GetMode() SetMode {
@@ -535,7 +702,7 @@ type LeafChange struct {
 
 func (x *LeafChange) Reset() {
 	*x = LeafChange{}
-	mi := &file_proxy_sidecarpb_sidecar_proto_msgTypes[4]
+	mi := &file_proxy_sidecarpb_sidecar_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -547,7 +714,7 @@ func (x *LeafChange) String() string {
 func (*LeafChange) ProtoMessage() {}
 
 func (x *LeafChange) ProtoReflect() protoreflect.Message {
-	mi := &file_proxy_sidecarpb_sidecar_proto_msgTypes[4]
+	mi := &file_proxy_sidecarpb_sidecar_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -560,7 +727,7 @@ func (x *LeafChange) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LeafChange.ProtoReflect.Descriptor instead.
 func (*LeafChange) Descriptor() ([]byte, []int) {
-	return file_proxy_sidecarpb_sidecar_proto_rawDescGZIP(), []int{4}
+	return file_proxy_sidecarpb_sidecar_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *LeafChange) GetPath() string {
@@ -599,7 +766,7 @@ type ResolveResult struct {
 
 func (x *ResolveResult) Reset() {
 	*x = ResolveResult{}
-	mi := &file_proxy_sidecarpb_sidecar_proto_msgTypes[5]
+	mi := &file_proxy_sidecarpb_sidecar_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -611,7 +778,7 @@ func (x *ResolveResult) String() string {
 func (*ResolveResult) ProtoMessage() {}
 
 func (x *ResolveResult) ProtoReflect() protoreflect.Message {
-	mi := &file_proxy_sidecarpb_sidecar_proto_msgTypes[5]
+	mi := &file_proxy_sidecarpb_sidecar_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -624,7 +791,7 @@ func (x *ResolveResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResolveResult.ProtoReflect.Descriptor instead.
 func (*ResolveResult) Descriptor() ([]byte, []int) {
-	return file_proxy_sidecarpb_sidecar_proto_rawDescGZIP(), []int{5}
+	return file_proxy_sidecarpb_sidecar_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *ResolveResult) GetSettled() uint64 {
@@ -662,14 +829,19 @@ type Response struct {
 	Resolve *ResolveResult `protobuf:"bytes,5,opt,name=resolve,proto3" json:"resolve,omitempty"`
 	// A dry run's answer: the leaf-level changes the Set would make, in path
 	// order (index is then 0: nothing was journaled).
-	Diff          []*LeafChange `protobuf:"bytes,6,rep,name=diff,proto3" json:"diff,omitempty"`
+	Diff []*LeafChange `protobuf:"bytes,6,rep,name=diff,proto3" json:"diff,omitempty"`
+	// The answer to a tag Set: the tag made or removed.
+	Tag *TagInfo `protobuf:"bytes,7,opt,name=tag,proto3" json:"tag,omitempty"`
+	// The answer to a rollback to a point; index is the change that goes
+	// back to it.
+	Restored      *Restored `protobuf:"bytes,8,opt,name=restored,proto3" json:"restored,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Response) Reset() {
 	*x = Response{}
-	mi := &file_proxy_sidecarpb_sidecar_proto_msgTypes[6]
+	mi := &file_proxy_sidecarpb_sidecar_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -681,7 +853,7 @@ func (x *Response) String() string {
 func (*Response) ProtoMessage() {}
 
 func (x *Response) ProtoReflect() protoreflect.Message {
-	mi := &file_proxy_sidecarpb_sidecar_proto_msgTypes[6]
+	mi := &file_proxy_sidecarpb_sidecar_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -694,7 +866,7 @@ func (x *Response) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Response.ProtoReflect.Descriptor instead.
 func (*Response) Descriptor() ([]byte, []int) {
-	return file_proxy_sidecarpb_sidecar_proto_rawDescGZIP(), []int{6}
+	return file_proxy_sidecarpb_sidecar_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *Response) GetIndex() uint64 {
@@ -739,6 +911,20 @@ func (x *Response) GetDiff() []*LeafChange {
 	return nil
 }
 
+func (x *Response) GetTag() *TagInfo {
+	if x != nil {
+		return x.Tag
+	}
+	return nil
+}
+
+func (x *Response) GetRestored() *Restored {
+	if x != nil {
+		return x.Restored
+	}
+	return nil
+}
+
 var File_proxy_sidecarpb_sidecar_proto protoreflect.FileDescriptor
 
 const file_proxy_sidecarpb_sidecar_proto_rawDesc = "" +
@@ -748,11 +934,27 @@ const file_proxy_sidecarpb_sidecar_proto_rawDesc = "" +
 	"\x05index\x18\x01 \x01(\x04R\x05index\x12\x15\n" +
 	"\x06to_tag\x18\x02 \x01(\tR\x05toTag\x12\x1e\n" +
 	"\bto_index\x18\x03 \x01(\x04H\x00R\atoIndex\x88\x01\x01B\v\n" +
-	"\t_to_index\"G\n" +
+	"\t_to_index\"V\n" +
 	"\x03Tag\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12\x19\n" +
+	"\x05index\x18\x02 \x01(\x04H\x00R\x05index\x88\x01\x01\x12\x16\n" +
+	"\x06delete\x18\x03 \x01(\bR\x06deleteB\b\n" +
+	"\x06_index\"\xb3\x01\n" +
+	"\aTagInfo\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x14\n" +
-	"\x05index\x18\x02 \x01(\x04R\x05index\x12\x16\n" +
-	"\x06delete\x18\x03 \x01(\bR\x06delete\"\xb8\x01\n" +
+	"\x05index\x18\x02 \x01(\x04R\x05index\x12\x12\n" +
+	"\x04time\x18\x03 \x01(\x03R\x04time\x12\x18\n" +
+	"\acreated\x18\x04 \x01(\x03R\acreated\x12\x16\n" +
+	"\x06author\x18\x05 \x01(\tR\x06author\x12\x18\n" +
+	"\acomment\x18\x06 \x01(\tR\acomment\x12\x1e\n" +
+	"\n" +
+	"restorable\x18\a \x01(\bR\n" +
+	"restorable\"[\n" +
+	"\bRestored\x12\x10\n" +
+	"\x03tag\x18\x01 \x01(\tR\x03tag\x12\x1f\n" +
+	"\vpoint_index\x18\x02 \x01(\x04R\n" +
+	"pointIndex\x12\x1c\n" +
+	"\tunchanged\x18\x03 \x01(\bR\tunchanged\"\xb8\x01\n" +
 	"\aResolve\x12@\n" +
 	"\x06action\x18\x01 \x01(\x0e2(.gnmisidecar.extension.v1.Resolve.ActionR\x06action\x12\x14\n" +
 	"\x05paths\x18\x02 \x03(\tR\x05paths\"U\n" +
@@ -776,14 +978,16 @@ const file_proxy_sidecarpb_sidecar_proto_rawDesc = "" +
 	"\rResolveResult\x12\x18\n" +
 	"\asettled\x18\x01 \x01(\x04R\asettled\x12)\n" +
 	"\x11still_out_of_sync\x18\x02 \x03(\tR\x0estillOutOfSync\x12\x1a\n" +
-	"\bproposal\x18\x03 \x01(\x04R\bproposal\"\xc6\x02\n" +
+	"\bproposal\x18\x03 \x01(\x04R\bproposal\"\xbb\x03\n" +
 	"\bResponse\x12\x14\n" +
 	"\x05index\x18\x01 \x01(\x04R\x05index\x125\n" +
 	"\x05phase\x18\x02 \x01(\x0e2\x1f.gnmisidecar.extension.v1.PhaseR\x05phase\x128\n" +
 	"\x06commit\x18\x03 \x01(\x0e2 .gnmisidecar.extension.v1.StatusR\x06commit\x126\n" +
 	"\x05apply\x18\x04 \x01(\x0e2 .gnmisidecar.extension.v1.StatusR\x05apply\x12A\n" +
 	"\aresolve\x18\x05 \x01(\v2'.gnmisidecar.extension.v1.ResolveResultR\aresolve\x128\n" +
-	"\x04diff\x18\x06 \x03(\v2$.gnmisidecar.extension.v1.LeafChangeR\x04diff*0\n" +
+	"\x04diff\x18\x06 \x03(\v2$.gnmisidecar.extension.v1.LeafChangeR\x04diff\x123\n" +
+	"\x03tag\x18\a \x01(\v2!.gnmisidecar.extension.v1.TagInfoR\x03tag\x12>\n" +
+	"\brestored\x18\b \x01(\v2\".gnmisidecar.extension.v1.RestoredR\brestored*0\n" +
 	"\aSetMode\x12\x11\n" +
 	"\rSET_MODE_SYNC\x10\x00\x12\x12\n" +
 	"\x0eSET_MODE_ASYNC\x10\x01*D\n" +
@@ -812,7 +1016,7 @@ func file_proxy_sidecarpb_sidecar_proto_rawDescGZIP() []byte {
 }
 
 var file_proxy_sidecarpb_sidecar_proto_enumTypes = make([]protoimpl.EnumInfo, 4)
-var file_proxy_sidecarpb_sidecar_proto_msgTypes = make([]protoimpl.MessageInfo, 7)
+var file_proxy_sidecarpb_sidecar_proto_msgTypes = make([]protoimpl.MessageInfo, 9)
 var file_proxy_sidecarpb_sidecar_proto_goTypes = []any{
 	(SetMode)(0),            // 0: gnmisidecar.extension.v1.SetMode
 	(Phase)(0),              // 1: gnmisidecar.extension.v1.Phase
@@ -820,31 +1024,35 @@ var file_proxy_sidecarpb_sidecar_proto_goTypes = []any{
 	(Resolve_Action)(0),     // 3: gnmisidecar.extension.v1.Resolve.Action
 	(*Rollback)(nil),        // 4: gnmisidecar.extension.v1.Rollback
 	(*Tag)(nil),             // 5: gnmisidecar.extension.v1.Tag
-	(*Resolve)(nil),         // 6: gnmisidecar.extension.v1.Resolve
-	(*Request)(nil),         // 7: gnmisidecar.extension.v1.Request
-	(*LeafChange)(nil),      // 8: gnmisidecar.extension.v1.LeafChange
-	(*ResolveResult)(nil),   // 9: gnmisidecar.extension.v1.ResolveResult
-	(*Response)(nil),        // 10: gnmisidecar.extension.v1.Response
-	(*gnmi.TypedValue)(nil), // 11: gnmi.TypedValue
+	(*TagInfo)(nil),         // 6: gnmisidecar.extension.v1.TagInfo
+	(*Restored)(nil),        // 7: gnmisidecar.extension.v1.Restored
+	(*Resolve)(nil),         // 8: gnmisidecar.extension.v1.Resolve
+	(*Request)(nil),         // 9: gnmisidecar.extension.v1.Request
+	(*LeafChange)(nil),      // 10: gnmisidecar.extension.v1.LeafChange
+	(*ResolveResult)(nil),   // 11: gnmisidecar.extension.v1.ResolveResult
+	(*Response)(nil),        // 12: gnmisidecar.extension.v1.Response
+	(*gnmi.TypedValue)(nil), // 13: gnmi.TypedValue
 }
 var file_proxy_sidecarpb_sidecar_proto_depIdxs = []int32{
 	3,  // 0: gnmisidecar.extension.v1.Resolve.action:type_name -> gnmisidecar.extension.v1.Resolve.Action
 	0,  // 1: gnmisidecar.extension.v1.Request.mode:type_name -> gnmisidecar.extension.v1.SetMode
 	4,  // 2: gnmisidecar.extension.v1.Request.rollback:type_name -> gnmisidecar.extension.v1.Rollback
-	6,  // 3: gnmisidecar.extension.v1.Request.resolve:type_name -> gnmisidecar.extension.v1.Resolve
+	8,  // 3: gnmisidecar.extension.v1.Request.resolve:type_name -> gnmisidecar.extension.v1.Resolve
 	5,  // 4: gnmisidecar.extension.v1.Request.tag:type_name -> gnmisidecar.extension.v1.Tag
-	11, // 5: gnmisidecar.extension.v1.LeafChange.old:type_name -> gnmi.TypedValue
-	11, // 6: gnmisidecar.extension.v1.LeafChange.new:type_name -> gnmi.TypedValue
+	13, // 5: gnmisidecar.extension.v1.LeafChange.old:type_name -> gnmi.TypedValue
+	13, // 6: gnmisidecar.extension.v1.LeafChange.new:type_name -> gnmi.TypedValue
 	1,  // 7: gnmisidecar.extension.v1.Response.phase:type_name -> gnmisidecar.extension.v1.Phase
 	2,  // 8: gnmisidecar.extension.v1.Response.commit:type_name -> gnmisidecar.extension.v1.Status
 	2,  // 9: gnmisidecar.extension.v1.Response.apply:type_name -> gnmisidecar.extension.v1.Status
-	9,  // 10: gnmisidecar.extension.v1.Response.resolve:type_name -> gnmisidecar.extension.v1.ResolveResult
-	8,  // 11: gnmisidecar.extension.v1.Response.diff:type_name -> gnmisidecar.extension.v1.LeafChange
-	12, // [12:12] is the sub-list for method output_type
-	12, // [12:12] is the sub-list for method input_type
-	12, // [12:12] is the sub-list for extension type_name
-	12, // [12:12] is the sub-list for extension extendee
-	0,  // [0:12] is the sub-list for field type_name
+	11, // 10: gnmisidecar.extension.v1.Response.resolve:type_name -> gnmisidecar.extension.v1.ResolveResult
+	10, // 11: gnmisidecar.extension.v1.Response.diff:type_name -> gnmisidecar.extension.v1.LeafChange
+	6,  // 12: gnmisidecar.extension.v1.Response.tag:type_name -> gnmisidecar.extension.v1.TagInfo
+	7,  // 13: gnmisidecar.extension.v1.Response.restored:type_name -> gnmisidecar.extension.v1.Restored
+	14, // [14:14] is the sub-list for method output_type
+	14, // [14:14] is the sub-list for method input_type
+	14, // [14:14] is the sub-list for extension type_name
+	14, // [14:14] is the sub-list for extension extendee
+	0,  // [0:14] is the sub-list for field type_name
 }
 
 func init() { file_proxy_sidecarpb_sidecar_proto_init() }
@@ -853,13 +1061,14 @@ func file_proxy_sidecarpb_sidecar_proto_init() {
 		return
 	}
 	file_proxy_sidecarpb_sidecar_proto_msgTypes[0].OneofWrappers = []any{}
+	file_proxy_sidecarpb_sidecar_proto_msgTypes[1].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_proxy_sidecarpb_sidecar_proto_rawDesc), len(file_proxy_sidecarpb_sidecar_proto_rawDesc)),
 			NumEnums:      4,
-			NumMessages:   7,
+			NumMessages:   9,
 			NumExtensions: 0,
 			NumServices:   0,
 		},
