@@ -456,6 +456,11 @@ func restoreOps(ctx context.Context, txn *badger.Txn, seq uint64) ([]*Op, error)
 			if deleted != nil && deleted.contains([]byte(k)) {
 				continue
 			}
+			if keepsEntry(now.GetPath()) {
+				// The device made it with the entry and keeps it while the
+				// entry exists: a delete of the entry (or above) goes first.
+				continue
+			}
 			sub := subtreeOf(now.GetPath())
 			deleted = &sub
 			deletes = append(deletes, &Op{Kind: OpDelete, Path: now.GetPath()})
@@ -470,6 +475,18 @@ func restoreOps(ctx context.Context, txn *badger.Txn, seq uint64) ([]*Op, error)
 		}
 	}
 	return append(deletes, writes...), nil
+}
+
+// keepsEntry reports whether p is an OpenConfig list entry's key mirror
+// or the config container holding it (leaves.KeyMirror,
+// leaves.EntryConfig): deleting either alone breaks an entry that exists,
+// so a change going back to a point never deletes them by themselves.
+func keepsEntry(p *gnmi.Path) bool {
+	if leaves.EntryConfig(p) {
+		return true
+	}
+	_, ok := leaves.KeyMirror(p)
+	return ok
 }
 
 // changesSince returns, for every path changed by a history delta for

@@ -26,14 +26,17 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/gnmi-sidecar/gnmi-sidecar/agent/trace"
+	"github.com/gnmi-sidecar/gnmi-sidecar/client"
 	"github.com/gnmi-sidecar/gnmi-sidecar/gnmipath"
 	"github.com/gnmi-sidecar/gnmi-sidecar/journal"
+	"github.com/gnmi-sidecar/gnmi-sidecar/proxy/sidecarpb"
 )
 
 // The differential test: random sequences of what real clients send (scalar,
 // JSON and JSON_IETF Updates and Replaces at every level from a leaf to the
 // root, Deletes of leaves, entries, lists and subtrees, several operations
 // per Set), rollbacks at any depth, commit-confirmed changes that expire,
+// tags and rollbacks to them (one change going back to a point), dry runs,
 // device restarts and sidecar SIGKILLs, through a real gnmi-sidecar in front
 // of a real device; after every step the device's configuration is read
 // straight from the device and compared with a reference model that applies
@@ -184,12 +187,20 @@ type diffRun struct {
 	// changes are the model before each change in effect, newest last: a
 	// rollback goes back to the last one.
 	changes []*diffModel
+	// tags are the points tagged so far, with the model then.
+	tags    []diffTag
 	sidecar *process
 	client  gpb.GNMIClient
 	journal string
 	trace   string
 	log     []string
 	counts  map[string]int
+}
+
+// diffTag is a tagged point and the model at it.
+type diffTag struct {
+	name  string
+	model *diffModel
 }
 
 func (d *diffRun) logf(format string, args ...any) {
@@ -244,8 +255,14 @@ func (d *diffRun) step(t *testing.T) {
 	t.Helper()
 	restartable := d.h.dev != nil
 	switch n := d.rng.IntN(100); {
-	case n < 62:
+	case n < 52:
 		d.set(t)
+	case n < 55:
+		d.tag(t)
+	case n < 60 && len(d.tags) > 0:
+		d.rollbackTo(t)
+	case n < 62:
+		d.dryRun(t)
 	case n < 76:
 		d.rollback(t)
 	case n < 82:
@@ -299,6 +316,64 @@ func (d *diffRun) set(t *testing.T) {
 	default:
 		t.Fatalf("step %d: Set %s: %v", len(d.log), showSet(req), err)
 	}
+}
+
+// tag names the present point (sidecar extension, tag); the model is what
+// a rollback to it must bring back.
+func (d *diffRun) tag(t *testing.T) {
+	t.Helper()
+	name := fmt.Sprintf("step-%d", len(d.log)+1)
+	d.logf("tag %s", name)
+	if err := d.send(&gpb.SetRequest{Extension: []*gnmi_ext.Extension{sidecarExt(t, &sidecarpb.Request{Tag: &sidecarpb.Tag{Name: name}})}}); err != nil {
+		t.Fatalf("step %d: tag %s: %v", len(d.log), name, err)
+	}
+	d.counts["tag"]++
+	d.tags = append(d.tags, diffTag{name: name, model: d.model})
+}
+
+// rollbackTo goes back to a random tag: every change since is undone by
+// one new change (itself rolled back like any other).
+func (d *diffRun) rollbackTo(t *testing.T) {
+	t.Helper()
+	tag := d.tags[d.rng.IntN(len(d.tags))]
+	d.logf("rollback to tag %s", tag.name)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	r, _, err := client.RollbackTo(ctx, d.client, tag.name, 0, sidecarpb.SetMode_SET_MODE_SYNC, "differential")
+	if status.Code(err) == codes.Unavailable {
+		d.logf("  refused while the device reconnects: %v", err)
+		return
+	}
+	if err != nil {
+		t.Fatalf("step %d: rollback to tag %s: %v", len(d.log), tag.name, err)
+	}
+	if r.GetRestored().GetUnchanged() {
+		d.counts["rollback to a tag: nothing to change"]++
+	} else {
+		d.counts["rollback to a tag"]++
+		d.changes = append(d.changes, d.model)
+	}
+	d.model = tag.model
+	d.expect(t, "rollback to tag "+tag.name, 0)
+}
+
+// dryRun sends a random Set as a dry run: nothing may change.
+func (d *diffRun) dryRun(t *testing.T) {
+	t.Helper()
+	req, _, lists := d.randomSet(t)
+	d.logf("dry run %s", showSet(req))
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	_, err := client.DryRun(ctx, d.client, req)
+	switch {
+	case err == nil:
+		d.counts["dry run"]++
+	case status.Code(err) == codes.FailedPrecondition && lists && !d.withYANG && strings.Contains(err.Error(), "--yang"):
+		d.counts["set refused: JSON list without --yang"]++
+	default:
+		t.Fatalf("step %d: dry run %s: %v", len(d.log), showSet(req), err)
+	}
+	d.expect(t, "dry run", 0)
 }
 
 // invalidSet sends a Set the device rejects: the client gets the device's

@@ -32,6 +32,7 @@ import (
 	"google.golang.org/protobuf/types/known/durationpb"
 
 	"github.com/gnmi-sidecar/gnmi-sidecar/client"
+	"github.com/gnmi-sidecar/gnmi-sidecar/leaves"
 	"github.com/gnmi-sidecar/gnmi-sidecar/proxy/sidecarpb"
 )
 
@@ -108,7 +109,8 @@ func failed(what string, err error) error {
 // sidecar over gNMI (docs/cli.md).
 func newOpsCommands(stdout, stderr io.Writer) []*cobra.Command {
 	return []*cobra.Command{newJournalCommand(stdout, stderr), newRollbackCommand(stdout, stderr),
-		newCommitCommand(stdout, stderr), newStatusCommand(stdout, stderr), newResolveCommand(stdout, stderr)}
+		newCommitCommand(stdout, stderr), newStatusCommand(stdout, stderr), newResolveCommand(stdout, stderr),
+		newSetCommand(stdout, stderr)}
 }
 
 // --- common flags ---
@@ -283,11 +285,22 @@ func indexArg(i int) cobra.PositionalArgs {
 	}
 }
 
-// Text output widths: values and errors are cut in tables only.
+// Text output widths: values, authors, comments and errors are cut in
+// tables only.
 const (
-	maxValueWidth = 40
-	maxErrorWidth = 60
+	maxValueWidth   = 40
+	maxErrorWidth   = 60
+	maxAuthorWidth  = 40
+	maxCommentWidth = 30
 )
+
+// orDash is s, or "-" when it is empty: a table cell that is never blank.
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
 
 func fmtTime(t time.Time) string {
 	if t.IsZero() {
@@ -377,7 +390,7 @@ sidecar, read over gNMI from its introspection tree.
 ` + exitCodesHelp,
 	})
 	o.cfg.addFlags(cmd.PersistentFlags())
-	cmd.AddCommand(newJournalListCommand(o), newJournalShowCommand(o))
+	cmd.AddCommand(newJournalListCommand(o), newJournalShowCommand(o), newJournalTagCommand(o), newJournalTagsCommand(o))
 	return cmd
 }
 
@@ -390,7 +403,9 @@ func newJournalListCommand(o *ops) *cobra.Command {
 		Long: `list prints the newest --limit proposals (0: all the journal keeps), oldest
 first, one row each: INDEX, PHASE, COMMIT and APPLY (the statuses of the
 change, or of its rollback once the phase is ROLLBACK), PROPOSED (UTC),
-OPS (operations of the Set) and ERROR. With --failed, only those among
+AUTHOR (who sent the Set: certificate subject, username or address), OPS
+(operations of the Set), COMMENT (its comment, cut) and ERROR. With
+--failed, only those among
 them whose change did not take effect (commit or apply FAILED or ABORTED:
 an ASYNC client was answered before that) or whose rollback the device
 refused; --limit 0 --failed lists every such proposal the journal keeps.
@@ -427,18 +442,20 @@ func printJournalList(w io.Writer, l *JournalList) error {
 		return err
 	}
 	tw := newTable(w)
-	fmt.Fprintln(tw, "INDEX\tPHASE\tCOMMIT\tAPPLY\tPROPOSED\tOPS\tERROR")
+	fmt.Fprintln(tw, "INDEX\tPHASE\tCOMMIT\tAPPLY\tPROPOSED\tAUTHOR\tOPS\tCOMMENT\tERROR")
 	for _, p := range l.Proposals {
 		commit, apply := p.Statuses()
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%d\t%s\n", p.Index, p.Phase, commit, apply,
-			fmtTime(p.Proposed), p.Operations, truncate(p.Error(), maxErrorWidth))
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%d\t%s\t%s\n", p.Index, p.Phase, commit, apply,
+			fmtTime(p.Proposed), orDash(truncate(p.Author, maxAuthorWidth)), p.Operations,
+			orDash(truncate(p.Comment, maxCommentWidth)), truncate(p.Error(), maxErrorWidth))
 	}
 	return tw.Flush()
 }
 
 func newJournalShowCommand(o *ops) *cobra.Command {
+	var diff bool
 	cmd := o.command(&cobra.Command{
-		Use:   "show INDEX",
+		Use:   "show INDEX [--diff]",
 		Short: "Show one proposal: its state and what it changed",
 		Long: `show prints proposal INDEX's state as "key: value" lines (the leaf names of
 docs/introspection.md), then what its commit changed: PATH, OLD (what the
@@ -446,15 +463,24 @@ path held before, "-" if nothing) and NEW (the value written, or
 "(deleted)"). A proposal not committed yet shows the Set's operations
 instead.
 
+With --diff it prints only the leaf-level before → after of the change,
+as a diff: "- PATH: VALUE" for what a leaf held before, "+ PATH: VALUE"
+for what it holds after (values whole, not cut); -o json prints
+{"index", "diff": [{"path", "old", "new"}]}, null for nothing.
+
 ` + exitCodesHelp,
 	})
 	cmd.Args = o.args(cobra.MatchAll(cobra.ExactArgs(1), indexArg(0)))
+	cmd.Flags().BoolVar(&diff, "diff", false, "print the change's leaf-level before → after as a diff")
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
 		index, _ := parseIndex(args[0]) // checked by Args
 		return o.run(cmd, func(ctx context.Context, c gpb.GNMIClient) error {
 			d, err := fetchProposal(ctx, c, index)
 			if err != nil {
 				return failed(fmt.Sprintf("show proposal %d", index), err)
+			}
+			if diff {
+				return o.printProposalDiff(d)
 			}
 			if o.json() {
 				return o.printJSON(d)
@@ -463,6 +489,68 @@ instead.
 		})
 	}
 	return cmd
+}
+
+// ProposalDiff is what `journal show --diff -o json` prints.
+type ProposalDiff struct {
+	Index uint64      `json:"index"`
+	Diff  []DiffEntry `json:"diff"`
+}
+
+// printProposalDiff prints what proposal d's change did, leaf by leaf.
+func (o *ops) printProposalDiff(d *ProposalDetail) error {
+	out := ProposalDiff{Index: d.State.Index, Diff: []DiffEntry{}}
+	for _, c := range d.Changes {
+		e := DiffEntry{Path: c.Path}
+		if !c.PreviousDeleted && c.PreviousValue != nil {
+			e.Old = c.PreviousValue
+		}
+		if !c.Deleted && c.Value != nil {
+			e.New = c.Value
+		}
+		if (e.Old == nil && e.New == nil) || (e.Old != nil && e.New != nil && leaves.Equal(e.Old.TV, e.New.TV)) {
+			continue // a delete of nothing, or a value written again
+		}
+		out.Diff = append(out.Diff, e)
+	}
+	if o.json() {
+		return o.printJSON(out)
+	}
+	p := d.State
+	head := fmt.Sprintf("proposal %d", p.Index)
+	if p.Author != "" {
+		head += " by " + p.Author
+	}
+	if !p.Proposed.IsZero() {
+		head += ", " + fmtTime(p.Proposed)
+	}
+	if p.Comment != "" {
+		head += ": " + strconv.Quote(p.Comment)
+	}
+	fmt.Fprintln(o.stdout, head)
+	switch {
+	case len(d.Changes) == 0:
+		_, err := fmt.Fprintln(o.stdout, "no changes recorded (not committed)")
+		return err
+	case p.Phase == "ROLLBACK":
+		fmt.Fprintf(o.stdout, "(rolled back since: rollback %s)\n", strings.ToLower(p.RollbackApplyStatus))
+	}
+	return printDiff(o.stdout, out.Diff)
+}
+
+// printDiff prints leaf changes as "- PATH: OLD" / "+ PATH: NEW" lines.
+func printDiff(w io.Writer, diff []DiffEntry) error {
+	for _, e := range diff {
+		if e.Old != nil {
+			fmt.Fprintf(w, "- %s: %s\n", e.Path, truncate(e.Old.Text(), 0))
+		}
+		if e.New != nil {
+			if _, err := fmt.Fprintf(w, "+ %s: %s\n", e.Path, truncate(e.New.Text(), 0)); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 func printProposal(w io.Writer, d *ProposalDetail) error {
@@ -479,7 +567,10 @@ func printProposal(w io.Writer, d *ProposalDetail) error {
 		"error", p.Error(),
 		"operations", strconv.FormatUint(p.Operations, 10),
 		"author", p.Author,
+		"comment", p.Comment,
 		"adopted", optBool(p.Adopted),
+		"restores-index", optUintText(p.RestoresIndex),
+		"restores-tag", p.RestoresTag,
 		"rollback-index", optUintText(p.RollbackIndex),
 		"rollback-commit-status", p.RollbackCommitStatus,
 		"rollback-apply-status", p.RollbackApplyStatus,
@@ -488,6 +579,8 @@ func printProposal(w io.Writer, d *ProposalDetail) error {
 		"rollback-apply-started", optTime(p.RollbackApplyStarted),
 		"rollback-applied", optTime(p.RollbackApplied),
 		"rollback-error", strings.TrimSpace(strings.TrimSuffix(p.RollbackErrorCode+": "+p.RollbackErrorMessage, ": ")),
+		"rollback-author", p.RollbackAuthor,
+		"rollback-comment", p.RollbackComment,
 	); err != nil {
 		return err
 	}
@@ -520,20 +613,40 @@ func printProposal(w io.Writer, d *ProposalDetail) error {
 func newRollbackCommand(stdout, stderr io.Writer) *cobra.Command {
 	o := &ops{stdout: stdout, stderr: stderr}
 	var async bool
+	var to, comment string
 	cmd := o.command(&cobra.Command{
-		Use:   "rollback [INDEX]",
-		Short: "Roll back a proposal (default: the newest change in effect)",
+		Use:   "rollback [INDEX] | rollback --to TAG|INDEX",
+		Short: "Roll back a proposal (default: the newest change in effect), or every change since a point",
 		Long: `rollback rolls back proposal INDEX, or without INDEX the newest change not
 yet rolled back, and by default returns once the device holds the
 rolled-back configuration (--async: once the rollback is committed in the
 journal). Changes roll back newest first: rolling back a proposal that a
 newer change in effect follows fails with exit code 5.
 
+With --to TAG (a name given with "journal tag") or --to INDEX (right after
+proposal INDEX was committed; 0: before the journal's first change), every
+change made since that point is rolled back as one operation: one new
+change that writes back what every path changed since held there, sent to
+the device as one SetRequest (atomic on the device) and recorded as one
+journal proposal (its restores-index and restores-tag name the point; it
+can itself be rolled back). If the configuration is as at the point
+already, nothing is journaled and the command says so (exit code 0).
+A point older than the history retention keeps fails with exit code 5.
+
+--comment is recorded with the rollback (journal show).
+
 ` + exitCodesHelp,
 	})
-	cmd.Args = o.args(cobra.MatchAll(cobra.MaximumNArgs(1), indexArg(0)))
+	cmd.Args = o.args(cobra.MatchAll(cobra.MaximumNArgs(1), indexArg(0), func(cmd *cobra.Command, args []string) error {
+		if len(args) > 0 && cmd.Flags().Changed("to") {
+			return errors.New("give a proposal to roll back (INDEX) or a point to go back to (--to), not both")
+		}
+		return nil
+	}))
 	o.cfg.addFlags(cmd.Flags())
 	cmd.Flags().BoolVar(&async, "async", false, "return once the rollback is committed, before the device applied it")
+	cmd.Flags().StringVar(&to, "to", "", "roll back every change made after this point: a tag name, or a proposal index (0: every change)")
+	cmd.Flags().StringVar(&comment, "comment", "", "why: recorded with the rollback in the journal")
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
 		var index uint64
 		if len(args) == 1 {
@@ -543,8 +656,18 @@ newer change in effect follows fails with exit code 5.
 		if async {
 			mode = sidecarpb.SetMode_SET_MODE_ASYNC
 		}
+		if cmd.Flags().Changed("to") {
+			tag, point, err := parsePoint(to)
+			if err != nil {
+				return o.usage(cmd, fmt.Errorf("--to %q: %w", to, err))
+			}
+			return o.run(cmd, func(ctx context.Context, c gpb.GNMIClient) error {
+				return o.rollbackTo(ctx, c, tag, point, mode, comment)
+			})
+		}
 		return o.run(cmd, func(ctx context.Context, c gpb.GNMIClient) error {
-			r, _, err := client.Rollback(ctx, c, index, mode)
+			r, _, err := client.Do(ctx, c, "rollback", &gpb.SetRequest{},
+				&sidecarpb.Request{Mode: mode, Rollback: &sidecarpb.Rollback{Index: index}, Comment: comment})
 			if err != nil {
 				return failed("rollback", err) // the sidecar's message names the proposal
 			}

@@ -125,19 +125,25 @@ type OutOfSyncState struct {
 
 // ProposalState is proposals/proposal[index=N]/state.
 type ProposalState struct {
-	Index                uint64    `json:"index"`
-	Phase                string    `json:"phase"`
-	CommitStatus         string    `json:"commit_status"`
-	ApplyStatus          string    `json:"apply_status"`
-	Proposed             time.Time `json:"proposed,omitzero"`
-	Committed            time.Time `json:"committed,omitzero"`
-	ApplyStarted         time.Time `json:"apply_started,omitzero"`
-	Applied              time.Time `json:"applied,omitzero"`
-	ErrorCode            string    `json:"error_code,omitempty"`
-	ErrorMessage         string    `json:"error_message,omitempty"`
-	Operations           uint64    `json:"operations"` // how many the Set had
-	Author               string    `json:"author,omitempty"`
-	Adopted              bool      `json:"adopted,omitempty"` // the device's values, recorded by resolve skip|adopt
+	Index        uint64    `json:"index"`
+	Phase        string    `json:"phase"`
+	CommitStatus string    `json:"commit_status"`
+	ApplyStatus  string    `json:"apply_status"`
+	Proposed     time.Time `json:"proposed,omitzero"`
+	Committed    time.Time `json:"committed,omitzero"`
+	ApplyStarted time.Time `json:"apply_started,omitzero"`
+	Applied      time.Time `json:"applied,omitzero"`
+	ErrorCode    string    `json:"error_code,omitempty"`
+	ErrorMessage string    `json:"error_message,omitempty"`
+	Operations   uint64    `json:"operations"` // how many the Set had
+	Author       string    `json:"author,omitempty"`
+	Comment      string    `json:"comment,omitempty"`
+	Adopted      bool      `json:"adopted,omitempty"` // the device's values, recorded by resolve skip|adopt
+	// RestoresIndex and RestoresTag: set on a change that goes back to a
+	// point (rollback --to): the proposal after whose commit it is, and
+	// the tag that named it.
+	RestoresIndex        *uint64   `json:"restores_index,omitempty"`
+	RestoresTag          string    `json:"restores_tag,omitempty"`
 	RollbackErrorCode    string    `json:"rollback_error_code,omitempty"`
 	RollbackErrorMessage string    `json:"rollback_error_message,omitempty"`
 	RollbackIndex        *uint64   `json:"rollback_index,omitempty"`
@@ -147,6 +153,8 @@ type ProposalState struct {
 	RollbackCommitted    time.Time `json:"rollback_committed,omitzero"`
 	RollbackApplyStarted time.Time `json:"rollback_apply_started,omitzero"`
 	RollbackApplied      time.Time `json:"rollback_applied,omitzero"`
+	RollbackAuthor       string    `json:"rollback_author,omitempty"`
+	RollbackComment      string    `json:"rollback_comment,omitempty"`
 }
 
 // Statuses returns the commit and apply statuses of the proposal's current
@@ -218,6 +226,61 @@ type ProposalDetail struct {
 	State      ProposalState   `json:"state"`
 	Operations []OperationView `json:"operations"` // in gNMI order
 	Changes    []ChangeView    `json:"changes"`    // by path; empty until committed
+}
+
+// DiffEntry is one leaf a change makes (journal show --diff) or would make
+// (set --dry-run): what the path held before and what it holds after;
+// absent (null in JSON) for nothing.
+type DiffEntry struct {
+	Path string `json:"path"`
+	Old  *Value `json:"old"`
+	New  *Value `json:"new"`
+}
+
+// TagState is tags/tag[name=N]/state: a named point of the journal.
+type TagState struct {
+	Name  string `json:"name"`
+	Index uint64 `json:"index"`
+	// Time is when the point was: a History snapshot at it (HistoryTime,
+	// the same in nanoseconds since the Unix epoch, as gNMI clients take
+	// it) reads the configuration at the tag.
+	Time        time.Time `json:"time,omitzero"`
+	HistoryTime int64     `json:"history_time"`
+	Created     time.Time `json:"created,omitzero"`
+	Author      string    `json:"author,omitempty"`
+	Comment     string    `json:"comment,omitempty"`
+	Restorable  bool      `json:"restorable"`
+}
+
+func tagState(name string, m map[string]*gpb.TypedValue) TagState {
+	t := TagState{
+		Name:        stringOf(m[introspection.Name]),
+		Index:       uintOf(m[introspection.Index]),
+		Time:        timeOf(m[introspection.Time]),
+		HistoryTime: intOf(m[introspection.Time]),
+		Created:     timeOf(m[introspection.Created]),
+		Author:      stringOf(m[introspection.Author]),
+		Comment:     stringOf(m[introspection.Comment]),
+		Restorable:  boolOf(m[introspection.Restorable]),
+	}
+	if t.Name == "" {
+		t.Name = name
+	}
+	return t
+}
+
+// fetchTags reads the tags, by name.
+func fetchTags(ctx context.Context, c gpb.GNMIClient) ([]TagState, error) {
+	entries, err := fetchEntries(ctx, c, introspection.Tags, introspection.Tag, introspection.Name)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]TagState, 0, len(entries))
+	for name, m := range entries {
+		out = append(out, tagState(name, m))
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out, nil
 }
 
 // JournalList is what `gnmi-sidecar journal list` shows.
@@ -595,7 +658,10 @@ func proposalState(index uint64, m map[string]*gpb.TypedValue) ProposalState {
 		ErrorMessage:         stringOf(m[introspection.ErrorMessage]),
 		Operations:           uintOf(m[introspection.Operations]),
 		Author:               stringOf(m[introspection.Author]),
+		Comment:              stringOf(m[introspection.Comment]),
 		Adopted:              boolOf(m[introspection.Adopted]),
+		RestoresIndex:        optUint(m[introspection.RestoresIndex]),
+		RestoresTag:          stringOf(m[introspection.RestoresTag]),
 		RollbackErrorCode:    stringOf(m[introspection.RollbackErrorCode]),
 		RollbackErrorMessage: stringOf(m[introspection.RollbackErrorMessage]),
 		RollbackIndex:        optUint(m[introspection.RollbackIndex]),
@@ -605,6 +671,8 @@ func proposalState(index uint64, m map[string]*gpb.TypedValue) ProposalState {
 		RollbackCommitted:    timeOf(m[introspection.RollbackCommitted]),
 		RollbackApplyStarted: timeOf(m[introspection.RollbackApplyStarted]),
 		RollbackApplied:      timeOf(m[introspection.RollbackApplied]),
+		RollbackAuthor:       stringOf(m[introspection.RollbackAuthor]),
+		RollbackComment:      stringOf(m[introspection.RollbackComment]),
 	}
 	if tv := m[introspection.Index]; tv != nil {
 		p.Index = uintOf(tv)

@@ -217,9 +217,10 @@ func TestOpsJournalList(t *testing.T) {
 			var got []string
 			for _, r := range rows {
 				got = append(got, r[0])
-				// INDEX PHASE COMMIT APPLY PROPOSED OPS (no ERROR)
-				if len(r) != 6 || r[1] != "CHANGE" || r[2] != "COMPLETE" || r[3] != "COMPLETE" || !rfc3339UTC.MatchString(r[4]) || r[5] != "1" {
-					t.Errorf("row %q: want INDEX CHANGE COMPLETE COMPLETE <UTC time> 1", r)
+				// INDEX PHASE COMMIT APPLY PROPOSED AUTHOR OPS COMMENT (no ERROR)
+				if len(r) != 8 || r[1] != "CHANGE" || r[2] != "COMPLETE" || r[3] != "COMPLETE" || !rfc3339UTC.MatchString(r[4]) ||
+					!strings.HasPrefix(r[5], "127.0.0.1:") || r[6] != "1" || r[7] != "-" {
+					t.Errorf("row %q: want INDEX CHANGE COMPLETE COMPLETE <UTC time> <client address> 1 -", r)
 				}
 			}
 			if !slices.Equal(got, tt.want) {
