@@ -319,7 +319,9 @@ func buildSetRequest(updates, replaces, deletes []string, encoding string) (*gpb
 	var enc func([]byte) *gpb.TypedValue
 	switch strings.ToLower(encoding) {
 	case "json_ietf":
-		enc = func(b []byte) *gpb.TypedValue { return &gpb.TypedValue{Value: &gpb.TypedValue_JsonIetfVal{JsonIetfVal: b}} }
+		enc = func(b []byte) *gpb.TypedValue {
+			return &gpb.TypedValue{Value: &gpb.TypedValue_JsonIetfVal{JsonIetfVal: b}}
+		}
 	case "json":
 		enc = func(b []byte) *gpb.TypedValue { return &gpb.TypedValue{Value: &gpb.TypedValue_JsonVal{JsonVal: b}} }
 	default:
