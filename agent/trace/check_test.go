@@ -3,12 +3,14 @@ package trace
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/openconfig/gnmi/proto/gnmi"
+	"github.com/openconfig/ygot/ygot"
 	"google.golang.org/protobuf/encoding/protojson"
 
 	"github.com/gnmi-sidecar/gnmi-sidecar/journal"
@@ -617,5 +619,69 @@ func (d *driver) do(_ *journal.Proposal, _ *journal.Configuration, err error) {
 	d.t.Helper()
 	if err != nil {
 		d.t.Fatal(err)
+	}
+}
+
+// TestTraceNamesWhoAsked: the trace's ProposeChange and ProposeRollback
+// lines carry the author and comment the journal records, and a change
+// that goes back to a tag names it.
+func TestTraceNamesWhoAsked(t *testing.T) {
+	ctx := context.Background()
+	var buf bytes.Buffer
+	tracer := NewTracer(&buf)
+	j := openJournal(t, t.TempDir(), tracer)
+	d := &driver{t: t, ctx: ctx, j: j}
+	term := d.sync()
+	path, err := ygot.StringToStructuredPath("/system/config/hostname")
+	if err != nil {
+		t.Fatal(err)
+	}
+	op := &journal.Op{Kind: journal.OpUpdate, Path: path, Values: []*journal.Leaf{{Path: path,
+		Value: &gnmi.TypedValue{Value: &gnmi.TypedValue_StringVal{StringVal: "a"}}}}}
+	p, err := j.ProposeChangeBy(ctx, journal.Authorship{Author: "alice", Comment: "NET-1"}, []*journal.Op{op})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d.do(j.CommitChange(ctx, p.GetIndex()))
+	d.do(j.StartApply(ctx, p.GetIndex()))
+	d.do(j.CompleteApply(ctx, p.GetIndex(), term))
+	if _, _, err := j.ProposeRollbackBy(ctx, p.GetIndex(), journal.Authorship{Author: "bob", Comment: "undo"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := j.CreateTag(ctx, "empty", journal.Point{Index: 0}, journal.Authorship{}); err != nil {
+		t.Fatal(err)
+	}
+	d.do(j.CommitRollback(ctx, p.GetIndex()))
+	d.do(j.StartApplyRollback(ctx, p.GetIndex()))
+	d.do(j.CompleteApplyRollback(ctx, p.GetIndex(), term))
+	q, err := j.ProposeChangeBy(ctx, journal.Authorship{Author: "carol"}, []*journal.Op{op})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d.do(j.CommitChange(ctx, q.GetIndex()))
+	d.do(j.StartApply(ctx, q.GetIndex()))
+	d.do(j.CompleteApply(ctx, q.GetIndex(), term))
+	r, err := j.ProposeRestore(ctx, journal.Authorship{Author: "dave", Comment: "clean slate"}, journal.Point{Tag: "empty"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines, err := Read(&buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, l := range lines {
+		if l.Action == string(journal.ActionProposeChange) || l.Action == string(journal.ActionProposeRollback) {
+			got = append(got, fmt.Sprintf("%s %d %s %q %s", l.Action, l.Index, l.Author, l.Comment, l.Restores))
+		}
+	}
+	want := []string{
+		fmt.Sprintf(`ProposeChange %d alice "NET-1" `, p.GetIndex()),
+		fmt.Sprintf(`ProposeRollback %d bob "undo" `, p.GetIndex()),
+		fmt.Sprintf(`ProposeChange %d carol "" `, q.GetIndex()),
+		fmt.Sprintf(`ProposeChange %d dave "clean slate" tag empty`, r.GetIndex()),
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("trace lines (-want +got):\n%s", diff)
 	}
 }

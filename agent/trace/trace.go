@@ -53,6 +53,14 @@ type Line struct {
 	RollingBack uint64     `json:"rolling_back,omitempty"`
 	LastIndex   uint64     `json:"last_index,omitempty"`
 
+	// Author and Comment say who proposed the change (ProposeChange) or
+	// the rollback (ProposeRollback, ExpireCommit), and why; Restores is
+	// the point a change going back to one names ("tag NAME" or
+	// "proposal N").
+	Author   string `json:"author,omitempty"`
+	Comment  string `json:"comment,omitempty"`
+	Restores string `json:"restores,omitempty"`
+
 	// Aborted lists the proposals a FailApply aborted.
 	Aborted []uint64 `json:"aborted,omitempty"`
 	// Values are the per-path values the transition wrote: the change's
@@ -165,6 +173,18 @@ func (t *Tracer) Observe(e journal.Event) {
 		l.RollbackCommit, l.RollbackApply = rb.GetCommit().String(), rb.GetApply().String()
 		if err := ch.GetError(); err != nil {
 			l.Error = &Error{Code: err.GetCode(), Message: err.GetMessage()}
+		}
+		switch e.Action {
+		case journal.ActionProposeChange:
+			l.Author, l.Comment = ch.GetAuthor(), ch.GetComment()
+			if r := ch.GetRestores(); r != nil {
+				l.Restores = fmt.Sprintf("proposal %d", r.GetIndex())
+				if r.GetTag() != "" {
+					l.Restores = "tag " + r.GetTag()
+				}
+			}
+		case journal.ActionProposeRollback:
+			l.Author, l.Comment = rb.GetAuthor(), rb.GetComment()
 		}
 		switch e.Action {
 		case journal.ActionCommitChange, journal.ActionCompleteApply:
