@@ -55,6 +55,8 @@ func TestWireFormat(t *testing.T) {
 		send func(c gpb.GNMIClient) error
 		msg  []byte // RegisteredExtension.msg
 		req  []byte // the whole SetRequest; nil: not checked
+		// answer is the Response the fake sidecar answers with (nil: empty).
+		answer []byte
 	}{{
 		name: "WithMode SYNC",
 		send: func(c gpb.GNMIClient) error {
@@ -92,11 +94,37 @@ func TestWireFormat(t *testing.T) {
 			return err
 		},
 		msg: []byte{0x08, 0x01, 0x12, 0x02, 0x08, 0x07},
+	}, {
+		name: "RollbackTo tag ok",
+		send: func(c gpb.GNMIClient) error {
+			_, _, err := client.RollbackTo(context.Background(), c, "ok", 0, syncMode, "")
+			return err
+		},
+		msg: []byte{0x12, 0x04, 0x12, 0x02, 0x6f, 0x6b},
+	}, {
+		name: "Tag ok",
+		send: func(c gpb.GNMIClient) error {
+			_, err := client.Tag(context.Background(), c, &sidecarpb.Tag{Name: "ok"}, "")
+			return err
+		},
+		msg:    []byte{0x32, 0x04, 0x0a, 0x02, 0x6f, 0x6b},
+		answer: []byte{0x3a, 0x04, 0x0a, 0x02, 0x6f, 0x6b}, // Response{tag: {name: "ok"}}
+	}, {
+		name: "DryRun",
+		send: func(c gpb.GNMIClient) error {
+			_, err := client.DryRun(context.Background(), c, &gpb.SetRequest{})
+			return err
+		},
+		msg: []byte{0x28, 0x01},
 	}}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			c := &fakeGNMI{resp: responseWith(extension(client.ExtensionID, []byte{}))}
+			answer := tc.answer
+			if answer == nil {
+				answer = []byte{}
+			}
+			c := &fakeGNMI{resp: responseWith(extension(client.ExtensionID, answer))}
 			if err := tc.send(c); err != nil {
 				t.Fatal(err)
 			}

@@ -55,6 +55,7 @@
 //	ai/<index u64be><pathkey> (empty) applied values by writer index, for re-push
 //	at/<index u64be><pathkey> (empty) applied tombstones by writer index, for retention
 //	h/<seq u64be>            HistoryDelta{time, proposal, kind, entries}: one change of the committed values
+//	tg/<name>                Tag{name, index, history_seq, time, created, author, comment}: a named point (checkpoints.go)
 //
 // Records are protobuf messages (journalpb/journal.proto). Path keys are
 // PathKey's order-preserving encoding, so a subtree is a key range and a
@@ -92,4 +93,15 @@
 // the configuration, unless a value stored earlier at an ancestor path (a
 // JSON value holding the deleted path) still needs them on a re-push.
 // Badger's value-log GC runs in the background.
+//
+// # Checkpoints
+//
+// A tag names a point of the history: the committed configuration after
+// history delta seq (CreateTag). ProposeRestore proposes, as one change
+// recorded with Change.restores, what every path changed by a later delta
+// held at the point, so going back to it is one proposal and one device
+// Set, itself rolled back like any change. A tag does not hold retention
+// back: once the deltas after its point are dropped, going back to it is
+// refused (ErrCompacted). DryRun computes a Set's effect on the committed
+// values in a read transaction and writes nothing.
 package journal
