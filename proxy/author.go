@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/x509"
 	"fmt"
+	"strings"
 	"unicode"
 	"unicode/utf8"
 
@@ -53,7 +54,7 @@ func requester(ctx context.Context) string {
 	}
 	if md, ok := metadata.FromIncomingContext(ctx); ok {
 		if u := md.Get("username"); len(u) == 1 && u[0] != "" {
-			return u[0]
+			return printable(u[0], maxAuthorBytes)
 		}
 	}
 	if addr := peerAddr(ctx); addr != "" {
@@ -71,5 +72,27 @@ func peerAddr(ctx context.Context) string {
 }
 
 func subjectOf(cert *x509.Certificate) string {
-	return fmt.Sprintf("cert:%s", cert.Subject.String())
+	return printable(fmt.Sprintf("cert:%s", cert.Subject.String()), maxAuthorBytes)
+}
+
+// maxAuthorBytes bounds the author recorded per proposal: a username a
+// client sends may be as long as gRPC's headers allow.
+const maxAuthorBytes = 256
+
+// printable is s cut to at most max bytes (on a rune boundary, "…" added)
+// with control characters replaced by U+FFFD: what tables, logs and the
+// trace can show on one line.
+func printable(s string, max int) string {
+	var b strings.Builder
+	for _, r := range s {
+		if unicode.IsControl(r) {
+			r = utf8.RuneError
+		}
+		if b.Len()+utf8.RuneLen(r) > max {
+			b.WriteString("…")
+			break
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
 }
