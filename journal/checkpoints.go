@@ -374,13 +374,34 @@ func (j *Journal) PointTime(ctx context.Context, pt Point) (time.Time, error) {
 // ProposeRestore proposes, as one change recorded with who asked (by),
 // going back to point pt: for every path a later history delta changed,
 // what it held at the point (a delete where it held nothing). Its
-// Change.restores names the point. The committed configuration as it is
-// when the proposal is journaled is the starting point: a commit in between
-// is refused with ErrGuard (retry). Nothing to change is ErrNoChange; a
-// point retention no longer reaches, ErrCompacted. Refused like
-// ProposeChange while a commit-confirmed is outstanding. The then
-// functions run as ProposeChange's do.
+// Change.restores names the point. The operations are computed from the
+// committed configuration, so every earlier proposal's commit must be
+// decided and no rollback's commit pending when it is journaled: should
+// one be (a client's Set arriving meanwhile), it waits a little and
+// computes again, a few times, then refuses with ErrGuard. Nothing to
+// change is ErrNoChange; a point retention no longer reaches,
+// ErrCompacted. Refused like ProposeChange while a commit-confirmed is
+// outstanding. The then functions run as ProposeChange's do.
 func (j *Journal) ProposeRestore(ctx context.Context, by Authorship, pt Point, then ...func(*Tx) error) (*Proposal, error) {
+	const attempts = 5
+	for n := 1; ; n++ {
+		p, err := j.proposeRestore(ctx, by, pt, then)
+		if !errors.Is(err, errRestoreRaced) || n == attempts {
+			return p, err
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(time.Duration(n) * 20 * time.Millisecond):
+		}
+	}
+}
+
+// errRestoreRaced: the committed configuration moved between computing a
+// restore and journaling it.
+var errRestoreRaced = errors.New("the committed configuration changed meanwhile")
+
+func (j *Journal) proposeRestore(ctx context.Context, by Authorship, pt Point, then []func(*Tx) error) (*Proposal, error) {
 	var (
 		ops []*Op
 		rp  resolvedPoint
@@ -413,14 +434,44 @@ func (j *Journal) ProposeRestore(ctx context.Context, by Authorship, pt Point, t
 			if err != nil {
 				return err
 			}
-			// propose wrote p (and moved nothing else): the committed
-			// configuration is the one before it.
-			if c.GetHistorySeq() != at {
-				return guardf("the committed configuration changed while going back to %s was prepared: try again", pt)
+			settled, err := w.commitsSettled(c, p.GetIndex())
+			if err != nil {
+				return err
+			}
+			if c.GetHistorySeq() != at || !settled {
+				return fmt.Errorf("%w: %w", errRestoreRaced, guardf(
+					"the committed configuration kept changing while going back to %s was prepared (Sets arriving meanwhile): try again", pt))
 			}
 			p.Change.Restores = &Restore{Index: rp.index, Tag: rp.tag, HistorySeq: rp.seq}
 			return w.put(proposalKey(p.GetIndex()), p)
 		}, then)
+}
+
+// commitsSettled reports whether, for proposal i being journaled, every
+// earlier proposal's commit is decided and no rollback awaits its commit:
+// then the committed configuration is the one i's commit will start from.
+func (w *writeTxn) commitsSettled(c *Configuration, i uint64) (bool, error) {
+	// Commits are decided in index order: i-1's being decided, so are
+	// all before it.
+	if prev := i - 1; prev >= c.GetFirstIndex() && prev > 0 {
+		p, err := loadProposalStatus(w.txn, c, prev)
+		if err != nil {
+			return false, err
+		}
+		if !Finished(p.GetChange().GetCommit()) {
+			return false, nil
+		}
+	}
+	if rb := c.GetRollingBack(); rb != 0 {
+		p, err := loadProposalStatus(w.txn, c, rb)
+		if err != nil {
+			return false, err
+		}
+		if !Finished(p.GetRollback().GetCommit()) {
+			return false, nil
+		}
+	}
+	return true, nil
 }
 
 // restoreOps returns the operations that put back, at every path changed
