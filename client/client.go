@@ -130,20 +130,8 @@ func Rollback(ctx context.Context, c gpb.GNMIClient, index uint64, mode sidecarp
 	if index != 0 {
 		what = fmt.Sprintf("proposal %d", index)
 	}
-	req := &gpb.SetRequest{}
-	setExtension(req, &sidecarpb.Request{Mode: mode, Rollback: &sidecarpb.Rollback{Index: index}})
-	resp, err := c.Set(ctx, req, opts...)
-	if err != nil {
-		return nil, nil, fmt.Errorf("sidecar rollback of %s: %w", what, err)
-	}
-	r, ok, err := ResponseOf(resp)
-	if err != nil {
-		return nil, resp, fmt.Errorf("sidecar rollback of %s: %w", what, err)
-	}
-	if !ok {
-		return nil, resp, fmt.Errorf("sidecar rollback of %s: the SetResponse has no extension with id %d (is the target a gnmi-sidecar?)", what, ExtensionID)
-	}
-	return r, resp, nil
+	return Do(ctx, c, "sidecar rollback of "+what, &gpb.SetRequest{},
+		&sidecarpb.Request{Mode: mode, Rollback: &sidecarpb.Rollback{Index: index}}, opts...)
 }
 
 // ResponseOf returns the sidecar's Response in resp's extensions; ok is

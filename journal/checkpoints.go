@@ -157,6 +157,28 @@ func resolvePoint(ctx context.Context, txn *badger.Txn, c *Configuration, pt Poi
 	}
 	// Commits happen in index order, so their deltas do: walk back from
 	// the newest to proposal i's commit.
+	var found *resolvedPoint
+	err = newestFirst(ctx, txn, func(seq uint64, d *HistoryDelta) bool {
+		if d.GetKind() != HistoryKindCommitChange {
+			return true
+		}
+		if d.GetProposal() == i {
+			found = &resolvedPoint{seq: seq, index: i, time: d.GetTime().AsTime()}
+		}
+		return d.GetProposal() > i
+	})
+	switch {
+	case err != nil:
+		return resolvedPoint{}, err
+	case found == nil:
+		return resolvedPoint{}, fmt.Errorf("journal: the history of proposal %d's commit is no longer kept: %w", i, ErrCompacted)
+	}
+	return *found, nil
+}
+
+// newestFirst calls fn with the history deltas, newest first, while it
+// returns true.
+func newestFirst(ctx context.Context, txn *badger.Txn, fn func(seq uint64, d *HistoryDelta) bool) error {
 	opts := badger.DefaultIteratorOptions
 	opts.Prefix = nsHistory
 	opts.Reverse = true
@@ -164,23 +186,17 @@ func resolvePoint(ctx context.Context, txn *badger.Txn, c *Configuration, pt Poi
 	defer it.Close()
 	for it.Seek(historyKey(math.MaxUint64)); it.ValidForPrefix(nsHistory); it.Next() {
 		if err := ctx.Err(); err != nil {
-			return resolvedPoint{}, err
+			return err
 		}
 		seq, d, err := decodeDelta(it.Item())
 		if err != nil {
-			return resolvedPoint{}, err
+			return err
 		}
-		if d.GetKind() != HistoryKindCommitChange {
-			continue
-		}
-		if d.GetProposal() == i {
-			return resolvedPoint{seq: seq, index: i, time: d.GetTime().AsTime()}, nil
-		}
-		if d.GetProposal() < i {
-			break
+		if !fn(seq, d) {
+			return nil
 		}
 	}
-	return resolvedPoint{}, fmt.Errorf("journal: the history of proposal %d's commit is no longer kept: %w", i, ErrCompacted)
+	return nil
 }
 
 // statusName is a status as the operator reads it (COMPLETE, FAILED, ...).
@@ -545,21 +561,9 @@ func keepsEntry(p *gnmi.Path) bool {
 // does not), what it held before the oldest of them (nil: nothing).
 func changesSince(ctx context.Context, txn *badger.Txn, after func(seq uint64, d *HistoryDelta) bool) (map[string]*PathValue, error) {
 	undo := make(map[string]*PathValue)
-	opts := badger.DefaultIteratorOptions
-	opts.Prefix = nsHistory
-	opts.Reverse = true
-	it := txn.NewIterator(opts)
-	defer it.Close()
-	for it.Seek(historyKey(math.MaxUint64)); it.ValidForPrefix(nsHistory); it.Next() {
-		if err := ctx.Err(); err != nil {
-			return nil, err
-		}
-		seq, delta, err := decodeDelta(it.Item())
-		if err != nil {
-			return nil, err
-		}
+	err := newestFirst(ctx, txn, func(seq uint64, delta *HistoryDelta) bool {
 		if !after(seq, delta) {
-			break
+			return false
 		}
 		// Newest first, so the oldest change has the last word.
 		for _, e := range delta.GetEntries() {
@@ -569,8 +573,9 @@ func changesSince(ctx context.Context, txn *badger.Txn, after func(seq uint64, d
 			}
 			undo[string(PathKey(path))] = e.GetBefore()
 		}
-	}
-	return undo, nil
+		return true
+	})
+	return undo, err
 }
 
 // LeafDiff is one path a Set would change (DryRun): what the committed

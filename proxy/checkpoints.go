@@ -81,13 +81,7 @@ func (s *Server) restore(ctx context.Context, rb *sidecarpb.Rollback, sync bool,
 			return nil, JournalError(err)
 		}
 	}
-	if err := s.refuseIfDisconnected(sync); err != nil {
-		return nil, err
-	}
-	if err := s.settle(ctx); err != nil {
-		return nil, err
-	}
-	if err := s.atRest(ctx); err != nil {
+	if err := s.beforeRollback(ctx, sync); err != nil {
 		return nil, err
 	}
 	restored := &sidecarpb.Restored{Tag: pt.Tag, PointIndex: pt.Index}

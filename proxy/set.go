@@ -171,13 +171,7 @@ func (s *Server) propose(ctx context.Context, req *gpb.SetRequest, sync bool, jo
 // rollback proposes the rollback of proposal i (0: the newest change in
 // effect) and waits for it.
 func (s *Server) rollback(ctx context.Context, i uint64, sync bool, by journal.Authorship) (*gpb.SetResponse, error) {
-	if err := s.refuseIfDisconnected(sync); err != nil {
-		return nil, err
-	}
-	if err := s.settle(ctx); err != nil {
-		return nil, err
-	}
-	if err := s.atRest(ctx); err != nil {
+	if err := s.beforeRollback(ctx, sync); err != nil {
 		return nil, err
 	}
 	j := s.opts.Journal
@@ -200,6 +194,19 @@ func (s *Server) rollback(ctx context.Context, i uint64, sync bool, by journal.A
 	s.opts.Agent.Notify()
 	s.log.Info("rollback journaled", "proposal", i, "sync", sync, "author", by.Author)
 	return s.waitRollback(ctx, i, sync, false)
+}
+
+// beforeRollback readies a rollback (of a proposal, or to a point): it is
+// refused while the device is disconnected (sync), and waits until the
+// journal records every acknowledged Set and is at rest.
+func (s *Server) beforeRollback(ctx context.Context, sync bool) error {
+	if err := s.refuseIfDisconnected(sync); err != nil {
+		return err
+	}
+	if err := s.settle(ctx); err != nil {
+		return err
+	}
+	return s.atRest(ctx)
 }
 
 // atRest waits, as long as the client's deadline allows, until every
