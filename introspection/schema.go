@@ -13,6 +13,7 @@ const (
 	Action                   = "action"
 	Address                  = "address"
 	Adopted                  = "adopted"
+	Adoptions                = "adoptions"
 	Applied                  = "applied"
 	AppliedIndex             = "applied-index"
 	AppliedProposal          = "applied-proposal"
@@ -22,9 +23,11 @@ const (
 	ApplyStatus              = "apply-status"
 	Author                   = "author"
 	Cancelled                = "cancelled"
+	Capped                   = "capped"
 	Cause                    = "cause"
 	Change                   = "change"
 	Changes                  = "changes"
+	Checks                   = "checks"
 	CommitConfirm            = "commit-confirm"
 	CommitStatus             = "commit-status"
 	Committed                = "committed"
@@ -34,7 +37,12 @@ const (
 	Connected                = "connected"
 	Deadline                 = "deadline"
 	Deleted                  = "deleted"
+	Detected                 = "detected"
 	Device                   = "device"
+	DeviceAbsent             = "device-absent"
+	DeviceValue              = "device-value"
+	Diff                     = "diff"
+	Drift                    = "drift"
 	ErrorCode                = "error-code"
 	ErrorMessage             = "error-message"
 	Fenced                   = "fenced"
@@ -43,18 +51,25 @@ const (
 	HistoryFloor             = "history-floor"
 	ID                       = "id"
 	Index                    = "index"
+	Interval                 = "interval"
+	JournalDeleted           = "journal-deleted"
+	JournalValue             = "journal-value"
 	Kind                     = "kind"
+	LastCheck                = "last-check"
 	LastError                = "last-error"
 	LastIndex                = "last-index"
 	LastRepushDeviceDuration = "last-repush-device-duration"
 	LastRepushDuration       = "last-repush-duration"
 	LastRepushTime           = "last-repush-time"
 	LastRepushValues         = "last-repush-values"
+	Mode                     = "mode"
 	Operation                = "operation"
 	Operations               = "operations"
 	OutOfSync                = "out-of-sync"
 	Path                     = "path"
+	Paths                    = "paths"
 	Phase                    = "phase"
+	Policy                   = "policy"
 	PreviousDeleted          = "previous-deleted"
 	PreviousIndex            = "previous-index"
 	PreviousValue            = "previous-value"
@@ -64,6 +79,7 @@ const (
 	Repushing                = "repushing"
 	Resolution               = "resolution"
 	Resolutions              = "resolutions"
+	Reverts                  = "reverts"
 	RollbackApplied          = "rollback-applied"
 	RollbackApplyStarted     = "rollback-apply-started"
 	RollbackApplyStatus      = "rollback-apply-status"
@@ -84,6 +100,7 @@ const (
 	Term                     = "term"
 	Time                     = "time"
 	Value                    = "value"
+	WatchError               = "watch-error"
 )
 
 // schemaNode is one element of the tree's shape: a container, a list (key
@@ -137,6 +154,8 @@ func schema() *schemaNode {
 		schemaContainer(CommitConfirm, schemaState(commitConfirmFields())),
 		schemaContainer(OutOfSync, schemaList(Path, Path, schemaState(outOfSyncFields()))),
 		schemaContainer(Resolutions, schemaList(Resolution, Seq, schemaState(resolutionFields()))),
+		schemaContainer(Drift, schemaState(driftFields()), schemaList(Path, Path, schemaState(driftPathFields()))),
+		schemaContainer(Diff, schemaState(diffFields()), schemaList(Path, Path, schemaState(diffPathFields()))),
 		schemaContainer(Proposals, schemaList(Proposal, Index,
 			schemaState(proposalFields()),
 			schemaContainer(Operations, schemaList(Operation, Seq, schemaState(operationFields()))),
