@@ -668,12 +668,18 @@ func (s *watchSession) process(ctx context.Context) (time.Duration, error) {
 			s.markDirty(p, first)
 		}
 	}
+	records := w.Records()
 	for _, n := range notes {
 		scope := scopeOf(n.Path, s.scopes)
 		if scope == nil || s.dirty[key(scope)] != nil {
 			if scope != nil {
 				s.markDirty(scope, first)
 			}
+			continue
+		}
+		if overlaps(n.Path, records) {
+			// A drifted path changed again, maybe back: compare.
+			s.markDirty(scope, first)
 			continue
 		}
 		ok, err := w.explained(ctx, n)
@@ -697,6 +703,17 @@ func (s *watchSession) process(ctx context.Context) (time.Duration, error) {
 		delete(s.since, k)
 	}
 	return 0, nil
+}
+
+// overlaps reports whether p is at, above or under the path of one of
+// recs.
+func overlaps(p *gpb.Path, recs []Record) bool {
+	for _, r := range recs {
+		if under(p, r.Path) || under(r.Path, p) {
+			return true
+		}
+	}
+	return false
 }
 
 func scopeByKey(k string, scopes []*gpb.Path) *gpb.Path {

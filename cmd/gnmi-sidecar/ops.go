@@ -52,7 +52,9 @@ const exitCodesHelp = `Exit codes:
   3  the sidecar could not be reached or timed out (UNAVAILABLE, DEADLINE_EXCEEDED)
   4  not found (NOT_FOUND: no such proposal, nothing to roll back)
   5  precondition failed (FAILED_PRECONDITION: nothing to confirm, a newer change
-     must be rolled back first, ...)`
+     must be rolled back first, ...)
+  6  differences found: drift and diff found the device's configuration
+     differing from the journal's`
 
 // opsPasswordEnv holds the password sent to the sidecar: never a flag, so
 // it does not show in ps.
@@ -108,7 +110,8 @@ func failed(what string, err error) error {
 // sidecar over gNMI (docs/cli.md).
 func newOpsCommands(stdout, stderr io.Writer) []*cobra.Command {
 	return []*cobra.Command{newJournalCommand(stdout, stderr), newRollbackCommand(stdout, stderr),
-		newCommitCommand(stdout, stderr), newStatusCommand(stdout, stderr), newResolveCommand(stdout, stderr)}
+		newCommitCommand(stdout, stderr), newStatusCommand(stdout, stderr), newResolveCommand(stdout, stderr),
+		newDriftCommand(stdout, stderr), newDiffCommand(stdout, stderr)}
 }
 
 // --- common flags ---
