@@ -16,14 +16,18 @@ import (
 
 // --- values ---
 
-func str(s string) *gpb.TypedValue { return &gpb.TypedValue{Value: &gpb.TypedValue_StringVal{StringVal: s}} }
+func str(s string) *gpb.TypedValue {
+	return &gpb.TypedValue{Value: &gpb.TypedValue_StringVal{StringVal: s}}
+}
 func uintv(n uint64) *gpb.TypedValue {
 	return &gpb.TypedValue{Value: &gpb.TypedValue_UintVal{UintVal: n}}
 }
 func ietf(s string) *gpb.TypedValue {
 	return &gpb.TypedValue{Value: &gpb.TypedValue_JsonIetfVal{JsonIetfVal: []byte(s)}}
 }
-func jsonv(s string) *gpb.TypedValue { return &gpb.TypedValue{Value: &gpb.TypedValue_JsonVal{JsonVal: []byte(s)}} }
+func jsonv(s string) *gpb.TypedValue {
+	return &gpb.TypedValue{Value: &gpb.TypedValue_JsonVal{JsonVal: []byte(s)}}
+}
 func ascii(s string) *gpb.TypedValue {
 	return &gpb.TypedValue{Value: &gpb.TypedValue_AsciiVal{AsciiVal: s}}
 }
