@@ -153,6 +153,9 @@ type Status struct {
 	// (each time one drifts anew), Reverts the paths reverted, Adoptions
 	// the paths adopted, since the watcher started.
 	Checks, Detected, Reverts, Adoptions uint64
+	// Notes counts the device's notifications looked at (Explained),
+	// which need no comparison when the journal explains them.
+	Notes uint64
 }
 
 // Watcher watches the device for drift and acts on it (see the package
@@ -686,6 +689,9 @@ func (s *watchSession) process(ctx context.Context) (time.Duration, error) {
 		if err != nil {
 			return 0, err
 		}
+		w.mu.Lock()
+		w.status.Notes++
+		w.mu.Unlock()
 		if !ok {
 			s.markDirty(scope, first)
 		}
@@ -846,6 +852,13 @@ func (w *Watcher) act(ctx context.Context, r Ready, oos []*journal.OutOfSync) {
 	if len(r.Adopt) > 0 {
 		w.adopt(ctx, paths(r.Adopt))
 	}
+	if len(r.Revert)+len(r.Adopt) > 0 {
+		// Compare again once the pipeline is at rest: the device took the
+		// revert (its notifications may tell too), refused it (the paths
+		// are out of sync now), or the journal adopted its values. The
+		// revert cap and a failed adoption's mark keep this from looping.
+		poke(w.checkNow)
+	}
 }
 
 func paths(recs []Record) []*gpb.Path {
@@ -871,7 +884,6 @@ func (w *Watcher) revert(ctx context.Context, ps []*gpb.Path) {
 	res, err := w.opts.Agent.RevertDrift(ctx, ps)
 	if err != nil {
 		w.log.Warn("could not revert configuration drift; tried again at the next comparison", "paths", len(ps), "err", err)
-		poke(w.checkNow)
 		return
 	}
 	w.mu.Lock()
@@ -884,9 +896,6 @@ func (w *Watcher) revert(ctx context.Context, ps []*gpb.Path) {
 	if len(res.Refused) > 0 {
 		w.log.Warn("the device refused part of the drift revert; those paths are out of sync (gnmi-sidecar status; resolve them with gnmi-sidecar resolve)",
 			"refused", len(res.Refused))
-	}
-	if w.mode() == ModePoll {
-		poke(w.checkNow) // confirm at once rather than at the next poll
 	}
 }
 
