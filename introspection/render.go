@@ -122,7 +122,7 @@ func opKindName(k journal.OpKind) *gpb.TypedValue {
 }
 
 // causeName is an out-of-sync cause as the tree shows it: ROLLBACK,
-// REPUSH, RETRY or RESTORE.
+// REPUSH, RETRY, RESTORE or DRIFT.
 func causeName(c journal.OutOfSyncCause) string {
 	return strings.TrimPrefix(c.String(), "OUT_OF_SYNC_CAUSE_")
 }

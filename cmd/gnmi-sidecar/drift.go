@@ -339,8 +339,11 @@ func printDiff(w io.Writer, v *DiffView) error {
 		_, err := fmt.Fprintf(w, "no differences: the device holds the journal's configuration (compared at %s)\n", fmtTime(v.Time))
 		return err
 	}
-	n := strconv.Itoa(len(v.Differences))
-	fmt.Fprintf(w, "compared at %s: %s paths differ\n", fmtTime(v.Time), n)
+	differ := strconv.Itoa(len(v.Differences)) + " paths differ"
+	if len(v.Differences) == 1 {
+		differ = "1 path differs"
+	}
+	fmt.Fprintf(w, "compared at %s: %s\n", fmtTime(v.Time), differ)
 	tw := newTable(w)
 	fmt.Fprintln(tw, "PATH\tJOURNAL\tDEVICE")
 	for _, d := range v.Differences {
