@@ -51,7 +51,7 @@ func (s *Schema) Node(p *gpb.Path) NodeInfo {
 // leaf's YANG default (false without a schema, or for a leaf without a
 // default): a device that holds a default it derived itself has not had its
 // configuration changed. Numbers compare by value, identities with or
-// without their module prefix.
+// with their module's prefix or name, or without.
 func (s *Schema) IsDefault(p *gpb.Path, v *gpb.TypedValue) bool {
 	info := s.Node(p)
 	if !info.Leaf || len(info.Default) != 1 {
@@ -62,8 +62,8 @@ func (s *Schema) IsDefault(p *gpb.Path, v *gpb.TypedValue) bool {
 	if !ok {
 		return false
 	}
-	if sameKey(got, def) {
-		return true
+	if got == def || identityName(got) == identityName(def) {
+		return true // identities: the module's prefix or name, or none
 	}
 	// Numbers written differently (1500, "1500", 1.5e3).
 	return Equal(&gpb.TypedValue{Value: &gpb.TypedValue_JsonIetfVal{JsonIetfVal: []byte(got)}},
