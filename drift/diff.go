@@ -22,13 +22,16 @@ import (
 
 // Diff compares the device's configuration with the journal's now, fresh
 // (not the watcher's records), in every managed subtree, or in paths (each
-// a subtree) when given, and returns the differences in path order with
+// a subtree; InvalidArgument for one the journal could not hold) when given, and returns the differences in path order with
 // the time of the comparison. It reads only: nothing is logged, reverted
 // or adopted. It works whatever the policy, off included. The comparison
 // waits, within ctx, until the pipeline is at rest (as the watcher's do);
 // when ctx ends first it returns Unavailable saying what is going on, and
 // a device that cannot be read gives the device's code.
 func (w *Watcher) Diff(ctx context.Context, paths []*gpb.Path) ([]Diff, time.Time, error) {
+	if err := DiffPaths(paths); err != nil {
+		return nil, time.Time{}, err
+	}
 	scopes := paths
 	if len(scopes) == 0 {
 		roots, err := w.opts.Journal.AppliedRoots(ctx)
@@ -78,13 +81,13 @@ func (w *Watcher) Diff(ctx context.Context, paths []*gpb.Path) ([]Diff, time.Tim
 	}
 }
 
-// readError keeps the device's code for a failed read of the device.
+// readError is a failed comparison's error: a gRPC status with the
+// device's code when reading the device failed, the journal's error as
+// it is.
 func readError(err error) error {
-	if st, ok := status.FromError(errors.Unwrap(err)); ok && st.Code() != codes.OK {
-		return status.Errorf(st.Code(), "%v", err)
-	}
-	if _, ok := status.FromError(err); ok {
-		return err
+	var se interface{ GRPCStatus() *status.Status }
+	if errors.As(err, &se) {
+		return status.Errorf(se.GRPCStatus().Code(), "%v", err)
 	}
 	return err
 }
