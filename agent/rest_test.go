@@ -52,9 +52,12 @@ func TestRest(t *testing.T) {
 	}
 
 	r.restartDevice()
-	r.eventually("at rest after the device restart", func() bool { return r.rest().AtRest })
-	if again := r.rest(); again.Same(after) {
-		t.Errorf("a reconnect and re-push left the fingerprint as it was: %+v", again)
+	r.eventually("at rest on a new session after the device restart", func() bool {
+		rest := r.rest()
+		return rest.AtRest && rest.Session != after.Session
+	})
+	if again := r.rest(); again.Term == after.Term || again.Repushes == after.Repushes {
+		t.Errorf("a reconnect and re-push left the term or the re-push count as they were: %+v, before %+v", again, after)
 	}
 	r.dev.Stop()
 	r.eventually("not at rest without the device", func() bool { return !r.rest().AtRest })

@@ -228,6 +228,7 @@ func TestIntrospectGet(t *testing.T) {
 			state(2, "apply-started"): nanosTV(p2.GetApplyStarted()),
 			state(2, "applied"):       nanosTV(p2.GetApplied()),
 			state(2, "operations"):    sidecartest.UintVal(1),
+			state(2, "author"):        sidecartest.StringVal(p2.GetAuthor()),
 		},
 	}, {
 		name:  "operations of a Set of two updates",
