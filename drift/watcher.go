@@ -272,6 +272,9 @@ func (w *Watcher) outgoing(ctx context.Context) context.Context {
 var (
 	errScopeChanged = errors.New("the managed subtrees changed")
 	errNoOnChange   = errors.New("the device refused the ON_CHANGE subscription")
+	// errBroken: an established subscription ended (the device
+	// restarted, the connection broke): subscribe again.
+	errBroken = errors.New("the subscription ended")
 )
 
 // Run watches the device until ctx ends (then it returns nil). With
@@ -304,6 +307,16 @@ func (w *Watcher) Run(ctx context.Context) error {
 			continue
 		case errors.Is(err, journal.ErrClosed), errors.Is(err, journal.ErrFailed), errors.Is(err, journal.ErrCorrupt):
 			return nil // the sidecar is stopping; the agent reports it
+		case errors.Is(err, errBroken):
+			// It worked until now: subscribe again soon, quietly (the
+			// agent reports a device that went away).
+			bo.Reset()
+			d := bo.NextBackOff()
+			w.log.Debug("the drift subscription ended; subscribing again", "err", err, "retry_in", d)
+			if err := sleep(ctx, d); err != nil {
+				return nil
+			}
+			continue
 		}
 		d := bo.NextBackOff()
 		w.watchError(err, d)
@@ -324,11 +337,24 @@ func (w *Watcher) watchError(err error, retry time.Duration) {
 		return
 	}
 	attrs := []any{"err", msg, "retry_in", retry.Round(time.Millisecond)}
-	switch status.Code(errors.Unwrap(err)) {
+	switch statusCode(err) {
+	case codes.Unavailable, codes.DeadlineExceeded, codes.Canceled:
+		// The device is away: the agent reports it.
+		w.log.Info("cannot watch the device for drift until it is reachable; retrying", attrs...)
+		return
 	case codes.Unauthenticated, codes.PermissionDenied:
 		attrs = append(attrs, "hint", "the watcher reads the device with the sidecar's own credentials (--device-username)")
 	}
 	w.log.Warn("cannot watch the device for drift; retrying", attrs...)
+}
+
+// statusCode is the gRPC code of the status err wraps (Unknown if none).
+func statusCode(err error) codes.Code {
+	var se interface{ GRPCStatus() *status.Status }
+	if errors.As(err, &se) {
+		return se.GRPCStatus().Code()
+	}
+	return codes.Unknown
 }
 
 func (w *Watcher) clearWatchError() {
@@ -568,7 +594,7 @@ func (s *watchSession) loop(ctx context.Context, broken <-chan error) error {
 			if err == nil {
 				err = errors.New("the device ended the subscription")
 			}
-			return fmt.Errorf("subscription: %w", err)
+			return fmt.Errorf("%w: %w", errBroken, err)
 		case <-scopeTick.C:
 			changed, err := s.scopesChanged(ctx)
 			if err != nil {
