@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"runtime/debug"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/cenkalti/backoff/v5"
@@ -168,8 +169,12 @@ type Agent struct {
 	applyWake  chan struct{}
 
 	// deviceMu is held while configuration is sent to the device (the
-	// applier's sends, an operator's retry): one writer at a time.
+	// applier's sends, an operator's retry, a drift revert): one writer
+	// at a time.
 	deviceMu sync.Mutex
+	// pushes counts the starts and ends of the pushes made outside the
+	// applier (RetryOutOfSync, RevertDrift): odd while one runs (see Rest).
+	pushes atomic.Uint64
 
 	mu         sync.Mutex
 	sess       *session

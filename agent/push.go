@@ -173,6 +173,7 @@ func (a *Agent) reportRefused(log *slog.Logger, msg string, out *pushOutcome) {
 func (a *Agent) RetryOutOfSync(ctx context.Context, paths []*gpb.Path, author string) (*journal.Resolution, error) {
 	a.deviceMu.Lock()
 	defer a.deviceMu.Unlock()
+	defer a.pushing()()
 	v, err := a.view(ctx)
 	if err != nil {
 		return nil, err
@@ -223,6 +224,88 @@ func (a *Agent) RetryOutOfSync(ctx context.Context, paths []*gpb.Path, author st
 	}
 	a.reportRefused(log, "device refused the retry of out-of-sync paths", out)
 	log.Info("retried out-of-sync paths", "retried", len(recs), "settled", len(res.GetSettled()), "values", len(values))
+	a.broadcast()
+	return res, nil
+}
+
+// pushing marks a push outside the applier as running, for Rest, until the
+// function it returns is called.
+func (a *Agent) pushing() func() {
+	a.pushes.Add(1)
+	return func() { a.pushes.Add(1) }
+}
+
+// DriftRevert is what RevertDrift did.
+type DriftRevert struct {
+	// Sent are the journal values pushed to the device, in the order they
+	// were sent (tombstones as deletes).
+	Sent []*journal.PathValue
+	// Refused are those the device refused for good, now out of sync
+	// (cause DRIFT), with the device's first refusal.
+	Refused []*journal.PathValue
+	Err     *status.Status
+}
+
+// RevertDrift puts the journal's applied configuration back on the device
+// at paths, where the device was changed behind the sidecar's back (drift,
+// package drift; --drift-policy revert): for each path, the applied values
+// at and under it as the journal holds them now, or a delete of the path
+// where it holds none but tombstones. Values the device refuses for good
+// are narrowed down (pushSplitting) and marked out of sync with cause
+// DRIFT, once: nothing is retried (the operator resolves them). The device
+// must be connected and synced (else Unavailable); a device that does not
+// answer ends the session, as for any Set (Unavailable).
+func (a *Agent) RevertDrift(ctx context.Context, paths []*gpb.Path) (*DriftRevert, error) {
+	a.deviceMu.Lock()
+	defer a.deviceMu.Unlock()
+	defer a.pushing()()
+	v, err := a.view(ctx)
+	if err != nil {
+		return nil, err
+	}
+	term := v.Mastership.GetTerm()
+	s := a.termSession(term)
+	if !v.synced() || s == nil {
+		return nil, status.Error(codes.Unavailable,
+			"the device is not connected or its configuration is being re-pushed; the drift is reverted once it is")
+	}
+	var values []*journal.PathValue
+	for _, p := range paths {
+		var here []*journal.PathValue
+		live := false
+		err := a.j.Applied(ctx, p, func(pv *journal.PathValue) error {
+			here = append(here, pv)
+			live = live || !pv.GetDeleted()
+			return nil
+		})
+		if err != nil {
+			return nil, err
+		}
+		if !live {
+			// Nothing lives there in the journal: delete what the device
+			// holds (one delete covers the tombstones under it).
+			here = []*journal.PathValue{{Path: p, Deleted: true}}
+		}
+		values = append(values, here...)
+	}
+	if len(values) == 0 {
+		return &DriftRevert{}, nil
+	}
+	values = inWriteOrder(values)
+	log := a.log.With("step", "RevertDrift", "term", term)
+	out, err := a.pushValues(s, term, values)
+	if err != nil {
+		_ = a.endSession(ctx, s, err, log)
+		return nil, status.Errorf(codes.Unavailable, "the device did not answer the revert (%v); it is tried again on the next check", err)
+	}
+	res := &DriftRevert{Sent: values, Refused: out.refused, Err: out.err}
+	if len(out.refused) > 0 {
+		if _, err := a.j.MarkOutOfSync(ctx, out.refused, journal.CauseDrift, 0, out.code(), out.message()); err != nil {
+			return nil, err
+		}
+		a.reportRefused(log, "device refused the revert of drift; those paths are out of sync until resolved", out)
+	}
+	log.Info("reverted drift", "paths", len(paths), "values", len(values), "sets", out.sets, "refused", len(out.refused))
 	a.broadcast()
 	return res, nil
 }

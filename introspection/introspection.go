@@ -17,6 +17,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/gnmi-sidecar/gnmi-sidecar/agent"
+	"github.com/gnmi-sidecar/gnmi-sidecar/drift"
 	"github.com/gnmi-sidecar/gnmi-sidecar/gnmipath"
 	"github.com/gnmi-sidecar/gnmi-sidecar/journal"
 	"github.com/gnmi-sidecar/gnmi-sidecar/proxy"
@@ -33,8 +34,22 @@ type Options struct {
 	Agent   *agent.Agent
 	// Address is the device's gNMI address, shown as device/state/address.
 	Address string
+	// Drift is the drift watcher (package drift), shown as drift/ and
+	// compared on request as diff/; nil: neither is served.
+	Drift DriftSource
 	// Logger receives structured logs (default slog.Default()).
 	Logger *slog.Logger
+}
+
+// DriftSource is what the tree shows of drift detection: a
+// *drift.Watcher.
+type DriftSource interface {
+	// Status and Records are the watcher's state and drifted paths
+	// (drift/).
+	Status() drift.Status
+	Records() []drift.Record
+	// Diff compares the device with the journal now (diff/).
+	Diff(ctx context.Context, paths []*gpb.Path) ([]drift.Diff, time.Time, error)
 }
 
 // Tree answers Get and Subscribe requests of origin gnmi-sidecar: it
@@ -57,7 +72,7 @@ func New(opts Options) (*Tree, error) {
 	}
 	return &Tree{
 		agent: opts.Agent,
-		src:   treeSource{journal: opts.Journal, status: opts.Agent.Status, address: opts.Address},
+		src:   treeSource{journal: opts.Journal, status: opts.Agent.Status, address: opts.Address, drift: opts.Drift},
 		log:   opts.Logger.With("component", "introspection"),
 	}, nil
 }
@@ -113,7 +128,7 @@ func (t *Tree) Get(ctx context.Context, req *gpb.GetRequest) (*gpb.GetResponse, 
 func (t *Tree) read(ctx context.Context, p treePattern) ([]treeLeaf, error) {
 	v := newView(t.src, []treePattern{p})
 	if _, err := v.refresh(ctx); err != nil {
-		return nil, proxy.JournalError(err)
+		return nil, readError(err)
 	}
 	leaves := v.all()
 	if len(leaves) > 0 {
@@ -123,6 +138,15 @@ func (t *Tree) read(ctx context.Context, p treePattern) ([]treeLeaf, error) {
 		return nil, status.Errorf(codes.NotFound, "%s: no such proposal (kept: %s)", p, keptRange(v.conf))
 	}
 	return nil, status.Errorf(codes.NotFound, "%s: no such element", p)
+}
+
+// readError is the status of a failed read of the tree: a gRPC status as
+// it is (a comparison of the device, diff/), else the journal's.
+func readError(err error) error {
+	if st, ok := status.FromError(err); ok {
+		return st.Err()
+	}
+	return proxy.JournalError(err)
 }
 
 // keptRange describes the proposals retention keeps: "3-42" or "none".

@@ -133,6 +133,10 @@ func (p treePattern) keylessList() (string, bool) {
 // those are read and rendered.
 type treeSelection struct {
 	configuration, device, commitConfirm, outOfSync, resolutions, tags, proposals bool
+	// drift: the watcher's records; diff: a fresh comparison of the
+	// device with the journal, selected only by name (a wildcard does not
+	// make a read compare the device).
+	drift, diff bool
 	// indexes, if not nil, restricts proposals to these (ascending).
 	indexes []uint64
 }
@@ -141,7 +145,7 @@ type treeSelection struct {
 // select.
 func (p treePattern) selection() treeSelection {
 	if len(p.elems) == 0 || p.elems[0].GetName() == gnmipath.AnyElem || p.elems[0].GetName() == gnmipath.AnyDepth {
-		return treeSelection{configuration: true, device: true, commitConfirm: true, outOfSync: true, resolutions: true, tags: true, proposals: true}
+		return treeSelection{configuration: true, device: true, commitConfirm: true, outOfSync: true, resolutions: true, tags: true, proposals: true, drift: true}
 	}
 	switch p.elems[0].GetName() {
 	case Configuration:
@@ -156,6 +160,10 @@ func (p treePattern) selection() treeSelection {
 		return treeSelection{resolutions: true}
 	case Tags:
 		return treeSelection{tags: true}
+	case Drift:
+		return treeSelection{drift: true}
+	case Diff:
+		return treeSelection{diff: true}
 	}
 	sel := treeSelection{proposals: true}
 	if i, ok := p.index(); ok {
@@ -187,6 +195,8 @@ func (s treeSelection) union(o treeSelection) treeSelection {
 		resolutions:   s.resolutions || o.resolutions,
 		tags:          s.tags || o.tags,
 		proposals:     s.proposals || o.proposals,
+		drift:         s.drift || o.drift,
+		diff:          s.diff || o.diff,
 	}
 	switch {
 	case s.proposals && s.indexes == nil, o.proposals && o.indexes == nil:

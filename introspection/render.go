@@ -17,6 +17,7 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/gnmi-sidecar/gnmi-sidecar/agent"
+	"github.com/gnmi-sidecar/gnmi-sidecar/drift"
 	"github.com/gnmi-sidecar/gnmi-sidecar/gnmipath"
 	"github.com/gnmi-sidecar/gnmi-sidecar/journal"
 	"github.com/gnmi-sidecar/gnmi-sidecar/journal/journalpb"
@@ -121,7 +122,7 @@ func opKindName(k journal.OpKind) *gpb.TypedValue {
 }
 
 // causeName is an out-of-sync cause as the tree shows it: ROLLBACK,
-// REPUSH, RETRY or RESTORE.
+// REPUSH, RETRY, RESTORE or DRIFT.
 func causeName(c journal.OutOfSyncCause) string {
 	return strings.TrimPrefix(c.String(), "OUT_OF_SYNC_CAUSE_")
 }
@@ -495,4 +496,108 @@ func proposalFinished(p *journal.Proposal) bool {
 	rb := p.GetRollback()
 	return p.GetPhase() != journal.PhaseRollback ||
 		(journal.Finished(rb.GetCommit()) && journal.Finished(rb.GetApply()))
+}
+
+// --- drift (docs/drift.md) ---
+
+// driftState is what drift/state shows: the watcher's status.
+type driftState = drift.Status
+
+func driftFields() []field[driftState] {
+	type s = driftState
+	return []field[s]{
+		{Policy, func(s s) *gpb.TypedValue { return text(string(s.Policy)) }},
+		{Mode, func(s s) *gpb.TypedValue { return text(string(s.Mode)) }},
+		{Interval, func(s s) *gpb.TypedValue { return durationNanos(s.Interval) }},
+		{Paths, func(s s) *gpb.TypedValue { return scalar(uint64(s.Paths)) }},
+		{LastCheck, func(s s) *gpb.TypedValue { return timeNanos(s.LastCheck) }},
+		{WatchError, func(s s) *gpb.TypedValue { return text(s.WatchError) }},
+		{Checks, func(s s) *gpb.TypedValue { return scalar(s.Checks) }},
+		{Detected, func(s s) *gpb.TypedValue { return scalar(s.Detected) }},
+		{Reverts, func(s s) *gpb.TypedValue { return scalar(s.Reverts) }},
+		{Adoptions, func(s s) *gpb.TypedValue { return scalar(s.Adoptions) }},
+	}
+}
+
+// diffPathFields are the leaves of one difference between the device and
+// the journal, in drift/path and diff/path.
+func diffPathFields() []field[drift.Diff] {
+	type d = drift.Diff
+	return []field[d]{
+		{Path, func(d d) *gpb.TypedValue { return pathText(d.Path) }},
+		{Kind, func(d d) *gpb.TypedValue { return text(strings.ToUpper(d.Kind.String())) }},
+		{JournalValue, func(d d) *gpb.TypedValue { return d.Journal }},
+		{JournalDeleted, func(d d) *gpb.TypedValue { return scalar(d.Journal == nil) }},
+		{DeviceValue, func(d d) *gpb.TypedValue { return d.Device }},
+		{DeviceAbsent, func(d d) *gpb.TypedValue { return scalar(d.Device == nil) }},
+		{Proposal, func(d d) *gpb.TypedValue { return nonZero(d.Index) }},
+	}
+}
+
+// driftPathFields are the leaves of a drifted path the watcher keeps:
+// the difference, since when, and its reverts.
+func driftPathFields() []field[drift.Record] {
+	type r = drift.Record
+	var out []field[r]
+	for _, f := range diffPathFields() {
+		out = append(out, field[r]{f.name, func(r r) *gpb.TypedValue { return f.value(r.Diff) }})
+	}
+	return append(out,
+		field[r]{Since, func(r r) *gpb.TypedValue { return timeNanos(r.Since) }},
+		field[r]{Reverts, func(r r) *gpb.TypedValue { return scalar(uint64(r.Reverts)) }},
+		field[r]{Capped, func(r r) *gpb.TypedValue {
+			if !r.Capped {
+				return nil
+			}
+			return scalar(true)
+		}},
+	)
+}
+
+// diffSummary is what diff/state shows: a fresh comparison's time and the
+// number of differences.
+type diffSummary struct {
+	time  time.Time
+	paths int
+}
+
+func diffFields() []field[diffSummary] {
+	type s = diffSummary
+	return []field[s]{
+		{Time, func(s s) *gpb.TypedValue { return timeNanos(s.time) }},
+		{Paths, func(s s) *gpb.TypedValue { return scalar(uint64(s.paths)) }},
+	}
+}
+
+// timeNanos is a time in nanoseconds since the Unix epoch; absent when
+// zero.
+func timeNanos(t time.Time) *gpb.TypedValue {
+	if t.IsZero() {
+		return nil
+	}
+	return scalar(t.UnixNano())
+}
+
+// driftLeaves renders drift/state and drift/path[path=P]: the watcher's
+// status and the paths it found drifted.
+func driftLeaves(st drift.Status, recs []drift.Record) []treeLeaf {
+	var out []treeLeaf
+	renderState(&out, driftFields(), st, pathElem(Drift))
+	fields := driftPathFields()
+	for _, r := range recs {
+		renderState(&out, fields, r, pathElem(Drift), keyedElem(Path, Path, gnmipath.String(r.Path)))
+	}
+	return out
+}
+
+// diffLeaves renders diff/state and diff/path[path=P]: a fresh comparison
+// of the device with the journal, made at t.
+func diffLeaves(diffs []drift.Diff, t time.Time) []treeLeaf {
+	var out []treeLeaf
+	renderState(&out, diffFields(), diffSummary{time: t, paths: len(diffs)}, pathElem(Diff))
+	fields := diffPathFields()
+	for _, d := range diffs {
+		renderState(&out, fields, d, pathElem(Diff), keyedElem(Path, Path, gnmipath.String(d.Path)))
+	}
+	return out
 }

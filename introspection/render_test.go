@@ -20,6 +20,7 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/gnmi-sidecar/gnmi-sidecar/agent"
+	"github.com/gnmi-sidecar/gnmi-sidecar/drift"
 	"github.com/gnmi-sidecar/gnmi-sidecar/gnmipath"
 	"github.com/gnmi-sidecar/gnmi-sidecar/journal"
 	"github.com/gnmi-sidecar/gnmi-sidecar/journal/journalpb"
@@ -291,6 +292,10 @@ func TestSchemaMatchesRenderer(t *testing.T) {
 		Author: "alice", Comment: "known good"}, restorable: true}})...)
 	leaves = append(leaves, outOfSyncLeaves([]*journal.OutOfSync{{Value: &journal.PathValue{Path: fixture.Path(t, "/a"),
 		Value: &gpb.TypedValue{Value: &gpb.TypedValue_UintVal{UintVal: 1}}}, Proposal: 1, Error: &journalpb.Error{Code: 3, Message: "m"}, Since: stamp(1)}})...)
+	d := drift.Diff{Path: fixture.Path(t, "/a"), Kind: drift.Changed, Journal: &gpb.TypedValue{Value: &gpb.TypedValue_UintVal{UintVal: 1}}, Device: &gpb.TypedValue{Value: &gpb.TypedValue_UintVal{UintVal: 2}}, Index: 1}
+	leaves = append(leaves, driftLeaves(drift.Status{Policy: drift.PolicyRevert, Mode: drift.ModeOnChange, Interval: time.Second,
+		Paths: 1, LastCheck: fixtureTime, WatchError: "e", Checks: 1}, []drift.Record{{Diff: d, Since: fixtureTime, Reverts: 3, Capped: true}})...)
+	leaves = append(leaves, diffLeaves([]drift.Diff{d}, fixtureTime)...)
 
 	rendered := map[string]bool{}
 	for _, l := range leaves {
@@ -320,7 +325,7 @@ func TestSchemaMatchesRenderer(t *testing.T) {
 }
 
 func TestPatterns(t *testing.T) {
-	all := treeSelection{configuration: true, device: true, commitConfirm: true, outOfSync: true, resolutions: true, tags: true, proposals: true}
+	all := treeSelection{configuration: true, device: true, commitConfirm: true, outOfSync: true, resolutions: true, tags: true, proposals: true, drift: true}
 	for _, tc := range []struct {
 		path string
 		code codes.Code
@@ -339,7 +344,7 @@ func TestPatterns(t *testing.T) {
 		{path: "/proposals/proposal[index=*]/state", sel: treeSelection{proposals: true}},
 		{path: "/proposals/proposal[index=007]/state", sel: treeSelection{proposals: true, indexes: []uint64{7}}},
 		{path: "/proposals/*/state/nosuch", sel: treeSelection{proposals: true}}, // below a wildcard: not checked
-		{path: "/nosuch", code: codes.NotFound, msg: `no element "nosuch" at the root of origin gnmi-sidecar (it has configuration, device, commit-confirm, out-of-sync, resolutions, tags, proposals)`},
+		{path: "/nosuch", code: codes.NotFound, msg: `no element "nosuch" at the root of origin gnmi-sidecar (it has configuration, device, commit-confirm, out-of-sync, resolutions, tags, drift, diff, proposals)`},
 		{path: "/tags/tag[name=good]/state", sel: treeSelection{tags: true}},
 		{path: "/configuration/stat", code: codes.NotFound, msg: `no element "stat" under /configuration`},
 		{path: "/configuration/state/last-index/x", code: codes.NotFound, msg: "last-index is a leaf"},

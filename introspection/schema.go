@@ -13,6 +13,7 @@ const (
 	Action                   = "action"
 	Address                  = "address"
 	Adopted                  = "adopted"
+	Adoptions                = "adoptions"
 	Applied                  = "applied"
 	AppliedIndex             = "applied-index"
 	AppliedProposal          = "applied-proposal"
@@ -22,9 +23,11 @@ const (
 	ApplyStatus              = "apply-status"
 	Author                   = "author"
 	Cancelled                = "cancelled"
+	Capped                   = "capped"
 	Cause                    = "cause"
 	Change                   = "change"
 	Changes                  = "changes"
+	Checks                   = "checks"
 	Comment                  = "comment"
 	CommitConfirm            = "commit-confirm"
 	CommitStatus             = "commit-status"
@@ -36,7 +39,12 @@ const (
 	Created                  = "created"
 	Deadline                 = "deadline"
 	Deleted                  = "deleted"
+	Detected                 = "detected"
 	Device                   = "device"
+	DeviceAbsent             = "device-absent"
+	DeviceValue              = "device-value"
+	Diff                     = "diff"
+	Drift                    = "drift"
 	ErrorCode                = "error-code"
 	ErrorMessage             = "error-message"
 	Fenced                   = "fenced"
@@ -45,19 +53,26 @@ const (
 	HistoryFloor             = "history-floor"
 	ID                       = "id"
 	Index                    = "index"
+	Interval                 = "interval"
+	JournalDeleted           = "journal-deleted"
+	JournalValue             = "journal-value"
 	Kind                     = "kind"
+	LastCheck                = "last-check"
 	LastError                = "last-error"
 	LastIndex                = "last-index"
 	LastRepushDeviceDuration = "last-repush-device-duration"
 	LastRepushDuration       = "last-repush-duration"
 	LastRepushTime           = "last-repush-time"
 	LastRepushValues         = "last-repush-values"
+	Mode                     = "mode"
 	Name                     = "name"
 	Operation                = "operation"
 	Operations               = "operations"
 	OutOfSync                = "out-of-sync"
 	Path                     = "path"
+	Paths                    = "paths"
 	Phase                    = "phase"
+	Policy                   = "policy"
 	PreviousDeleted          = "previous-deleted"
 	PreviousIndex            = "previous-index"
 	PreviousValue            = "previous-value"
@@ -70,6 +85,7 @@ const (
 	Restorable               = "restorable"
 	RestoresIndex            = "restores-index"
 	RestoresTag              = "restores-tag"
+	Reverts                  = "reverts"
 	RollbackApplied          = "rollback-applied"
 	RollbackApplyStarted     = "rollback-apply-started"
 	RollbackApplyStatus      = "rollback-apply-status"
@@ -94,6 +110,7 @@ const (
 	Term                     = "term"
 	Time                     = "time"
 	Value                    = "value"
+	WatchError               = "watch-error"
 )
 
 // schemaNode is one element of the tree's shape: a container, a list (key
@@ -148,6 +165,8 @@ func schema() *schemaNode {
 		schemaContainer(OutOfSync, schemaList(Path, Path, schemaState(outOfSyncFields()))),
 		schemaContainer(Resolutions, schemaList(Resolution, Seq, schemaState(resolutionFields()))),
 		schemaContainer(Tags, schemaList(Tag, Name, schemaState(tagFields()))),
+		schemaContainer(Drift, schemaState(driftFields()), schemaList(Path, Path, schemaState(driftPathFields()))),
+		schemaContainer(Diff, schemaState(diffFields()), schemaList(Path, Path, schemaState(diffPathFields()))),
 		schemaContainer(Proposals, schemaList(Proposal, Index,
 			schemaState(proposalFields()),
 			schemaContainer(Operations, schemaList(Operation, Seq, schemaState(operationFields()))),

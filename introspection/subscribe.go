@@ -125,6 +125,10 @@ func (t *Tree) subscriptionGroups(list *gpb.SubscriptionList) ([]*subscriptionGr
 		if err != nil {
 			return nil, err
 		}
+		if list.GetMode() == gpb.SubscriptionList_STREAM && p.selection().diff {
+			return nil, status.Errorf(codes.InvalidArgument,
+				"%s: diff compares the device with the journal once per request: read it with Get, or Subscribe ONCE or POLL; follow the drift watcher's findings with a STREAM subscription to %s:/%s instead", p, Origin, Drift)
+		}
 		if list.GetMode() != gpb.SubscriptionList_STREAM || sub.GetMode() != gpb.SubscriptionMode_SAMPLE {
 			onChange = append(onChange, p)
 			continue
@@ -172,7 +176,7 @@ func (x *subscription) initial(ctx context.Context) error {
 		}
 		d, err := g.view.refresh(ctx)
 		if err != nil {
-			return proxy.JournalError(err)
+			return readError(err)
 		}
 		g.last, g.next = now, now.Add(g.interval)
 		if !x.list.GetUpdatesOnly() {
@@ -200,7 +204,7 @@ func (x *subscription) poll(ctx context.Context, polls <-chan struct{}, ended <-
 		case <-polls:
 		}
 		if _, err := g.view.refresh(ctx); err != nil {
-			return proxy.JournalError(err)
+			return readError(err)
 		}
 		if err := x.send(g.view.all(), nil); err != nil {
 			return err

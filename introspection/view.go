@@ -33,7 +33,8 @@ type journalReader interface {
 type treeSource struct {
 	journal journalReader
 	status  func() agent.Status
-	address string // the device's
+	address string      // the device's
+	drift   DriftSource // nil: no drift and diff subtrees
 }
 
 // treeDelta is what changed between two refreshes of a view.
@@ -149,6 +150,16 @@ func (v *treeView) refresh(ctx context.Context) (treeDelta, error) {
 			}
 		}
 		v.setPart(&d, OutOfSync, outOfSyncLeaves(recs))
+	}
+	if v.sel.drift && v.src.drift != nil {
+		v.setPart(&d, Drift, driftLeaves(v.src.drift.Status(), v.src.drift.Records()))
+	}
+	if v.sel.diff && v.src.drift != nil {
+		diffs, at, err := v.src.drift.Diff(ctx, nil)
+		if err != nil {
+			return d, err
+		}
+		v.setPart(&d, Diff, diffLeaves(diffs, at))
 	}
 	if _, seen := v.parts[Resolutions]; v.sel.resolutions && (!seen || c.GetResolutions() != prev.GetResolutions()) {
 		var recs []*journal.Resolution
@@ -327,7 +338,7 @@ func (v *treeView) filter(leaves []treeLeaf) []treeLeaf {
 // all returns every leaf of the view, in tree order.
 func (v *treeView) all() []treeLeaf {
 	var out []treeLeaf
-	for _, name := range []string{Configuration, Device, CommitConfirm, OutOfSync, Resolutions, Tags} {
+	for _, name := range []string{Configuration, Device, CommitConfirm, OutOfSync, Resolutions, Tags, Drift, Diff} {
 		out = append(out, v.parts[name]...)
 	}
 	for _, i := range slices.Sorted(maps.Keys(v.proposals)) {

@@ -9,6 +9,9 @@
 //   - Device: the agent's view of the device (connected, re-pushing,
 //     re-push count, size and duration), read from agent.Status at scrape
 //     time, and a histogram of re-push durations;
+//   - Drift: drift detection (package drift): the drifted paths, the
+//     comparisons, reverts and adoptions, read from the watcher's Status
+//     at scrape time;
 //   - the northbound gRPC server's RPCs by service, method and code, with a
 //     handling-time histogram (go-grpc-middleware's providers/prometheus);
 //   - the Go runtime and the process.
@@ -37,6 +40,8 @@ type Sidecar struct {
 	Registry *prometheus.Registry
 	Journal  *Journal
 	Device   *Device
+	// Drift is drift detection's (package drift): attach the watcher.
+	Drift *Drift
 	// RPC counts the northbound RPCs: install its interceptors on the gRPC
 	// server.
 	RPC *grpcprom.ServerMetrics
@@ -53,6 +58,7 @@ func New() *Sidecar {
 		Registry: prometheus.NewRegistry(),
 		Journal:  NewJournal(),
 		Device:   NewDevice(),
+		Drift:    NewDrift(),
 		RPC: grpcprom.NewServerMetrics(
 			grpcprom.WithServerCounterOptions(grpcprom.WithNamespace(Namespace)),
 			grpcprom.WithServerHandlingTimeHistogram(
@@ -60,7 +66,7 @@ func New() *Sidecar {
 				grpcprom.WithHistogramBuckets(rpcBuckets))),
 	}
 	s.Registry.MustRegister(
-		s.Journal, s.Device, s.RPC,
+		s.Journal, s.Device, s.Drift, s.RPC,
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 	)

@@ -6,6 +6,7 @@ import (
 
 	gpb "github.com/openconfig/gnmi/proto/gnmi"
 	"github.com/openconfig/ygot/ygot"
+	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
@@ -112,15 +113,7 @@ func (s *Server) adopt(ctx context.Context, action string, targets []*gpb.Path, 
 	if err != nil {
 		return nil, err
 	}
-	req := &gpb.SetRequest{Delete: targets}
-	for _, p := range targets {
-		values, err := s.deviceValues(ctx, p)
-		if err != nil {
-			return nil, err
-		}
-		req.Update = append(req.Update, values...)
-	}
-	ops, err := requestOps(req)
+	ops, err := AdoptionOps(s.outgoing(ctx), s.device, targets)
 	if err != nil {
 		return nil, err
 	}
@@ -148,11 +141,39 @@ func (s *Server) adopt(ctx context.Context, action string, targets []*gpb.Path, 
 	return s.opts.Journal.RecordResolution(ctx, res)
 }
 
+// DeviceReader is what AdoptionOps reads the device with: a gNMI client
+// (gpb.GNMIClient), or anything with its Get.
+type DeviceReader interface {
+	Get(ctx context.Context, in *gpb.GetRequest, opts ...grpc.CallOption) (*gpb.GetResponse, error)
+}
+
+// AdoptionOps reads the device's configuration at targets (dev, with ctx's
+// credentials) and returns the operations of the Set a client would send
+// for the journal to hold exactly that (journal.ProposeAdoption): a Delete
+// of each target, then an Update of every value the device returns there.
+// A target the device holds nothing at is only deleted. Errors are gRPC
+// statuses: the device's code when it cannot be read, FailedPrecondition
+// when it answers with a value outside the target. (Proposing the
+// operations may still be refused: a value the journal cannot record leaf
+// by leaf.) Both `gnmi-sidecar resolve skip|adopt` and drift adoption
+// (package drift) build their adopted proposals with it.
+func AdoptionOps(ctx context.Context, dev DeviceReader, targets []*gpb.Path) ([]*journal.Op, error) {
+	req := &gpb.SetRequest{Delete: targets}
+	for _, p := range targets {
+		values, err := deviceValues(ctx, dev, p)
+		if err != nil {
+			return nil, err
+		}
+		req.Update = append(req.Update, values...)
+	}
+	return requestOps(req)
+}
+
 // deviceValues reads the device's configuration at p (Get, CONFIG,
 // JSON_IETF): its updates with full paths; none if the device has nothing
 // there (NotFound).
-func (s *Server) deviceValues(ctx context.Context, p *gpb.Path) ([]*gpb.Update, error) {
-	resp, err := s.device.Get(s.outgoing(ctx), &gpb.GetRequest{Path: []*gpb.Path{p}, Type: gpb.GetRequest_CONFIG,
+func deviceValues(ctx context.Context, dev DeviceReader, p *gpb.Path) ([]*gpb.Update, error) {
+	resp, err := dev.Get(ctx, &gpb.GetRequest{Path: []*gpb.Path{p}, Type: gpb.GetRequest_CONFIG,
 		Encoding: gpb.Encoding_JSON_IETF})
 	if status.Code(err) == codes.NotFound {
 		return nil, nil

@@ -20,6 +20,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/gnmi-sidecar/gnmi-sidecar/agent"
+	"github.com/gnmi-sidecar/gnmi-sidecar/drift"
 	"github.com/gnmi-sidecar/gnmi-sidecar/journal"
 	"github.com/gnmi-sidecar/gnmi-sidecar/metrics"
 )
@@ -68,10 +69,11 @@ func newObservability(metricsAddr string, reflection bool, log *slog.Logger) *ob
 // Observe receives every journal transition (a journal.Options.Observer).
 func (o *observability) Observe(e journal.Event) { o.m.Journal.Observe(e) }
 
-// attach gives the journal and agent to watch.
-func (o *observability) attach(j *journal.Journal, a *agent.Agent) {
+// attach gives the journal, agent and drift watcher to watch.
+func (o *observability) attach(j *journal.Journal, a *agent.Agent, w *drift.Watcher) {
 	o.j, o.a = j, a
 	o.m.Device.Attach(a.Status)
+	o.m.Drift.Attach(w.Status)
 }
 
 // serverOptions returns the northbound gRPC server's options (RPC metrics).

@@ -27,6 +27,7 @@ import (
 	"github.com/gnmi-sidecar/gnmi-sidecar/agent"
 	"github.com/gnmi-sidecar/gnmi-sidecar/agent/trace"
 	"github.com/gnmi-sidecar/gnmi-sidecar/authz"
+	"github.com/gnmi-sidecar/gnmi-sidecar/drift"
 	"github.com/gnmi-sidecar/gnmi-sidecar/introspection"
 	"github.com/gnmi-sidecar/gnmi-sidecar/journal"
 	"github.com/gnmi-sidecar/gnmi-sidecar/leaves"
@@ -73,6 +74,13 @@ type Config struct {
 	// ApplyTimeout is the longest a device Set may take before it counts
 	// as a transient failure (0: the agent's default).
 	ApplyTimeout time.Duration
+	// DriftPolicy is what the sidecar does about configuration changed on
+	// the device behind its back ("": drift.PolicyReport; docs/drift.md).
+	DriftPolicy drift.Policy
+	// DriftInterval is how often the configuration is compared with the
+	// device when it refuses ON_CHANGE subscriptions (0:
+	// drift.DefaultInterval).
+	DriftInterval time.Duration
 
 	// JournalDir is the journal's directory (required; created if
 	// missing; one sidecar per directory).
@@ -158,6 +166,7 @@ type Sidecar struct {
 	log     *slog.Logger
 	journal *journal.Journal
 	agent   *agent.Agent
+	drift   *drift.Watcher
 	proxy   *proxy.Server
 	obs     *observability
 	stopObs func()
@@ -227,6 +236,11 @@ func (c *Config) check() error {
 		return &FieldError{Field: "Listen", Err: errors.New("the northbound listen address is required")}
 	case c.MaxRecvMsgSize < 0:
 		return &FieldError{Field: "MaxRecvMsgSize", Err: fmt.Errorf("%d: want a positive number of bytes", c.MaxRecvMsgSize)}
+	case c.DriftInterval < 0:
+		return &FieldError{Field: "DriftInterval", Err: fmt.Errorf("%v: must not be negative", c.DriftInterval)}
+	}
+	if _, err := drift.ParsePolicy(string(c.DriftPolicy)); err != nil {
+		return &FieldError{Field: "DriftPolicy", Err: err}
 	}
 	if c.MetricsAddr != "" {
 		if _, _, err := net.SplitHostPort(c.MetricsAddr); err != nil {
@@ -259,7 +273,23 @@ func (s *Sidecar) assemble() error {
 		return err
 	}
 	s.agent = a
-	tree, err := introspection.New(introspection.Options{Journal: s.journal, Agent: a, Address: cfg.Target, Logger: s.log})
+	s.drift, err = drift.New(drift.Options{
+		Policy:     cfg.DriftPolicy,
+		Interval:   cfg.DriftInterval,
+		Target:     cfg.Target,
+		TLS:        cfg.DeviceTLS,
+		Username:   cfg.DeviceUsername,
+		Password:   cfg.DevicePassword,
+		BackoffMax: cfg.BackoffMax,
+		Journal:    s.journal,
+		Agent:      a,
+		Schema:     cfg.Schema,
+		Logger:     s.log,
+	})
+	if err != nil {
+		return err
+	}
+	tree, err := introspection.New(introspection.Options{Journal: s.journal, Agent: a, Address: cfg.Target, Drift: s.drift, Logger: s.log})
 	if err != nil {
 		return err
 	}
@@ -282,7 +312,7 @@ func (s *Sidecar) assemble() error {
 	if s.lis, err = net.Listen("tcp", cfg.Listen); err != nil {
 		return &FieldError{Field: "Listen", Err: err}
 	}
-	s.obs.attach(s.journal, a)
+	s.obs.attach(s.journal, a, s.drift)
 	opts := s.obs.serverOptions()
 	opts = append(opts, securityOptions(cfg.ServerTLS, cfg.Policy, s.log)...)
 	opts = append(opts, grpc.MaxRecvMsgSize(cfg.MaxRecvMsgSize))
@@ -308,6 +338,9 @@ func (s *Sidecar) release() error {
 	if s.proxy != nil {
 		_ = s.proxy.Close()
 	}
+	if s.drift != nil {
+		_ = s.drift.Close()
+	}
 	if err := s.journal.Close(); err != nil {
 		s.log.Error("closing the journal", "err", err)
 		return err
@@ -332,6 +365,9 @@ func (s *Sidecar) Journal() *journal.Journal { return s.journal }
 
 // Agent is the sidecar's agent (it runs during Run).
 func (s *Sidecar) Agent() *agent.Agent { return s.agent }
+
+// Drift is the drift watcher (it runs during Run).
+func (s *Sidecar) Drift() *drift.Watcher { return s.drift }
 
 // Proxy is the northbound gNMI service.
 func (s *Sidecar) Proxy() *proxy.Server { return s.proxy }
@@ -368,6 +404,15 @@ func (s *Sidecar) Run(ctx context.Context) (err error) {
 	defer stopAgent()
 	agentDone := make(chan error, 1)
 	go func() { agentDone <- s.agent.Run(agentCtx) }()
+	driftDone := make(chan struct{})
+	go func() {
+		defer close(driftDone)
+		_ = s.drift.Run(agentCtx) // it logs its own trouble and returns nil
+	}()
+	defer func() {
+		stopAgent()
+		<-driftDone
+	}()
 	serveDone := make(chan error, 1)
 	go func() { serveDone <- s.grpc.Serve(s.lis) }()
 

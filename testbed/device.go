@@ -40,6 +40,10 @@ type Options struct {
 	// Target is the name reported in Subscribe notification prefixes when
 	// the client sent none.
 	Target string
+	// RefuseOnChange makes Subscribe refuse STREAM subscriptions in mode
+	// ON_CHANGE (and TARGET_DEFINED) with Unimplemented, like a device
+	// that streams only SAMPLE; ONCE, POLL and SAMPLE work.
+	RefuseOnChange bool
 }
 
 // ElectionID is a gNMI MasterArbitration election id (a uint128).

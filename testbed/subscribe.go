@@ -219,6 +219,9 @@ func (s *gnmiServer) Subscribe(stream gpb.GNMI_SubscribeServer) error {
 		if mode == gpb.SubscriptionMode_TARGET_DEFINED {
 			mode = gpb.SubscriptionMode_ON_CHANGE
 		}
+		if s.d.opts.RefuseOnChange && sl.GetMode() == gpb.SubscriptionList_STREAM && mode == gpb.SubscriptionMode_ON_CHANGE {
+			return status.Errorf(codes.Unimplemented, "%s: ON_CHANGE subscriptions are not supported by this device; use SAMPLE, ONCE or POLL", pathString(full))
+		}
 		interval := time.Duration(sub.GetSampleInterval())
 		switch {
 		case interval == 0:

@@ -217,3 +217,34 @@ func TestSubscribeErrors(t *testing.T) {
 		})
 	}
 }
+
+// TestSubscribeRefuseOnChange: with Options.RefuseOnChange a STREAM
+// subscription in mode ON_CHANGE or TARGET_DEFINED is refused with
+// Unimplemented, while SAMPLE, ONCE and POLL still work; without it the
+// same ON_CHANGE subscription syncs.
+func TestSubscribeRefuseOnChange(t *testing.T) {
+	_, c := startDevice(t, testbed.Options{RefuseOnChange: true})
+	setLeaf(t, c, eth0Desc, str("x"))
+	for _, mode := range []gpb.SubscriptionMode{gpb.SubscriptionMode_ON_CHANGE, gpb.SubscriptionMode_TARGET_DEFINED} {
+		sub := subscribe(t, c, gpb.SubscriptionList_STREAM, &gpb.Subscription{Path: p(t, eth0Desc), Mode: mode})
+		_, err := sub.Recv()
+		if status.Code(err) != codes.Unimplemented {
+			t.Fatalf("STREAM %v: got %v, want Unimplemented", mode, err)
+		}
+	}
+	sample := subscribe(t, c, gpb.SubscriptionList_STREAM, &gpb.Subscription{
+		Path: p(t, eth0Desc), Mode: gpb.SubscriptionMode_SAMPLE, SampleInterval: uint64(10 * time.Millisecond)})
+	if got := untilSync(t, sample); got[eth0Desc].GetStringVal() != "x" {
+		t.Fatalf("SAMPLE: got %v", got)
+	}
+	for _, list := range []gpb.SubscriptionList_Mode{gpb.SubscriptionList_ONCE, gpb.SubscriptionList_POLL} {
+		sub := subscribe(t, c, list, &gpb.Subscription{Path: p(t, eth0Desc), Mode: gpb.SubscriptionMode_ON_CHANGE})
+		if got := untilSync(t, sub); got[eth0Desc].GetStringVal() != "x" {
+			t.Fatalf("%v: got %v", list, got)
+		}
+	}
+
+	_, plain := startDevice(t, testbed.Options{})
+	sub := subscribe(t, plain, gpb.SubscriptionList_STREAM, &gpb.Subscription{Path: p(t, eth0Desc), Mode: gpb.SubscriptionMode_ON_CHANGE})
+	untilSync(t, sub)
+}

@@ -308,7 +308,7 @@ func (o *ops) printSetDiff(changes []*sidecarpb.LeafChange) error {
 		_, err := fmt.Fprintln(o.stdout, "no changes: the committed configuration holds what this Set writes")
 		return err
 	}
-	return printDiff(o.stdout, diff)
+	return printLeafChanges(o.stdout, diff)
 }
 
 // buildSetRequest builds the SetRequest of `set`'s flags.

@@ -39,6 +39,10 @@ func TestConfigFile(t *testing.T) {
 		want: map[string]string{"listen": "127.0.0.1:1234", "target": "10.0.0.1:57400", "apply-timeout": "5s",
 			"queue-when-disconnected": "true", "log-level": "debug", "journal-dir": "./data"},
 	}, {
+		name: "drift detection",
+		file: "drift-policy: revert\ndrift-interval: 3s\n",
+		want: map[string]string{"drift-policy": "revert", "drift-interval": "3s"},
+	}, {
 		name: "the command line overrides the file",
 		file: "listen: 127.0.0.1:1234\njournal-dir: /var/lib/a\n",
 		args: []string{"--listen", "127.0.0.1:5678"},

@@ -84,5 +84,8 @@ func printDemoBanner(w io.Writer, addr, device, journalDir, cli string) {
 	fmt.Fprintf(w, "  ./bin/gnmi-sidecar journal show 1 --address %s\n", addr)
 	fmt.Fprintf(w, "  ./bin/gnmi-sidecar status --address %s\n", addr)
 	fmt.Fprintf(w, "  ./bin/gnmi-sidecar rollback --address %s\n\n", addr)
+	fmt.Fprintf(w, "Change the device behind the sidecar's back (-address %s) and see the drift (docs/drift.md):\n\n", device)
+	fmt.Fprintf(w, "  ./bin/gnmi-sidecar drift --address %s\n", addr)
+	fmt.Fprintf(w, "  ./bin/gnmi-sidecar diff --address %s\n\n", addr)
 	fmt.Fprintf(w, "Stop with Ctrl-C and run it again: the Set above is still there (re-pushed from the journal).\n")
 }

@@ -9,10 +9,12 @@
 //	gnmi-sidecar rollback [INDEX] [--async]
 //	gnmi-sidecar commit confirm|cancel ID | commit extend ID DURATION
 //	gnmi-sidecar status
+//	gnmi-sidecar resolve retry|skip|adopt [PATH...]
+//	gnmi-sidecar drift | diff [PATH...]
 //
 // Exit codes: 0 success, 1 the sidecar refused or failed the operation,
 // 2 bad command line, 3 sidecar unreachable or timed out, 4 not found,
-// 5 precondition failed.
+// 5 precondition failed, 6 differences found (drift, diff).
 //
 // Built with the devtools tag (make run), it also has the developer
 // command demo, which links the simulated device of package testbed (and
@@ -49,7 +51,7 @@ journaled in an embedded database, committed and applied to the device
 strictly in order, re-pushed when the device restarts empty, and can be
 rolled back through the sidecar's gNMI extension (docs/extension.md).
 
-Operator commands (journal, rollback, commit, status) talk to a running
+Operator commands (journal, rollback, commit, status, resolve, drift, diff) talk to a running
 sidecar over gNMI; see docs/cli.md.
 
 ` + exitCodesHelp,

@@ -53,7 +53,9 @@ const exitCodesHelp = `Exit codes:
   3  the sidecar could not be reached or timed out (UNAVAILABLE, DEADLINE_EXCEEDED)
   4  not found (NOT_FOUND: no such proposal, nothing to roll back)
   5  precondition failed (FAILED_PRECONDITION: nothing to confirm, a newer change
-     must be rolled back first, ...)`
+     must be rolled back first, ...)
+  6  differences found: drift and diff found the device's configuration
+     differing from the journal's`
 
 // opsPasswordEnv holds the password sent to the sidecar: never a flag, so
 // it does not show in ps.
@@ -110,7 +112,7 @@ func failed(what string, err error) error {
 func newOpsCommands(stdout, stderr io.Writer) []*cobra.Command {
 	return []*cobra.Command{newJournalCommand(stdout, stderr), newRollbackCommand(stdout, stderr),
 		newCommitCommand(stdout, stderr), newStatusCommand(stdout, stderr), newResolveCommand(stdout, stderr),
-		newSetCommand(stdout, stderr)}
+		newSetCommand(stdout, stderr), newDriftCommand(stdout, stderr), newDiffCommand(stdout, stderr)}
 }
 
 // --- common flags ---
@@ -535,11 +537,11 @@ func (o *ops) printProposalDiff(d *ProposalDetail) error {
 	case p.Phase == "ROLLBACK":
 		fmt.Fprintf(o.stdout, "(rolled back since: rollback %s)\n", strings.ToLower(p.RollbackApplyStatus))
 	}
-	return printDiff(o.stdout, out.Diff)
+	return printLeafChanges(o.stdout, out.Diff)
 }
 
-// printDiff prints leaf changes as "- PATH: OLD" / "+ PATH: NEW" lines.
-func printDiff(w io.Writer, diff []DiffEntry) error {
+// printLeafChanges prints leaf changes as "- PATH: OLD" / "+ PATH: NEW" lines.
+func printLeafChanges(w io.Writer, diff []DiffEntry) error {
 	for _, e := range diff {
 		if e.Old != nil {
 			fmt.Fprintf(w, "- %s: %s\n", e.Path, truncate(e.Old.Text(), 0))

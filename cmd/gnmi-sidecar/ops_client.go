@@ -116,7 +116,7 @@ type OutOfSyncState struct {
 	Path         string    `json:"path"`
 	Deleted      bool      `json:"deleted"`
 	Value        *Value    `json:"value,omitempty"` // the applied value the device refused
-	Cause        string    `json:"cause"`           // ROLLBACK, REPUSH, RETRY or RESTORE
+	Cause        string    `json:"cause"`           // ROLLBACK, REPUSH, RETRY, RESTORE or DRIFT
 	Proposal     *uint64   `json:"proposal,omitempty"`
 	ErrorCode    string    `json:"error_code,omitempty"`
 	ErrorMessage string    `json:"error_message,omitempty"`

@@ -19,6 +19,7 @@ import (
 	"google.golang.org/grpc/codes"
 
 	"github.com/gnmi-sidecar/gnmi-sidecar/agent/trace"
+	"github.com/gnmi-sidecar/gnmi-sidecar/drift"
 	"github.com/gnmi-sidecar/gnmi-sidecar/leaves"
 	"github.com/gnmi-sidecar/gnmi-sidecar/sidecar"
 )
@@ -52,6 +53,8 @@ type serveConfig struct {
 	configPath            string
 	yangPaths             []string
 	yangModules           []string
+	driftPolicy           string
+	driftInterval         time.Duration
 
 	securityConfig      // northbound TLS, client authorization, device credentials (security.go)
 	observabilityConfig // metrics, health, reflection (observe.go)
@@ -81,6 +84,10 @@ func (c *serveConfig) addFlags(f *pflag.FlagSet) {
 	f.IntVar(&c.maxRecvMsgSize, "max-recv-msg-size", sidecar.DefaultMaxRecvMsgSize, "largest gNMI request accepted, in bytes; larger ones are refused with RESOURCE_EXHAUSTED (the device has its own limit for what the sidecar forwards)")
 	f.StringVar(&c.logLevel, "log-level", "info", "log level: debug, info, warn, error")
 	f.StringVar(&c.logFormat, "log-format", "text", "log format: text or json")
+	f.StringVar(&c.driftPolicy, "drift-policy", string(drift.PolicyReport),
+		"what to do when the device's configuration is changed behind the sidecar's back (drift): report (log, metric, gnmi-sidecar drift), revert (put the journal's values back), adopt (journal the device's values as a proposal authored \"device\"), or off (do not watch); docs/drift.md")
+	f.DurationVar(&c.driftInterval, "drift-interval", drift.DefaultInterval,
+		"how often the configuration is compared with the device when the device refuses ON_CHANGE subscriptions (drift is then seen within this interval)")
 	f.StringVar(&c.configPath, configFlag, "", "YAML file of options: keys are these flags' names (listen: ..., journal-dir: ...); flags on the command line override it")
 	c.securityConfig.addFlags(f)
 	c.observabilityConfig.addFlags(f)
@@ -221,6 +228,13 @@ func (cfg *serveConfig) checkedConfig(log *slog.Logger) (sidecar.Config, error) 
 	if err := cfg.observabilityConfig.check(); err != nil {
 		return sidecar.Config{}, err
 	}
+	policy, err := drift.ParsePolicy(cfg.driftPolicy)
+	if err != nil {
+		return sidecar.Config{}, fmt.Errorf("--drift-policy: %w", err)
+	}
+	if cfg.driftInterval <= 0 {
+		return sidecar.Config{}, fmt.Errorf("--drift-interval %v: want a positive duration, e.g. 10s", cfg.driftInterval)
+	}
 	sc := sidecar.Config{
 		Target:                cfg.target,
 		DeviceUsername:        cfg.deviceUsername,
@@ -235,6 +249,8 @@ func (cfg *serveConfig) checkedConfig(log *slog.Logger) (sidecar.Config, error) 
 		MetricsAddr:           cfg.metricsAddr,
 		Reflection:            cfg.reflection,
 		ShutdownTimeout:       cfg.shutdownTimeout,
+		DriftPolicy:           policy,
+		DriftInterval:         cfg.driftInterval,
 		Logger:                log,
 	}
 	if sc.JournalMinFreeBytes == 0 {
@@ -257,7 +273,6 @@ func (cfg *serveConfig) checkedConfig(log *slog.Logger) (sidecar.Config, error) 
 	if err := os.MkdirAll(cfg.journalDir, 0o750); err != nil {
 		return sidecar.Config{}, fmt.Errorf("--journal-dir: %w", err)
 	}
-	var err error
 	if sc.DevicePassword, err = cfg.devicePassword(); err != nil {
 		return sidecar.Config{}, err
 	}

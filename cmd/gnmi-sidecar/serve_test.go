@@ -55,6 +55,9 @@ func TestServeRefusesBadStartUp(t *testing.T) {
 		{"unknown flag", []string{"--target", "127.0.0.1:1", "--frobnicate"}, "unknown flag"},
 		{"negative journal reserve", []string{"--target", "127.0.0.1:1", "--journal-dir", t.TempDir(), "--journal-min-free", "-1"}, "--journal-min-free -1"},
 		{"no request size", []string{"--target", "127.0.0.1:1", "--journal-dir", t.TempDir(), "--max-recv-msg-size", "0"}, "--max-recv-msg-size 0: want a positive number of bytes"},
+		{"unknown drift policy", []string{"--target", "127.0.0.1:1", "--journal-dir", t.TempDir(), "--drift-policy", "fix"},
+			`--drift-policy: unknown drift policy "fix": want report, revert, adopt or off`},
+		{"no drift interval", []string{"--target", "127.0.0.1:1", "--journal-dir", t.TempDir(), "--drift-interval", "0s"}, "--drift-interval 0s: want a positive duration"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -33,6 +33,7 @@ func main() {
 type config struct {
 	listen     string
 	persistent bool
+	noOnChange bool
 	stateFile  string
 	admin      string
 	setDelay   time.Duration
@@ -73,6 +74,7 @@ module (gnmi-testbed.yang) for tools that load YANG at run time.`,
 	f := cmd.Flags()
 	f.StringVar(&cfg.listen, "listen", "127.0.0.1:9340", "gNMI listen address (port 0 picks a free port; the bound address is printed)")
 	f.BoolVar(&cfg.persistent, "persistent", false, "keep the configuration in --state-file across restarts")
+	f.BoolVar(&cfg.noOnChange, "refuse-on-change", false, "refuse STREAM subscriptions in mode ON_CHANGE (and TARGET_DEFINED) with UNIMPLEMENTED, like a device that only samples")
 	f.StringVar(&cfg.stateFile, "state-file", "./gnmi-testbed-state.json", "where a --persistent device keeps its configuration")
 	f.StringVar(&cfg.admin, "admin", "", "loopback address of the HTTP admin endpoint for runtime faults (e.g. 127.0.0.1:9341); off when empty")
 	f.DurationVar(&cfg.setDelay, "set-delay", 0, "delay every Set by this long (a slow device)")
@@ -145,7 +147,7 @@ func run(ctx context.Context, cfg config, stdout, stderr io.Writer) error {
 		}
 	}
 
-	opts := testbed.Options{Persistent: cfg.persistent, Logger: log}
+	opts := testbed.Options{Persistent: cfg.persistent, RefuseOnChange: cfg.noOnChange, Logger: log}
 	if cfg.persistent {
 		opts.StateFile = cfg.stateFile
 	}

@@ -11,7 +11,9 @@ import (
 	"google.golang.org/grpc"
 
 	"github.com/gnmi-sidecar/gnmi-sidecar/agent"
+	"github.com/gnmi-sidecar/gnmi-sidecar/drift"
 	"github.com/gnmi-sidecar/gnmi-sidecar/journal"
+	"github.com/gnmi-sidecar/gnmi-sidecar/leaves"
 	"github.com/gnmi-sidecar/gnmi-sidecar/proxy"
 	"github.com/gnmi-sidecar/gnmi-sidecar/sidecar"
 	"github.com/gnmi-sidecar/gnmi-sidecar/testbed"
@@ -44,6 +46,13 @@ type Options struct {
 	// ServerOptions are added to the northbound gRPC server's options
 	// (credentials, interceptors). Client still dials plaintext.
 	ServerOptions []grpc.ServerOption
+	// DriftPolicy and DriftInterval are sidecar.Config's (drift
+	// detection; "" is report).
+	DriftPolicy   drift.Policy
+	DriftInterval time.Duration
+	// Schema is the device's YANG schema (sidecar.Config.Schema); nil:
+	// none.
+	Schema *leaves.Schema
 }
 
 // Sidecar is a whole sidecar in-process, built by sidecar.New as
@@ -62,6 +71,8 @@ type Sidecar struct {
 	Agent *agent.Agent
 	// Proxy is the northbound gNMI service.
 	Proxy *proxy.Server
+	// Drift is the drift watcher.
+	Drift *drift.Watcher
 	// Addr is the address the proxy is served on.
 	Addr string
 	// Client is a gNMI client connected to Addr.
@@ -92,6 +103,9 @@ func Start(t testing.TB, opts Options) *Sidecar {
 		DeviceUsername:        opts.DeviceUsername,
 		DevicePassword:        opts.DevicePassword,
 		QueueWhenDisconnected: opts.QueueWhenDisconnected,
+		DriftPolicy:           opts.DriftPolicy,
+		DriftInterval:         opts.DriftInterval,
+		Schema:                opts.Schema,
 		JournalDir:            t.TempDir(),
 		JournalNoSync:         true,
 		JournalRetain:         opts.Retain,
@@ -109,7 +123,7 @@ func Start(t testing.TB, opts Options) *Sidecar {
 	if err != nil {
 		t.Fatalf("sidecar.New: %v", err)
 	}
-	s.Journal, s.Agent, s.Proxy, s.Addr = sc.Journal(), sc.Agent(), sc.Proxy(), sc.Addr()
+	s.Journal, s.Agent, s.Proxy, s.Drift, s.Addr = sc.Journal(), sc.Agent(), sc.Proxy(), sc.Drift(), sc.Addr()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- sc.Run(ctx) }()

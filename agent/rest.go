@@ -1,0 +1,94 @@
+package agent
+
+import (
+	"context"
+	"errors"
+
+	"github.com/gnmi-sidecar/gnmi-sidecar/journal"
+)
+
+// Rest is a snapshot of the pipeline for a reader that compares the
+// device with the journal's applied configuration (package drift): whether
+// the sidecar is sending nothing to the device and has nothing to send,
+// and a fingerprint of the state that every device write moves. A
+// comparison made between two Rests that are both at rest and Equal saw
+// no write of the sidecar's own: what differs is someone else's.
+type Rest struct {
+	// AtRest: the device is connected and synced under the current term
+	// (its re-push is complete), no re-push, retry or drift revert runs,
+	// every journaled proposal is finished (its commit, its apply and any
+	// rollback of it), and the committed configuration is the applied one.
+	AtRest bool
+	// Why says what is still going on when not AtRest.
+	Why string
+
+	// The fingerprint: the session, the configuration's indexes and
+	// counters, and the pushes outside the applier.
+	Session, Term, Repushes       uint64
+	AppliedIndex, AppliedProposal uint64
+	CommittedIndex, LastIndex     uint64
+	RollingBack, OutOfSync        uint64
+	Resolutions, Pushes           uint64
+}
+
+// Same reports whether r and o are both at rest with the same fingerprint.
+func (r Rest) Same(o Rest) bool {
+	return r.AtRest && o.AtRest && r == o
+}
+
+// Rest returns the pipeline's state now (see Rest).
+func (a *Agent) Rest(ctx context.Context) (Rest, error) {
+	a.mu.Lock()
+	s := a.sess
+	st := a.status
+	a.mu.Unlock()
+	r := Rest{Repushes: st.Repushes, Pushes: a.pushes.Load()}
+	if s.up() {
+		r.Session, r.Term = s.id, s.getTerm()
+	}
+	c, err := a.j.Configuration(ctx)
+	if err != nil {
+		return r, err
+	}
+	m, err := a.j.Mastership(ctx)
+	if err != nil {
+		return r, err
+	}
+	r.AppliedIndex, r.AppliedProposal = c.GetApplied().GetIndex(), c.GetApplied().GetProposal()
+	r.CommittedIndex, r.LastIndex = c.GetCommitted().GetIndex(), c.GetLastIndex()
+	r.RollingBack, r.OutOfSync, r.Resolutions = c.GetRollingBack(), c.GetOutOfSync(), c.GetResolutions()
+	switch {
+	case st.Fenced:
+		r.Why = "fenced"
+	case !s.up() || r.Term == 0:
+		r.Why = "the device is not connected"
+	case st.Repushing || r.Term != m.GetTerm() || !journal.Synced(c, m) || !s.synced.Load():
+		r.Why = "the configuration is being re-pushed"
+	case r.Pushes%2 == 1:
+		r.Why = "values are being pushed to the device (a retry or a revert)"
+	case r.RollingBack != 0:
+		r.Why = "a rollback is under way"
+	case r.CommittedIndex != r.AppliedIndex:
+		r.Why = "a change is being applied"
+	}
+	if r.Why != "" {
+		return r, nil
+	}
+	if last := c.GetLastIndex(); last >= c.GetFirstIndex() && last != 0 {
+		p, err := a.j.Proposal(ctx, last)
+		switch {
+		case errors.Is(err, journal.ErrNotFound), errors.Is(err, journal.ErrCompacted):
+		case err != nil:
+			return r, err
+		case !journal.Done(p):
+			r.Why = "a proposal is not finished"
+			return r, nil
+		}
+	}
+	if a.pushes.Load() != r.Pushes {
+		r.Why = "values are being pushed to the device (a retry or a revert)"
+		return r, nil
+	}
+	r.AtRest = true
+	return r, nil
+}
