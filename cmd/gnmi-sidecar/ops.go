@@ -51,7 +51,7 @@ const exitCodesHelp = `Exit codes:
   1  the sidecar refused or failed the operation (any other gRPC error)
   2  bad command line (unknown command or flag, bad index, bad duration)
   3  the sidecar could not be reached or timed out (UNAVAILABLE, DEADLINE_EXCEEDED)
-  4  not found (NOT_FOUND: no such proposal, nothing to roll back)
+  4  not found (NOT_FOUND: no such proposal or tag, nothing to roll back)
   5  precondition failed (FAILED_PRECONDITION: nothing to confirm, a newer change
      must be rolled back first, ...)
   6  differences found: drift and diff found the device's configuration
