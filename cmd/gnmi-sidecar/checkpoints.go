@@ -17,6 +17,8 @@ import (
 	gpb "github.com/openconfig/gnmi/proto/gnmi"
 	"github.com/openconfig/ygot/ygot"
 	"github.com/spf13/cobra"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/gnmi-sidecar/gnmi-sidecar/client"
@@ -278,14 +280,39 @@ device refuses fails with exit code 1 and the device's message.
 			if dryRun {
 				what = "set --dry-run"
 			}
-			resp, _, err := client.Do(ctx, c, what, req, r)
+			if dryRun {
+				// A device that ignores the sidecar's extension would
+				// apply a "dry run": make sure the target is a sidecar.
+				if _, err := fetchConfiguration(ctx, c); err != nil {
+					if code := status.Code(err); code == codes.Unavailable || code == codes.DeadlineExceeded {
+						return failed(what, err)
+					}
+					return &exitError{code: exitFailed, err: fmt.Errorf(
+						"%s: the target does not serve the origin gnmi-sidecar (%v): it is not a gnmi-sidecar, and a device would apply the Set; nothing was sent", what, err)}
+				}
+			}
+			resp, err := c.Set(ctx, client.WithRequest(req, r))
 			if err != nil {
 				return failed(what, err)
 			}
-			if dryRun {
-				return o.printSetDiff(resp.GetDiff())
+			ext, ok, err := client.ResponseOf(resp)
+			switch {
+			case err != nil:
+				return failed(what, err)
+			case !ok && dryRun:
+				// A target that is not a sidecar ignored the dry run:
+				// it may well have applied the Set.
+				return &exitError{code: exitFailed, err: fmt.Errorf("%s: the target answered without the sidecar's extension: it is not a gnmi-sidecar, and may have applied the Set", what)}
+			case !ok:
+				fmt.Fprintln(o.stderr, "gnmi-sidecar: set: the target applied the Set but is not a gnmi-sidecar (no proposal to report)")
+				if o.json() {
+					return o.printJSON(SetResult{})
+				}
+				return nil
+			case dryRun:
+				return o.printSetDiff(ext.GetDiff())
 			}
-			v := responseView(resp)
+			v := responseView(ext)
 			if o.json() {
 				return o.printJSON(SetResult{ResponseView: v})
 			}

@@ -372,6 +372,17 @@ func TestOpsCheckpointErrors(t *testing.T) {
 			runOpsAt(t, s.Addr, tt.args...).wantCode(t, tt.code, tt.msg...)
 		})
 	}
+	// Pointed at the device itself by mistake: a dry run sends nothing (a
+	// device would apply the Set), a Set is applied and says so.
+	sets := s.Dev.SetCount()
+	runOpsAt(t, s.Target, "set", "--dry-run", "--update", descA+`="direct"`).wantCode(t, exitFailed, "not a gnmi-sidecar", "nothing was sent")
+	if s.Dev.SetCount() != sets {
+		t.Error("a dry run against the device sent it a Set")
+	}
+	if r := runOpsAt(t, s.Target, "set", "--update", descA+`="direct"`); r.code != 0 || !strings.Contains(r.stderr, "not a gnmi-sidecar") {
+		t.Errorf("a Set sent to the device itself: exit %d, stderr %q; want 0 and a note", r.code, r.stderr)
+	}
+
 	var out TagState
 	decodeJSON(t, mustOps(t, s.Addr, "journal", "tag", "--delete", "t1", "-o", "json"), &out)
 	if out.Name != "t1" {
