@@ -522,7 +522,7 @@ func TestTooLargeToCommitFailsAndWorkGoesOn(t *testing.T) {
 // Agent.ProposeChange.
 func proposeThroughAgent(t *testing.T, r *rig, ops ...*journal.Op) uint64 {
 	t.Helper()
-	p, err := r.a.ProposeChange(context.Background(), journal.Authorship{}, ops)
+	p, err := r.a.ProposeChange(context.Background(), journal.Sender{}, ops)
 	if err != nil {
 		t.Fatalf("Agent.ProposeChange: %v", err)
 	}

@@ -27,6 +27,9 @@ type changeBatch struct {
 	// counts is, per proposal, how many deletes, replaces and updates it
 	// contributed to req, to split the device's response.
 	counts []opCounts
+	// alone: the batch's proposal goes to the device in a Set of its own
+	// (see batchChanges).
+	alone bool
 }
 
 type opCounts struct{ deletes, replaces, updates int }
@@ -44,6 +47,10 @@ type opCounts struct{ deletes, replaces, updates int }
 // before the earlier write instead of after it. Such a proposal starts the
 // next batch. (A later delete overlapping an earlier delete, or a later
 // replace overlapping an earlier delete or replace, is harmless.)
+//
+// A proposal with union_replace operations, or with extensions to relay,
+// goes alone: the device unites all the union_replaces of a Set, and a
+// client's extensions are about its own request.
 func batchChanges(ps []*journal.Proposal, maxBytes int) (*changeBatch, error) {
 	b := &changeBatch{req: &gpb.SetRequest{}}
 	// Path keys written so far (by replaces and by updates): at the path
@@ -67,12 +74,20 @@ func batchChanges(ps []*journal.Proposal, maxBytes int) (*changeBatch, error) {
 			break
 		}
 		req, err := changeRequest(p.GetChange().GetOps())
+		if err == nil {
+			req.Extension, err = changeExtensions(p.GetChange())
+		}
 		if err != nil {
 			if n == 0 {
 				return nil, err
 			}
 			break
 		}
+		alone := len(req.GetUnionReplace()) > 0 || len(req.GetExtension()) > 0
+		if n > 0 && (alone || b.alone) {
+			break
+		}
+		b.alone = b.alone || alone
 		if n > 0 {
 			if size+proto.Size(req) > maxBytes {
 				break
@@ -102,6 +117,8 @@ func batchChanges(ps []*journal.Proposal, maxBytes int) (*changeBatch, error) {
 		b.req.Delete = append(b.req.Delete, req.GetDelete()...)
 		b.req.Replace = append(b.req.Replace, req.GetReplace()...)
 		b.req.Update = append(b.req.Update, req.GetUpdate()...)
+		b.req.UnionReplace = append(b.req.UnionReplace, req.GetUnionReplace()...)
+		b.req.Extension = append(b.req.Extension, req.GetExtension()...)
 		b.counts = append(b.counts, opCounts{len(req.GetDelete()), len(req.GetReplace()), len(req.GetUpdate())})
 		if n == 0 {
 			b.first = p.GetIndex()

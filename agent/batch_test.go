@@ -7,6 +7,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	gpb "github.com/openconfig/gnmi/proto/gnmi"
+	"github.com/openconfig/gnmi/proto/gnmi_ext"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/testing/protocmp"
 
@@ -56,6 +57,8 @@ func TestBatchChangesStopsAtReorderingConflicts(t *testing.T) {
 		{"delete then delete overlapping", del("/a"), del("/a/b"), true},
 		{"delete then replace overlapping", del("/a/b"), rep("/a"), true},
 		{"delete then update overlapping", del("/a"), upd("/a/b[name=x]/c"), true},
+		{"union_replace then an unrelated update", opOf(t, journal.OpUnionReplace, "/a", `"x"`), upd("/z"), false},
+		{"an update then an unrelated union_replace", upd("/z"), opOf(t, journal.OpUnionReplace, "/a", `"x"`), false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			b, err := batchChanges([]*journal.Proposal{withOps(1, tc.first), withOps(2, tc.then)}, 1<<20)
@@ -69,6 +72,41 @@ func TestBatchChangesStopsAtReorderingConflicts(t *testing.T) {
 				t.Errorf("batch spans %d..%d for %d proposals", b.first, b.last, b.size())
 			}
 		})
+	}
+}
+
+// TestBatchChangesAlone: a proposal with union_replaces or extensions to
+// relay goes to the device in a Set of its own, carrying them.
+func TestBatchChangesAlone(t *testing.T) {
+	ext := &gnmi_ext.Extension{Ext: &gnmi_ext.Extension_RegisteredExt{RegisteredExt: &gnmi_ext.RegisteredExtension{Id: 1000, Msg: []byte("vendor")}}}
+	raw, err := proto.Marshal(ext)
+	if err != nil {
+		t.Fatal(err)
+	}
+	withExt := withOps(2, opOf(t, journal.OpUpdate, "/b", `"b"`))
+	withExt.Change.Extensions = [][]byte{raw}
+	union := withOps(3, opOf(t, journal.OpUnionReplace, "/c", `"c"`), opOf(t, journal.OpUnionReplace, "/d", `"d"`))
+	ps := []*journal.Proposal{withOps(1, opOf(t, journal.OpUpdate, "/a", `"a"`)), withExt, union, withOps(4, opOf(t, journal.OpUpdate, "/e", `"e"`))}
+	var sets []*gpb.SetRequest
+	for len(ps) > 0 {
+		b, err := batchChanges(ps, 1<<20)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sets = append(sets, b.req)
+		ps = ps[b.size():]
+	}
+	if len(sets) != 4 {
+		t.Fatalf("%d device Sets, want one per proposal: %v", len(sets), sets)
+	}
+	if got := sets[1].GetExtension(); len(got) != 1 || !proto.Equal(got[0], ext) {
+		t.Errorf("the relayed extension: %v, want %v", got, ext)
+	}
+	if got := sets[2].GetUnionReplace(); len(got) != 2 || len(sets[2].GetUpdate()) != 0 {
+		t.Errorf("the union_replace proposal's Set: %v", sets[2])
+	}
+	if len(sets[0].GetExtension())+len(sets[3].GetExtension()) != 0 {
+		t.Error("an extension went with another proposal's Set")
 	}
 }
 

@@ -15,7 +15,7 @@ import (
 // in the same transaction, takes the steps it enables at once (see
 // advance), then wakes the reconcilers. Proposed this way, a Set costs one
 // fsync before it goes to the device instead of three.
-func (a *Agent) ProposeChange(ctx context.Context, by journal.Authorship, ops []*journal.Op) (*journal.Proposal, error) {
+func (a *Agent) ProposeChange(ctx context.Context, by journal.Sender, ops []*journal.Op) (*journal.Proposal, error) {
 	return a.propose(func(then func(*journal.Tx) error) (*journal.Proposal, error) {
 		return a.j.ProposeChangeBy(ctx, by, ops, then)
 	})
@@ -23,7 +23,7 @@ func (a *Agent) ProposeChange(ctx context.Context, by journal.Authorship, ops []
 
 // ProposeAdoption is ProposeChange for values the device already holds
 // (journal.ProposeAdoption): applied without a device Set.
-func (a *Agent) ProposeAdoption(ctx context.Context, by journal.Authorship, ops []*journal.Op) (*journal.Proposal, error) {
+func (a *Agent) ProposeAdoption(ctx context.Context, by journal.Sender, ops []*journal.Op) (*journal.Proposal, error) {
 	return a.propose(func(then func(*journal.Tx) error) (*journal.Proposal, error) {
 		return a.j.ProposeAdoption(ctx, by, ops, then)
 	})
@@ -31,7 +31,7 @@ func (a *Agent) ProposeAdoption(ctx context.Context, by journal.Authorship, ops 
 
 // ProposeRestore is ProposeChange for the change that goes back to a
 // point of the journal (journal.ProposeRestore).
-func (a *Agent) ProposeRestore(ctx context.Context, by journal.Authorship, pt journal.Point) (*journal.Proposal, error) {
+func (a *Agent) ProposeRestore(ctx context.Context, by journal.Sender, pt journal.Point) (*journal.Proposal, error) {
 	return a.propose(func(then func(*journal.Tx) error) (*journal.Proposal, error) {
 		return a.j.ProposeRestore(ctx, by, pt, then)
 	})
@@ -39,7 +39,7 @@ func (a *Agent) ProposeRestore(ctx context.Context, by journal.Authorship, pt jo
 
 // ProposeConfirmedChange is ProposeChange for a commit-confirmed change
 // (journal.ProposeConfirmedChange).
-func (a *Agent) ProposeConfirmedChange(ctx context.Context, by journal.Authorship, ops []*journal.Op, id string, deadline time.Time) (*journal.Proposal, error) {
+func (a *Agent) ProposeConfirmedChange(ctx context.Context, by journal.Sender, ops []*journal.Op, id string, deadline time.Time) (*journal.Proposal, error) {
 	return a.propose(func(then func(*journal.Tx) error) (*journal.Proposal, error) {
 		return a.j.ProposeConfirmedChange(ctx, by, ops, id, deadline, then)
 	})

@@ -9,6 +9,7 @@ import (
 	"slices"
 
 	gpb "github.com/openconfig/gnmi/proto/gnmi"
+	"github.com/openconfig/gnmi/proto/gnmi_ext"
 	gvalue "github.com/openconfig/gnmi/value"
 	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
@@ -25,11 +26,12 @@ import (
 
 // changeRequest returns the SetRequest that applies a proposal's change to
 // the device exactly as the client sent it: the delete paths in Delete, the
-// values of replaces in Replace and of updates in Update, each in op order.
-// Paths are full paths; the request has no prefix.
+// values of replaces in Replace, of union_replaces in UnionReplace and of
+// updates in Update, each in op order. Paths are full paths; the request
+// has no prefix.
 //
-// An operation kind other than delete, replace or update (which the journal
-// refuses to store) is an error.
+// An operation kind other than these (which the journal refuses to store)
+// is an error.
 func changeRequest(ops []*journal.Op) (*gpb.SetRequest, error) {
 	req := &gpb.SetRequest{}
 	for _, op := range ops {
@@ -40,11 +42,27 @@ func changeRequest(ops []*journal.Op) (*gpb.SetRequest, error) {
 			req.Replace = appendLeaves(req.Replace, op.GetValues())
 		case journal.OpUpdate:
 			req.Update = appendLeaves(req.Update, op.GetValues())
+		case journal.OpUnionReplace:
+			req.UnionReplace = appendLeaves(req.UnionReplace, op.GetValues())
 		default:
 			return nil, fmt.Errorf("journaled operation on %s has kind %v", gnmipath.String(op.GetPath()), op.GetKind())
 		}
 	}
 	return req, nil
+}
+
+// changeExtensions decodes the extensions a change relays to the device
+// (journal.Change.extensions), in the client's order.
+func changeExtensions(ch *journal.Change) ([]*gnmi_ext.Extension, error) {
+	var out []*gnmi_ext.Extension
+	for n, b := range ch.GetExtensions() {
+		e := &gnmi_ext.Extension{}
+		if err := proto.Unmarshal(b, e); err != nil {
+			return nil, fmt.Errorf("journaled extension %d: %w", n+1, err)
+		}
+		out = append(out, e)
+	}
+	return out, nil
 }
 
 func appendLeaves(dst []*gpb.Update, leaves []*journal.Leaf) []*gpb.Update {

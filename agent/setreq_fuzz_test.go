@@ -38,7 +38,7 @@ func FuzzChangeRequest(f *testing.F) {
 		}
 		unknown := slices.ContainsFunc(ops, func(op *journal.Op) bool {
 			k := op.GetKind()
-			return k != journal.OpDelete && k != journal.OpReplace && k != journal.OpUpdate
+			return k != journal.OpDelete && k != journal.OpReplace && k != journal.OpUpdate && k != journal.OpUnionReplace
 		})
 		if unknown != (err != nil) {
 			t.Fatalf("changeRequest(%v): %v; an operation of an unknown kind: %v", ops, err, unknown)

@@ -107,7 +107,7 @@ func (s *sim) step() {
 		s.note("propose %d (%d ops): %v", p.GetIndex(), len(ops), err)
 	case n < 32:
 		ops := s.randomOps()
-		p, err := r.a.ProposeChange(context.Background(), journal.Authorship{}, ops)
+		p, err := r.a.ProposeChange(context.Background(), journal.Sender{}, ops)
 		if err != nil && !errors.Is(err, journal.ErrGuard) {
 			s.t.Fatalf("Agent.ProposeChange: %v", err)
 		}
@@ -118,7 +118,7 @@ func (s *sim) step() {
 		ops := s.randomOps()
 		id := fmt.Sprintf("c%d", rng.IntN(1000))
 		d := time.Duration(rng.IntN(300)) * time.Millisecond
-		p, err := r.j.ProposeConfirmedChange(context.Background(), journal.Authorship{}, ops, id, time.Now().Add(d))
+		p, err := r.j.ProposeConfirmedChange(context.Background(), journal.Sender{}, ops, id, time.Now().Add(d))
 		if err != nil && !errors.Is(err, journal.ErrGuard) {
 			s.t.Fatalf("ProposeConfirmedChange: %v", err)
 		}
@@ -184,7 +184,7 @@ func (s *sim) burst() {
 	var wg sync.WaitGroup
 	for k, ops := range batches {
 		wg.Go(func() {
-			p, err := r.a.ProposeChange(context.Background(), journal.Authorship{}, ops)
+			p, err := r.a.ProposeChange(context.Background(), journal.Sender{}, ops)
 			if err != nil && !errors.Is(err, journal.ErrGuard) {
 				s.t.Errorf("Agent.ProposeChange: %v", err)
 			}

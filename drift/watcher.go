@@ -943,7 +943,7 @@ func (w *Watcher) adopt(ctx context.Context, ps []*gpb.Path) {
 		if err != nil {
 			return err
 		}
-		p, err := w.opts.Agent.ProposeAdoption(ctx, journal.Authorship{Author: Author, Comment: adoptComment(ps)}, ops)
+		p, err := w.opts.Agent.ProposeAdoption(ctx, journal.Sender{Author: Author, Comment: adoptComment(ps)}, ops)
 		if err != nil {
 			return err
 		}

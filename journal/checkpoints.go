@@ -265,7 +265,7 @@ func restorable(txn *badger.Txn, c *Configuration, rp resolvedPoint, what string
 // it and why. A name in use is refused with ErrExists; a bad one with
 // ErrInvalid; a point that does not exist with ErrNotFound or
 // ErrCompacted.
-func (j *Journal) CreateTag(ctx context.Context, name string, at Point, by Authorship) (*Tag, error) {
+func (j *Journal) CreateTag(ctx context.Context, name string, at Point, by Sender) (*Tag, error) {
 	if err := ValidateTagName(name); err != nil {
 		return nil, err
 	}
@@ -398,7 +398,7 @@ func (j *Journal) PointTime(ctx context.Context, pt Point) (time.Time, error) {
 // change is ErrNoChange; a point retention no longer reaches,
 // ErrCompacted. Refused like ProposeChange while a commit-confirmed is
 // outstanding. The then functions run as ProposeChange's do.
-func (j *Journal) ProposeRestore(ctx context.Context, by Authorship, pt Point, then ...func(*Tx) error) (*Proposal, error) {
+func (j *Journal) ProposeRestore(ctx context.Context, by Sender, pt Point, then ...func(*Tx) error) (*Proposal, error) {
 	const attempts = 5
 	for n := 1; ; n++ {
 		p, err := j.proposeRestore(ctx, by, pt, then)
@@ -417,7 +417,7 @@ func (j *Journal) ProposeRestore(ctx context.Context, by Authorship, pt Point, t
 // restore and journaling it.
 var errRestoreRaced = errors.New("the committed configuration changed meanwhile")
 
-func (j *Journal) proposeRestore(ctx context.Context, by Authorship, pt Point, then []func(*Tx) error) (*Proposal, error) {
+func (j *Journal) proposeRestore(ctx context.Context, by Sender, pt Point, then []func(*Tx) error) (*Proposal, error) {
 	var (
 		ops []*Op
 		rp  resolvedPoint

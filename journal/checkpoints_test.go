@@ -64,14 +64,17 @@ func liveAt(t testing.TB, j *Journal, at time.Time) map[string]string {
 }
 
 // randomSet is one random Set over a small tree: leaves, a JSON container,
-// list entries (keys learned from their keyed paths), replaces and
-// subtree deletes.
+// list entries (keys learned from their keyed paths), replaces,
+// union_replaces and subtree deletes.
 func randomSet(t testing.TB, r *rand.Rand, n int) []*Op {
 	val := func() string { return fmt.Sprintf("v%d", r.IntN(4)) }
 	entry := func() string { return fmt.Sprintf("/l/e[k=%d]", r.IntN(3)) }
 	var ops []*Op
 	for range 1 + r.IntN(n) {
-		switch r.IntN(7) {
+		switch r.IntN(8) {
+		case 7:
+			ops = append(ops, &Op{Kind: OpUnionReplace, Path: mustPath(t, "/t"),
+				Values: []*Leaf{{Path: mustPath(t, "/t"), Value: jsonVal(fmt.Sprintf(`{"a":%q,"c":{"d":%q}}`, val(), val()))}}})
 		case 0:
 			ops = append(ops, update(t, "/t/a", val()))
 		case 1:
@@ -122,7 +125,7 @@ func TestRestoreModel(t *testing.T) {
 					after[i] = liveValues(t, j)
 				case k == 6:
 					name := fmt.Sprintf("tag-%d", step)
-					tag, err := j.CreateTag(ctx, name, Point{Latest: true}, Authorship{Author: "alice", Comment: "before step"})
+					tag, err := j.CreateTag(ctx, name, Point{Latest: true}, Sender{Author: "alice", Comment: "before step"})
 					if err != nil {
 						t.Fatal(err)
 					}
@@ -157,7 +160,7 @@ func TestRestoreModel(t *testing.T) {
 						pt, want = Point{Index: i}, st
 					}
 					before := liveValues(t, j)
-					p, err := j.ProposeRestore(ctx, Authorship{Author: "bob", Comment: "back"}, pt)
+					p, err := j.ProposeRestore(ctx, Sender{Author: "bob", Comment: "back"}, pt)
 					if errors.Is(err, ErrNoChange) {
 						if !maps.Equal(before, want) {
 							t.Fatalf("step %d: restore to %s: nothing to change, yet %v != %v", step, pt, before, want)
@@ -200,7 +203,7 @@ func TestTags(t *testing.T) {
 	i2 := applyChange(t, j, term, update(t, "/a", "2"))
 	applyChange(t, j, term, update(t, "/a", "3"))
 
-	tag, err := j.CreateTag(ctx, "good", Point{Index: i2}, Authorship{Author: "alice", Comment: "known good"})
+	tag, err := j.CreateTag(ctx, "good", Point{Index: i2}, Sender{Author: "alice", Comment: "known good"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -210,25 +213,25 @@ func TestTags(t *testing.T) {
 	if got := liveAt(t, j, tag.GetTime().AsTime()); !maps.Equal(got, map[string]string{"/a": "2"}) {
 		t.Fatalf("History at the tag's time: %v", got)
 	}
-	if _, err := j.CreateTag(ctx, "good", Point{Latest: true}, Authorship{}); !errors.Is(err, ErrExists) {
+	if _, err := j.CreateTag(ctx, "good", Point{Latest: true}, Sender{}); !errors.Is(err, ErrExists) {
 		t.Fatalf("a second tag good: %v, want ErrExists", err)
 	}
 	for _, bad := range []string{"", "123", "-x", "a b", strings.Repeat("x", 65), "é"} {
-		if _, err := j.CreateTag(ctx, bad, Point{Latest: true}, Authorship{}); !errors.Is(err, ErrInvalid) {
+		if _, err := j.CreateTag(ctx, bad, Point{Latest: true}, Sender{}); !errors.Is(err, ErrInvalid) {
 			t.Errorf("tag name %q: %v, want ErrInvalid", bad, err)
 		}
 	}
-	if _, err := j.CreateTag(ctx, "future", Point{Index: 99}, Authorship{}); !errors.Is(err, ErrNotFound) {
+	if _, err := j.CreateTag(ctx, "future", Point{Index: 99}, Sender{}); !errors.Is(err, ErrNotFound) {
 		t.Fatalf("tag at proposal 99: %v, want ErrNotFound", err)
 	}
-	if _, err := j.ProposeRestore(ctx, Authorship{}, Point{Tag: "nope"}); !errors.Is(err, ErrNotFound) {
+	if _, err := j.ProposeRestore(ctx, Sender{}, Point{Tag: "nope"}); !errors.Is(err, ErrNotFound) {
 		t.Fatalf("restore to an unknown tag: %v, want ErrNotFound", err)
 	}
-	now, err := j.CreateTag(ctx, "now", Point{Latest: true}, Authorship{})
+	now, err := j.CreateTag(ctx, "now", Point{Latest: true}, Sender{})
 	if err != nil || now.GetIndex() != 3 {
 		t.Fatalf("tag now: %v, %v", now, err)
 	}
-	if _, err := j.ProposeRestore(ctx, Authorship{}, Point{Tag: "now"}); !errors.Is(err, ErrNoChange) {
+	if _, err := j.ProposeRestore(ctx, Sender{}, Point{Tag: "now"}); !errors.Is(err, ErrNoChange) {
 		t.Fatalf("restore to the present: %v, want ErrNoChange", err)
 	}
 	tags, err := j.Tags(ctx)
@@ -249,14 +252,14 @@ func TestTags(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := j.ProposeRestore(ctx, Authorship{}, Point{Tag: "good"}); !errors.Is(err, ErrGuard) || !strings.Contains(err.Error(), "try again") {
+	if _, err := j.ProposeRestore(ctx, Sender{}, Point{Tag: "good"}); !errors.Is(err, ErrGuard) || !strings.Contains(err.Error(), "try again") {
 		t.Fatalf("restore with a commit pending: %v, want ErrGuard", err)
 	}
 	go func() {
 		time.Sleep(30 * time.Millisecond)
 		commitAndApply(t, j, term, pending.GetIndex())
 	}()
-	restore, err := j.ProposeRestore(ctx, Authorship{}, Point{Tag: "good"})
+	restore, err := j.ProposeRestore(ctx, Sender{}, Point{Tag: "good"})
 	if err != nil {
 		t.Fatalf("restore once the pending Set is committed: %v", err)
 	}
@@ -273,15 +276,15 @@ func TestTags(t *testing.T) {
 	if _, _, err := j.FailCommit(ctx, p.GetIndex(), 3, "bad"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := j.CreateTag(ctx, "failed", Point{Index: p.GetIndex()}, Authorship{}); !errors.Is(err, ErrGuard) {
+	if _, err := j.CreateTag(ctx, "failed", Point{Index: p.GetIndex()}, Sender{}); !errors.Is(err, ErrGuard) {
 		t.Fatalf("tag at a failed commit: %v, want ErrGuard", err)
 	}
 
 	// Outstanding commit-confirmed: no restore.
-	if _, err := j.ProposeConfirmedChange(ctx, Authorship{}, []*Op{update(t, "/a", "4")}, "cc", time.Now().Add(time.Hour)); err != nil {
+	if _, err := j.ProposeConfirmedChange(ctx, Sender{}, []*Op{update(t, "/a", "4")}, "cc", time.Now().Add(time.Hour)); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := j.ProposeRestore(ctx, Authorship{}, Point{Index: 0}); !errors.Is(err, ErrGuard) || !strings.Contains(err.Error(), "commit-confirmed") {
+	if _, err := j.ProposeRestore(ctx, Sender{}, Point{Index: 0}); !errors.Is(err, ErrGuard) || !strings.Contains(err.Error(), "commit-confirmed") {
 		t.Fatalf("restore during a commit-confirmed: %v, want ErrGuard", err)
 	}
 }
@@ -293,7 +296,7 @@ func TestRestoreCompacted(t *testing.T) {
 	j := openTest(t, "", Options{NoSync: true, Retain: 2})
 	term := synced(t, j)
 	applyChange(t, j, term, update(t, "/a", "1"))
-	tag, err := j.CreateTag(ctx, "old", Point{Latest: true}, Authorship{})
+	tag, err := j.CreateTag(ctx, "old", Point{Latest: true}, Sender{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -303,7 +306,7 @@ func TestRestoreCompacted(t *testing.T) {
 	if _, err := j.Compact(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := j.ProposeRestore(ctx, Authorship{}, Point{Tag: "old"}); !errors.Is(err, ErrCompacted) {
+	if _, err := j.ProposeRestore(ctx, Sender{}, Point{Tag: "old"}); !errors.Is(err, ErrCompacted) {
 		t.Fatalf("restore past retention: %v, want ErrCompacted", err)
 	}
 	if ok, err := j.TagRestorable(ctx, tag); err != nil || ok {
@@ -350,5 +353,62 @@ func TestDryRun(t *testing.T) {
 				t.Fatal("dry run not in path order")
 			}
 		}
+	}
+}
+
+// TestUnionReplace: a Set's union_replaces act as one replace of the
+// union of their values at each of their paths (gNMI 0.10), after its
+// replaces and before its updates.
+func TestUnionReplace(t *testing.T) {
+	union := func(path, value string) *Op {
+		return &Op{Kind: OpUnionReplace, Path: mustPath(t, path), Values: []*Leaf{{Path: mustPath(t, path), Value: jsonVal(value)}}}
+	}
+	for _, tt := range []struct {
+		name string
+		ops  []*Op
+		want map[string]string
+	}{{
+		name: "replaces the subtree",
+		ops:  []*Op{union("/t", `{"a":"9"}`)},
+		want: map[string]string{"/t/a": "9", "/u/x": "1"},
+	}, {
+		name: "the union of overlapping values",
+		ops:  []*Op{union("/t", `{"c":{"e":"1"}}`), union("/t/c", `{"d":"2"}`)},
+		want: map[string]string{"/t/c/e": "1", "/t/c/d": "2", "/u/x": "1"},
+	}, {
+		name: "the union, whichever comes first",
+		ops:  []*Op{union("/t/c", `{"d":"2"}`), union("/t", `{"c":{"e":"1"}}`)},
+		want: map[string]string{"/t/c/e": "1", "/t/c/d": "2", "/u/x": "1"},
+	}, {
+		name: "after replaces, before updates",
+		ops: []*Op{update(t, "/t/a", "after"), union("/t", `{"a":"union","b":"union"}`), replace(t, "/u", "/u/y", "before"),
+			del(t, "/t/b")},
+		want: map[string]string{"/t/a": "after", "/t/b": "union", "/u/y": "before"},
+	}, {
+		name: "several paths",
+		ops:  []*Op{union("/t/a", `"x"`), union("/u", `{"z":"3"}`)},
+		want: map[string]string{"/t/a": "x", "/t/b": "2", "/t/c/e": "0", "/u/z": "3"},
+	}} {
+		t.Run(tt.name, func(t *testing.T) {
+			j := openTest(t, "", Options{NoSync: true})
+			term := synced(t, j)
+			applyChange(t, j, term, update(t, "/t/a", "1", "/t/b", "2", "/t/c/e", "0", "/u/x", "1"))
+			before := liveValues(t, j)
+			diff, err := j.DryRun(context.Background(), tt.ops)
+			if err != nil {
+				t.Fatal(err)
+			}
+			i := applyChange(t, j, term, tt.ops...)
+			if got := liveValues(t, j); !maps.Equal(got, tt.want) {
+				t.Fatalf("after the union_replace: %v, want %v", got, tt.want)
+			}
+			if len(diff) == 0 {
+				t.Error("the dry run saw no change")
+			}
+			rollback(t, j, term, i)
+			if got := liveValues(t, j); !maps.Equal(got, before) {
+				t.Fatalf("rolled back: %v, want %v", got, before)
+			}
+		})
 	}
 }

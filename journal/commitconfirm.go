@@ -39,7 +39,7 @@ import (
 // wraps ErrInvalid. The deadline is not checked against the clock: one
 // already past only makes the rollback due as soon as the change is
 // applied. The then functions run as ProposeChange's do.
-func (j *Journal) ProposeConfirmedChange(ctx context.Context, by Authorship, ops []*Op, id string, deadline time.Time, then ...func(*Tx) error) (*Proposal, error) {
+func (j *Journal) ProposeConfirmedChange(ctx context.Context, by Sender, ops []*Op, id string, deadline time.Time, then ...func(*Tx) error) (*Proposal, error) {
 	if id == "" {
 		return nil, fmt.Errorf("journal: commit-confirmed: the commit id is empty: %w", ErrInvalid)
 	}

@@ -24,7 +24,7 @@ func proposeConfirmed(t testing.TB, j *Journal, id string, deadline time.Time, o
 	if len(ops) == 0 {
 		ops = []*Op{update(t, "/cc", "v")}
 	}
-	p, err := j.ProposeConfirmedChange(context.Background(), Authorship{}, ops, id, deadline)
+	p, err := j.ProposeConfirmedChange(context.Background(), Sender{}, ops, id, deadline)
 	if err != nil {
 		t.Fatalf("ProposeConfirmedChange(%q): %v", id, err)
 	}
@@ -106,32 +106,32 @@ func TestCommitConfirmRefusals(t *testing.T) {
 			ErrGuard, []string{"(proposal 2, ", "gnmi-sidecar commit cancel"}},
 		{"second commit-confirmed", outstanding,
 			func(e env) error {
-				_, err := e.j.ProposeConfirmedChange(ctx, Authorship{}, []*Op{update(t, "/a", "x")}, "another", deadline)
+				_, err := e.j.ProposeConfirmedChange(ctx, Sender{}, []*Op{update(t, "/a", "x")}, "another", deadline)
 				return err
 			},
 			ErrGuard, []string{"a commit-confirmed is already outstanding (proposal 2, rolled back at " + shown +
 				" unless confirmed): confirm or cancel it before starting another"}},
 		{"second commit-confirmed under the same id", outstanding,
 			func(e env) error {
-				_, err := e.j.ProposeConfirmedChange(ctx, Authorship{}, []*Op{update(t, "/a", "x")}, secretID, deadline)
+				_, err := e.j.ProposeConfirmedChange(ctx, Sender{}, []*Op{update(t, "/a", "x")}, secretID, deadline)
 				return err
 			},
 			ErrGuard, []string{"already outstanding (proposal 2, "}},
 		{"commit-confirmed without an id", nil,
 			func(e env) error {
-				_, err := e.j.ProposeConfirmedChange(ctx, Authorship{}, []*Op{update(t, "/a", "x")}, "", deadline)
+				_, err := e.j.ProposeConfirmedChange(ctx, Sender{}, []*Op{update(t, "/a", "x")}, "", deadline)
 				return err
 			},
 			ErrInvalid, []string{"commit id is empty"}},
 		{"commit-confirmed without a deadline", nil,
 			func(e env) error {
-				_, err := e.j.ProposeConfirmedChange(ctx, Authorship{}, []*Op{update(t, "/a", "x")}, "c", time.Time{})
+				_, err := e.j.ProposeConfirmedChange(ctx, Sender{}, []*Op{update(t, "/a", "x")}, "c", time.Time{})
 				return err
 			},
 			ErrInvalid, []string{"no rollback deadline"}},
 		{"commit-confirmed without operations", nil,
 			func(e env) error {
-				_, err := e.j.ProposeConfirmedChange(ctx, Authorship{}, nil, "c", deadline)
+				_, err := e.j.ProposeConfirmedChange(ctx, Sender{}, nil, "c", deadline)
 				return err
 			},
 			ErrInvalid, []string{"no operations"}},

@@ -25,9 +25,11 @@ import (
 // Format 3 adds what format-2 code would misread: proposals applied
 // without a device Set (Change.adopted) or aborted in their turn
 // (Change.aborted_by), and the out-of-sync, resolution and election
-// records. A format-2 journal is format-3 data as it is: opening it
-// flips the format (see upgrade).
-const formatVersion = 3
+// records. Format 4 adds union_replace operations and the client's
+// relayed extensions, which format-3 code would drop. A format-2 or -3
+// journal is format-4 data as it is: opening it flips the format (see
+// upgrade).
+const formatVersion = 4
 
 // Errors callers branch on. Returned errors wrap them; use errors.Is.
 var (
@@ -280,8 +282,8 @@ func (j *Journal) initialize() error {
 			return err
 		}
 		if found {
-			if f := meta.GetFormat(); f != formatVersion && f != 1 && f != 2 {
-				return fmt.Errorf("format %d, this build reads %d (and upgrades 1 and 2): %w", f, formatVersion, ErrFormat)
+			if f := meta.GetFormat(); f != formatVersion && f != 1 && f != 2 && f != 3 {
+				return fmt.Errorf("format %d, this build reads %d (and upgrades 1, 2 and 3): %w", f, formatVersion, ErrFormat)
 			}
 			return nil
 		}

@@ -157,7 +157,7 @@ func (w *writeTxn) dropOutOfSync(c *Configuration, rec *OutOfSync) error {
 // skip|adopt`); applying it settles the out-of-sync records of the paths
 // it writes. Refused like ProposeChange while a
 // commit-confirmed is outstanding.
-func (j *Journal) ProposeAdoption(ctx context.Context, by Authorship, ops []*Op, then ...func(*Tx) error) (*Proposal, error) {
+func (j *Journal) ProposeAdoption(ctx context.Context, by Sender, ops []*Op, then ...func(*Tx) error) (*Proposal, error) {
 	return j.propose(ctx, by, ops, "a commit-confirmed is outstanding", "confirm or cancel it first, or wait for its rollback",
 		func(w *writeTxn, p *Proposal) error {
 			c, err := w.configuration()

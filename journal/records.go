@@ -42,6 +42,9 @@ const (
 	OpDelete  = journalpb.OpKind_OP_KIND_DELETE
 	OpReplace = journalpb.OpKind_OP_KIND_REPLACE
 	OpUpdate  = journalpb.OpKind_OP_KIND_UPDATE
+	// OpUnionReplace is gNMI 0.10's union_replace: the union of a Set's
+	// union_replace values replaces the data at each of their paths.
+	OpUnionReplace = journalpb.OpKind_OP_KIND_UNION_REPLACE
 
 	// HistoryDelta.Kind: what changed the committed values.
 	HistoryKindCommitChange   = journalpb.HistoryKind_HISTORY_KIND_COMMIT_CHANGE

@@ -95,7 +95,7 @@ func recordFixture(tb testing.TB, j *Journal) *Configuration {
 	applyChange(tb, j, term, update(tb, "/d", `{"e":1}`))
 	i := applyChange(tb, j, term, update(tb, "/a/b[k=2]/c", "y"))
 	rollback(tb, j, term, i)
-	if _, err := j.ProposeConfirmedChange(ctx, Authorship{}, []*Op{update(tb, "/f", "z")}, "cc", time.Now().Add(time.Hour)); err != nil {
+	if _, err := j.ProposeConfirmedChange(ctx, Sender{}, []*Op{update(tb, "/f", "z")}, "cc", time.Now().Add(time.Hour)); err != nil {
 		tb.Fatal(err)
 	}
 	if _, err := j.Compact(ctx); err != nil {

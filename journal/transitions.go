@@ -39,22 +39,28 @@ const codeAborted = 10
 // enables without another fsync. An error from one of them fails the whole
 // transition, proposal included.
 func (j *Journal) ProposeChange(ctx context.Context, ops []*Op, then ...func(*Tx) error) (*Proposal, error) {
-	return j.ProposeChangeBy(ctx, Authorship{}, ops, then...)
+	return j.ProposeChangeBy(ctx, Sender{}, ops, then...)
 }
 
-// Authorship says who proposed a change or a rollback, and why
-// (Change.author and comment, Rollback.author and comment).
-type Authorship struct {
+// Sender says who proposed a change or a rollback, and why
+// (Change.author and comment, Rollback.author and comment), and what the
+// client's Set carried besides its operations that its device Set carries
+// again (Change.extensions).
+type Sender struct {
 	// Author names the requester: a client certificate's subject, a gRPC
 	// metadata username or a client address; "device" for a drift
 	// adoption. Never a secret.
 	Author string
 	// Comment is the requester's free text (a commit message), if any.
 	Comment string
+	// Extensions are the client's gnmi_ext.Extensions the sidecar does not
+	// handle itself, each serialized as received: relayed with the
+	// change's device Set. Only a change records them.
+	Extensions [][]byte
 }
 
 // ProposeChangeBy is ProposeChange recording who proposed the change.
-func (j *Journal) ProposeChangeBy(ctx context.Context, by Authorship, ops []*Op, then ...func(*Tx) error) (*Proposal, error) {
+func (j *Journal) ProposeChangeBy(ctx context.Context, by Sender, ops []*Op, then ...func(*Tx) error) (*Proposal, error) {
 	return j.propose(ctx, by, ops, "a commit-confirmed is outstanding", "confirm or cancel it first, or wait for its rollback", nil, then)
 }
 
@@ -96,7 +102,7 @@ var markerValue = &gnmi.TypedValue{Value: &gnmi.TypedValue_JsonIetfVal{JsonIetfV
 // them as a new proposal, refused while a commit-confirmed is outstanding
 // (the refusal's words: lead and advice); then, in the same transaction, it
 // calls also (if set) with the new proposal, and the then functions.
-func (j *Journal) propose(ctx context.Context, by Authorship, ops []*Op, lead, advice string, also func(w *writeTxn, p *Proposal) error, then []func(*Tx) error) (*Proposal, error) {
+func (j *Journal) propose(ctx context.Context, by Sender, ops []*Op, lead, advice string, also func(w *writeTxn, p *Proposal) error, then []func(*Tx) error) (*Proposal, error) {
 	clean, lists, err := j.cleanOps(ops)
 	if err != nil {
 		return nil, err
@@ -132,7 +138,7 @@ func (j *Journal) propose(ctx context.Context, by Authorship, ops []*Op, lead, a
 
 // proposeChange writes ops (already cleaned) as a new proposal and emits
 // its ProposeChange event. Its guards are the caller's.
-func (w *writeTxn) proposeChange(by Authorship, ops []*Op) (*Proposal, *Configuration, error) {
+func (w *writeTxn) proposeChange(by Sender, ops []*Op) (*Proposal, *Configuration, error) {
 	c, err := w.configuration()
 	if err != nil {
 		return nil, nil, err
@@ -142,12 +148,13 @@ func (w *writeTxn) proposeChange(by Authorship, ops []*Op) (*Proposal, *Configur
 		Index: c.LastIndex,
 		Phase: PhaseChange,
 		Change: &Change{
-			Ops:      ops,
-			Commit:   StatusPending,
-			Apply:    StatusPending,
-			Proposed: timestamppb.New(w.now),
-			Author:   by.Author,
-			Comment:  by.Comment,
+			Ops:        ops,
+			Commit:     StatusPending,
+			Apply:      StatusPending,
+			Proposed:   timestamppb.New(w.now),
+			Author:     by.Author,
+			Comment:    by.Comment,
+			Extensions: by.Extensions,
 		},
 	}
 	if err := w.put(proposalKey(p.Index), p); err != nil {
@@ -172,7 +179,7 @@ func (j *Journal) cleanOps(ops []*Op) ([]*Op, []leaves.List, error) {
 	// Learn from every update and replace first: one may name the keys of
 	// a list another holds as JSON.
 	for _, op := range ops {
-		if op.GetKind() == OpReplace || op.GetKind() == OpUpdate {
+		if writes(op.GetKind()) {
 			j.keys.Learn(op.GetPath())
 		}
 	}
@@ -190,7 +197,7 @@ func (j *Journal) cleanOps(ops []*Op) ([]*Op, []leaves.List, error) {
 			if len(op.GetValues()) > 0 {
 				return nil, nil, fmt.Errorf("journal: propose: delete of %s carries values: %w", gnmipath.String(op.Path), ErrInvalid)
 			}
-		case OpReplace, OpUpdate:
+		case OpReplace, OpUpdate, OpUnionReplace:
 			if len(op.GetValues()) == 0 {
 				return nil, nil, fmt.Errorf("journal: propose: %s of %s has no value: %w", op.GetKind(), gnmipath.String(op.Path), ErrInvalid)
 			}
@@ -227,13 +234,19 @@ func (j *Journal) cleanOps(ops []*Op) ([]*Op, []leaves.List, error) {
 				lists.add(u.GetPath())
 			}
 		}
-		if (op.GetKind() == OpReplace || op.GetKind() == OpUpdate) && len(op.GetImpliedDeletes()) == 0 &&
+		if writes(op.GetKind()) && len(op.GetImpliedDeletes()) == 0 &&
 			slices.EqualFunc(op.GetUnits(), impliedUnits(op.GetValues()), func(a, b *Leaf) bool { return proto.Equal(a, b) }) {
 			op.Units, op.UnitsAreValues = nil, true // kept once
 		}
 		out[n] = op
 	}
 	return out, lists.lists, nil
+}
+
+// writes reports whether an operation of kind k writes values: a replace,
+// an update or a union_replace.
+func writes(k OpKind) bool {
+	return k == OpReplace || k == OpUpdate || k == OpUnionReplace
 }
 
 // proposalTransition is one transition of one proposal: fn checks its
@@ -643,15 +656,15 @@ func abortApplyTransition(i uint64) proposalTransition {
 // outstanding (docs/design.md §4): that change is undone by cancelling it, which
 // ExpireCommit turns into this same rollback.
 func (j *Journal) ProposeRollback(ctx context.Context, i uint64) (*Proposal, *Configuration, error) {
-	return j.ProposeRollbackBy(ctx, i, Authorship{})
+	return j.ProposeRollbackBy(ctx, i, Sender{})
 }
 
 // ProposeRollbackBy is ProposeRollback recording who asked for it.
-func (j *Journal) ProposeRollbackBy(ctx context.Context, i uint64, by Authorship) (*Proposal, *Configuration, error) {
+func (j *Journal) ProposeRollbackBy(ctx context.Context, i uint64, by Sender) (*Proposal, *Configuration, error) {
 	return j.proposalTransition(ctx, proposeRollbackTransition(i, by))
 }
 
-func proposeRollbackTransition(i uint64, by Authorship) proposalTransition {
+func proposeRollbackTransition(i uint64, by Sender) proposalTransition {
 	return proposalTransition{action: ActionProposeRollback, index: i, fn: func(w *writeTxn, c *Configuration, p *Proposal) error {
 		if err := commitConfirmGuard(w.txn, "a commit-confirmed is outstanding",
 			"cancel it with the commit extension (or `gnmi-sidecar commit cancel`) instead"); err != nil {
@@ -1136,32 +1149,60 @@ func (e *effective) put(key []byte, pv *PathValue) {
 }
 
 // expand computes the effective writes of ops for proposal i against the
-// committed values, in gNMI order: deletes, then replaces, then updates. A
-// delete or replace tombstones the whole stored subtree at its path; the
-// implied deletes of an operation (other cases of a choice) tombstone what
-// is stored there; then its units are written in order, a marker only
-// where nothing is stored at or under its path (see writeUnit).
+// committed values, in gNMI order: deletes, then replaces, then the
+// union_replaces, then updates. A delete or replace tombstones the whole
+// stored subtree at its path; the implied deletes of an operation (other
+// cases of a choice) tombstone what is stored there; then its units are
+// written in order, a marker only where nothing is stored at or under its
+// path (see writeUnit). The union_replaces act as one: every one of their
+// paths is tombstoned first, then all their units are written, so that the
+// union of their values replaces the data at each path (gNMI 0.10).
 func (w *writeTxn) expand(i uint64, ops []*Op) (*effective, error) {
 	eff := &effective{values: make(map[string]*PathValue)}
-	for _, kind := range []OpKind{OpDelete, OpReplace, OpUpdate} {
+	clear := func(op *Op) error {
+		if op.GetKind() != OpUpdate {
+			if err := w.tombstoneSubtree(eff, i, op.GetPath(), true); err != nil {
+				return err
+			}
+		}
+		for _, p := range op.GetImpliedDeletes() {
+			if err := w.tombstoneSubtree(eff, i, p, false); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	write := func(op *Op) error {
+		for _, u := range Units(op) {
+			if err := w.writeUnit(eff, i, u); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	for _, kind := range []OpKind{OpDelete, OpReplace, OpUnionReplace, OpUpdate} {
+		var union []*Op
 		for _, op := range ops {
 			if op.GetKind() != kind {
 				continue
 			}
-			if kind != OpUpdate {
-				if err := w.tombstoneSubtree(eff, i, op.GetPath(), true); err != nil {
+			if kind == OpUnionReplace {
+				union = append(union, op)
+				if err := clear(op); err != nil {
 					return nil, err
 				}
+				continue
 			}
-			for _, p := range op.GetImpliedDeletes() {
-				if err := w.tombstoneSubtree(eff, i, p, false); err != nil {
-					return nil, err
-				}
+			if err := clear(op); err != nil {
+				return nil, err
 			}
-			for _, u := range Units(op) {
-				if err := w.writeUnit(eff, i, u); err != nil {
-					return nil, err
-				}
+			if err := write(op); err != nil {
+				return nil, err
+			}
+		}
+		for _, op := range union {
+			if err := write(op); err != nil {
+				return nil, err
 			}
 		}
 	}

@@ -45,17 +45,17 @@ func (j *Journal) upgrade() error {
 	if meta.GetFormat() == formatVersion {
 		return j.dropFormat1()
 	}
-	if meta.GetFormat() == 2 {
-		// Format 2's records are format 3's: only the format moves, so
-		// that format-2 code no longer opens the journal.
+	if f := meta.GetFormat(); f == 2 || f == 3 {
+		// Format 2's and 3's records are format 4's: only the format
+		// moves, so that older code no longer opens the journal.
 		err := j.db.Update(func(txn *badger.Txn) error {
 			w := &writeTxn{txn: txn, now: j.opts.Clock()}
 			return w.put(keyMeta, &journalpb.Meta{Format: formatVersion})
 		})
 		if err != nil {
-			return fmt.Errorf("upgrading the journal from format 2 to %d: %w", formatVersion, err)
+			return fmt.Errorf("upgrading the journal from format %d to %d: %w", f, formatVersion, err)
 		}
-		j.log.Info("journal upgraded from format 2", "format", formatVersion)
+		j.log.Info("journal upgraded", "from", f, "format", formatVersion)
 		return nil
 	}
 	start := time.Now()

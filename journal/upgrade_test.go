@@ -5,6 +5,7 @@ import (
 	"compress/gzip"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -300,27 +301,32 @@ func TestUpgradeFormat1Refusals(t *testing.T) {
 	}
 }
 
-// TestUpgradeFormat2 opens a format-2 journal: its records are kept as
-// they are and the format becomes 3, which format-2 builds refuse.
-func TestUpgradeFormat2(t *testing.T) {
-	dir := t.TempDir()
-	j := openTest(t, dir, Options{NoSync: true})
-	term := synced(t, j)
-	applyChange(t, j, term, update(t, "/a", "1"))
-	if err := j.submit(context.Background(), func(w *writeTxn) error {
-		return w.put(keyMeta, &journalpb.Meta{Format: 2})
-	}); err != nil {
-		t.Fatal(err)
+// TestUpgradeFormat2And3 opens a format-2 and a format-3 journal: their
+// records are kept as they are and the format becomes 4, which older
+// builds refuse.
+func TestUpgradeFormat2And3(t *testing.T) {
+	for _, from := range []uint32{2, 3} {
+		t.Run(fmt.Sprint(from), func(t *testing.T) {
+			dir := t.TempDir()
+			j := openTest(t, dir, Options{NoSync: true})
+			term := synced(t, j)
+			applyChange(t, j, term, update(t, "/a", "1"))
+			if err := j.submit(context.Background(), func(w *writeTxn) error {
+				return w.put(keyMeta, &journalpb.Meta{Format: from})
+			}); err != nil {
+				t.Fatal(err)
+			}
+			if err := j.Close(); err != nil {
+				t.Fatal(err)
+			}
+			j = openTest(t, dir, Options{NoSync: true})
+			if f := metaFormat(t, j); f != formatVersion {
+				t.Fatalf("format %d after opening a format-%d journal, want %d", f, from, formatVersion)
+			}
+			if got := committedList(t, j, nil); !slices.Equal(got, []string{"/a=1@1"}) {
+				t.Errorf("committed after the upgrade: %v", got)
+			}
+			checkInvariants(t, j)
+		})
 	}
-	if err := j.Close(); err != nil {
-		t.Fatal(err)
-	}
-	j = openTest(t, dir, Options{NoSync: true})
-	if f := metaFormat(t, j); f != 3 {
-		t.Fatalf("format %d after opening a format-2 journal, want 3", f)
-	}
-	if got := committedList(t, j, nil); !slices.Equal(got, []string{"/a=1@1"}) {
-		t.Errorf("committed after the upgrade: %v", got)
-	}
-	checkInvariants(t, j)
 }

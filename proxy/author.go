@@ -25,22 +25,22 @@ const MaxCommentBytes = 1024
 // authorship names who sends the Set of ctx, and why: the requester and
 // the comment of its sidecar extension, which must be at most
 // MaxCommentBytes of UTF-8 without control characters other than tab.
-func authorship(ctx context.Context, ext *sidecarpb.Request) (journal.Authorship, error) {
+func authorship(ctx context.Context, ext *sidecarpb.Request) (journal.Sender, error) {
 	c := ext.GetComment()
 	switch {
 	case len(c) > MaxCommentBytes:
-		return journal.Authorship{}, status.Errorf(codes.InvalidArgument,
+		return journal.Sender{}, status.Errorf(codes.InvalidArgument,
 			"sidecar extension: the comment is %d bytes long; at most %d are kept", len(c), MaxCommentBytes)
 	case !utf8.ValidString(c):
-		return journal.Authorship{}, status.Error(codes.InvalidArgument, "sidecar extension: the comment is not valid UTF-8")
+		return journal.Sender{}, status.Error(codes.InvalidArgument, "sidecar extension: the comment is not valid UTF-8")
 	}
 	for _, r := range c {
 		if unicode.IsControl(r) && r != '\t' {
-			return journal.Authorship{}, status.Errorf(codes.InvalidArgument,
+			return journal.Sender{}, status.Errorf(codes.InvalidArgument,
 				"sidecar extension: the comment holds the control character %U; write it on one line", r)
 		}
 	}
-	return journal.Authorship{Author: requester(ctx), Comment: c}, nil
+	return journal.Sender{Author: requester(ctx), Comment: c}, nil
 }
 
 // requester names the client of ctx for the journal: its verified

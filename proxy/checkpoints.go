@@ -16,7 +16,7 @@ import (
 
 // tag names (or, with delete, unnames) a point of the journal: the
 // sidecar extension's Tag on a Set without operations.
-func (s *Server) tag(ctx context.Context, t *sidecarpb.Tag, by journal.Authorship) (*gpb.SetResponse, error) {
+func (s *Server) tag(ctx context.Context, t *sidecarpb.Tag, by journal.Sender) (*gpb.SetResponse, error) {
 	j := s.opts.Journal
 	var rec *journal.Tag
 	var err error
@@ -74,7 +74,7 @@ func TagInfo(ctx context.Context, j *journal.Journal, t *journal.Tag) (*sidecarp
 // as one SetRequest, and the Set is answered as a change is (the Response
 // also names the point). When the configuration is as at the point
 // already, nothing is journaled and the answer says so.
-func (s *Server) restore(ctx context.Context, rb *sidecarpb.Rollback, sync bool, by journal.Authorship) (*gpb.SetResponse, error) {
+func (s *Server) restore(ctx context.Context, rb *sidecarpb.Rollback, sync bool, by journal.Sender) (*gpb.SetResponse, error) {
 	pt := journal.Point{Tag: rb.GetToTag(), Index: rb.GetToIndex()}
 	if pt.Tag != "" {
 		if err := journal.ValidateTagName(pt.Tag); err != nil {

@@ -24,7 +24,7 @@ const DefaultRollbackDuration = 10 * time.Minute
 // The record of the outstanding commit lives in the journal, written in
 // the same transaction as the proposal, so a sidecar restart keeps its
 // deadline; the agent rolls it back when the deadline passes.
-func (s *Server) commitConfirmed(ctx context.Context, req *gpb.SetRequest, c *gnmi_ext.Commit, sync bool, by journal.Authorship) (*gpb.SetResponse, error) {
+func (s *Server) commitConfirmed(ctx context.Context, req *gpb.SetRequest, c *gnmi_ext.Commit, sync bool, by journal.Sender) (*gpb.SetResponse, error) {
 	id := c.GetId()
 	if id == "" {
 		return nil, status.Error(codes.InvalidArgument, "commit-confirmed extension: id is required")

@@ -80,11 +80,7 @@ func FuzzSetRequest(f *testing.F) {
 		}
 		ops, err := requestOps(req)
 		if err != nil {
-			if len(req.GetUnionReplace()) > 0 {
-				wantCode(t, "requestOps", err, codes.Unimplemented)
-			} else {
-				wantCode(t, "requestOps", err, codes.InvalidArgument)
-			}
+			wantCode(t, "requestOps", err, codes.InvalidArgument)
 			return
 		}
 		checkOps(t, req, ops)
@@ -130,7 +126,7 @@ func checkOps(t *testing.T, req *gpb.SetRequest, ops []*journal.Op) {
 	for _, p := range req.GetDelete() {
 		want = append(want, &gpb.Update{Path: p})
 	}
-	want = append(append(want, req.GetReplace()...), req.GetUpdate()...)
+	want = append(append(append(want, req.GetReplace()...), req.GetUnionReplace()...), req.GetUpdate()...)
 	if len(ops) != len(want) {
 		t.Fatalf("%d operations from %v", len(ops), req)
 	}

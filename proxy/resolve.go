@@ -20,7 +20,7 @@ import (
 // values again; SKIP and ADOPT read the device's current values and journal
 // them as an adopted proposal (applied without a device Set), authored by
 // the requester.
-func (s *Server) resolve(ctx context.Context, r *sidecarpb.Resolve, by journal.Authorship) (*gpb.SetResponse, error) {
+func (s *Server) resolve(ctx context.Context, r *sidecarpb.Resolve, by journal.Sender) (*gpb.SetResponse, error) {
 	paths := make([]*gpb.Path, 0, len(r.GetPaths()))
 	for _, p := range r.GetPaths() {
 		gp, err := ygot.StringToStructuredPath(p)
@@ -76,7 +76,7 @@ func (s *Server) resolve(ctx context.Context, r *sidecarpb.Resolve, by journal.A
 
 // skip adopts the device's values at the out-of-sync paths at or under
 // paths (all of them if paths is empty).
-func (s *Server) skip(ctx context.Context, paths []*gpb.Path, by journal.Authorship) (*journal.Resolution, error) {
+func (s *Server) skip(ctx context.Context, paths []*gpb.Path, by journal.Sender) (*journal.Resolution, error) {
 	recs, err := s.outOfSync(ctx, paths)
 	if err != nil {
 		return nil, err
@@ -108,7 +108,7 @@ func (s *Server) outOfSync(ctx context.Context, paths []*gpb.Path) ([]*journal.O
 // proposal is applied and records, in the Resolution it returns (action
 // SKIP or ADOPT, with author), the out-of-sync records at or under scope
 // it settled.
-func (s *Server) adopt(ctx context.Context, action string, targets []*gpb.Path, by journal.Authorship, scope []*gpb.Path) (*journal.Resolution, error) {
+func (s *Server) adopt(ctx context.Context, action string, targets []*gpb.Path, by journal.Sender, scope []*gpb.Path) (*journal.Resolution, error) {
 	before, err := s.outOfSync(ctx, scope)
 	if err != nil {
 		return nil, err

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 	"unicode/utf8"
 
@@ -50,6 +49,13 @@ func (s *Server) Set(ctx context.Context, req *gpb.SetRequest) (*gpb.SetResponse
 	}
 	if err := checkExtensionCombination(req, ext, commit); err != nil {
 		return nil, err
+	}
+	if by.Extensions, err = relayedExtensions(req.GetExtension()); err != nil {
+		return nil, err
+	}
+	if len(by.Extensions) > 0 && (ext.GetTag() != nil || ext.GetResolve() != nil || ext.GetRollback() != nil) {
+		return nil, status.Error(codes.InvalidArgument,
+			"a rollback, resolve or tag Set sends the device no Set of the client's: it cannot carry extensions for the device (docs/extension.md)")
 	}
 	switch {
 	case ext.GetTag() != nil:
@@ -170,7 +176,7 @@ func (s *Server) propose(ctx context.Context, req *gpb.SetRequest, sync bool, jo
 
 // rollback proposes the rollback of proposal i (0: the newest change in
 // effect) and waits for it.
-func (s *Server) rollback(ctx context.Context, i uint64, sync bool, by journal.Authorship) (*gpb.SetResponse, error) {
+func (s *Server) rollback(ctx context.Context, i uint64, sync bool, by journal.Sender) (*gpb.SetResponse, error) {
 	if err := s.beforeRollback(ctx, sync); err != nil {
 		return nil, err
 	}
@@ -385,20 +391,20 @@ func changeError(p *journal.Proposal) error {
 
 // RequestExtensions returns the sidecar extension of a SetRequest's
 // extensions (the zero Request if absent) and its commit-confirmed
-// extension (nil if absent), and refuses, with InvalidArgument, extensions
-// the sidecar cannot honour: as Set decodes them.
+// extension (nil if absent), and refuses, with InvalidArgument, the
+// sidecar's own extensions it cannot honour: as Set decodes them. The
+// extensions it does not handle itself are relayed to the device with the
+// change (relayedExtensions): docs/extension.md has the matrix.
 func RequestExtensions(exts []*gnmi_ext.Extension) (*sidecarpb.Request, *gnmi_ext.Commit, error) {
 	out := &sidecarpb.Request{}
 	var commit *gnmi_ext.Commit
 	seen := false
-	for n, e := range exts {
+	for _, e := range exts {
 		switch ext := e.GetExt().(type) {
 		case *gnmi_ext.Extension_RegisteredExt:
 			reg := ext.RegisteredExt
 			if reg.GetId() != ExtensionID {
-				return nil, nil, status.Errorf(codes.InvalidArgument,
-					"unknown registered extension id %d: the sidecar understands only id %d (EID_EXPERIMENTAL, see docs/extension.md)",
-					reg.GetId(), ExtensionID)
+				continue // the device's: relayed
 			}
 			if seen {
 				return nil, nil, status.Errorf(codes.InvalidArgument, "more than one sidecar extension (id %d) in one SetRequest", ExtensionID)
@@ -418,23 +424,41 @@ func RequestExtensions(exts []*gnmi_ext.Extension) (*sidecarpb.Request, *gnmi_ex
 				return nil, nil, status.Error(codes.InvalidArgument, "more than one commit-confirmed extension in one SetRequest")
 			}
 			commit = ext.Commit
-		case nil:
-			return nil, nil, status.Errorf(codes.InvalidArgument,
-				"extension %d carries no extension the sidecar knows (it is empty, or of a kind newer than the sidecar's gNMI)", n+1)
-		default:
-			return nil, nil, status.Errorf(codes.InvalidArgument, "extension %d (%s) is not valid on Set",
-				n+1, strings.TrimPrefix(fmt.Sprintf("%T", ext), "*gnmi_ext.Extension_"))
 		}
 	}
 	return out, commit, nil
 }
 
-// requestOps turns a SetRequest into journal operations: full paths
-// (prefix joined, target dropped), values exactly as sent, in gNMI order.
-func requestOps(req *gpb.SetRequest) ([]*journal.Op, error) {
-	if len(req.GetUnionReplace()) > 0 {
-		return nil, status.Error(codes.Unimplemented, "union_replace is not supported by the sidecar")
+// relayedExtensions returns, serialized as received, the extensions of a
+// SetRequest the sidecar does not handle itself (its own registered
+// extension, commit-confirmed and master arbitration are its): the
+// device's registered extensions, Depth, ConfigSubscription, History and
+// kinds newer than the sidecar's gNMI. They go with the change's device
+// Set; the device decides what they mean.
+func relayedExtensions(exts []*gnmi_ext.Extension) ([][]byte, error) {
+	var out [][]byte
+	for _, e := range exts {
+		switch x := e.GetExt().(type) {
+		case *gnmi_ext.Extension_MasterArbitration, *gnmi_ext.Extension_Commit:
+			continue
+		case *gnmi_ext.Extension_RegisteredExt:
+			if x.RegisteredExt.GetId() == ExtensionID {
+				continue
+			}
+		}
+		b, err := proto.Marshal(e)
+		if err != nil {
+			return nil, status.Errorf(codes.InvalidArgument, "an extension cannot be relayed to the device: %v", err)
+		}
+		out = append(out, b)
 	}
+	return out, nil
+}
+
+// requestOps turns a SetRequest into journal operations: full paths
+// (prefix joined, target dropped), values exactly as sent, in gNMI order
+// (deletes, replaces, union_replaces, updates).
+func requestOps(req *gpb.SetRequest) ([]*journal.Op, error) {
 	prefix := req.GetPrefix()
 	var ops []*journal.Op
 	for _, p := range req.GetDelete() {
@@ -448,7 +472,8 @@ func requestOps(req *gpb.SetRequest) ([]*journal.Op, error) {
 		kind journal.OpKind
 		name string
 		ups  []*gpb.Update
-	}{{journal.OpReplace, "replace", req.GetReplace()}, {journal.OpUpdate, "update", req.GetUpdate()}} {
+	}{{journal.OpReplace, "replace", req.GetReplace()}, {journal.OpUnionReplace, "union_replace", req.GetUnionReplace()},
+		{journal.OpUpdate, "update", req.GetUpdate()}} {
 		for _, u := range group.ups {
 			full, err := joinPath(prefix, u.GetPath())
 			if err != nil {
@@ -554,6 +579,9 @@ func updateResults(req *gpb.SetRequest) []*gpb.UpdateResult {
 	}
 	for _, u := range req.GetReplace() {
 		out = append(out, &gpb.UpdateResult{Path: u.GetPath(), Op: gpb.UpdateResult_REPLACE})
+	}
+	for _, u := range req.GetUnionReplace() {
+		out = append(out, &gpb.UpdateResult{Path: u.GetPath(), Op: gpb.UpdateResult_UNION_REPLACE})
 	}
 	for _, u := range req.GetUpdate() {
 		out = append(out, &gpb.UpdateResult{Path: u.GetPath(), Op: gpb.UpdateResult_UPDATE})

@@ -638,30 +638,30 @@ func TestTraceNamesWhoAsked(t *testing.T) {
 	}
 	op := &journal.Op{Kind: journal.OpUpdate, Path: path, Values: []*journal.Leaf{{Path: path,
 		Value: &gnmi.TypedValue{Value: &gnmi.TypedValue_StringVal{StringVal: "a"}}}}}
-	p, err := j.ProposeChangeBy(ctx, journal.Authorship{Author: "alice", Comment: "NET-1"}, []*journal.Op{op})
+	p, err := j.ProposeChangeBy(ctx, journal.Sender{Author: "alice", Comment: "NET-1"}, []*journal.Op{op})
 	if err != nil {
 		t.Fatal(err)
 	}
 	d.do(j.CommitChange(ctx, p.GetIndex()))
 	d.do(j.StartApply(ctx, p.GetIndex()))
 	d.do(j.CompleteApply(ctx, p.GetIndex(), term))
-	if _, _, err := j.ProposeRollbackBy(ctx, p.GetIndex(), journal.Authorship{Author: "bob", Comment: "undo"}); err != nil {
+	if _, _, err := j.ProposeRollbackBy(ctx, p.GetIndex(), journal.Sender{Author: "bob", Comment: "undo"}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := j.CreateTag(ctx, "empty", journal.Point{Index: 0}, journal.Authorship{}); err != nil {
+	if _, err := j.CreateTag(ctx, "empty", journal.Point{Index: 0}, journal.Sender{}); err != nil {
 		t.Fatal(err)
 	}
 	d.do(j.CommitRollback(ctx, p.GetIndex()))
 	d.do(j.StartApplyRollback(ctx, p.GetIndex()))
 	d.do(j.CompleteApplyRollback(ctx, p.GetIndex(), term))
-	q, err := j.ProposeChangeBy(ctx, journal.Authorship{Author: "carol"}, []*journal.Op{op})
+	q, err := j.ProposeChangeBy(ctx, journal.Sender{Author: "carol"}, []*journal.Op{op})
 	if err != nil {
 		t.Fatal(err)
 	}
 	d.do(j.CommitChange(ctx, q.GetIndex()))
 	d.do(j.StartApply(ctx, q.GetIndex()))
 	d.do(j.CompleteApply(ctx, q.GetIndex(), term))
-	r, err := j.ProposeRestore(ctx, journal.Authorship{Author: "dave", Comment: "clean slate"}, journal.Point{Tag: "empty"})
+	r, err := j.ProposeRestore(ctx, journal.Sender{Author: "dave", Comment: "clean slate"}, journal.Point{Tag: "empty"})
 	if err != nil {
 		t.Fatal(err)
 	}

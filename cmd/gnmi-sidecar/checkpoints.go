@@ -228,14 +228,15 @@ type DryRunResult struct {
 
 func newSetCommand(stdout, stderr io.Writer) *cobra.Command {
 	o := &ops{stdout: stdout, stderr: stderr}
-	var updates, replaces, deletes []string
+	var updates, replaces, unionReplaces, deletes []string
 	var encoding, comment string
 	var dryRun, async bool
 	cmd := o.command(&cobra.Command{
-		Use:   "set [--update PATH=JSON]... [--replace PATH=JSON]... [--delete PATH]...",
+		Use:   "set [--update PATH=JSON]... [--replace PATH=JSON]... [--union-replace PATH=JSON]... [--delete PATH]...",
 		Short: "Send a gNMI Set through the sidecar, with a comment, or as a dry run",
 		Long: `set sends one gNMI SetRequest through the sidecar: its deletes, then its
-replaces, then its updates, as gNMI applies them. PATH is a gNMI path
+replaces, then its union_replaces (gNMI 0.10: the union of their values
+replaces the data at each of their paths), then its updates. PATH is a gNMI path
 string (/interfaces/interface[name=eth0]/config/mtu; ORIGIN:/... for an
 origin); JSON is the value as JSON text, sent as JSON_IETF (--encoding
 json: JSON): a string needs its quotes, e.g.
@@ -258,13 +259,14 @@ device refuses fails with exit code 1 and the device's message.
 	o.cfg.addFlags(cmd.Flags())
 	cmd.Flags().StringArrayVar(&updates, "update", nil, "PATH=JSON to merge in (repeatable)")
 	cmd.Flags().StringArrayVar(&replaces, "replace", nil, "PATH=JSON to replace (repeatable)")
+	cmd.Flags().StringArrayVar(&unionReplaces, "union-replace", nil, "PATH=JSON to union_replace (repeatable: the union of all replaces the data at each PATH)")
 	cmd.Flags().StringArrayVar(&deletes, "delete", nil, "PATH to delete (repeatable)")
 	cmd.Flags().StringVar(&encoding, "encoding", "json_ietf", "encoding of the values: json_ietf or json")
 	cmd.Flags().StringVar(&comment, "comment", "", "why: recorded with the proposal (at most 1024 bytes, one line)")
 	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "print what the Set would change; journal and apply nothing")
 	cmd.Flags().BoolVar(&async, "async", false, "return once the Set is committed in the journal, before the device applied it")
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
-		req, err := buildSetRequest(updates, replaces, deletes, encoding)
+		req, err := buildSetRequest(updates, replaces, unionReplaces, deletes, encoding)
 		if err != nil {
 			return o.usage(cmd, err)
 		}
@@ -339,9 +341,9 @@ func (o *ops) printSetDiff(changes []*sidecarpb.LeafChange) error {
 }
 
 // buildSetRequest builds the SetRequest of `set`'s flags.
-func buildSetRequest(updates, replaces, deletes []string, encoding string) (*gpb.SetRequest, error) {
-	if len(updates)+len(replaces)+len(deletes) == 0 {
-		return nil, errors.New("nothing to set: give --update, --replace or --delete")
+func buildSetRequest(updates, replaces, unionReplaces, deletes []string, encoding string) (*gpb.SetRequest, error) {
+	if len(updates)+len(replaces)+len(unionReplaces)+len(deletes) == 0 {
+		return nil, errors.New("nothing to set: give --update, --replace, --union-replace or --delete")
 	}
 	var enc func([]byte) *gpb.TypedValue
 	switch strings.ToLower(encoding) {
@@ -366,7 +368,7 @@ func buildSetRequest(updates, replaces, deletes []string, encoding string) (*gpb
 		flag string
 		args []string
 		dst  *[]*gpb.Update
-	}{{"--replace", replaces, &req.Replace}, {"--update", updates, &req.Update}} {
+	}{{"--replace", replaces, &req.Replace}, {"--union-replace", unionReplaces, &req.UnionReplace}, {"--update", updates, &req.Update}} {
 		for _, s := range g.args {
 			path, val, ok := cutAssignment(s)
 			if !ok {

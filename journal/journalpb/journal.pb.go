@@ -139,7 +139,8 @@ func (Phase) EnumDescriptor() ([]byte, []int) {
 }
 
 // Kind of a Set operation. gNMI applies all deletes, then all replaces, then
-// all updates.
+// the union_replaces (as one: the union of their values replaces the data
+// at each of their paths), then all updates.
 type OpKind int32
 
 const (
@@ -147,6 +148,8 @@ const (
 	OpKind_OP_KIND_DELETE  OpKind = 1
 	OpKind_OP_KIND_REPLACE OpKind = 2
 	OpKind_OP_KIND_UPDATE  OpKind = 3
+	// gNMI 0.10 union_replace (format 4).
+	OpKind_OP_KIND_UNION_REPLACE OpKind = 4
 )
 
 // Enum value maps for OpKind.
@@ -156,12 +159,14 @@ var (
 		1: "OP_KIND_DELETE",
 		2: "OP_KIND_REPLACE",
 		3: "OP_KIND_UPDATE",
+		4: "OP_KIND_UNION_REPLACE",
 	}
 	OpKind_value = map[string]int32{
-		"OP_KIND_UNSET":   0,
-		"OP_KIND_DELETE":  1,
-		"OP_KIND_REPLACE": 2,
-		"OP_KIND_UPDATE":  3,
+		"OP_KIND_UNSET":         0,
+		"OP_KIND_DELETE":        1,
+		"OP_KIND_REPLACE":       2,
+		"OP_KIND_UPDATE":        3,
+		"OP_KIND_UNION_REPLACE": 4,
 	}
 )
 
@@ -320,7 +325,10 @@ type Meta struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// 1: values recorded per Set path, as sent. 2: values recorded per leaf
 	// (Op.units), learned list keys (ListKeys), committed and applied values
-	// under their format-2 key namespaces.
+	// under their format-2 key namespaces. 3: adopted and aborted proposals,
+	// out-of-sync, resolution and election records. 4: union_replace
+	// operations (OP_KIND_UNION_REPLACE) and relayed extensions
+	// (Change.extensions).
 	Format        uint32 `protobuf:"varint,1,opt,name=format,proto3" json:"format,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -728,7 +736,11 @@ type Change struct {
 	// Set on a change that restores an earlier point of the journal
 	// (`rollback --to`): it writes back, as one Set, what every path changed
 	// since then held at that point.
-	Restores      *Restore `protobuf:"bytes,15,opt,name=restores,proto3" json:"restores,omitempty"`
+	Restores *Restore `protobuf:"bytes,15,opt,name=restores,proto3" json:"restores,omitempty"`
+	// The client's extensions the sidecar does not handle itself, each a
+	// serialized gnmi_ext.Extension exactly as received: they go with the
+	// change's device Set (which then carries no other proposal).
+	Extensions    [][]byte `protobuf:"bytes,16,rep,name=extensions,proto3" json:"extensions,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -864,6 +876,13 @@ func (x *Change) GetComment() string {
 func (x *Change) GetRestores() *Restore {
 	if x != nil {
 		return x.Restores
+	}
+	return nil
+}
+
+func (x *Change) GetExtensions() [][]byte {
+	if x != nil {
+		return x.Extensions
 	}
 	return nil
 }
@@ -2111,7 +2130,7 @@ const file_journal_journalpb_journal_proto_rawDesc = "" +
 	"\x05value\x18\x04 \x01(\v2\x10.gnmi.TypedValueR\x05value\"5\n" +
 	"\x05Error\x12\x12\n" +
 	"\x04code\x18\x01 \x01(\rR\x04code\x12\x18\n" +
-	"\amessage\x18\x02 \x01(\tR\amessage\"\xc8\x05\n" +
+	"\amessage\x18\x02 \x01(\tR\amessage\"\xe8\x05\n" +
 	"\x06Change\x12,\n" +
 	"\x03ops\x18\x01 \x03(\v2\x1a.gnmisidecar.journal.v1.OpR\x03ops\x129\n" +
 	"\x06values\x18\x02 \x03(\v2!.gnmisidecar.journal.v1.PathValueR\x06values\x126\n" +
@@ -2129,7 +2148,10 @@ const file_journal_journalpb_journal_proto_rawDesc = "" +
 	"aborted_by\x18\f \x01(\x04R\tabortedBy\x12!\n" +
 	"\fadopted_term\x18\r \x01(\x04R\vadoptedTerm\x12\x18\n" +
 	"\acomment\x18\x0e \x01(\tR\acomment\x12;\n" +
-	"\brestores\x18\x0f \x01(\v2\x1f.gnmisidecar.journal.v1.RestoreR\brestores\"R\n" +
+	"\brestores\x18\x0f \x01(\v2\x1f.gnmisidecar.journal.v1.RestoreR\brestores\x12\x1e\n" +
+	"\n" +
+	"extensions\x18\x10 \x03(\fR\n" +
+	"extensions\"R\n" +
 	"\aRestore\x12\x14\n" +
 	"\x05index\x18\x01 \x01(\x04R\x05index\x12\x10\n" +
 	"\x03tag\x18\x02 \x01(\tR\x03tag\x12\x1f\n" +
@@ -2243,12 +2265,13 @@ const file_journal_journalpb_journal_proto_rawDesc = "" +
 	"\x05Phase\x12\x0f\n" +
 	"\vPHASE_UNSET\x10\x00\x12\x10\n" +
 	"\fPHASE_CHANGE\x10\x01\x12\x12\n" +
-	"\x0ePHASE_ROLLBACK\x10\x02*X\n" +
+	"\x0ePHASE_ROLLBACK\x10\x02*s\n" +
 	"\x06OpKind\x12\x11\n" +
 	"\rOP_KIND_UNSET\x10\x00\x12\x12\n" +
 	"\x0eOP_KIND_DELETE\x10\x01\x12\x13\n" +
 	"\x0fOP_KIND_REPLACE\x10\x02\x12\x12\n" +
-	"\x0eOP_KIND_UPDATE\x10\x03*\xa6\x01\n" +
+	"\x0eOP_KIND_UPDATE\x10\x03\x12\x19\n" +
+	"\x15OP_KIND_UNION_REPLACE\x10\x04*\xa6\x01\n" +
 	"\vHistoryKind\x12\x16\n" +
 	"\x12HISTORY_KIND_UNSET\x10\x00\x12\x1e\n" +
 	"\x1aHISTORY_KIND_COMMIT_CHANGE\x10\x01\x12 \n" +
