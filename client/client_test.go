@@ -554,7 +554,6 @@ func TestExtensionErrors(t *testing.T) {
 		exts []*gnmi_ext.Extension
 		code codes.Code
 	}{
-		{"unknown registered id", true, []*gnmi_ext.Extension{extension(gnmi_ext.ExtensionID(1000), nil)}, codes.InvalidArgument},
 		{"undecodable msg", true, []*gnmi_ext.Extension{sidecarExt([]byte("not a protobuf")...)}, codes.InvalidArgument},
 		{"two sidecar extensions", true, []*gnmi_ext.Extension{sidecarExt(0x08, 0x01), sidecarExt(0x08, 0x01)}, codes.InvalidArgument},
 		{"unknown mode", true, []*gnmi_ext.Extension{sidecarExt(0x08, 0x07)}, codes.InvalidArgument},

@@ -1,6 +1,7 @@
 package journal
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -10,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dgraph-io/badger/v4"
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/gnmi-sidecar/gnmi-sidecar/testbed/diskfault"
@@ -144,4 +146,18 @@ func TestFailsOnceAWriteFails(t *testing.T) {
 		t.Errorf("reopened: last index %d, want %d, the last acknowledged", c.GetLastIndex(), last)
 	}
 	checkInvariants(t, j2)
+}
+
+// TestReadPanicFailsTheJournal: a read that panics inside the database (as
+// Badger does when a failed write left it without a memtable) fails the
+// journal, as a failed write does, instead of the process.
+func TestReadPanicFailsTheJournal(t *testing.T) {
+	j := openTest(t, "", Options{NoSync: true})
+	err := j.view(context.Background(), func(*badger.Txn) error { panic("no memtable") })
+	if !errors.Is(err, ErrFailed) {
+		t.Fatalf("a read that panicked: %v, want ErrFailed", err)
+	}
+	if _, err := j.Configuration(context.Background()); !errors.Is(err, ErrFailed) {
+		t.Fatalf("the next read: %v, want ErrFailed", err)
+	}
 }

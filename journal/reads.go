@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"runtime/debug"
 	"slices"
 	"time"
 
@@ -18,7 +19,7 @@ import (
 // see one consistent snapshot; their callback must not call back into the
 // Journal.
 
-func (j *Journal) view(ctx context.Context, fn func(txn *badger.Txn) error) error {
+func (j *Journal) view(ctx context.Context, fn func(txn *badger.Txn) error) (err error) {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -30,6 +31,15 @@ func (j *Journal) view(ctx context.Context, fn func(txn *badger.Txn) error) erro
 	if err := j.failure(); err != nil {
 		return err
 	}
+	defer func() {
+		// Badger can be left with no memtable by a write that failed on
+		// the disk (a memtable file it could not create), and a read
+		// racing the writer's report of that failure dereferences it:
+		// the journal has failed, not the process.
+		if r := recover(); r != nil {
+			err = j.fail(fmt.Errorf("a read failed inside the database: %v\n%s", r, debug.Stack()))
+		}
+	}()
 	return j.db.View(fn)
 }
 

@@ -323,9 +323,9 @@ func TestBadInputRefused(t *testing.T) {
 			codes.InvalidArgument, "has no value"},
 		{"no operations", &gpb.SetRequest{},
 			codes.InvalidArgument, "no operations"},
-		{"unknown extension id", &gpb.SetRequest{Update: []*gpb.Update{good},
-			Extension: []*gnmi_ext.Extension{registeredExt(12345, []byte{0x08, 0x01})}},
-			codes.InvalidArgument, "unknown registered extension id 12345"},
+		{"an extension for the device with a tag", &gpb.SetRequest{
+			Extension: []*gnmi_ext.Extension{registeredExt(12345, []byte{0x08, 0x01}), sidecarExt(t, &sidecarpb.Request{Tag: &sidecarpb.Tag{Name: "x"}})}},
+			codes.InvalidArgument, "cannot carry extensions for the device"},
 		{"garbage in extension 999", &gpb.SetRequest{Update: []*gpb.Update{good},
 			Extension: []*gnmi_ext.Extension{registeredExt(gnmi_ext.ExtensionID_EID_EXPERIMENTAL, []byte{0xff, 0xff, 0xff, 0xff})}},
 			codes.InvalidArgument, "msg is not a gnmisidecar.extension.v1.Request"},
