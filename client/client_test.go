@@ -342,7 +342,7 @@ func TestSet(t *testing.T) {
 		mode func(*gpb.SetRequest) *gpb.SetRequest
 		sync bool
 	}{
-		{name: "no extension is SYNC", mode: func(r *gpb.SetRequest) *gpb.SetRequest { return r }, sync: true},
+		{name: "an empty extension is SYNC", mode: func(r *gpb.SetRequest) *gpb.SetRequest { return client.WithRequest(r, &sidecarpb.Request{}) }, sync: true},
 		{name: "SYNC", mode: func(r *gpb.SetRequest) *gpb.SetRequest { return client.WithMode(r, syncMode) }, sync: true},
 		{name: "ASYNC", mode: func(r *gpb.SetRequest) *gpb.SetRequest { return client.WithMode(r, asyncMode) }},
 	}
@@ -599,7 +599,8 @@ func startSidecar(t *testing.T) *sidecar {
 // mustSet sets path to v through the sidecar (SYNC).
 func (s *sidecar) mustSet(t *testing.T, path string, v *gpb.TypedValue) *gpb.SetResponse {
 	t.Helper()
-	resp, err := s.Client.Set(testContext(t), update(t, path, v))
+	// An empty sidecar extension asks for the receipt.
+	resp, err := s.Client.Set(testContext(t), client.WithRequest(update(t, path, v), &sidecarpb.Request{}))
 	if err != nil {
 		t.Fatalf("Set %s = %v: %v", path, v, err)
 	}

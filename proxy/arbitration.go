@@ -91,7 +91,17 @@ func roleName(role string) string {
 // onlyArbitration reports whether req is the empty Set a client sends,
 // with its election id only, when it becomes master.
 func onlyArbitration(req *gpb.SetRequest, ma *gnmi_ext.MasterArbitration) bool {
-	return ma != nil && !hasOps(req) && len(req.GetExtension()) == 1
+	if ma == nil || hasOps(req) {
+		return false
+	}
+	for _, e := range req.GetExtension() {
+		// Besides the arbitration, at most an empty sidecar extension
+		// (asking for the receipt).
+		if e.GetMasterArbitration() == nil && (e.GetRegisteredExt().GetId() != ExtensionID || len(e.GetRegisteredExt().GetMsg()) > 0) {
+			return false
+		}
+	}
+	return true
 }
 
 // masterResponse answers the empty Set of a new master.

@@ -38,6 +38,10 @@ type Options struct {
 	// QueueWhenDisconnected journals SYNC Sets while the device is
 	// disconnected instead of refusing them with Unavailable.
 	QueueWhenDisconnected bool
+	// AlwaysReplyExtension adds the sidecar's Response extension (the
+	// receipt: proposal index and statuses) to every Set reply; by default
+	// only to the replies of Sets that carried the sidecar's extension.
+	AlwaysReplyExtension bool
 	// MaxRecvBytes caps a device response (default 64 MiB).
 	MaxRecvBytes int
 	// DeviceUsername and DevicePassword are the sidecar's own device

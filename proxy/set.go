@@ -28,6 +28,27 @@ const ExtensionID = gnmi_ext.ExtensionID_EID_EXPERIMENTAL
 // proposes a rollback) and answers when the agent is done with it: after
 // the device answered (SYNC) or once committed (ASYNC).
 func (s *Server) Set(ctx context.Context, req *gpb.SetRequest) (*gpb.SetResponse, error) {
+	resp, err := s.set(ctx, req)
+	if err == nil && !s.opts.AlwaysReplyExtension && !hasSidecarExtension(req) {
+		// The reply is the device's: the sidecar's receipt only for a
+		// client that asked for it (docs/extension.md).
+		resp.Extension = withoutSidecarExtension(resp.GetExtension())
+	}
+	return resp, err
+}
+
+// hasSidecarExtension reports whether req carries the sidecar's extension
+// (an empty one asks for the receipt).
+func hasSidecarExtension(req *gpb.SetRequest) bool {
+	for _, e := range req.GetExtension() {
+		if e.GetRegisteredExt().GetId() == ExtensionID {
+			return true
+		}
+	}
+	return false
+}
+
+func (s *Server) set(ctx context.Context, req *gpb.SetRequest) (*gpb.SetResponse, error) {
 	ext, commit, err := RequestExtensions(req.GetExtension())
 	if err != nil {
 		return nil, err

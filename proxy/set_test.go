@@ -304,7 +304,7 @@ func TestSetQueueWhenDisconnected(t *testing.T) {
 	replied := make(chan reply, 1)
 	req := sidecartest.UpdateRequest(t, descPath, sidecartest.StringVal("queued"))
 	go func() {
-		resp, err := r.Client.Set(t.Context(), req)
+		resp, err := r.Client.Set(t.Context(), sidecartest.AskReceipt(req))
 		replied <- reply{resp, err}
 	}()
 	sidecartest.Eventually(t, waitFor, "the Set to be journaled", func() bool { return r.LastIndex(t) == 1 })
@@ -473,4 +473,48 @@ func TestSetAbortedBehindFailedProposal(t *testing.T) {
 		Commit: sidecarpb.Status_STATUS_COMPLETE, Apply: sidecarpb.Status_STATUS_ABORTED})
 	r.WantDeviceLeaf(t, descPath, nil)
 	r.WantDeviceLeaf(t, mtuPath, nil)
+}
+
+// TestReplyIsTheDevicesReply: the reply to a Set is the device's; the
+// sidecar's receipt (extension 999) is added only for a client that asked
+// for it with the sidecar's extension (an empty one will do), or for every
+// Set with AlwaysReplyExtension (--reply-extension=always).
+func TestReplyIsTheDevicesReply(t *testing.T) {
+	receipt := func(resp *gpb.SetResponse) bool {
+		for _, e := range resp.GetExtension() {
+			if e.GetRegisteredExt().GetId() == gnmi_ext.ExtensionID_EID_EXPERIMENTAL {
+				return true
+			}
+		}
+		return false
+	}
+	for _, always := range []bool{false, true} {
+		t.Run(fmt.Sprintf("always=%v", always), func(t *testing.T) {
+			r := sidecartest.Start(t, sidecartest.Options{AlwaysReplyExtension: always})
+			plain, err := r.Client.Set(t.Context(), sidecartest.UpdateRequest(t, descPath, sidecartest.StringVal("plain")))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if receipt(plain) != always {
+				t.Errorf("a Set without the sidecar's extension: receipt %v, want %v: %v", receipt(plain), always, plain)
+			}
+			asked := r.MustSet(t, sidecartest.UpdateRequest(t, descPath, sidecartest.StringVal("asked")))
+			if !receipt(asked) {
+				t.Errorf("a Set with an empty sidecar extension has no receipt: %v", asked)
+			}
+			// A commit-confirmed confirm asks nothing of the sidecar's
+			// extension either.
+			if _, err := r.Client.Set(t.Context(), &gpb.SetRequest{Update: sidecartest.UpdateRequest(t, descPath, sidecartest.StringVal("cc")).GetUpdate(),
+				Extension: []*gnmi_ext.Extension{sidecartest.CommitExtension("c1", sidecartest.CommitFor(time.Minute))}}); err != nil {
+				t.Fatal(err)
+			}
+			confirm, err := r.Client.Set(t.Context(), sidecartest.BareRequest(sidecartest.CommitExtension("c1", &gnmi_ext.CommitConfirm{})))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if receipt(confirm) != always {
+				t.Errorf("a confirm: receipt %v, want %v", receipt(confirm), always)
+			}
+		})
+	}
 }

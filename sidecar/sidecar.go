@@ -65,6 +65,10 @@ type Config struct {
 	// QueueWhenDisconnected journals SYNC Sets while the device is
 	// unreachable instead of refusing them with UNAVAILABLE.
 	QueueWhenDisconnected bool
+	// AlwaysReplyExtension adds the sidecar's receipt (its Response
+	// extension) to every Set reply, not only to those of Sets that asked
+	// for it with the sidecar's extension.
+	AlwaysReplyExtension bool
 	// MasterArbitration sends MasterArbitration{election_id: term} with
 	// every device Set (fencing).
 	MasterArbitration bool
@@ -300,6 +304,7 @@ func (s *Sidecar) assemble() error {
 		Journal:               s.journal,
 		Agent:                 a,
 		QueueWhenDisconnected: cfg.QueueWhenDisconnected,
+		AlwaysReplyExtension:  cfg.AlwaysReplyExtension,
 		DeviceUsername:        cfg.DeviceUsername,
 		DevicePassword:        cfg.DevicePassword,
 		Logger:                s.log,

@@ -34,6 +34,7 @@ import (
 
 	"github.com/gnmi-sidecar/gnmi-sidecar/agent/trace"
 	"github.com/gnmi-sidecar/gnmi-sidecar/proxy/sidecarpb"
+	"github.com/gnmi-sidecar/gnmi-sidecar/sidecar/sidecartest"
 )
 
 // binDir holds the binaries the tests build; TestMain removes it.
@@ -548,12 +549,13 @@ func registeredExt(id gnmi_ext.ExtensionID, msg []byte) *gnmi_ext.Extension {
 		RegisteredExt: &gnmi_ext.RegisteredExtension{Id: id, Msg: msg}}}
 }
 
-// setDesc sets interface intf's description.
+// setDesc sets interface intf's description, asking for the sidecar's
+// receipt (sidecartest.AskReceipt).
 func setDesc(ctx context.Context, c gpb.GNMIClient, intf, val string, exts ...*gnmi_ext.Extension) (*gpb.SetResponse, error) {
-	return c.Set(ctx, &gpb.SetRequest{
+	return c.Set(ctx, sidecartest.AskReceipt(&gpb.SetRequest{
 		Update:    []*gpb.Update{{Path: descPath(intf), Val: strVal(val)}},
 		Extension: exts,
-	})
+	}))
 }
 
 // responseExt decodes the sidecar's Response extension of a SetResponse.

@@ -941,7 +941,9 @@ func fetchJournalListOnce(ctx context.Context, c gpb.GNMIClient, limit uint64) (
 // extension commit, and returns the sidecar's Response if the answer
 // carries one.
 func commitSet(ctx context.Context, c gpb.GNMIClient, commit *gnmi_ext.Commit) (*ResponseView, error) {
-	resp, err := c.Set(ctx, &gpb.SetRequest{Extension: []*gnmi_ext.Extension{{Ext: &gnmi_ext.Extension_Commit{Commit: commit}}}})
+	// An empty sidecar extension asks for the receipt (the Response).
+	req := client.WithRequest(&gpb.SetRequest{Extension: []*gnmi_ext.Extension{{Ext: &gnmi_ext.Extension_Commit{Commit: commit}}}}, &sidecarpb.Request{})
+	resp, err := c.Set(ctx, req)
 	if err != nil {
 		return nil, err
 	}

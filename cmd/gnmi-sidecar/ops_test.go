@@ -924,8 +924,11 @@ func TestOpsContractCommit(t *testing.T) {
 				t.Fatalf("%d Sets, want 1", len(f.sets))
 			}
 			req := f.sets[0]
-			if len(req.GetUpdate())+len(req.GetReplace())+len(req.GetDelete())+len(req.GetUnionReplace()) != 0 || len(req.GetExtension()) != 1 {
-				t.Fatalf("SetRequest %v: want no operations and one extension", req)
+			// The commit-confirmed extension, and an empty sidecar
+			// extension asking for the receipt.
+			if len(req.GetUpdate())+len(req.GetReplace())+len(req.GetDelete())+len(req.GetUnionReplace()) != 0 || len(req.GetExtension()) != 2 ||
+				req.GetExtension()[1].GetRegisteredExt().GetId() != gnmi_ext.ExtensionID_EID_EXPERIMENTAL || len(req.GetExtension()[1].GetRegisteredExt().GetMsg()) != 0 {
+				t.Fatalf("SetRequest %v: want no operations, the commit extension and an empty sidecar extension", req)
 			}
 			c := req.GetExtension()[0].GetCommit()
 			if c.GetId() != tt.args[1] || (tt.want != nil && !tt.want(c)) {

@@ -55,6 +55,7 @@ type serveConfig struct {
 	yangModules           []string
 	driftPolicy           string
 	driftInterval         time.Duration
+	replyExtension        string
 
 	securityConfig      // northbound TLS, client authorization, device credentials (security.go)
 	observabilityConfig // metrics, health, reflection (observe.go)
@@ -88,6 +89,8 @@ func (c *serveConfig) addFlags(f *pflag.FlagSet) {
 		"what to do when the device's configuration is changed behind the sidecar's back (drift): report (log, metric, gnmi-sidecar drift), revert (put the journal's values back), adopt (journal the device's values as a proposal authored \"device\"), or off (do not watch); docs/drift.md")
 	f.DurationVar(&c.driftInterval, "drift-interval", drift.DefaultInterval,
 		"how often the configuration is compared with the device when the device refuses ON_CHANGE subscriptions (drift is then seen within this interval)")
+	f.StringVar(&c.replyExtension, "reply-extension", "asked",
+		"when a Set's reply carries the sidecar's receipt (extension 999: proposal index and statuses): asked (only for a Set that carried the sidecar's extension; the reply is otherwise the device's) or always")
 	f.StringVar(&c.configPath, configFlag, "", "YAML file of options: keys are these flags' names (listen: ..., journal-dir: ...); flags on the command line override it")
 	c.securityConfig.addFlags(f)
 	c.observabilityConfig.addFlags(f)
@@ -228,6 +231,14 @@ func (cfg *serveConfig) checkedConfig(log *slog.Logger) (sidecar.Config, error) 
 	if err := cfg.observabilityConfig.check(); err != nil {
 		return sidecar.Config{}, err
 	}
+	var alwaysReply bool
+	switch cfg.replyExtension {
+	case "asked":
+	case "always":
+		alwaysReply = true
+	default:
+		return sidecar.Config{}, fmt.Errorf("--reply-extension %q: want asked or always", cfg.replyExtension)
+	}
 	policy, err := drift.ParsePolicy(cfg.driftPolicy)
 	if err != nil {
 		return sidecar.Config{}, fmt.Errorf("--drift-policy: %w", err)
@@ -240,6 +251,7 @@ func (cfg *serveConfig) checkedConfig(log *slog.Logger) (sidecar.Config, error) 
 		DeviceUsername:        cfg.deviceUsername,
 		PersistentDevice:      cfg.persistentDevice,
 		QueueWhenDisconnected: cfg.queueWhenDisconnected,
+		AlwaysReplyExtension:  alwaysReply,
 		MasterArbitration:     cfg.masterArbitration,
 		ApplyTimeout:          cfg.applyTimeout,
 		JournalDir:            cfg.journalDir,

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	gpb "github.com/openconfig/gnmi/proto/gnmi"
+	"github.com/openconfig/gnmi/proto/gnmi_ext"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/gnmi-sidecar/gnmi-sidecar/journal"
@@ -17,12 +18,30 @@ import (
 // far sooner.
 const callTimeout = 20 * time.Second
 
-// Set sends req through the proxy, bounded to 20 s.
+// Set sends req through the proxy, bounded to 20 s, asking for the
+// sidecar's receipt (an empty sidecar extension) unless req carries the
+// sidecar's extension already: its reply carries the Response extension
+// tests read. A test of what a client that does not ask gets uses Client.
 func (s *Sidecar) Set(t testing.TB, req *gpb.SetRequest) (*gpb.SetResponse, error) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(t.Context(), callTimeout)
 	defer cancel()
-	return s.Client.Set(ctx, req)
+	return s.Client.Set(ctx, AskReceipt(req))
+}
+
+// AskReceipt returns req with an empty sidecar extension added, unless it
+// carries one: the sidecar then puts its receipt (the Response extension)
+// in the reply.
+func AskReceipt(req *gpb.SetRequest) *gpb.SetRequest {
+	for _, e := range req.GetExtension() {
+		if e.GetRegisteredExt().GetId() == gnmi_ext.ExtensionID_EID_EXPERIMENTAL {
+			return req
+		}
+	}
+	out := proto.CloneOf(req)
+	out.Extension = append(out.Extension, &gnmi_ext.Extension{Ext: &gnmi_ext.Extension_RegisteredExt{
+		RegisteredExt: &gnmi_ext.RegisteredExtension{Id: gnmi_ext.ExtensionID_EID_EXPERIMENTAL}}})
+	return out
 }
 
 // MustSet is Set failing the test on an error.

@@ -37,6 +37,8 @@ type Options struct {
 	Device testbed.Options
 	// QueueWhenDisconnected is sidecar.Config.QueueWhenDisconnected.
 	QueueWhenDisconnected bool
+	// AlwaysReplyExtension is sidecar.Config.AlwaysReplyExtension.
+	AlwaysReplyExtension bool
 	// Retain is the journal's retention (journal.Options.Retain; 0: the
 	// journal's default).
 	Retain int
@@ -103,6 +105,7 @@ func Start(t testing.TB, opts Options) *Sidecar {
 		DeviceUsername:        opts.DeviceUsername,
 		DevicePassword:        opts.DevicePassword,
 		QueueWhenDisconnected: opts.QueueWhenDisconnected,
+		AlwaysReplyExtension:  opts.AlwaysReplyExtension,
 		DriftPolicy:           opts.DriftPolicy,
 		DriftInterval:         opts.DriftInterval,
 		Schema:                opts.Schema,
