@@ -50,7 +50,9 @@ type opCounts struct{ deletes, replaces, updates int }
 //
 // A proposal with union_replace operations, or with extensions to relay,
 // goes alone: the device unites all the union_replaces of a Set, and a
-// client's extensions are about its own request.
+// client's extensions are about its own request. Proposals go together
+// only if their clients sent the same prefix (so the same target): the
+// Set carries it, with paths relative to it, as each client sent them.
 func batchChanges(ps []*journal.Proposal, maxBytes int) (*changeBatch, error) {
 	b := &changeBatch{req: &gpb.SetRequest{}}
 	// Path keys written so far (by replaces and by updates): at the path
@@ -73,10 +75,7 @@ func batchChanges(ps []*journal.Proposal, maxBytes int) (*changeBatch, error) {
 		if n == maxBatchProposals {
 			break
 		}
-		req, err := changeRequest(p.GetChange().GetOps())
-		if err == nil {
-			req.Extension, err = changeExtensions(p.GetChange())
-		}
+		req, err := clientRequest(p.GetChange())
 		if err != nil {
 			if n == 0 {
 				return nil, err
@@ -84,8 +83,11 @@ func batchChanges(ps []*journal.Proposal, maxBytes int) (*changeBatch, error) {
 			break
 		}
 		alone := len(req.GetUnionReplace()) > 0 || len(req.GetExtension()) > 0
-		if n > 0 && (alone || b.alone) {
-			break
+		if n > 0 && (alone || b.alone || !proto.Equal(req.GetPrefix(), b.req.GetPrefix())) {
+			break // a Set has one prefix (one target)
+		}
+		if n == 0 {
+			b.req.Prefix = req.GetPrefix()
 		}
 		b.alone = b.alone || alone
 		if n > 0 {

@@ -51,6 +51,45 @@ func changeRequest(ops []*journal.Op) (*gpb.SetRequest, error) {
 	return req, nil
 }
 
+// clientRequest returns the SetRequest that applies change ch to the
+// device as its client sent it: the client's prefix (target, origin,
+// elements) and the operations' paths relative to it (changeRequest), with
+// the extensions the client sent for the device.
+func clientRequest(ch *journal.Change) (*gpb.SetRequest, error) {
+	req, err := changeRequest(ch.GetOps())
+	if err != nil {
+		return nil, err
+	}
+	if req.Extension, err = changeExtensions(ch); err != nil {
+		return nil, err
+	}
+	prefix := ch.GetPrefix()
+	if prefix == nil {
+		return req, nil
+	}
+	rel := func(p *gpb.Path) *gpb.Path {
+		n := len(prefix.GetElem())
+		if len(p.GetElem()) < n {
+			return p // not under the prefix (the journal joined them): as it is
+		}
+		out := &gpb.Path{Origin: p.GetOrigin(), Elem: p.GetElem()[n:]}
+		if prefix.GetOrigin() != "" {
+			out.Origin = ""
+		}
+		return out
+	}
+	req.Prefix = prefix
+	for n, p := range req.Delete {
+		req.Delete[n] = rel(p)
+	}
+	for _, ups := range [][]*gpb.Update{req.Replace, req.UnionReplace, req.Update} {
+		for n, u := range ups {
+			ups[n] = &gpb.Update{Path: rel(u.GetPath()), Val: u.GetVal()}
+		}
+	}
+	return req, nil
+}
+
 // changeExtensions decodes the extensions a change relays to the device
 // (journal.Change.extensions), in the client's order.
 func changeExtensions(ch *journal.Change) ([]*gnmi_ext.Extension, error) {
@@ -192,9 +231,11 @@ type setBatcher struct {
 	limits setLimits
 	values int // in pending
 
-	// pending is the request being filled and size its encoded size.
+	// pending is the request being filled and size its encoded size;
+	// target is the target of its values (a Set has one, in its prefix).
 	pending *gpb.SetRequest
 	size    int
+	target  string
 
 	// The proposal indexes of pending's updates, for an overlap check that
 	// costs O(path depth) map lookups rather than O(updates pending).
@@ -337,11 +378,14 @@ func (b *setBatcher) add(pv *journal.PathValue) *gpb.SetRequest {
 	size := b.sizeOf(pv, kind)
 	var ready *gpb.SetRequest
 	full := b.size+size > b.limits.bytes || b.limits.values > 0 && b.values >= b.limits.values
-	if b.pending != nil && (full || kind == kindDelete && b.overlapsOtherUpdate(pv) || kind == kindReplace && b.overlapsUpdate(pv)) {
+	target := pv.GetPath().GetTarget()
+	if b.pending != nil && (full || target != b.target ||
+		kind == kindDelete && b.overlapsOtherUpdate(pv) || kind == kindReplace && b.overlapsUpdate(pv)) {
 		ready = b.flush()
 	}
 	if b.pending == nil {
 		b.pending = &gpb.SetRequest{}
+		b.target = target
 	}
 	b.size += size
 	b.values++
@@ -496,6 +540,9 @@ func (b *setBatcher) flush() *gpb.SetRequest {
 		for _, g := range b.allGroups {
 			g.encode()
 		}
+		if b.target != "" {
+			inPrefix(req, b.target)
+		}
 	}
 	b.pending = nil
 	b.size, b.values = 0, 0
@@ -507,6 +554,28 @@ func (b *setBatcher) flush() *gpb.SetRequest {
 	clear(b.updatesUnder)
 	clear(b.groups)
 	return req
+}
+
+// inPrefix moves the target of req's paths (all target) into its prefix:
+// gNMI allows a target in the prefix only.
+func inPrefix(req *gpb.SetRequest, target string) {
+	untargeted := func(p *gpb.Path) *gpb.Path {
+		if p.GetTarget() == "" {
+			return p
+		}
+		out := proto.CloneOf(p)
+		out.Target = ""
+		return out
+	}
+	req.Prefix = &gpb.Path{Target: target}
+	for n, p := range req.Delete {
+		req.Delete[n] = untargeted(p)
+	}
+	for _, ups := range [][]*gpb.Update{req.Replace, req.Update} {
+		for _, u := range ups {
+			u.Path = untargeted(u.GetPath())
+		}
+	}
 }
 
 // overlapsUpdate reports whether pv's path is at, above or below the path

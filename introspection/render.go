@@ -322,6 +322,7 @@ func proposalFields() []field[*journal.Proposal] {
 		{Operations, change(func(ch *journal.Change) *gpb.TypedValue { return scalar(uint64(len(ch.GetOps()))) })},
 		{Author, change(func(ch *journal.Change) *gpb.TypedValue { return text(ch.GetAuthor()) })},
 		{Comment, change(func(ch *journal.Change) *gpb.TypedValue { return text(ch.GetComment()) })},
+		{Target, change(func(ch *journal.Change) *gpb.TypedValue { return text(ch.GetPrefix().GetTarget()) })},
 		{RestoresIndex, change(func(ch *journal.Change) *gpb.TypedValue {
 			if ch.GetRestores() == nil {
 				return nil

@@ -279,6 +279,7 @@ func TestSchemaMatchesRenderer(t *testing.T) {
 	p.Rollback.Error = &journalpb.Error{Code: 3, Message: "refused"}
 	p.Change.Author, p.Change.Adopted, p.Change.Comment = "alice", true, "why"
 	p.Change.Restores = &journal.Restore{Index: 1, Tag: "good"}
+	p.Change.Prefix = &gpb.Path{Target: "dev1"}
 	p.Rollback.Author, p.Rollback.Comment = "bob", "undo"
 	var leaves []treeLeaf
 	leaves = append(leaves, configurationLeaves(&journal.Configuration{Status: journal.StatusComplete, RollingBack: 2, HistoryFloor: stamp(1)})...)

@@ -107,6 +107,7 @@ const (
 	StillOutOfSync           = "still-out-of-sync"
 	Tag                      = "tag"
 	Tags                     = "tags"
+	Target                   = "target"
 	Term                     = "term"
 	Time                     = "time"
 	Value                    = "value"

@@ -15,6 +15,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"regexp"
 	"slices"
@@ -443,6 +444,20 @@ func (j *Journal) proposeRestore(ctx context.Context, by Sender, pt Point, then 
 	}
 	if len(ops) == 0 {
 		return nil, fmt.Errorf("journal: the committed configuration is as it was at %s: %w", pt, ErrNoChange)
+	}
+	// One Set has one target: that of the values it writes back.
+	targets := map[string]bool{}
+	for _, op := range ops {
+		targets[op.GetPath().GetTarget()] = true
+	}
+	if len(targets) > 1 {
+		return nil, guardf("the changes since %s were made under %d different targets (%v): one Set cannot go back to it; roll them back one by one",
+			pt, len(targets), slices.Sorted(maps.Keys(targets)))
+	}
+	for target := range targets {
+		if target != "" {
+			by.Prefix = &gnmi.Path{Target: target}
+		}
 	}
 	return j.propose(ctx, by, ops, "a commit-confirmed is outstanding", "confirm or cancel it first, or wait for its rollback",
 		func(w *writeTxn, p *Proposal) error {

@@ -57,6 +57,10 @@ type Sender struct {
 	// handle itself, each serialized as received: relayed with the
 	// change's device Set. Only a change records them.
 	Extensions [][]byte
+	// Prefix is the prefix of the client's SetRequest as sent (nil: none):
+	// the change's device Set has it too, and its target is the target of
+	// the values the change writes. Only a change records it.
+	Prefix *gnmi.Path
 }
 
 // ProposeChangeBy is ProposeChange recording who proposed the change.
@@ -155,6 +159,7 @@ func (w *writeTxn) proposeChange(by Sender, ops []*Op) (*Proposal, *Configuratio
 			Author:     by.Author,
 			Comment:    by.Comment,
 			Extensions: by.Extensions,
+			Prefix:     by.Prefix,
 		},
 	}
 	if err := w.put(proposalKey(p.Index), p); err != nil {
@@ -324,6 +329,7 @@ func commitChangeTransition(i uint64) proposalTransition {
 		if err != nil {
 			return err
 		}
+		eff.setTarget(p.GetChange().GetPrefix().GetTarget())
 		var before, undo []*PathValue
 		for _, k := range eff.keys {
 			prev, err := w.value(nsCommitted, []byte(k))
@@ -1139,6 +1145,19 @@ func (w *writeTxn) appendHistory(c *Configuration, proposal uint64, kind journal
 type effective struct {
 	keys   []string // sorted once expansion is done
 	values map[string]*PathValue
+}
+
+// setTarget gives every value the target of the change that writes it (a
+// value's path keeps its writer's target; keys ignore targets).
+func (e *effective) setTarget(target string) {
+	for k, pv := range e.values {
+		if pv.GetPath().GetTarget() == target {
+			continue
+		}
+		p := proto.CloneOf(pv.GetPath())
+		p.Target = target
+		e.values[k] = &PathValue{Path: p, Index: pv.GetIndex(), Deleted: pv.GetDeleted(), Value: pv.GetValue()}
+	}
 }
 
 func (e *effective) put(key []byte, pv *PathValue) {

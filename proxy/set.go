@@ -74,6 +74,10 @@ func (s *Server) set(ctx context.Context, req *gpb.SetRequest) (*gpb.SetResponse
 	if by.Extensions, err = relayedExtensions(req.GetExtension()); err != nil {
 		return nil, err
 	}
+	if p := req.GetPrefix(); proto.Size(p) > 0 {
+		// The device Set carries the client's prefix, target included.
+		by.Prefix = proto.CloneOf(p)
+	}
 	if len(by.Extensions) > 0 && (ext.GetTag() != nil || ext.GetResolve() != nil || ext.GetRollback() != nil) {
 		return nil, status.Error(codes.InvalidArgument,
 			"a rollback, resolve or tag Set sends the device no Set of the client's: it cannot carry extensions for the device (docs/extension.md)")

@@ -570,6 +570,7 @@ func printProposal(w io.Writer, d *ProposalDetail) error {
 		"operations", strconv.FormatUint(p.Operations, 10),
 		"author", p.Author,
 		"comment", p.Comment,
+		"target", p.Target,
 		"adopted", optBool(p.Adopted),
 		"restores-index", optUintText(p.RestoresIndex),
 		"restores-tag", p.RestoresTag,

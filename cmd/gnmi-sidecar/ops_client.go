@@ -138,6 +138,7 @@ type ProposalState struct {
 	Operations   uint64    `json:"operations"` // how many the Set had
 	Author       string    `json:"author,omitempty"`
 	Comment      string    `json:"comment,omitempty"`
+	Target       string    `json:"target,omitempty"`
 	Adopted      bool      `json:"adopted,omitempty"` // the device's values, recorded by resolve skip|adopt
 	// RestoresIndex and RestoresTag: set on a change that goes back to a
 	// point (rollback --to): the proposal after whose commit it is, and
@@ -659,6 +660,7 @@ func proposalState(index uint64, m map[string]*gpb.TypedValue) ProposalState {
 		Operations:           uintOf(m[introspection.Operations]),
 		Author:               stringOf(m[introspection.Author]),
 		Comment:              stringOf(m[introspection.Comment]),
+		Target:               stringOf(m[introspection.Target]),
 		Adopted:              boolOf(m[introspection.Adopted]),
 		RestoresIndex:        optUint(m[introspection.RestoresIndex]),
 		RestoresTag:          stringOf(m[introspection.RestoresTag]),

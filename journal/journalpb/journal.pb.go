@@ -327,8 +327,9 @@ type Meta struct {
 	// (Op.units), learned list keys (ListKeys), committed and applied values
 	// under their format-2 key namespaces. 3: adopted and aborted proposals,
 	// out-of-sync, resolution and election records. 4: union_replace
-	// operations (OP_KIND_UNION_REPLACE) and relayed extensions
-	// (Change.extensions).
+	// operations (OP_KIND_UNION_REPLACE), relayed extensions
+	// (Change.extensions), the client's prefix (Change.prefix) and targets
+	// on values (PathValue.path.target).
 	Format        uint32 `protobuf:"varint,1,opt,name=format,proto3" json:"format,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -740,7 +741,13 @@ type Change struct {
 	// The client's extensions the sidecar does not handle itself, each a
 	// serialized gnmi_ext.Extension exactly as received: they go with the
 	// change's device Set (which then carries no other proposal).
-	Extensions    [][]byte `protobuf:"bytes,16,rep,name=extensions,proto3" json:"extensions,omitempty"`
+	Extensions [][]byte `protobuf:"bytes,16,rep,name=extensions,proto3" json:"extensions,omitempty"`
+	// The prefix of the client's SetRequest (target, origin, elements), as
+	// sent: the change's device Set has the same prefix, and its paths are
+	// the operations' paths relative to it. Its target is also the target of
+	// every value the change writes (PathValue.path.target), which re-pushes
+	// and rollbacks carry in their own Sets' prefixes.
+	Prefix        *gnmi.Path `protobuf:"bytes,17,opt,name=prefix,proto3" json:"prefix,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -883,6 +890,13 @@ func (x *Change) GetRestores() *Restore {
 func (x *Change) GetExtensions() [][]byte {
 	if x != nil {
 		return x.Extensions
+	}
+	return nil
+}
+
+func (x *Change) GetPrefix() *gnmi.Path {
+	if x != nil {
+		return x.Prefix
 	}
 	return nil
 }
@@ -2130,7 +2144,7 @@ const file_journal_journalpb_journal_proto_rawDesc = "" +
 	"\x05value\x18\x04 \x01(\v2\x10.gnmi.TypedValueR\x05value\"5\n" +
 	"\x05Error\x12\x12\n" +
 	"\x04code\x18\x01 \x01(\rR\x04code\x12\x18\n" +
-	"\amessage\x18\x02 \x01(\tR\amessage\"\xe8\x05\n" +
+	"\amessage\x18\x02 \x01(\tR\amessage\"\x8c\x06\n" +
 	"\x06Change\x12,\n" +
 	"\x03ops\x18\x01 \x03(\v2\x1a.gnmisidecar.journal.v1.OpR\x03ops\x129\n" +
 	"\x06values\x18\x02 \x03(\v2!.gnmisidecar.journal.v1.PathValueR\x06values\x126\n" +
@@ -2151,7 +2165,9 @@ const file_journal_journalpb_journal_proto_rawDesc = "" +
 	"\brestores\x18\x0f \x01(\v2\x1f.gnmisidecar.journal.v1.RestoreR\brestores\x12\x1e\n" +
 	"\n" +
 	"extensions\x18\x10 \x03(\fR\n" +
-	"extensions\"R\n" +
+	"extensions\x12\"\n" +
+	"\x06prefix\x18\x11 \x01(\v2\n" +
+	".gnmi.PathR\x06prefix\"R\n" +
 	"\aRestore\x12\x14\n" +
 	"\x05index\x18\x01 \x01(\x04R\x05index\x12\x10\n" +
 	"\x03tag\x18\x02 \x01(\tR\x03tag\x12\x1f\n" +
@@ -2353,48 +2369,49 @@ var file_journal_journalpb_journal_proto_depIdxs = []int32{
 	29, // 17: gnmisidecar.journal.v1.Change.applied:type_name -> google.protobuf.Timestamp
 	10, // 18: gnmisidecar.journal.v1.Change.error:type_name -> gnmisidecar.journal.v1.Error
 	12, // 19: gnmisidecar.journal.v1.Change.restores:type_name -> gnmisidecar.journal.v1.Restore
-	29, // 20: gnmisidecar.journal.v1.Tag.time:type_name -> google.protobuf.Timestamp
-	29, // 21: gnmisidecar.journal.v1.Tag.created:type_name -> google.protobuf.Timestamp
-	9,  // 22: gnmisidecar.journal.v1.Rollback.values:type_name -> gnmisidecar.journal.v1.PathValue
-	0,  // 23: gnmisidecar.journal.v1.Rollback.commit:type_name -> gnmisidecar.journal.v1.Status
-	0,  // 24: gnmisidecar.journal.v1.Rollback.apply:type_name -> gnmisidecar.journal.v1.Status
-	29, // 25: gnmisidecar.journal.v1.Rollback.proposed:type_name -> google.protobuf.Timestamp
-	29, // 26: gnmisidecar.journal.v1.Rollback.committed:type_name -> google.protobuf.Timestamp
-	29, // 27: gnmisidecar.journal.v1.Rollback.apply_started:type_name -> google.protobuf.Timestamp
-	29, // 28: gnmisidecar.journal.v1.Rollback.applied:type_name -> google.protobuf.Timestamp
-	10, // 29: gnmisidecar.journal.v1.Rollback.error:type_name -> gnmisidecar.journal.v1.Error
-	1,  // 30: gnmisidecar.journal.v1.Proposal.phase:type_name -> gnmisidecar.journal.v1.Phase
-	11, // 31: gnmisidecar.journal.v1.Proposal.change:type_name -> gnmisidecar.journal.v1.Change
-	14, // 32: gnmisidecar.journal.v1.Proposal.rollback:type_name -> gnmisidecar.journal.v1.Rollback
-	1,  // 33: gnmisidecar.journal.v1.ProposalStatus.phase:type_name -> gnmisidecar.journal.v1.Phase
-	17, // 34: gnmisidecar.journal.v1.ProposalStatus.change:type_name -> gnmisidecar.journal.v1.StepStatus
-	17, // 35: gnmisidecar.journal.v1.ProposalStatus.rollback:type_name -> gnmisidecar.journal.v1.StepStatus
-	0,  // 36: gnmisidecar.journal.v1.StepStatus.commit:type_name -> gnmisidecar.journal.v1.Status
-	0,  // 37: gnmisidecar.journal.v1.StepStatus.apply:type_name -> gnmisidecar.journal.v1.Status
-	18, // 38: gnmisidecar.journal.v1.Configuration.committed:type_name -> gnmisidecar.journal.v1.Committed
-	19, // 39: gnmisidecar.journal.v1.Configuration.applied:type_name -> gnmisidecar.journal.v1.Applied
-	0,  // 40: gnmisidecar.journal.v1.Configuration.status:type_name -> gnmisidecar.journal.v1.Status
-	29, // 41: gnmisidecar.journal.v1.Configuration.history_floor:type_name -> google.protobuf.Timestamp
-	29, // 42: gnmisidecar.journal.v1.Configuration.history_time:type_name -> google.protobuf.Timestamp
-	29, // 43: gnmisidecar.journal.v1.Resolution.time:type_name -> google.protobuf.Timestamp
-	27, // 44: gnmisidecar.journal.v1.Resolution.settled:type_name -> gnmi.Path
-	27, // 45: gnmisidecar.journal.v1.Resolution.still_out_of_sync:type_name -> gnmi.Path
-	9,  // 46: gnmisidecar.journal.v1.OutOfSync.value:type_name -> gnmisidecar.journal.v1.PathValue
-	4,  // 47: gnmisidecar.journal.v1.OutOfSync.cause:type_name -> gnmisidecar.journal.v1.OutOfSyncCause
-	10, // 48: gnmisidecar.journal.v1.OutOfSync.error:type_name -> gnmisidecar.journal.v1.Error
-	29, // 49: gnmisidecar.journal.v1.OutOfSync.since:type_name -> google.protobuf.Timestamp
-	29, // 50: gnmisidecar.journal.v1.CommitConfirm.deadline:type_name -> google.protobuf.Timestamp
-	29, // 51: gnmisidecar.journal.v1.CommitConfirm.started:type_name -> google.protobuf.Timestamp
-	9,  // 52: gnmisidecar.journal.v1.HistoryEntry.before:type_name -> gnmisidecar.journal.v1.PathValue
-	9,  // 53: gnmisidecar.journal.v1.HistoryEntry.after:type_name -> gnmisidecar.journal.v1.PathValue
-	29, // 54: gnmisidecar.journal.v1.HistoryDelta.time:type_name -> google.protobuf.Timestamp
-	3,  // 55: gnmisidecar.journal.v1.HistoryDelta.kind:type_name -> gnmisidecar.journal.v1.HistoryKind
-	25, // 56: gnmisidecar.journal.v1.HistoryDelta.entries:type_name -> gnmisidecar.journal.v1.HistoryEntry
-	57, // [57:57] is the sub-list for method output_type
-	57, // [57:57] is the sub-list for method input_type
-	57, // [57:57] is the sub-list for extension type_name
-	57, // [57:57] is the sub-list for extension extendee
-	0,  // [0:57] is the sub-list for field type_name
+	27, // 20: gnmisidecar.journal.v1.Change.prefix:type_name -> gnmi.Path
+	29, // 21: gnmisidecar.journal.v1.Tag.time:type_name -> google.protobuf.Timestamp
+	29, // 22: gnmisidecar.journal.v1.Tag.created:type_name -> google.protobuf.Timestamp
+	9,  // 23: gnmisidecar.journal.v1.Rollback.values:type_name -> gnmisidecar.journal.v1.PathValue
+	0,  // 24: gnmisidecar.journal.v1.Rollback.commit:type_name -> gnmisidecar.journal.v1.Status
+	0,  // 25: gnmisidecar.journal.v1.Rollback.apply:type_name -> gnmisidecar.journal.v1.Status
+	29, // 26: gnmisidecar.journal.v1.Rollback.proposed:type_name -> google.protobuf.Timestamp
+	29, // 27: gnmisidecar.journal.v1.Rollback.committed:type_name -> google.protobuf.Timestamp
+	29, // 28: gnmisidecar.journal.v1.Rollback.apply_started:type_name -> google.protobuf.Timestamp
+	29, // 29: gnmisidecar.journal.v1.Rollback.applied:type_name -> google.protobuf.Timestamp
+	10, // 30: gnmisidecar.journal.v1.Rollback.error:type_name -> gnmisidecar.journal.v1.Error
+	1,  // 31: gnmisidecar.journal.v1.Proposal.phase:type_name -> gnmisidecar.journal.v1.Phase
+	11, // 32: gnmisidecar.journal.v1.Proposal.change:type_name -> gnmisidecar.journal.v1.Change
+	14, // 33: gnmisidecar.journal.v1.Proposal.rollback:type_name -> gnmisidecar.journal.v1.Rollback
+	1,  // 34: gnmisidecar.journal.v1.ProposalStatus.phase:type_name -> gnmisidecar.journal.v1.Phase
+	17, // 35: gnmisidecar.journal.v1.ProposalStatus.change:type_name -> gnmisidecar.journal.v1.StepStatus
+	17, // 36: gnmisidecar.journal.v1.ProposalStatus.rollback:type_name -> gnmisidecar.journal.v1.StepStatus
+	0,  // 37: gnmisidecar.journal.v1.StepStatus.commit:type_name -> gnmisidecar.journal.v1.Status
+	0,  // 38: gnmisidecar.journal.v1.StepStatus.apply:type_name -> gnmisidecar.journal.v1.Status
+	18, // 39: gnmisidecar.journal.v1.Configuration.committed:type_name -> gnmisidecar.journal.v1.Committed
+	19, // 40: gnmisidecar.journal.v1.Configuration.applied:type_name -> gnmisidecar.journal.v1.Applied
+	0,  // 41: gnmisidecar.journal.v1.Configuration.status:type_name -> gnmisidecar.journal.v1.Status
+	29, // 42: gnmisidecar.journal.v1.Configuration.history_floor:type_name -> google.protobuf.Timestamp
+	29, // 43: gnmisidecar.journal.v1.Configuration.history_time:type_name -> google.protobuf.Timestamp
+	29, // 44: gnmisidecar.journal.v1.Resolution.time:type_name -> google.protobuf.Timestamp
+	27, // 45: gnmisidecar.journal.v1.Resolution.settled:type_name -> gnmi.Path
+	27, // 46: gnmisidecar.journal.v1.Resolution.still_out_of_sync:type_name -> gnmi.Path
+	9,  // 47: gnmisidecar.journal.v1.OutOfSync.value:type_name -> gnmisidecar.journal.v1.PathValue
+	4,  // 48: gnmisidecar.journal.v1.OutOfSync.cause:type_name -> gnmisidecar.journal.v1.OutOfSyncCause
+	10, // 49: gnmisidecar.journal.v1.OutOfSync.error:type_name -> gnmisidecar.journal.v1.Error
+	29, // 50: gnmisidecar.journal.v1.OutOfSync.since:type_name -> google.protobuf.Timestamp
+	29, // 51: gnmisidecar.journal.v1.CommitConfirm.deadline:type_name -> google.protobuf.Timestamp
+	29, // 52: gnmisidecar.journal.v1.CommitConfirm.started:type_name -> google.protobuf.Timestamp
+	9,  // 53: gnmisidecar.journal.v1.HistoryEntry.before:type_name -> gnmisidecar.journal.v1.PathValue
+	9,  // 54: gnmisidecar.journal.v1.HistoryEntry.after:type_name -> gnmisidecar.journal.v1.PathValue
+	29, // 55: gnmisidecar.journal.v1.HistoryDelta.time:type_name -> google.protobuf.Timestamp
+	3,  // 56: gnmisidecar.journal.v1.HistoryDelta.kind:type_name -> gnmisidecar.journal.v1.HistoryKind
+	25, // 57: gnmisidecar.journal.v1.HistoryDelta.entries:type_name -> gnmisidecar.journal.v1.HistoryEntry
+	58, // [58:58] is the sub-list for method output_type
+	58, // [58:58] is the sub-list for method input_type
+	58, // [58:58] is the sub-list for extension type_name
+	58, // [58:58] is the sub-list for extension extendee
+	0,  // [0:58] is the sub-list for field type_name
 }
 
 func init() { file_journal_journalpb_journal_proto_init() }
