@@ -15,6 +15,7 @@ import (
 	gpb "github.com/openconfig/gnmi/proto/gnmi"
 	"golang.org/x/sync/errgroup"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 
 	"github.com/gnmi-sidecar/gnmi-sidecar/journal"
@@ -182,6 +183,9 @@ type Agent struct {
 	changed    chan struct{} // closed and replaced after every transition
 	status     Status
 	noLiveness bool // the device refused the liveness subscription
+	// accountRefused is the device's last refusal of the device account
+	// (reportAccountRefused), "" if none.
+	accountRefused string
 
 	// responses holds the device's SetResponse of recently applied
 	// proposals, for the proxy's SYNC replies; responseOrder evicts the
@@ -191,6 +195,9 @@ type Agent struct {
 	// accepted holds, as applied, the proposals the device accepted whose
 	// completion is not yet recorded (see completeBatch).
 	accepted map[uint64]*journal.Proposal
+	// creds holds, without a device account, the request metadata of the
+	// clients of proposals not yet applied (credentials.go).
+	creds map[uint64]metadata.MD
 
 	// Only the applier goroutine uses these. reached is the newest
 	// proposal an earlier Set may have carried to the device without its
@@ -223,6 +230,7 @@ func New(j *journal.Journal, opts Options) (*Agent, error) {
 		changed:    make(chan struct{}),
 		responses:  make(map[uint64]*gpb.SetResponse),
 		accepted:   make(map[uint64]*journal.Proposal),
+		creds:      make(map[uint64]metadata.MD),
 	}
 	if opts.TLS == nil && (opts.Username != "" || opts.Password != "") {
 		a.log.Warn("device credentials are sent over a plaintext connection")
@@ -456,7 +464,8 @@ func (a *Agent) view(ctx context.Context) (View, error) {
 
 // policy is what the core knows of the options.
 func (a *Agent) policy() Policy {
-	return Policy{Persistent: a.opts.Persistent, Fencing: a.opts.Fencing, TransientCodes: a.opts.TransientCodes}
+	return Policy{Persistent: a.opts.Persistent, Fencing: a.opts.Fencing, TransientCodes: a.opts.TransientCodes,
+		DeviceAccount: a.deviceAccount()}
 }
 
 // answered is the core's decision on a device's answer.
@@ -921,11 +930,20 @@ func (a *Agent) noteRefused(err error) {
 
 // send sends one Set on session s under term.
 func (a *Agent) send(s *session, term uint64, req *gpb.SetRequest) (*gpb.SetResponse, error) {
+	return a.sendAs(s, term, req, nil)
+}
+
+// sendAs is send with a client's request metadata md (nil: none; see
+// credentials.go).
+func (a *Agent) sendAs(s *session, term uint64, req *gpb.SetRequest, md metadata.MD) (*gpb.SetResponse, error) {
 	if a.opts.Fencing {
 		req.Extension = append(req.Extension, fencing(s.electionID()))
 	}
 	ctx, cancel := context.WithTimeout(s.ctx, a.opts.ApplyTimeout)
 	defer cancel()
+	if md != nil {
+		ctx = metadata.NewOutgoingContext(ctx, md)
+	}
 	return s.client.Set(ctx, req)
 }
 
@@ -1006,14 +1024,26 @@ func (a *Agent) connect(ctx context.Context) (*session, error) {
 		err = a.watchState(dctx, s)
 	} else {
 		err = a.watchLiveness(dctx, s)
-		if code := status.Code(err); code == codes.Unimplemented || code == codes.NotFound || code == codes.InvalidArgument {
-			a.log.Warn("device refused the liveness subscription; watching the connection state instead",
-				"path", a.opts.LivenessPath, "err", err)
+		code := status.Code(err)
+		credentials := code == codes.Unauthenticated || code == codes.PermissionDenied
+		if code == codes.Unimplemented || code == codes.NotFound || code == codes.InvalidArgument || credentials && !a.deviceAccount() {
+			msg := "device refused the liveness subscription; watching the connection state instead"
+			if credentials {
+				msg = "device refused the liveness subscription without credentials; watching the connection state instead. " +
+					"The sidecar's own Sets (re-push, rollback, revert) carry no credentials either: a device that requires them needs a device account (--device-username)"
+			}
+			a.log.Warn(msg, "path", a.opts.LivenessPath, "err", err)
 			a.mu.Lock()
 			a.noLiveness = true
 			a.mu.Unlock()
 			s.end(err)
 			return a.connect(ctx)
+		}
+		if credentials {
+			// The first RPC with the device account: say plainly that the
+			// device refuses it (once per answer; the connector retries
+			// with backoff, the operator may fix the account meanwhile).
+			a.reportAccountRefused(err)
 		}
 	}
 	if err != nil {
@@ -1021,6 +1051,21 @@ func (a *Agent) connect(ctx context.Context) (*session, error) {
 		return nil, fmt.Errorf("device %s: %w", a.opts.Target, err)
 	}
 	return s, nil
+}
+
+// reportAccountRefused logs, once per distinct answer, that the device
+// refuses the sidecar's device account.
+func (a *Agent) reportAccountRefused(err error) {
+	msg := status.Convert(err).Message()
+	a.mu.Lock()
+	seen := a.accountRefused == msg
+	a.accountRefused = msg
+	a.mu.Unlock()
+	a.noteError(fmt.Errorf("the device refuses the sidecar's device account %q: %w", a.opts.Username, err))
+	if !seen {
+		a.log.Error("the device refuses the sidecar's device account: check --device-username and its password (--device-password-file or $GNMI_SIDECAR_DEVICE_PASSWORD)",
+			"username", a.opts.Username, "code", status.Code(err), "err", msg)
+	}
 }
 
 func sleep(ctx context.Context, d time.Duration) error {

@@ -28,7 +28,7 @@ func (a *Agent) sendChanges(ctx context.Context, step Step, log *slog.Logger) er
 	if err != nil {
 		return err
 	}
-	b, err := batchChanges(ps, a.opts.MaxSetBytes)
+	b, err := batchChanges(ps, a.opts.MaxSetBytes, a.credentials)
 	if err != nil {
 		log.Error("proposal cannot be sent", "err", err)
 		_, _, err = a.j.FailApply(ctx, step.Index, uint32(codes.Internal), err.Error())
@@ -39,7 +39,7 @@ func (a *Agent) sendChanges(ctx context.Context, step Step, log *slog.Logger) er
 	mayHaveReached := b.first <= a.reached
 	reachedBefore := a.reached
 	a.reached = max(a.reached, b.last)
-	resp, err := a.send(s, step.Term, b.req)
+	resp, err := a.sendAs(s, step.Term, b.req, b.creds)
 	r := a.answered(Event{Kind: EventChangeAnswer, Err: err,
 		Batch: Batch{First: b.first, Last: b.last, MayHaveReached: mayHaveReached}})
 	if r.Answer == Refused {

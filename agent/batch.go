@@ -4,6 +4,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	gpb "github.com/openconfig/gnmi/proto/gnmi"
+	"google.golang.org/grpc/metadata"
 
 	"github.com/gnmi-sidecar/gnmi-sidecar/journal"
 )
@@ -30,6 +31,9 @@ type changeBatch struct {
 	// alone: the batch's proposal goes to the device in a Set of its own
 	// (see batchChanges).
 	alone bool
+	// creds is the request metadata the Set carries: its proposals'
+	// clients' (all the same identity), nil for none.
+	creds metadata.MD
 }
 
 type opCounts struct{ deletes, replaces, updates int }
@@ -53,7 +57,10 @@ type opCounts struct{ deletes, replaces, updates int }
 // client's extensions are about its own request. Proposals go together
 // only if their clients sent the same prefix (so the same target): the
 // Set carries it, with paths relative to it, as each client sent them.
-func batchChanges(ps []*journal.Proposal, maxBytes int) (*changeBatch, error) {
+//
+// credsOf, if not nil, gives each proposal's client's request metadata
+// (credentials.go): proposals of different identities never share a Set.
+func batchChanges(ps []*journal.Proposal, maxBytes int, credsOf func(uint64) metadata.MD) (*changeBatch, error) {
 	b := &changeBatch{req: &gpb.SetRequest{}}
 	// Path keys written so far (by replaces and by updates): at the path
 	// itself, and at every path covering it (see coveringKeys).
@@ -83,11 +90,16 @@ func batchChanges(ps []*journal.Proposal, maxBytes int) (*changeBatch, error) {
 			break
 		}
 		alone := len(req.GetUnionReplace()) > 0 || len(req.GetExtension()) > 0
-		if n > 0 && (alone || b.alone || !proto.Equal(req.GetPrefix(), b.req.GetPrefix())) {
-			break // a Set has one prefix (one target)
+		var creds metadata.MD
+		if credsOf != nil {
+			creds = credsOf(p.GetIndex())
+		}
+		if n > 0 && (alone || b.alone || !proto.Equal(req.GetPrefix(), b.req.GetPrefix()) || !sameCredentials(creds, b.creds)) {
+			break // a Set has one prefix (one target) and one identity
 		}
 		if n == 0 {
 			b.req.Prefix = req.GetPrefix()
+			b.creds = creds
 		}
 		b.alone = b.alone || alone
 		if n > 0 {

@@ -8,6 +8,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	gpb "github.com/openconfig/gnmi/proto/gnmi"
 	"github.com/openconfig/gnmi/proto/gnmi_ext"
+	"google.golang.org/grpc/metadata"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/testing/protocmp"
 
@@ -61,7 +62,7 @@ func TestBatchChangesStopsAtReorderingConflicts(t *testing.T) {
 		{"an update then an unrelated union_replace", upd("/z"), opOf(t, journal.OpUnionReplace, "/a", `"x"`), false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			b, err := batchChanges([]*journal.Proposal{withOps(1, tc.first), withOps(2, tc.then)}, 1<<20)
+			b, err := batchChanges([]*journal.Proposal{withOps(1, tc.first), withOps(2, tc.then)}, 1<<20, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -89,7 +90,7 @@ func TestBatchChangesAlone(t *testing.T) {
 	ps := []*journal.Proposal{withOps(1, opOf(t, journal.OpUpdate, "/a", `"a"`)), withExt, union, withOps(4, opOf(t, journal.OpUpdate, "/e", `"e"`))}
 	var sets []*gpb.SetRequest
 	for len(ps) > 0 {
-		b, err := batchChanges(ps, 1<<20)
+		b, err := batchChanges(ps, 1<<20, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -110,12 +111,38 @@ func TestBatchChangesAlone(t *testing.T) {
 	}
 }
 
+// TestBatchChangesIdentities: without a device account, proposals of
+// different clients' identities (request metadata) never share a Set, and
+// the Set carries its proposals' identity; the same identity batches.
+func TestBatchChangesIdentities(t *testing.T) {
+	alice := metadata.Pairs("username", "alice", "password", "a")
+	bob := metadata.Pairs("username", "bob", "password", "b")
+	creds := map[uint64]metadata.MD{1: alice, 2: alice, 3: bob, 4: nil}
+	var ps []*journal.Proposal
+	for i := uint64(1); i <= 4; i++ {
+		ps = append(ps, withOps(i, opOf(t, journal.OpUpdate, fmt.Sprintf("/a%d", i), `"v"`)))
+	}
+	var got []string
+	for len(ps) > 0 {
+		b, err := batchChanges(ps, 1<<20, func(i uint64) metadata.MD { return creds[i] })
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, fmt.Sprintf("%d-%d %v", b.first, b.last, b.creds.Get("username")))
+		ps = ps[b.size():]
+	}
+	want := []string{"1-2 [alice]", "3-3 [bob]", "4-4 []"}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("batches (-want +got):\n%s", diff)
+	}
+}
+
 func TestBatchChangesLimits(t *testing.T) {
 	var ps []*journal.Proposal
 	for i := uint64(1); i <= maxBatchProposals+10; i++ {
 		ps = append(ps, withOps(i, opOf(t, journal.OpUpdate, fmt.Sprintf("/a/b[name=n%d]/c", i), `"value"`)))
 	}
-	b, err := batchChanges(ps, 1<<30)
+	b, err := batchChanges(ps, 1<<30, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -127,14 +154,14 @@ func TestBatchChangesLimits(t *testing.T) {
 		t.Fatal(err)
 	}
 	limit := 3*proto.Size(one) + 2
-	b, err = batchChanges(ps, limit)
+	b, err = batchChanges(ps, limit, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if b.size() != 3 || proto.Size(b.req) > limit {
 		t.Errorf("batch within %d bytes: %d proposals, %d bytes; want 3 proposals", limit, b.size(), proto.Size(b.req))
 	}
-	b, err = batchChanges(ps, 1)
+	b, err = batchChanges(ps, 1, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -171,7 +198,7 @@ func TestBatchChangesMatchesOneByOne(t *testing.T) {
 		got := newTargetModel(modelNodes())
 		var batches []string
 		for rest := ps; len(rest) > 0; {
-			b, err := batchChanges(rest, 1<<20)
+			b, err := batchChanges(rest, 1<<20, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -195,7 +222,7 @@ func TestChangeBatchSplitsTheResponse(t *testing.T) {
 		withOps(5, opOf(t, journal.OpReplace, "/e/f", `"2"`)),
 		withOps(6, opOf(t, journal.OpDelete, "/a/bc", ""), opOf(t, journal.OpUpdate, "/a/b[name=y]/c", `"3"`)),
 	}
-	b, err := batchChanges(ps, 1<<20)
+	b, err := batchChanges(ps, 1<<20, nil)
 	if err != nil || b.size() != 3 {
 		t.Fatalf("batchChanges: %d proposals, %v", b.size(), err)
 	}

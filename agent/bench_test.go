@@ -16,7 +16,7 @@ func BenchmarkBatchChanges(b *testing.B) {
 	}
 	b.ReportAllocs()
 	for b.Loop() {
-		batch, err := batchChanges(ps, 3<<20)
+		batch, err := batchChanges(ps, 3<<20, nil)
 		if err != nil || batch.size() != len(ps) {
 			b.Fatalf("batchChanges: %d proposals, %v", batch.size(), err)
 		}

@@ -31,6 +31,10 @@ type Policy struct {
 	Fencing bool
 	// TransientCodes are the answers that leave a Set's outcome open.
 	TransientCodes []codes.Code
+	// DeviceAccount: the agent speaks to the device with its own account.
+	// Without one, a Set carries its client's credentials or none, and the
+	// device's Unauthenticated is its verdict on them: definitive.
+	DeviceAccount bool
 }
 
 // View is the state the decisions read: the journal's configuration and
@@ -283,7 +287,9 @@ var DefaultTransientCodes = []codes.Code{codes.Unavailable, codes.DeadlineExceed
 
 // Classify maps a Set's error to its Answer: an error that is not a gRPC
 // status (the connection broke) and the codes of TransientCodes are
-// transient, every other code a definitive refusal. With fencing on, a
+// transient, every other code a definitive refusal; Unauthenticated is
+// definitive without a device account (the Set carried its client's
+// credentials, or none: retrying cannot change the verdict). With fencing on, a
 // PermissionDenied that talks about the election id or the master is
 // arbitration's answer, not a verdict on the change.
 func (p Policy) Classify(err error) Answer {
@@ -296,6 +302,9 @@ func (p Policy) Classify(err error) Answer {
 	}
 	if st.Code() == codes.PermissionDenied && p.Fencing && mentionsArbitration(st.Message()) {
 		return Superseded
+	}
+	if st.Code() == codes.Unauthenticated && !p.DeviceAccount {
+		return Refused
 	}
 	if slices.Contains(p.TransientCodes, st.Code()) {
 		return Transient

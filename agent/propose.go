@@ -16,7 +16,7 @@ import (
 // advance), then wakes the reconcilers. Proposed this way, a Set costs one
 // fsync before it goes to the device instead of three.
 func (a *Agent) ProposeChange(ctx context.Context, by journal.Sender, ops []*journal.Op) (*journal.Proposal, error) {
-	return a.propose(func(then func(*journal.Tx) error) (*journal.Proposal, error) {
+	return a.propose(ctx, func(then func(*journal.Tx) error) (*journal.Proposal, error) {
 		return a.j.ProposeChangeBy(ctx, by, ops, then)
 	})
 }
@@ -24,7 +24,7 @@ func (a *Agent) ProposeChange(ctx context.Context, by journal.Sender, ops []*jou
 // ProposeAdoption is ProposeChange for values the device already holds
 // (journal.ProposeAdoption): applied without a device Set.
 func (a *Agent) ProposeAdoption(ctx context.Context, by journal.Sender, ops []*journal.Op) (*journal.Proposal, error) {
-	return a.propose(func(then func(*journal.Tx) error) (*journal.Proposal, error) {
+	return a.propose(ctx, func(then func(*journal.Tx) error) (*journal.Proposal, error) {
 		return a.j.ProposeAdoption(ctx, by, ops, then)
 	})
 }
@@ -32,7 +32,7 @@ func (a *Agent) ProposeAdoption(ctx context.Context, by journal.Sender, ops []*j
 // ProposeRestore is ProposeChange for the change that goes back to a
 // point of the journal (journal.ProposeRestore).
 func (a *Agent) ProposeRestore(ctx context.Context, by journal.Sender, pt journal.Point) (*journal.Proposal, error) {
-	return a.propose(func(then func(*journal.Tx) error) (*journal.Proposal, error) {
+	return a.propose(ctx, func(then func(*journal.Tx) error) (*journal.Proposal, error) {
 		return a.j.ProposeRestore(ctx, by, pt, then)
 	})
 }
@@ -40,20 +40,37 @@ func (a *Agent) ProposeRestore(ctx context.Context, by journal.Sender, pt journa
 // ProposeConfirmedChange is ProposeChange for a commit-confirmed change
 // (journal.ProposeConfirmedChange).
 func (a *Agent) ProposeConfirmedChange(ctx context.Context, by journal.Sender, ops []*journal.Op, id string, deadline time.Time) (*journal.Proposal, error) {
-	return a.propose(func(then func(*journal.Tx) error) (*journal.Proposal, error) {
+	return a.propose(ctx, func(then func(*journal.Tx) error) (*journal.Proposal, error) {
 		return a.j.ProposeConfirmedChange(ctx, by, ops, id, deadline, then)
 	})
 }
 
-func (a *Agent) propose(journalIt func(then func(*journal.Tx) error) (*journal.Proposal, error)) (*journal.Proposal, error) {
+func (a *Agent) propose(ctx context.Context, journalIt func(then func(*journal.Tx) error) (*journal.Proposal, error)) (*journal.Proposal, error) {
 	var committed bool
+	var held uint64
+	md := credentialsFrom(ctx)
 	p, err := journalIt(func(tx *journal.Tx) (err error) {
 		// The journal may run this again (alone, after a transaction it
 		// shared failed): decide afresh each time.
+		if md != nil {
+			// Held before the transaction is durable: the applier may send
+			// the proposal as soon as it is.
+			c, err := tx.Configuration()
+			if err != nil {
+				return err
+			}
+			held = c.GetLastIndex()
+			a.holdCredentials(held, md)
+		}
 		committed, err = a.advance(tx)
 		return err
 	})
 	if err != nil {
+		if held != 0 {
+			a.mu.Lock()
+			delete(a.creds, held) // the index will be another proposal's
+			a.mu.Unlock()
+		}
 		return nil, err
 	}
 	if committed {
@@ -207,6 +224,7 @@ func (a *Agent) noteApplied(i uint64) {
 	a.mu.Lock()
 	a.progress.applied = max(a.progress.applied, i)
 	a.mu.Unlock()
+	a.dropCredentials(i)
 }
 
 // passed reports whether the progress the agent has seen covers proposal

@@ -4,6 +4,7 @@ import (
 	"context"
 	"log/slog"
 	"slices"
+	"strings"
 
 	gpb "github.com/openconfig/gnmi/proto/gnmi"
 	"google.golang.org/grpc/codes"
@@ -80,6 +81,8 @@ type pushOutcome struct {
 	// err is the device's first definitive refusal (nil if none).
 	err  *status.Status
 	sets int
+	// noAccount: the push carried no credentials (no device account).
+	noAccount bool
 }
 
 func (o *pushOutcome) refuse(values []*journal.PathValue, err error) {
@@ -101,7 +104,22 @@ func (o *pushOutcome) message() string {
 	if o.err == nil {
 		return ""
 	}
+	if c := o.err.Code(); o.noAccount && (c == codes.Unauthenticated || c == codes.PermissionDenied) {
+		return o.err.Message() + noAccountHint
+	}
 	return o.err.Message()
+}
+
+// noAccountHint completes a device's refusal of credentials for a Set of
+// the sidecar's own made without a device account.
+const noAccountHint = " (the sidecar's own Sets, re-pushes and rollbacks carry no client's credentials: give it a device account with --device-username)"
+
+// credentialsRefused reports whether a push was refused for want of
+// credentials: then every value would be, and splitting it down to single
+// values only costs Sets.
+func credentialsRefused(err error) bool {
+	c := status.Code(err)
+	return c == codes.Unauthenticated || c == codes.PermissionDenied && !strings.Contains(strings.ToLower(status.Convert(err).Message()), "election")
 }
 
 // pushSplitting sends batch on session s under term, the core deciding on
@@ -119,7 +137,7 @@ func (a *Agent) pushSplitting(s *session, term uint64, batch *valueBatch, out *p
 		return err
 	case r.Answer == Accepted:
 		return nil
-	case len(batch.values) <= 1:
+	case len(batch.values) <= 1, out.noAccount && credentialsRefused(err):
 		out.refuse(batch.values, err)
 		return nil
 	}
@@ -138,7 +156,7 @@ func (a *Agent) pushSplitting(s *session, term uint64, batch *valueBatch, out *p
 // pushSplitting; the error is pushSplitting's (the caller ends the
 // session).
 func (a *Agent) pushValues(s *session, term uint64, values []*journal.PathValue) (*pushOutcome, error) {
-	out := &pushOutcome{}
+	out := &pushOutcome{noAccount: !a.deviceAccount()}
 	for _, b := range valueBatches(values, a.setLimits()) {
 		if err := a.pushSplitting(s, term, b, out); err != nil {
 			return out, err
@@ -155,6 +173,15 @@ func (a *Agent) reportRefused(log *slog.Logger, msg string, out *pushOutcome) {
 		return
 	}
 	a.noteRefused(out.err.Err())
+	if out.noAccount && credentialsRefused(out.err.Err()) {
+		// Every value was refused for the same reason: one line, with the
+		// fix (the values are in gnmi-sidecar status).
+		a.noteError(status.Error(out.err.Code(), out.message()))
+		log.Error(msg+": the device refuses the sidecar's own Sets without credentials", "values", len(out.refused),
+			"code", out.err.Code(), "err", out.err.Message(),
+			"fix", "run gnmi-sidecar with a device account (--device-username); then gnmi-sidecar resolve retry")
+		return
+	}
 	for _, pv := range out.refused {
 		log.Warn(msg, "path", gnmipath.String(pv.GetPath()), "deleted", pv.GetDeleted(),
 			"code", out.err.Code(), "err", out.err.Message(),

@@ -375,23 +375,42 @@ func noPathTargets(paths ...*gpb.Path) error {
 // own device credentials (Options.DeviceUsername/DevicePassword), those
 // replace the client's username and password.
 func (s *Server) outgoing(ctx context.Context) context.Context {
-	in, _ := metadata.FromIncomingContext(ctx)
-	own := s.opts.DeviceUsername != "" || s.opts.DevicePassword != ""
-	if in == nil && !own {
+	own := s.deviceAccount()
+	out := forwarded(ctx)
+	if out == nil && !own {
 		return ctx
 	}
-	out := metadata.MD{}
-	for k, v := range in {
-		if strings.HasPrefix(k, ":") || strings.HasPrefix(k, "grpc-") || k == "content-type" || k == "user-agent" {
-			continue // transport headers: the outgoing call sets its own
-		}
-		out[k] = append([]string(nil), v...)
+	if out == nil {
+		out = metadata.MD{}
 	}
 	if own {
 		out.Set("username", s.opts.DeviceUsername)
 		out.Set("password", s.opts.DevicePassword)
 	}
 	return metadata.NewOutgoingContext(ctx, out)
+}
+
+// deviceAccount reports whether the sidecar speaks to the device with its
+// own account (Options.DeviceUsername, DevicePassword).
+func (s *Server) deviceAccount() bool { return s.opts.DeviceUsername != "" || s.opts.DevicePassword != "" }
+
+// forwarded is the request metadata of ctx's client a device RPC made for
+// it carries, as a direct client's would: credentials and custom headers,
+// not the transport's headers (the outgoing call sets its own). Nil if
+// there is none.
+func forwarded(ctx context.Context) metadata.MD {
+	in, _ := metadata.FromIncomingContext(ctx)
+	var out metadata.MD
+	for k, v := range in {
+		if strings.HasPrefix(k, ":") || strings.HasPrefix(k, "grpc-") || k == "content-type" || k == "user-agent" {
+			continue
+		}
+		if out == nil {
+			out = metadata.MD{}
+		}
+		out[k] = append([]string(nil), v...)
+	}
+	return out
 }
 
 // deviceError returns the device's error unchanged, except that an
