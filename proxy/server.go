@@ -392,7 +392,9 @@ func (s *Server) outgoing(ctx context.Context) context.Context {
 
 // deviceAccount reports whether the sidecar speaks to the device with its
 // own account (Options.DeviceUsername, DevicePassword).
-func (s *Server) deviceAccount() bool { return s.opts.DeviceUsername != "" || s.opts.DevicePassword != "" }
+func (s *Server) deviceAccount() bool {
+	return s.opts.DeviceUsername != "" || s.opts.DevicePassword != ""
+}
 
 // forwarded is the request metadata of ctx's client a device RPC made for
 // it carries, as a direct client's would: credentials and custom headers,
