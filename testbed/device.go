@@ -44,6 +44,9 @@ type Options struct {
 	// ON_CHANGE (and TARGET_DEFINED) with Unimplemented, like a device
 	// that streams only SAMPLE; ONCE, POLL and SAMPLE work.
 	RefuseOnChange bool
+	// NoUnionReplace makes Set refuse any union_replace operation with
+	// Unimplemented, like a device older than gNMI 0.10.
+	NoUnionReplace bool
 }
 
 // ElectionID is a gNMI MasterArbitration election id (a uint128).

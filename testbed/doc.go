@@ -10,13 +10,23 @@
 //   - Get of any path (root, container, list entry, leaf, "*" keys) in JSON,
 //     JSON_IETF or PROTO (scalar leaves), data type CONFIG, STATE,
 //     OPERATIONAL or ALL. Missing data is NotFound.
-//   - Set with gNMI semantics: deletes, then replaces, then updates; one
-//     UpdateResult per operation; atomic (the operations run on a copy that
-//     replaces the running tree only if all of them and schema validation
-//     pass). An unknown path is NotFound, a wrongly typed or invalid value
-//     or a malformed path InvalidArgument, union_replace Unimplemented;
-//     messages name the path. Deleting a missing path succeeds.
-//     MasterArbitration is enforced as in the OpenConfig reference.
+//   - Set with gNMI semantics: deletes, then replaces, then the
+//     union_replaces, then updates; one UpdateResult per operation, in
+//     that order; atomic (the operations run on a copy that replaces the
+//     running tree only if all of them and schema validation pass). An
+//     unknown path is NotFound, a wrongly typed or invalid value or a
+//     malformed path InvalidArgument; messages name the path. Deleting a
+//     missing path succeeds. MasterArbitration is enforced as in the
+//     OpenConfig reference.
+//   - union_replace (gNMI 0.10) for the one schema the device has: the
+//     union of the request's union_replace values replaces the data at
+//     each of their paths (every path is cleared, then the values are
+//     written in request order; where they overlap the later value wins).
+//     It may come with deletes, replaces and updates, applied in the
+//     order above. A union_replace of another origin than openconfig (a
+//     CLI or native one), or of several origins, is Unimplemented, and so
+//     is any union_replace with Options.NoUnionReplace (a device older
+//     than gNMI 0.10).
 //   - Subscribe ONCE, POLL and STREAM (ON_CHANGE, TARGET_DEFINED as
 //     ON_CHANGE, SAMPLE) with sync_response; Sets show up on ON_CHANGE
 //     streams as updates and leaf deletes. Values are scalar TypedValues,

@@ -129,12 +129,17 @@ func normalizeValue(v *gpb.TypedValue) (*gpb.TypedValue, error) {
 	return v, nil
 }
 
-// setOp is one operation of a SetRequest, with its full path.
+// setOp is one step of a SetRequest, with its full path: it clears what
+// is at the path (delete, replace), writes its value there (replace,
+// update), or both. A union_replace is two steps, run apart (see
+// Set): the clear of its path, and later the write of its value.
 type setOp struct {
-	op   gpb.UpdateResult_Operation
-	path *gpb.Path // as the client sent it (relative to the prefix)
-	full *gpb.Path
-	val  *gpb.TypedValue
+	op    gpb.UpdateResult_Operation
+	path  *gpb.Path // as the client sent it (relative to the prefix)
+	full  *gpb.Path
+	val   *gpb.TypedValue
+	clear bool // remove what is at full first
+	write bool // then write val there
 }
 
 // change is what a Set does to the running configuration once it is
@@ -206,14 +211,14 @@ func writeOps(schema *yang.Entry, newRoot func() ygot.ValidatedGoStruct, work yg
 			return nil, pathError(codes.InvalidArgument, o.full, "%s of a read-only (state) path", opName(o.op))
 		}
 		isRoot := len(o.full.GetElem()) == 0
-		if o.op == gpb.UpdateResult_DELETE || o.op == gpb.UpdateResult_REPLACE {
+		if o.clear {
 			if isRoot {
 				work = newRoot()
 			} else if err := deleteNode(schema, work, o.full); err != nil {
 				return nil, pathError(schemaCode(err), o.full, "%s: %s", opName(o.op), errMsg(err))
 			}
 		}
-		if o.op == gpb.UpdateResult_DELETE {
+		if !o.write {
 			continue
 		}
 		val, err := normalizeValue(o.val)
@@ -348,7 +353,7 @@ func applyEntryOps(schema *yang.Entry, newRoot func() ygot.ValidatedGoStruct, ro
 func validateChanged(schema *yang.Entry, root ygot.GoStruct, ops []setOp) error {
 	whole := false
 	for _, o := range ops {
-		if o.op == gpb.UpdateResult_DELETE {
+		if !o.write {
 			continue
 		}
 		idx := -1
