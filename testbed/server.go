@@ -33,11 +33,12 @@ func gnmiVersion() string {
 	return "0.10.0"
 }
 
-func (s *gnmiServer) Capabilities(ctx context.Context, _ *gpb.CapabilityRequest) (*gpb.CapabilityResponse, error) {
+func (s *gnmiServer) Capabilities(ctx context.Context, req *gpb.CapabilityRequest) (*gpb.CapabilityResponse, error) {
 	return &gpb.CapabilityResponse{
 		SupportedModels:    s.d.model.Models(),
 		SupportedEncodings: []gpb.Encoding{gpb.Encoding_JSON, gpb.Encoding_JSON_IETF, gpb.Encoding_PROTO},
 		GNMIVersion:        gnmiVersion(),
+		Extension:          echoed(req.GetExtension()),
 	}, nil
 }
 
@@ -52,14 +53,18 @@ func (s *gnmiServer) Get(ctx context.Context, req *gpb.GetRequest) (*gpb.GetResp
 	if _, ok := gpb.GetRequest_DataType_name[int32(dt)]; !ok {
 		return nil, status.Errorf(codes.InvalidArgument, "unknown Get data type %d (ALL, CONFIG, STATE or OPERATIONAL)", dt)
 	}
+	depth, err := checkExtensions(rpcGet, req.GetExtension())
+	if err != nil {
+		return nil, err
+	}
 	schema := s.d.model.RootSchema()
 	paths := req.GetPath()
 	if len(paths) == 0 {
 		paths = []*gpb.Path{{}}
 	}
 	ts := time.Now().UnixNano()
-	resp := &gpb.GetResponse{}
-	err := s.d.readTree(func(root ygot.ValidatedGoStruct) error {
+	resp := &gpb.GetResponse{Extension: echoed(req.GetExtension())}
+	err = s.d.readTree(func(root ygot.ValidatedGoStruct) error {
 		for _, p := range paths {
 			full, err := joinPath(req.GetPrefix(), p)
 			if err != nil {
@@ -68,6 +73,12 @@ func (s *gnmiServer) Get(ctx context.Context, req *gpb.GetRequest) (*gpb.GetResp
 			updates, err := resolveGet(schema, root, full, len(req.GetPrefix().GetElem()), enc, dt)
 			if err != nil {
 				return err
+			}
+			if updates, err = limitDepth(schema, req.GetPrefix(), full, updates, depth); err != nil {
+				return err
+			}
+			if len(updates) == 0 && depth > 0 {
+				return pathError(codes.NotFound, full, "no %v data within Depth %d of this path", dt, depth)
 			}
 			if len(updates) == 0 {
 				return pathError(codes.NotFound, full, "no %v data at this path", dt)
@@ -96,6 +107,9 @@ func (s *gnmiServer) Set(ctx context.Context, req *gpb.SetRequest) (*gpb.SetResp
 	defer func() { <-d.setSem }()
 
 	if err := d.injectSetFaults(ctx); err != nil {
+		return nil, err
+	}
+	if _, err := checkExtensions(rpcSet, req.GetExtension()); err != nil {
 		return nil, err
 	}
 	if err := d.arbitrate(req.GetExtension()); err != nil {
