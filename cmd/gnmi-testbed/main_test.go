@@ -135,6 +135,22 @@ func TestEndToEndWithGNMICLI(t *testing.T) {
 		}
 	})
 
+	t.Run("union_replace, and --no-union-replace", func(t *testing.T) {
+		const unionReplace = `union_replace: <path: <` + descriptionPath + `> val: <string_val: "via-union">>`
+		dev := startBinary(t, bin, "--listen", "127.0.0.1:0")
+		if out := sidecartest.MustCLI(t, gnmiCLI, dev.addr, "-set", "-proto", unionReplace); !strings.Contains(out, "op: UNION_REPLACE") {
+			t.Errorf("set output:\n%s", out)
+		}
+		if out := sidecartest.MustCLI(t, gnmiCLI, dev.addr, "-get", "-proto", getDescription); !strings.Contains(out, "via-union") {
+			t.Errorf("get output lacks the value:\n%s", out)
+		}
+		old := startBinary(t, bin, "--listen", "127.0.0.1:0", "--no-union-replace")
+		out, err := sidecartest.RunCLI(t, gnmiCLI, old.addr, "-set", "-proto", unionReplace)
+		if err == nil || !strings.Contains(out, "Unimplemented") || !strings.Contains(out, "union_replace is not supported by this device") {
+			t.Errorf("--no-union-replace: err %v, output:\n%s\nwant Unimplemented", err, out)
+		}
+	})
+
 	t.Run("persistent", func(t *testing.T) {
 		state := filepath.Join(t.TempDir(), "state.json")
 		dev := startBinary(t, bin, "--listen", "127.0.0.1:0", "--persistent", "--state-file", state)
