@@ -15,9 +15,10 @@
 //     that order; atomic (the operations run on a copy that replaces the
 //     running tree only if all of them and schema validation pass). An
 //     unknown path is NotFound, a wrongly typed or invalid value or a
-//     malformed path InvalidArgument; messages name the path. Deleting a
-//     missing path succeeds. MasterArbitration is enforced as in the
-//     OpenConfig reference.
+//     malformed path (an empty name, only the deprecated element field, a
+//     target outside the prefix) InvalidArgument; messages name the path.
+//     Deleting a missing path succeeds. MasterArbitration is enforced as
+//     in the OpenConfig reference.
 //   - union_replace (gNMI 0.10) for the one schema the device has: the
 //     union of the request's union_replace values replaces the data at
 //     each of their paths (every path is cleared, then the values are

@@ -230,6 +230,20 @@ func TestSet(t *testing.T) {
 		},
 		code: codes.InvalidArgument, msgHas: "/system/state/boot-time",
 	}, {
+		name: "target on an operation's path",
+		req: func(t *testing.T) *gpb.SetRequest {
+			path := p(t, eth0Desc)
+			path.Target = "dev1"
+			return &gpb.SetRequest{Update: []*gpb.Update{{Path: path, Val: str("x")}}}
+		},
+		code: codes.InvalidArgument, msgHas: "allows a target only in the prefix", missing: []string{eth0Desc},
+	}, {
+		name: "target on the prefix",
+		req: func(t *testing.T) *gpb.SetRequest {
+			return &gpb.SetRequest{Prefix: &gpb.Path{Target: "dev1"}, Update: []*gpb.Update{upd(t, eth0Desc, str("x"))}}
+		},
+		want: map[string]string{eth0Desc: `string_val:"x"`},
+	}, {
 		name: "update without a value",
 		req: func(t *testing.T) *gpb.SetRequest {
 			return &gpb.SetRequest{Update: []*gpb.Update{{Path: p(t, eth0Desc)}}}

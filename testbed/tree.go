@@ -44,6 +44,9 @@ func joinPath(prefix, p *gpb.Path) (*gpb.Path, error) {
 	if err := checkPath(p); err != nil {
 		return nil, err
 	}
+	if t := p.GetTarget(); t != "" {
+		return nil, fmt.Errorf("path has target %q: gNMI allows a target only in the prefix (specification 2.2.2.1)", t)
+	}
 	origin := prefix.GetOrigin()
 	if o := p.GetOrigin(); o != "" {
 		if origin != "" && origin != o {
