@@ -17,8 +17,11 @@
 //     unknown path is NotFound, a wrongly typed or invalid value or a
 //     malformed path (an empty name, only the deprecated element field, a
 //     target outside the prefix) InvalidArgument; messages name the path.
-//     Deleting a missing path succeeds. MasterArbitration is enforced as
-//     in the OpenConfig reference.
+//     Deleting a missing path succeeds; a delete expands wildcard keys
+//     ([name=*]) to the entries there are (a wildcard element name is
+//     Unimplemented), and a replace or update of a path with a wildcard
+//     is InvalidArgument. MasterArbitration is enforced as in the
+//     OpenConfig reference.
 //   - union_replace (gNMI 0.10) for the one schema the device has: the
 //     union of the request's union_replace values replaces the data at
 //     each of their paths (every path is cleared, then the values are

@@ -132,6 +132,12 @@ func (s *gnmiServer) Set(ctx context.Context, req *gpb.SetRequest) (*gpb.SetResp
 		if err != nil {
 			return status.Errorf(codes.InvalidArgument, "%s %s: %v", opName(op), pathString(p), err)
 		}
+		switch names, keys := wildcards(full); {
+		case (names || keys) && op != gpb.UpdateResult_DELETE:
+			return pathError(codes.InvalidArgument, full, "%s of a path with a wildcard: it needs a concrete path (wildcards are for delete, Get and Subscribe)", opName(op))
+		case names:
+			return pathError(codes.Unimplemented, full, "delete of a path with a wildcard element name (* or ...) is not supported by this device; use wildcard keys ([name=*])")
+		}
 		ops = append(ops, setOp{op: op, path: p, full: full, val: v, clear: clear, write: write})
 		if clear || op != gpb.UpdateResult_UNION_REPLACE {
 			results = append(results, &gpb.UpdateResult{Path: p, Op: op})

@@ -230,6 +230,31 @@ func TestSet(t *testing.T) {
 		},
 		code: codes.InvalidArgument, msgHas: "/system/state/boot-time",
 	}, {
+		name:  "delete with a wildcard key deletes every match",
+		setup: []*gpb.SetRequest{{Update: []*gpb.Update{upd(t, eth0Desc, str("a")), upd(t, eth0MTU, uintV(1500)), upd(t, "/interfaces/interface[name=eth1]/config/description", str("b"))}}},
+		req: func(t *testing.T) *gpb.SetRequest {
+			return &gpb.SetRequest{Delete: []*gpb.Path{p(t, "/interfaces/interface[name=*]/config/description")}}
+		},
+		want:    map[string]string{eth0MTU: `uint_val:1500`},
+		missing: []string{eth0Desc, "/interfaces/interface[name=eth1]/config/description"},
+	}, {
+		name: "delete with a wildcard key that matches nothing",
+		req: func(t *testing.T) *gpb.SetRequest {
+			return &gpb.SetRequest{Delete: []*gpb.Path{p(t, "/interfaces/interface[name=*]")}}
+		},
+	}, {
+		name: "delete with a wildcard element name",
+		req: func(t *testing.T) *gpb.SetRequest {
+			return &gpb.SetRequest{Delete: []*gpb.Path{p(t, "/interfaces/*")}}
+		},
+		code: codes.Unimplemented, msgHas: "wildcard element name",
+	}, {
+		name: "update of a path with a wildcard",
+		req: func(t *testing.T) *gpb.SetRequest {
+			return &gpb.SetRequest{Update: []*gpb.Update{upd(t, "/interfaces/interface[name=*]/config/description", str("x"))}}
+		},
+		code: codes.InvalidArgument, msgHas: "update of a path with a wildcard", missing: []string{"/interfaces/interface[name=*]"},
+	}, {
 		name: "target on an operation's path",
 		req: func(t *testing.T) *gpb.SetRequest {
 			path := p(t, eth0Desc)

@@ -217,7 +217,7 @@ func writeOps(schema *yang.Entry, newRoot func() ygot.ValidatedGoStruct, work yg
 		if o.clear {
 			if isRoot {
 				work = newRoot()
-			} else if err := deleteNode(schema, work, o.full); err != nil {
+			} else if err := deleteMatching(schema, work, o.full); err != nil {
 				return nil, pathError(schemaCode(err), o.full, "%s: %s", opName(o.op), errMsg(err))
 			}
 		}
@@ -936,6 +936,44 @@ func setNode(schema *yang.Entry, root ygot.GoStruct, full *gpb.Path, val *gpb.Ty
 		return false
 	})
 	return result
+}
+
+// wildcards reports whether p has wildcard element names ("*", "...")
+// and wildcard key values ("*").
+func wildcards(p *gpb.Path) (names, keys bool) {
+	for _, e := range p.GetElem() {
+		if e.GetName() == "*" || e.GetName() == "..." {
+			names = true
+		}
+		for _, v := range e.GetKey() {
+			if v == "*" {
+				keys = true
+			}
+		}
+	}
+	return names, keys
+}
+
+// deleteMatching is deleteNode of full, whose key values may be wildcards
+// (gNMI 3.4.6: a delete expands them): every existing node full matches is
+// deleted; none is fine.
+func deleteMatching(schema *yang.Entry, root ygot.GoStruct, full *gpb.Path) error {
+	if _, keys := wildcards(full); !keys {
+		return deleteNode(schema, root, full)
+	}
+	nodes, err := ytypes.GetNode(schema, root, full, &ytypes.GetHandleWildcards{})
+	if err != nil {
+		if schemaCode(err) == codes.NotFound && !strings.Contains(err.Error(), "no match found") {
+			return nil // nothing matches: deleting what is not there succeeds
+		}
+		return err
+	}
+	for _, n := range present(nodes) {
+		if err := deleteNode(schema, root, n.Path); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // deleteNode is ytypes.DeleteNode that also deletes containers the
