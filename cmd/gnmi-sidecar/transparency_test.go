@@ -95,7 +95,7 @@ var (
 	transUsername   = flag.String("transparency.username", "", "TestTransparency with -transparency.target: username for the target, with the password in $"+passwordEnv)
 	transYANG       = flag.String("transparency.yang", "", "TestTransparency with -transparency.target: the target's YANG (files or directories, comma-separated) for the sidecar's --yang; "+
 		"without it the sidecar refuses the rows' JSON lists whose keys it has not learned (FAILED_PRECONDITION naming --yang)")
-	transReport     = flag.Bool("transparency.report", false, "TestTransparency: also print the request counts on stdout")
+	transReport = flag.Bool("transparency.report", false, "TestTransparency: also print the request counts on stdout")
 )
 
 // transHarness is the device (or the external target), the sidecar in front
