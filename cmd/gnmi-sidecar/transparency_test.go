@@ -163,7 +163,7 @@ func TestTransparency(t *testing.T) {
 	}
 	start := time.Now()
 	h := newTransHarness(t)
-	rows := transparencyTable(t, h)
+	rows := transparencyTable(h)
 	compared, answered, known := 0, 0, map[string]int{}
 	var pendingRows []string
 	for _, r := range rows {
