@@ -27,6 +27,7 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/testing/protocmp"
+	"google.golang.org/protobuf/types/known/anypb"
 	"google.golang.org/protobuf/types/known/durationpb"
 
 	"github.com/gnmi-sidecar/gnmi-sidecar/proxy/sidecarpb"
@@ -62,8 +63,8 @@ import (
 //     and applied (COMPLETE, COMPLETE).
 //  3. the sidecar's Response in the status details of a Set the device
 //     refused: added so that a client can tell the journal's state; removed
-//     only after checking that every detail is such a Response with apply
-//     FAILED. The code and message are compared.
+//     only after checking that it is a Response with apply FAILED. The
+//     code, the message and the other details are compared.
 //  4. the order of the updates, and of the deletes, within one
 //     Notification (Get and Subscribe): both are sorted by path. gNMI gives
 //     no meaning to the order of the independent updates of one
@@ -153,7 +154,8 @@ type outcome struct {
 	msgs    []proto.Message
 	code    codes.Code
 	message string
-	note    string // what the masks checked, or why a check failed
+	details []*anypb.Any // of the error's status
+	note    string       // why a mask's check failed
 }
 
 // TestTransparency runs the table (see above) and prints its counts.
@@ -319,6 +321,9 @@ func (h *transHarness) compare(t *testing.T, r transRow) string {
 	if d.code != s.code {
 		out = append(out, fmt.Sprintf("status code: direct %v, through the sidecar %v", d.code, s.code))
 	}
+	if diff := cmp.Diff(d.details, s.details, protocmp.Transform()); diff != "" {
+		out = append(out, "status details:\n"+diff)
+	}
 	if d.message != s.message {
 		if r.maskMessage != "" && d.code == s.code {
 			t.Logf("message not compared (%s):\n  direct:  %q\n  sidecar: %q", r.maskMessage, d.message, s.message)
@@ -346,26 +351,35 @@ func summarize(o outcome) string {
 // that masking leaves the original alone).
 func unary[M proto.Message](resp M, err error) outcome {
 	if err != nil {
-		st := status.Convert(err)
-		return outcome{code: st.Code(), message: st.Message()}
+		return errOutcome(err)
 	}
 	return outcome{msgs: []proto.Message{proto.Clone(resp)}}
+}
+
+// errOutcome is an RPC's error: code, message and details.
+func errOutcome(err error) outcome {
+	st := status.Convert(err).Proto()
+	return outcome{code: codes.Code(st.GetCode()), message: st.GetMessage(), details: st.GetDetails()}
 }
 
 // maskSidecarSet applies masks 2 and 3 to the sidecar's answer to a Set,
 // checking what they remove; it returns why a check failed ("" if none).
 func maskSidecarSet(o *outcome, resp *gpb.SetResponse, err error) string {
 	if err != nil {
-		for _, d := range status.Convert(err).Details() {
-			r, ok := d.(*sidecarpb.Response)
-			if !ok {
-				return fmt.Sprintf("mask 3: a status detail that is not the sidecar's Response: %v", d)
+		var note string
+		o.details = slices.DeleteFunc(o.details, func(a *anypb.Any) bool {
+			r := &sidecarpb.Response{}
+			if !a.MessageIs(r) {
+				return false // compared with the device's details
 			}
-			if r.GetApply() != sidecarpb.Status_STATUS_FAILED {
-				return fmt.Sprintf("mask 3: the sidecar's Response of a refused Set has apply %v, want STATUS_FAILED", r.GetApply())
+			if err := a.UnmarshalTo(r); err != nil {
+				note = fmt.Sprintf("mask 3: a status detail of the sidecar's Response type that does not decode: %v", err)
+			} else if r.GetApply() != sidecarpb.Status_STATUS_FAILED {
+				note = fmt.Sprintf("mask 3: the sidecar's Response of a refused Set has apply %v, want STATUS_FAILED", r.GetApply())
 			}
-		}
-		return ""
+			return true
+		})
+		return note
 	}
 	m := o.msgs[0].(*gpb.SetResponse)
 	var own []*gnmi_ext.Extension
@@ -500,8 +514,8 @@ func (s *subStream) outcome(cancelled bool) outcome {
 	case !s.ended:
 		o.code, o.message = codes.Unknown, "the test stopped reading before the stream ended"
 	default:
-		st := status.Convert(s.end)
-		o.code, o.message = st.Code(), st.Message()
+		e := errOutcome(s.end)
+		o.code, o.message, o.details = e.code, e.message, e.details
 	}
 	return o
 }
