@@ -47,6 +47,11 @@ type Options struct {
 	// NoUnionReplace makes Set refuse any union_replace operation with
 	// Unimplemented, like a device older than gNMI 0.10.
 	NoUnionReplace bool
+	// EchoExtensions makes every RPC answer with the RegisteredExtensions
+	// its request carried, unchanged (Subscribe: with each
+	// sync_response), so that the relay of response extensions can be
+	// tested. Off, they are ignored, as by a device that knows none.
+	EchoExtensions bool
 }
 
 // ElectionID is a gNMI MasterArbitration election id (a uint128).

@@ -57,9 +57,10 @@
 //     leaves up to N levels below the requested node); History,
 //     commit-confirmed and ConfigSubscription are Unimplemented (and
 //     InvalidArgument on an RPC they do not belong to, as Depth on Set);
-//     every RegisteredExtension, whatever its id, comes back unchanged in
-//     the response (Subscribe: with each sync_response), so that a proxy's
-//     relay of response extensions can be checked.
+//     RegisteredExtensions are ignored, or with Options.EchoExtensions
+//     come back unchanged in the response (Subscribe: with each
+//     sync_response), whatever their id, so that a proxy's relay of
+//     response extensions can be checked.
 //
 // WriteYANG (and Device.WriteYANG, into a directory; the command
 // "gnmi-testbed yang --out DIR") writes the schema as YANG source, for tools

@@ -14,19 +14,22 @@ import (
 // The gNMI extensions (gnmi_ext) as the device treats them, per RPC:
 //
 //	extension           Get              Set              Subscribe
-//	RegisteredExtension echoed           echoed           echoed (sync_response)
+//	RegisteredExtension ignored (¹)      ignored (¹)      ignored (¹)
 //	MasterArbitration   ignored          enforced         ignored
 //	History             Unimplemented    InvalidArgument  Unimplemented
 //	Commit              InvalidArgument  Unimplemented    InvalidArgument
 //	Depth               honoured         InvalidArgument  honoured
 //	ConfigSubscription  InvalidArgument  InvalidArgument  Unimplemented
 //
-// A RegisteredExtension (whatever its id: the device understands none)
-// comes back unchanged in the response's extensions, so that a proxy's
-// relaying of response extensions can be checked. Capabilities echoes
-// them too and ignores the rest. An extension of a kind the device's gNMI
-// does not know (an empty oneof) is ignored, as protobuf ignores unknown
-// fields.
+// (¹) The device understands no RegisteredExtension, whatever its id, and
+// ignores it, as a real target does; with Options.EchoExtensions it sends
+// each back unchanged in the response's extensions (Subscribe: with each
+// sync_response), so that a proxy's relaying of response extensions can
+// be checked. Not by default: a client that tells a gnmi-sidecar by its
+// extension (id 999) in a SetResponse would take the echo for one.
+// Capabilities ignores the other extensions (and echoes the same way). An
+// extension of a kind the device's gNMI does not know (an empty oneof) is
+// ignored, as protobuf ignores unknown fields.
 
 // rpc names the RPC an extension arrives with, for messages.
 type rpc string
@@ -72,9 +75,13 @@ func checkExtensions(r rpc, exts []*gnmi_ext.Extension) (depth uint32, err error
 	return depth, nil
 }
 
-// echoed returns the RegisteredExtensions among exts, copied: the device
-// answers a request with the registered extensions it carried.
-func echoed(exts []*gnmi_ext.Extension) []*gnmi_ext.Extension {
+// echoed returns, with Options.EchoExtensions, the RegisteredExtensions
+// among exts, copied: the device then answers a request with the
+// registered extensions it carried. Without it, none.
+func (d *Device) echoed(exts []*gnmi_ext.Extension) []*gnmi_ext.Extension {
+	if !d.opts.EchoExtensions {
+		return nil
+	}
 	var out []*gnmi_ext.Extension
 	for _, e := range exts {
 		if e.GetRegisteredExt() != nil {

@@ -234,11 +234,12 @@ func TestExtensionsRefused(t *testing.T) {
 	}
 }
 
-// TestRegisteredExtensionsEchoed: every RPC answers with the registered
-// extensions its request carried, whatever their id, unchanged: Get, Set
-// and Capabilities in their response, Subscribe with each sync_response.
+// TestRegisteredExtensionsEchoed: with Options.EchoExtensions every RPC
+// answers with the registered extensions its request carried, whatever
+// their id, unchanged: Get, Set and Capabilities in their response,
+// Subscribe with each sync_response. Without it, none comes back.
 func TestRegisteredExtensionsEchoed(t *testing.T) {
-	_, c := startDevice(t, testbed.Options{})
+	_, c := startDevice(t, testbed.Options{EchoExtensions: true})
 	exts := []*gnmi_ext.Extension{
 		{Ext: &gnmi_ext.Extension_RegisteredExt{RegisteredExt: &gnmi_ext.RegisteredExtension{Id: 1234, Msg: []byte("opaque")}}},
 		{Ext: &gnmi_ext.Extension_RegisteredExt{RegisteredExt: &gnmi_ext.RegisteredExtension{Id: gnmi_ext.ExtensionID_EID_EXPERIMENTAL, Msg: []byte{8, 1}}}},
@@ -288,5 +289,15 @@ func TestRegisteredExtensionsEchoed(t *testing.T) {
 	}
 	if len(plain.GetExtension()) != 0 {
 		t.Errorf("a Get without extensions got %v back", plain.GetExtension())
+	}
+
+	_, quiet := startDevice(t, testbed.Options{})
+	set = mustSet(t, quiet, &gpb.SetRequest{Update: []*gpb.Update{upd(t, eth0Desc, str("x"))}, Extension: exts})
+	get, err = quiet.Get(ctxT(t), &gpb.GetRequest{Path: []*gpb.Path{p(t, eth0Desc)}, Extension: exts})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(set.GetExtension())+len(get.GetExtension()) != 0 {
+		t.Errorf("without EchoExtensions the device answered with extensions: Set %v, Get %v", set.GetExtension(), get.GetExtension())
 	}
 }

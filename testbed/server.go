@@ -38,7 +38,7 @@ func (s *gnmiServer) Capabilities(ctx context.Context, req *gpb.CapabilityReques
 		SupportedModels:    s.d.model.Models(),
 		SupportedEncodings: []gpb.Encoding{gpb.Encoding_JSON, gpb.Encoding_JSON_IETF, gpb.Encoding_PROTO},
 		GNMIVersion:        gnmiVersion(),
-		Extension:          echoed(req.GetExtension()),
+		Extension:          s.d.echoed(req.GetExtension()),
 	}, nil
 }
 
@@ -63,7 +63,7 @@ func (s *gnmiServer) Get(ctx context.Context, req *gpb.GetRequest) (*gpb.GetResp
 		paths = []*gpb.Path{{}}
 	}
 	ts := time.Now().UnixNano()
-	resp := &gpb.GetResponse{Extension: echoed(req.GetExtension())}
+	resp := &gpb.GetResponse{Extension: s.d.echoed(req.GetExtension())}
 	err = s.d.readTree(func(root ygot.ValidatedGoStruct) error {
 		for _, p := range paths {
 			full, err := joinPath(req.GetPrefix(), p)
@@ -200,7 +200,7 @@ func (s *gnmiServer) Set(ctx context.Context, req *gpb.SetRequest) (*gpb.SetResp
 	d.commit(old, ch, ts)
 
 	d.log.Debug("set applied", "ops", len(results))
-	return &gpb.SetResponse{Prefix: req.GetPrefix(), Response: results, Timestamp: ts, Extension: echoed(req.GetExtension())}, nil
+	return &gpb.SetResponse{Prefix: req.GetPrefix(), Response: results, Timestamp: ts, Extension: d.echoed(req.GetExtension())}, nil
 }
 
 // checkUnionReplace refuses, with the device's own Unimplemented, a Set

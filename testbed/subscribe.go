@@ -264,7 +264,7 @@ func (s *gnmiServer) Subscribe(srv gpb.GNMI_SubscribeServer) error {
 		target = s.d.opts.Target
 	}
 	respPrefix := &gpb.Path{Target: target, Origin: sl.GetPrefix().GetOrigin()}
-	ss := &subscribeStream{stream: srv, prefix: respPrefix, exts: echoed(req.GetExtension())}
+	ss := &subscribeStream{stream: srv, prefix: respPrefix, exts: s.d.echoed(req.GetExtension())}
 
 	switch sl.GetMode() {
 	case gpb.SubscriptionList_ONCE:

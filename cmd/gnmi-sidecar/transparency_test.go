@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 	gpb "github.com/openconfig/gnmi/proto/gnmi"
 	"github.com/openconfig/gnmi/proto/gnmi_ext"
 	"google.golang.org/grpc"
@@ -224,7 +225,9 @@ func newTransHarness(t *testing.T) *transHarness {
 	// refusing those whose keys it has not learned.
 	var s *stack
 	if *transTarget == "" {
-		s = newStack(t, nil, nil)
+		// --echo-extensions: the device answers with the registered
+		// extensions of each request, so that their relay back shows.
+		s = newStack(t, []string{"--echo-extensions"}, nil)
 		dir := filepath.Join(t.TempDir(), "yang")
 		if out, err := exec.Command(s.testbedBin, "yang", "--out", dir).CombinedOutput(); err != nil {
 			t.Fatalf("gnmi-testbed yang: %v\n%s", err, out)
@@ -315,13 +318,15 @@ func (h *transHarness) compare(t *testing.T, r transRow) string {
 		}
 	}
 	var out []string
-	if diff := cmp.Diff(d.msgs, s.msgs, protocmp.Transform()); diff != "" {
+	// EquateEmpty: no response (or no detail) is the same whether the
+	// slice holding none is nil or empty.
+	if diff := cmp.Diff(d.msgs, s.msgs, protocmp.Transform(), cmpopts.EquateEmpty()); diff != "" {
 		out = append(out, "responses:\n"+diff)
 	}
 	if d.code != s.code {
 		out = append(out, fmt.Sprintf("status code: direct %v, through the sidecar %v", d.code, s.code))
 	}
-	if diff := cmp.Diff(d.details, s.details, protocmp.Transform()); diff != "" {
+	if diff := cmp.Diff(d.details, s.details, protocmp.Transform(), cmpopts.EquateEmpty()); diff != "" {
 		out = append(out, "status details:\n"+diff)
 	}
 	if d.message != s.message {

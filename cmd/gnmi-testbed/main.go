@@ -35,6 +35,7 @@ type config struct {
 	persistent bool
 	noOnChange bool
 	noUnion    bool
+	echoExts   bool
 	stateFile  string
 	admin      string
 	setDelay   time.Duration
@@ -55,8 +56,9 @@ Capabilities, Get, Set (atomic, MasterArbitration, union_replace) and Subscribe
 suppress_redundant; sample and heartbeat intervals of at least 100ms).
 
 Extensions: Depth on Get and Subscribe; History, commit-confirmed and
-ConfigSubscription are refused with UNIMPLEMENTED; any registered extension
-(whatever its id) is echoed back in the response.
+ConfigSubscription are refused with UNIMPLEMENTED; registered extensions
+(whatever their id) are ignored, or with --echo-extensions sent back in the
+response.
 
 Without --persistent the device starts empty every time. With --persistent it
 saves its configuration to --state-file after every Set and loads it on start,
@@ -83,6 +85,7 @@ module (gnmi-testbed.yang) for tools that load YANG at run time.`,
 	f.BoolVar(&cfg.persistent, "persistent", false, "keep the configuration in --state-file across restarts")
 	f.BoolVar(&cfg.noOnChange, "refuse-on-change", false, "refuse STREAM subscriptions in mode ON_CHANGE (and TARGET_DEFINED) with UNIMPLEMENTED, like a device that only samples")
 	f.BoolVar(&cfg.noUnion, "no-union-replace", false, "refuse every Set with union_replace operations with UNIMPLEMENTED, like a device older than gNMI 0.10")
+	f.BoolVar(&cfg.echoExts, "echo-extensions", false, "answer every request with the registered extensions it carried (Subscribe: with each sync_response), to test a proxy's relay of response extensions")
 	f.StringVar(&cfg.stateFile, "state-file", "./gnmi-testbed-state.json", "where a --persistent device keeps its configuration")
 	f.StringVar(&cfg.admin, "admin", "", "loopback address of the HTTP admin endpoint for runtime faults (e.g. 127.0.0.1:9341); off when empty")
 	f.DurationVar(&cfg.setDelay, "set-delay", 0, "delay every Set by this long (a slow device)")
@@ -155,7 +158,7 @@ func run(ctx context.Context, cfg config, stdout, stderr io.Writer) error {
 		}
 	}
 
-	opts := testbed.Options{Persistent: cfg.persistent, RefuseOnChange: cfg.noOnChange, NoUnionReplace: cfg.noUnion, Logger: log}
+	opts := testbed.Options{Persistent: cfg.persistent, RefuseOnChange: cfg.noOnChange, NoUnionReplace: cfg.noUnion, EchoExtensions: cfg.echoExts, Logger: log}
 	if cfg.persistent {
 		opts.StateFile = cfg.stateFile
 	}
