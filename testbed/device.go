@@ -44,6 +44,14 @@ type Options struct {
 	// ON_CHANGE (and TARGET_DEFINED) with Unimplemented, like a device
 	// that streams only SAMPLE; ONCE, POLL and SAMPLE work.
 	RefuseOnChange bool
+	// NoUnionReplace makes Set refuse any union_replace operation with
+	// Unimplemented, like a device older than gNMI 0.10.
+	NoUnionReplace bool
+	// EchoExtensions makes every RPC answer with the RegisteredExtensions
+	// its request carried, unchanged (Subscribe: with each
+	// sync_response), so that the relay of response extensions can be
+	// tested. Off, they are ignored, as by a device that knows none.
+	EchoExtensions bool
 }
 
 // ElectionID is a gNMI MasterArbitration election id (a uint128).

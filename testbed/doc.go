@@ -10,20 +10,57 @@
 //   - Get of any path (root, container, list entry, leaf, "*" keys) in JSON,
 //     JSON_IETF or PROTO (scalar leaves), data type CONFIG, STATE,
 //     OPERATIONAL or ALL. Missing data is NotFound.
-//   - Set with gNMI semantics: deletes, then replaces, then updates; one
-//     UpdateResult per operation; atomic (the operations run on a copy that
-//     replaces the running tree only if all of them and schema validation
-//     pass). An unknown path is NotFound, a wrongly typed or invalid value
-//     or a malformed path InvalidArgument, union_replace Unimplemented;
-//     messages name the path. Deleting a missing path succeeds.
-//     MasterArbitration is enforced as in the OpenConfig reference.
-//   - Subscribe ONCE, POLL and STREAM (ON_CHANGE, TARGET_DEFINED as
-//     ON_CHANGE, SAMPLE) with sync_response; Sets show up on ON_CHANGE
-//     streams as updates and leaf deletes. Values are scalar TypedValues,
-//     whatever the subscription's encoding: a Set of a JSON or JSON_IETF
-//     value at a container or list reaches a stream as one update per
-//     changed leaf (full paths with list keys; unchanged leaves are not
-//     sent), and leaves a Replace or Delete removed as one delete each.
+//   - Set with gNMI semantics: deletes, then replaces, then the
+//     union_replaces, then updates; one UpdateResult per operation, in
+//     that order; atomic (the operations run on a copy that replaces the
+//     running tree only if all of them and schema validation pass). An
+//     unknown path is NotFound, a wrongly typed or invalid value or a
+//     malformed path (an empty name, only the deprecated element field, a
+//     target outside the prefix) InvalidArgument; messages name the path.
+//     Deleting a missing path succeeds; a delete expands wildcard keys
+//     ([name=*]) to the entries there are (a wildcard element name is
+//     Unimplemented), and a replace or update of a path with a wildcard
+//     is InvalidArgument. MasterArbitration is enforced as in the
+//     OpenConfig reference.
+//   - union_replace (gNMI 0.10) for the one schema the device has: the
+//     union of the request's union_replace values replaces the data at
+//     each of their paths (every path is cleared, then the values are
+//     written in request order; where they overlap the later value wins).
+//     It may come with deletes, replaces and updates, applied in the
+//     order above. A union_replace of another origin than openconfig (a
+//     CLI or native one), or of several origins, is Unimplemented, and so
+//     is any union_replace with Options.NoUnionReplace (a device older
+//     than gNMI 0.10).
+//   - Subscribe ONCE, POLL (as many Polls as the client sends) and STREAM
+//     (ON_CHANGE, TARGET_DEFINED as ON_CHANGE, SAMPLE), several
+//     subscriptions per request, updates_only, with sync_response; the
+//     prefix's target (else Options.Target) and origin come back in the
+//     notifications' prefix. Sets show up on ON_CHANGE streams as updates
+//     and leaf deletes. Values are scalar TypedValues, whatever the
+//     subscription's encoding: a Set of a JSON or JSON_IETF value at a
+//     container or list reaches a stream as one update per changed leaf
+//     (full paths with list keys; unchanged leaves are not sent), and
+//     leaves a Replace or Delete removed as one delete each.
+//     allow_aggregation changes nothing: no schema node is marked
+//     eligible for aggregation.
+//   - heartbeat_interval: an ON_CHANGE subscription gets every value again
+//     once per heartbeat interval, changed or not. suppress_redundant: a
+//     SAMPLE subscription sends only the values that changed since it last
+//     sent them (the initial state counts as sent, also with updates_only;
+//     a leaf deleted and set again counts as changed; SAMPLE sends no
+//     deletes); with a heartbeat_interval as well it sends every value once
+//     per heartbeat interval. A STREAM subscription's sample_interval and
+//     heartbeat_interval must be at least MinInterval (100 ms), else
+//     InvalidArgument; ONCE and POLL ignore them.
+//   - Extensions (gnmi_ext; extensions.go has the table): the Depth
+//     extension on Get and Subscribe (gnmi-depth.md: level N keeps the
+//     leaves up to N levels below the requested node); History,
+//     commit-confirmed and ConfigSubscription are Unimplemented (and
+//     InvalidArgument on an RPC they do not belong to, as Depth on Set);
+//     RegisteredExtensions are ignored, or with Options.EchoExtensions
+//     come back unchanged in the response (Subscribe: with each
+//     sync_response), whatever their id, so that a proxy's relay of
+//     response extensions can be checked.
 //
 // WriteYANG (and Device.WriteYANG, into a directory; the command
 // "gnmi-testbed yang --out DIR") writes the schema as YANG source, for tools
@@ -54,9 +91,9 @@
 // of any path through a "state" container is refused as read-only.
 //
 // Not modelled: leafref integrity (ygot checks leafrefs only by walking the
-// whole schema, over 100 ms per Set), heartbeat_interval and
-// suppress_redundant, and schema checks of Subscribe paths (an unknown
-// path just never matches).
+// whole schema, over 100 ms per Set), schema checks of Subscribe paths (an
+// unknown path just never matches), aliases, and origins other than
+// openconfig.
 //
 // Tests usually start a device with StartT:
 //

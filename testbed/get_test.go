@@ -172,6 +172,7 @@ func TestGetProtoAndErrors(t *testing.T) {
 		{name: "state leaf asked as CONFIG", req: &gpb.GetRequest{Path: []*gpb.Path{p(t, "/system/state/boot-time")}, Type: gpb.GetRequest_CONFIG}, code: codes.NotFound},
 		{name: "unparseable path", req: &gpb.GetRequest{Path: []*gpb.Path{{Elem: []*gpb.PathElem{{Name: ""}}}}}, code: codes.InvalidArgument},
 		{name: "unsupported encoding", req: &gpb.GetRequest{Path: []*gpb.Path{p(t, eth0Desc)}, Encoding: gpb.Encoding_ASCII}, code: codes.Unimplemented},
+		{name: "target on a path", req: &gpb.GetRequest{Path: []*gpb.Path{{Target: "dev1", Elem: p(t, eth0Desc).GetElem()}}}, code: codes.InvalidArgument},
 		{name: "one missing path fails the request", req: &gpb.GetRequest{Path: []*gpb.Path{p(t, eth0Desc), p(t, eth0MTU)}}, code: codes.NotFound},
 	}
 	for _, tc := range errs {

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"maps"
 	"reflect"
+	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -31,11 +33,12 @@ func gnmiVersion() string {
 	return "0.10.0"
 }
 
-func (s *gnmiServer) Capabilities(ctx context.Context, _ *gpb.CapabilityRequest) (*gpb.CapabilityResponse, error) {
+func (s *gnmiServer) Capabilities(ctx context.Context, req *gpb.CapabilityRequest) (*gpb.CapabilityResponse, error) {
 	return &gpb.CapabilityResponse{
 		SupportedModels:    s.d.model.Models(),
 		SupportedEncodings: []gpb.Encoding{gpb.Encoding_JSON, gpb.Encoding_JSON_IETF, gpb.Encoding_PROTO},
 		GNMIVersion:        gnmiVersion(),
+		Extension:          s.d.echoed(req.GetExtension()),
 	}, nil
 }
 
@@ -50,14 +53,18 @@ func (s *gnmiServer) Get(ctx context.Context, req *gpb.GetRequest) (*gpb.GetResp
 	if _, ok := gpb.GetRequest_DataType_name[int32(dt)]; !ok {
 		return nil, status.Errorf(codes.InvalidArgument, "unknown Get data type %d (ALL, CONFIG, STATE or OPERATIONAL)", dt)
 	}
+	depth, err := checkExtensions(rpcGet, req.GetExtension())
+	if err != nil {
+		return nil, err
+	}
 	schema := s.d.model.RootSchema()
 	paths := req.GetPath()
 	if len(paths) == 0 {
 		paths = []*gpb.Path{{}}
 	}
 	ts := time.Now().UnixNano()
-	resp := &gpb.GetResponse{}
-	err := s.d.readTree(func(root ygot.ValidatedGoStruct) error {
+	resp := &gpb.GetResponse{Extension: s.d.echoed(req.GetExtension())}
+	err = s.d.readTree(func(root ygot.ValidatedGoStruct) error {
 		for _, p := range paths {
 			full, err := joinPath(req.GetPrefix(), p)
 			if err != nil {
@@ -66,6 +73,12 @@ func (s *gnmiServer) Get(ctx context.Context, req *gpb.GetRequest) (*gpb.GetResp
 			updates, err := resolveGet(schema, root, full, len(req.GetPrefix().GetElem()), enc, dt)
 			if err != nil {
 				return err
+			}
+			if updates, err = limitDepth(schema, req.GetPrefix(), full, updates, depth); err != nil {
+				return err
+			}
+			if len(updates) == 0 && depth > 0 {
+				return pathError(codes.NotFound, full, "no %v data within Depth %d of this path", dt, depth)
 			}
 			if len(updates) == 0 {
 				return pathError(codes.NotFound, full, "no %v data at this path", dt)
@@ -96,34 +109,63 @@ func (s *gnmiServer) Set(ctx context.Context, req *gpb.SetRequest) (*gpb.SetResp
 	if err := d.injectSetFaults(ctx); err != nil {
 		return nil, err
 	}
+	if _, err := checkExtensions(rpcSet, req.GetExtension()); err != nil {
+		return nil, err
+	}
 	if err := d.arbitrate(req.GetExtension()); err != nil {
 		return nil, err
 	}
-	if len(req.GetUnionReplace()) > 0 {
-		return nil, status.Error(codes.Unimplemented, "union_replace is not supported by this device")
+	if err := d.checkUnionReplace(req); err != nil {
+		return nil, err
 	}
 
+	// gNMI order: deletes, replaces, the union_replaces, updates. The
+	// union_replaces act as one (gNMI 0.10, gnmi-union_replace.md): every
+	// one of their paths is cleared first, then their values are written
+	// in request order, so their union replaces the data at each path
+	// (where two overlap, the later value wins). results holds one
+	// UpdateResult per operation, in the order they are applied.
 	var ops []setOp
-	add := func(op gpb.UpdateResult_Operation, p *gpb.Path, v *gpb.TypedValue) error {
+	var results []*gpb.UpdateResult
+	add := func(op gpb.UpdateResult_Operation, p *gpb.Path, v *gpb.TypedValue, clear, write bool) error {
 		full, err := joinPath(req.GetPrefix(), p)
 		if err != nil {
 			return status.Errorf(codes.InvalidArgument, "%s %s: %v", opName(op), pathString(p), err)
 		}
-		ops = append(ops, setOp{op: op, path: p, full: full, val: v})
+		switch names, keys := wildcards(full); {
+		case (names || keys) && op != gpb.UpdateResult_DELETE:
+			return pathError(codes.InvalidArgument, full, "%s of a path with a wildcard: it needs a concrete path (wildcards are for delete, Get and Subscribe)", opName(op))
+		case names:
+			return pathError(codes.Unimplemented, full, "delete of a path with a wildcard element name (* or ...) is not supported by this device; use wildcard keys ([name=*])")
+		}
+		ops = append(ops, setOp{op: op, path: p, full: full, val: v, clear: clear, write: write})
+		if clear || op != gpb.UpdateResult_UNION_REPLACE {
+			results = append(results, &gpb.UpdateResult{Path: p, Op: op})
+		}
 		return nil
 	}
 	for _, p := range req.GetDelete() {
-		if err := add(gpb.UpdateResult_DELETE, p, nil); err != nil {
+		if err := add(gpb.UpdateResult_DELETE, p, nil, true, false); err != nil {
 			return nil, err
 		}
 	}
 	for _, u := range req.GetReplace() {
-		if err := add(gpb.UpdateResult_REPLACE, u.GetPath(), u.GetVal()); err != nil {
+		if err := add(gpb.UpdateResult_REPLACE, u.GetPath(), u.GetVal(), true, true); err != nil {
+			return nil, err
+		}
+	}
+	for _, u := range req.GetUnionReplace() {
+		if err := add(gpb.UpdateResult_UNION_REPLACE, u.GetPath(), nil, true, false); err != nil {
+			return nil, err
+		}
+	}
+	for _, u := range req.GetUnionReplace() {
+		if err := add(gpb.UpdateResult_UNION_REPLACE, u.GetPath(), u.GetVal(), false, true); err != nil {
 			return nil, err
 		}
 	}
 	for _, u := range req.GetUpdate() {
-		if err := add(gpb.UpdateResult_UPDATE, u.GetPath(), u.GetVal()); err != nil {
+		if err := add(gpb.UpdateResult_UPDATE, u.GetPath(), u.GetVal(), false, true); err != nil {
 			return nil, err
 		}
 	}
@@ -157,12 +199,59 @@ func (s *gnmiServer) Set(ctx context.Context, req *gpb.SetRequest) (*gpb.SetResp
 	ts := time.Now().UnixNano()
 	d.commit(old, ch, ts)
 
-	results := make([]*gpb.UpdateResult, len(ops))
-	for i, o := range ops {
-		results[i] = &gpb.UpdateResult{Path: o.path, Op: o.op}
+	d.log.Debug("set applied", "ops", len(results))
+	return &gpb.SetResponse{Prefix: req.GetPrefix(), Response: results, Timestamp: ts, Extension: d.echoed(req.GetExtension())}, nil
+}
+
+// checkUnionReplace refuses, with the device's own Unimplemented, a Set
+// with union_replace operations it cannot model: any at all with
+// Options.NoUnionReplace; otherwise one whose union_replaces name an
+// origin other than openconfig (the only one this device has), such as
+// a CLI origin, or several origins (a union of OpenConfig with a native
+// or CLI configuration, which this device does not have).
+func (d *Device) checkUnionReplace(req *gpb.SetRequest) error {
+	if len(req.GetUnionReplace()) == 0 {
+		return nil
 	}
-	d.log.Debug("set applied", "ops", len(ops))
-	return &gpb.SetResponse{Prefix: req.GetPrefix(), Response: results, Timestamp: ts}, nil
+	if d.opts.NoUnionReplace {
+		return status.Error(codes.Unimplemented, "union_replace is not supported by this device")
+	}
+	var origins []string
+	for _, u := range req.GetUnionReplace() {
+		o, po := u.GetPath().GetOrigin(), req.GetPrefix().GetOrigin()
+		if o != "" && po != "" && o != po {
+			continue // joinPath refuses the contradiction
+		}
+		if o == "" {
+			o = po
+		}
+		if o == "" {
+			o = "openconfig"
+		}
+		if !slices.Contains(origins, o) {
+			origins = append(origins, o)
+		}
+	}
+	switch {
+	case len(origins) > 1:
+		slices.Sort(origins)
+		return status.Errorf(codes.Unimplemented,
+			"union_replace of several origins (%s) is not implemented: this device models only the openconfig origin, so it cannot join it with a native or CLI configuration",
+			strings.Join(quoted(origins), ", "))
+	case len(origins) == 1 && origins[0] != "openconfig":
+		return status.Errorf(codes.Unimplemented,
+			"union_replace of origin %q is not implemented: this device has no CLI or native configuration and models only the openconfig origin; send OpenConfig paths",
+			origins[0])
+	}
+	return nil
+}
+
+func quoted(ss []string) []string {
+	out := make([]string, len(ss))
+	for i, s := range ss {
+		out[i] = strconv.Quote(s)
+	}
+	return out
 }
 
 // commit installs a Set's change in the running configuration and tells
@@ -246,7 +335,7 @@ func (d *Device) refused(ops []setOp) error {
 	d.mu.Unlock()
 	for _, o := range ops {
 		for _, r := range refuse {
-			if under(o.full, r.path) || o.op != gpb.UpdateResult_DELETE && under(r.path, o.full) && jsonHolds(o.val, r.path.GetElem()[len(o.full.GetElem()):]) {
+			if under(o.full, r.path) || o.write && under(r.path, o.full) && jsonHolds(o.val, r.path.GetElem()[len(o.full.GetElem()):]) {
 				return status.Errorf(r.code, "%s: refused by injected fault (%v)", pathString(r.path), r.code)
 			}
 		}

@@ -44,16 +44,20 @@ func TestCapabilities(t *testing.T) {
 	}
 }
 
+// setCase is a Set on a new device, after setup, and what it must do.
+type setCase struct {
+	name    string
+	opts    testbed.Options
+	setup   []*gpb.SetRequest
+	req     func(t *testing.T) *gpb.SetRequest
+	code    codes.Code
+	msgHas  string            // the error message must name this
+	want    map[string]string // path → value (TypedValue text) after the Set
+	missing []string          // paths that must be NotFound after the Set
+}
+
 func TestSet(t *testing.T) {
-	tests := []struct {
-		name    string
-		setup   []*gpb.SetRequest
-		req     func(t *testing.T) *gpb.SetRequest
-		code    codes.Code
-		msgHas  string            // the error message must name this
-		want    map[string]string // path → value (TypedValue text) after the Set
-		missing []string          // paths that must be NotFound after the Set
-	}{{
+	tests := []setCase{{
 		name: "update string leaf",
 		req: func(t *testing.T) *gpb.SetRequest {
 			return &gpb.SetRequest{Update: []*gpb.Update{upd(t, eth0Desc, str("uplink"))}}
@@ -226,21 +230,62 @@ func TestSet(t *testing.T) {
 		},
 		code: codes.InvalidArgument, msgHas: "/system/state/boot-time",
 	}, {
+		name:  "delete with a wildcard key deletes every match",
+		setup: []*gpb.SetRequest{{Update: []*gpb.Update{upd(t, eth0Desc, str("a")), upd(t, eth0MTU, uintV(1500)), upd(t, "/interfaces/interface[name=eth1]/config/description", str("b"))}}},
+		req: func(t *testing.T) *gpb.SetRequest {
+			return &gpb.SetRequest{Delete: []*gpb.Path{p(t, "/interfaces/interface[name=*]/config/description")}}
+		},
+		want:    map[string]string{eth0MTU: `uint_val:1500`},
+		missing: []string{eth0Desc, "/interfaces/interface[name=eth1]/config/description"},
+	}, {
+		name: "delete with a wildcard key that matches nothing",
+		req: func(t *testing.T) *gpb.SetRequest {
+			return &gpb.SetRequest{Delete: []*gpb.Path{p(t, "/interfaces/interface[name=*]")}}
+		},
+	}, {
+		name: "delete with a wildcard element name",
+		req: func(t *testing.T) *gpb.SetRequest {
+			return &gpb.SetRequest{Delete: []*gpb.Path{p(t, "/interfaces/*")}}
+		},
+		code: codes.Unimplemented, msgHas: "wildcard element name",
+	}, {
+		name: "update of a path with a wildcard",
+		req: func(t *testing.T) *gpb.SetRequest {
+			return &gpb.SetRequest{Update: []*gpb.Update{upd(t, "/interfaces/interface[name=*]/config/description", str("x"))}}
+		},
+		code: codes.InvalidArgument, msgHas: "update of a path with a wildcard", missing: []string{"/interfaces/interface[name=*]"},
+	}, {
+		name: "target on an operation's path",
+		req: func(t *testing.T) *gpb.SetRequest {
+			path := p(t, eth0Desc)
+			path.Target = "dev1"
+			return &gpb.SetRequest{Update: []*gpb.Update{{Path: path, Val: str("x")}}}
+		},
+		code: codes.InvalidArgument, msgHas: "allows a target only in the prefix", missing: []string{eth0Desc},
+	}, {
+		name: "target on the prefix",
+		req: func(t *testing.T) *gpb.SetRequest {
+			return &gpb.SetRequest{Prefix: &gpb.Path{Target: "dev1"}, Update: []*gpb.Update{upd(t, eth0Desc, str("x"))}}
+		},
+		want: map[string]string{eth0Desc: `string_val:"x"`},
+	}, {
 		name: "update without a value",
 		req: func(t *testing.T) *gpb.SetRequest {
 			return &gpb.SetRequest{Update: []*gpb.Update{{Path: p(t, eth0Desc)}}}
 		},
 		code: codes.InvalidArgument, msgHas: eth0Desc, missing: []string{eth0Desc},
-	}, {
-		name: "union_replace is not implemented",
-		req: func(t *testing.T) *gpb.SetRequest {
-			return &gpb.SetRequest{UnionReplace: []*gpb.Update{upd(t, eth0Desc, str("x"))}}
-		},
-		code: codes.Unimplemented, missing: []string{eth0Desc},
 	}}
+	runSetCases(t, tests)
+}
+
+// runSetCases runs each case on a device of its own: the Set's code and
+// message, an unchanged configuration after an error, one UpdateResult per
+// operation after a success, and the values after it.
+func runSetCases(t *testing.T, tests []setCase) {
+	t.Helper()
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			d, c := startDevice(t, testbed.Options{})
+			d, c := startDevice(t, tc.opts)
 			for _, s := range tc.setup {
 				mustSet(t, c, s)
 			}
@@ -268,7 +313,7 @@ func TestSet(t *testing.T) {
 				if resp.GetTimestamp() == 0 {
 					t.Error("SetResponse has no timestamp")
 				}
-				wantOps := len(req.GetDelete()) + len(req.GetReplace()) + len(req.GetUpdate())
+				wantOps := len(req.GetDelete()) + len(req.GetReplace()) + len(req.GetUnionReplace()) + len(req.GetUpdate())
 				if len(resp.GetResponse()) != wantOps {
 					t.Errorf("got %d UpdateResults, want one per operation (%d)", len(resp.GetResponse()), wantOps)
 				}

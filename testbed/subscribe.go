@@ -5,15 +5,19 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
+	"math"
 	"reflect"
 	"strings"
 	"sync"
 	"time"
 
 	gpb "github.com/openconfig/gnmi/proto/gnmi"
+	"github.com/openconfig/gnmi/proto/gnmi_ext"
 	"github.com/openconfig/ygot/ygot"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
 )
 
 // Subscribe is implemented here rather than with the gnmi module's
@@ -27,8 +31,11 @@ import (
 // sample_interval 0.
 const defaultSampleInterval = time.Second
 
-// minSampleInterval bounds how often a SAMPLE subscription fires.
-const minSampleInterval = time.Millisecond
+// MinInterval is the shortest sample_interval and heartbeat_interval a
+// STREAM subscription may ask for (the sidecar's introspection tree has
+// the same minimum); a shorter one is refused with InvalidArgument, as a
+// real target refuses intervals it cannot honour.
+const MinInterval = 100 * time.Millisecond
 
 // maxUpdatesPerNotification keeps each response well under gRPC's default
 // 4 MB message limit on large trees.
@@ -154,7 +161,16 @@ func (d *Device) broadcast(n *gpb.Notification) {
 type subscription struct {
 	path     *gpb.Path // full
 	mode     gpb.SubscriptionMode
-	interval time.Duration
+	interval time.Duration // SAMPLE: between samples
+	// heartbeat (0: none): ON_CHANGE sends the current values again
+	// every heartbeat; SAMPLE with suppress_redundant sends every value
+	// at least once per heartbeat.
+	heartbeat time.Duration
+	// suppress (SAMPLE): send only the values that changed since sent.
+	suppress bool
+	// depth (gnmi_ext.Depth; 0: none) limits the leaves to that many
+	// levels below path (see depthAllows).
+	depth uint32
 }
 
 // pathMatches reports whether leaf lies at or below sub, honouring "*"
@@ -182,15 +198,15 @@ func pathMatches(sub, leaf *gpb.Path) bool {
 
 func matchesAny(subs []subscription, p *gpb.Path) bool {
 	for _, s := range subs {
-		if pathMatches(s.path, p) {
+		if pathMatches(s.path, p) && depthAllows(s.depth, s.path, p) {
 			return true
 		}
 	}
 	return false
 }
 
-func (s *gnmiServer) Subscribe(stream gpb.GNMI_SubscribeServer) error {
-	req, err := stream.Recv()
+func (s *gnmiServer) Subscribe(srv gpb.GNMI_SubscribeServer) error {
+	req, err := srv.Recv()
 	if errors.Is(err, io.EOF) {
 		return nil
 	}
@@ -209,6 +225,11 @@ func (s *gnmiServer) Subscribe(stream gpb.GNMI_SubscribeServer) error {
 	default:
 		return status.Errorf(codes.Unimplemented, "encoding %v is not supported; use JSON, JSON_IETF or PROTO", sl.GetEncoding())
 	}
+	depth, err := checkExtensions(rpcSubscribe, req.GetExtension())
+	if err != nil {
+		return err
+	}
+	stream := sl.GetMode() == gpb.SubscriptionList_STREAM
 	var subs []subscription
 	for _, sub := range sl.GetSubscription() {
 		full, err := joinPath(sl.GetPrefix(), sub.GetPath())
@@ -219,24 +240,31 @@ func (s *gnmiServer) Subscribe(stream gpb.GNMI_SubscribeServer) error {
 		if mode == gpb.SubscriptionMode_TARGET_DEFINED {
 			mode = gpb.SubscriptionMode_ON_CHANGE
 		}
-		if s.d.opts.RefuseOnChange && sl.GetMode() == gpb.SubscriptionList_STREAM && mode == gpb.SubscriptionMode_ON_CHANGE {
+		if _, ok := gpb.SubscriptionMode_name[int32(mode)]; !ok {
+			return status.Errorf(codes.InvalidArgument, "%s: unknown subscription mode %d (TARGET_DEFINED, ON_CHANGE or SAMPLE)", pathString(full), mode)
+		}
+		if s.d.opts.RefuseOnChange && stream && mode == gpb.SubscriptionMode_ON_CHANGE {
 			return status.Errorf(codes.Unimplemented, "%s: ON_CHANGE subscriptions are not supported by this device; use SAMPLE, ONCE or POLL", pathString(full))
 		}
-		interval := time.Duration(sub.GetSampleInterval())
-		switch {
-		case interval == 0:
-			interval = defaultSampleInterval
-		case interval < minSampleInterval:
-			return status.Errorf(codes.InvalidArgument, "%s: sample_interval %v is below the supported minimum %v", pathString(full), interval, minSampleInterval)
+		x := subscription{path: full, mode: mode, suppress: sub.GetSuppressRedundant(), depth: depth}
+		if stream {
+			// The intervals concern STREAM subscriptions only; ONCE and
+			// POLL ignore them.
+			if x.interval, err = streamInterval(full, "sample_interval", sub.GetSampleInterval(), defaultSampleInterval); err != nil {
+				return err
+			}
+			if x.heartbeat, err = streamInterval(full, "heartbeat_interval", sub.GetHeartbeatInterval(), 0); err != nil {
+				return err
+			}
 		}
-		subs = append(subs, subscription{path: full, mode: mode, interval: interval})
+		subs = append(subs, x)
 	}
 	target := sl.GetPrefix().GetTarget()
 	if target == "" {
 		target = s.d.opts.Target
 	}
 	respPrefix := &gpb.Path{Target: target, Origin: sl.GetPrefix().GetOrigin()}
-	ss := &subscribeStream{stream: stream, prefix: respPrefix}
+	ss := &subscribeStream{stream: srv, prefix: respPrefix, exts: s.d.echoed(req.GetExtension())}
 
 	switch sl.GetMode() {
 	case gpb.SubscriptionList_ONCE:
@@ -252,7 +280,7 @@ func (s *gnmiServer) Subscribe(stream gpb.GNMI_SubscribeServer) error {
 			if err := ss.sendSync(); err != nil {
 				return err
 			}
-			next, err := stream.Recv()
+			next, err := srv.Recv()
 			if errors.Is(err, io.EOF) {
 				return nil
 			}
@@ -269,6 +297,39 @@ func (s *gnmiServer) Subscribe(stream gpb.GNMI_SubscribeServer) error {
 	return status.Errorf(codes.InvalidArgument, "subscription list mode %v is not supported", sl.GetMode())
 }
 
+// streamInterval validates a STREAM subscription's sample_interval or
+// heartbeat_interval (ns): 0 means def; anything shorter than MinInterval,
+// or too long for a time.Duration, is InvalidArgument.
+func streamInterval(full *gpb.Path, field string, ns uint64, def time.Duration) (time.Duration, error) {
+	switch {
+	case ns == 0:
+		return def, nil
+	case ns > math.MaxInt64:
+		return 0, status.Errorf(codes.InvalidArgument, "%s: %s %d ns is too long", pathString(full), field, ns)
+	case time.Duration(ns) < MinInterval:
+		return 0, status.Errorf(codes.InvalidArgument, "%s: %s %v is below this device's minimum of %v", pathString(full), field, time.Duration(ns), MinInterval)
+	}
+	return time.Duration(ns), nil
+}
+
+// tick is a timer of a STREAM subscription that fired: subs[sub]'s sample
+// or heartbeat.
+type tick struct {
+	sub       int
+	heartbeat bool
+}
+
+// stream serves a STREAM subscription list: the initial values (unless
+// updatesOnly) and sync_response, then, per subscription,
+//
+//   - ON_CHANGE (and TARGET_DEFINED): every change a Set makes, and with
+//     a heartbeat_interval every value again once per interval;
+//   - SAMPLE: every value once per sample_interval; with
+//     suppress_redundant only the values that changed since they were last
+//     sent (the initial state counts as sent, even with updatesOnly), and
+//     with a heartbeat_interval as well every value once per heartbeat
+//     interval, changed or not. Without suppress_redundant every sample
+//     carries every value: the heartbeat adds nothing.
 func (s *gnmiServer) stream(ss *subscribeStream, subs []subscription, updatesOnly bool) error {
 	ctx := ss.stream.Context()
 	w, leaves, unwatch, err := s.d.watch(subs)
@@ -286,25 +347,24 @@ func (s *gnmiServer) stream(ss *subscribeStream, subs []subscription, updatesOnl
 		return err
 	}
 
+	// sent holds, per SAMPLE subscription with suppress_redundant, the
+	// value last sent at each path.
+	sent := make([]map[string]*gpb.TypedValue, len(subs))
 	var onChange []subscription
-	ticks := make(chan int)
+	ticks := make(chan tick)
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	for i, sub := range subs {
-		if sub.mode != gpb.SubscriptionMode_SAMPLE {
-			onChange = append(onChange, sub)
-			continue
-		}
+	every := func(d time.Duration, t tick) {
 		go func() {
-			t := time.NewTicker(sub.interval)
-			defer t.Stop()
+			tk := time.NewTicker(d)
+			defer tk.Stop()
 			for {
 				select {
 				case <-ctx.Done():
 					return
-				case <-t.C:
+				case <-tk.C:
 					select {
-					case ticks <- i:
+					case ticks <- t:
 					case <-ctx.Done():
 						return
 					}
@@ -312,13 +372,34 @@ func (s *gnmiServer) stream(ss *subscribeStream, subs []subscription, updatesOnl
 			}
 		}()
 	}
+	for i, sub := range subs {
+		if sub.mode != gpb.SubscriptionMode_SAMPLE {
+			onChange = append(onChange, sub)
+			if sub.heartbeat > 0 {
+				every(sub.heartbeat, tick{sub: i, heartbeat: true})
+			}
+			continue
+		}
+		every(sub.interval, tick{sub: i})
+		if sub.suppress {
+			sent[i] = map[string]*gpb.TypedValue{}
+			for _, l := range leaves {
+				if matchesAny(subs[i:i+1], l.path) {
+					sent[i][pathString(l.path)] = l.val
+				}
+			}
+			if sub.heartbeat > 0 {
+				every(sub.heartbeat, tick{sub: i, heartbeat: true})
+			}
+		}
+	}
 
 	for {
 		select {
 		case <-ctx.Done():
 			return status.FromContextError(ctx.Err()).Err()
-		case i := <-ticks:
-			if err := ss.sendTree(s.d, subs[i:i+1]); err != nil {
+		case t := <-ticks:
+			if err := ss.sendSample(s.d, subs[t.sub:t.sub+1], sent[t.sub], t.heartbeat); err != nil {
 				return err
 			}
 		case <-w.signal:
@@ -334,23 +415,64 @@ func (s *gnmiServer) stream(ss *subscribeStream, subs []subscription, updatesOnl
 type subscribeStream struct {
 	stream gpb.GNMI_SubscribeServer
 	prefix *gpb.Path
+	// exts are the registered extensions of the subscription list's
+	// request, echoed with every sync_response.
+	exts []*gnmi_ext.Extension
 }
 
 func (ss *subscribeStream) sendSync() error {
-	return ss.stream.Send(&gpb.SubscribeResponse{Response: &gpb.SubscribeResponse_SyncResponse{SyncResponse: true}})
+	return ss.stream.Send(&gpb.SubscribeResponse{Response: &gpb.SubscribeResponse_SyncResponse{SyncResponse: true}, Extension: ss.exts})
 }
 
-// sendTree sends every leaf of root that matches subs.
+// sendTree sends every leaf of the tree that matches subs.
 func (ss *subscribeStream) sendTree(d *Device, subs []subscription) error {
+	leaves, err := d.leaves()
+	if err != nil {
+		return err
+	}
+	return ss.sendLeaves(leaves, subs)
+}
+
+// sendSample sends one sample of a SAMPLE subscription: every leaf that
+// matches subs, or with sent (suppress_redundant) only those whose value
+// differs from the one sent last, unless heartbeat; sent is brought up
+// to date.
+func (ss *subscribeStream) sendSample(d *Device, subs []subscription, sent map[string]*gpb.TypedValue, heartbeat bool) error {
+	leaves, err := d.leaves()
+	if err != nil {
+		return err
+	}
+	if sent == nil {
+		return ss.sendLeaves(leaves, subs)
+	}
+	var out []leaf
+	now := make(map[string]*gpb.TypedValue, len(sent))
+	for _, l := range leaves {
+		if !matchesAny(subs, l.path) {
+			continue
+		}
+		k := pathString(l.path)
+		now[k] = l.val
+		if last, ok := sent[k]; heartbeat || !ok || !proto.Equal(last, l.val) {
+			out = append(out, l)
+		}
+	}
+	clear(sent)
+	maps.Copy(sent, now) // a leaf gone is forgotten: sent again if it comes back
+	return ss.sendLeaves(out, subs)
+}
+
+// leaves walks the current tree into leaves.
+func (d *Device) leaves() ([]leaf, error) {
 	var leaves []leaf
 	err := d.readTree(func(root ygot.ValidatedGoStruct) (err error) {
 		leaves, err = leavesOf(root, nil, time.Now().UnixNano())
 		return err
 	})
 	if err != nil {
-		return status.Errorf(codes.Internal, "walking the configuration: %v", err)
+		return nil, status.Errorf(codes.Internal, "walking the configuration: %v", err)
 	}
-	return ss.sendLeaves(leaves, subs)
+	return leaves, nil
 }
 
 // sendLeaves sends the leaves that match subs, in notifications of at most

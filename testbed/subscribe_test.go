@@ -167,7 +167,7 @@ func TestSubscribeStreamSample(t *testing.T) {
 	_, c := startDevice(t, testbed.Options{})
 	setLeaf(t, c, eth0Desc, str("sampled"))
 	sub := subscribe(t, c, gpb.SubscriptionList_STREAM, &gpb.Subscription{
-		Path: p(t, eth0Desc), Mode: gpb.SubscriptionMode_SAMPLE, SampleInterval: uint64(10 * time.Millisecond)})
+		Path: p(t, eth0Desc), Mode: gpb.SubscriptionMode_SAMPLE, SampleInterval: uint64(testbed.MinInterval)})
 	untilSync(t, sub)
 	// Unchanged data keeps arriving: that is what distinguishes SAMPLE.
 	for i := 0; i < 3; i++ {
@@ -233,7 +233,7 @@ func TestSubscribeRefuseOnChange(t *testing.T) {
 		}
 	}
 	sample := subscribe(t, c, gpb.SubscriptionList_STREAM, &gpb.Subscription{
-		Path: p(t, eth0Desc), Mode: gpb.SubscriptionMode_SAMPLE, SampleInterval: uint64(10 * time.Millisecond)})
+		Path: p(t, eth0Desc), Mode: gpb.SubscriptionMode_SAMPLE, SampleInterval: uint64(testbed.MinInterval)})
 	if got := untilSync(t, sample); got[eth0Desc].GetStringVal() != "x" {
 		t.Fatalf("SAMPLE: got %v", got)
 	}

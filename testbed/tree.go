@@ -44,6 +44,9 @@ func joinPath(prefix, p *gpb.Path) (*gpb.Path, error) {
 	if err := checkPath(p); err != nil {
 		return nil, err
 	}
+	if t := p.GetTarget(); t != "" {
+		return nil, fmt.Errorf("path has target %q: gNMI allows a target only in the prefix (specification 2.2.2.1)", t)
+	}
 	origin := prefix.GetOrigin()
 	if o := p.GetOrigin(); o != "" {
 		if origin != "" && origin != o {
@@ -129,12 +132,17 @@ func normalizeValue(v *gpb.TypedValue) (*gpb.TypedValue, error) {
 	return v, nil
 }
 
-// setOp is one operation of a SetRequest, with its full path.
+// setOp is one step of a SetRequest, with its full path: it clears what
+// is at the path (delete, replace), writes its value there (replace,
+// update), or both. A union_replace is two steps, run apart (see
+// Set): the clear of its path, and later the write of its value.
 type setOp struct {
-	op   gpb.UpdateResult_Operation
-	path *gpb.Path // as the client sent it (relative to the prefix)
-	full *gpb.Path
-	val  *gpb.TypedValue
+	op    gpb.UpdateResult_Operation
+	path  *gpb.Path // as the client sent it (relative to the prefix)
+	full  *gpb.Path
+	val   *gpb.TypedValue
+	clear bool // remove what is at full first
+	write bool // then write val there
 }
 
 // change is what a Set does to the running configuration once it is
@@ -206,14 +214,14 @@ func writeOps(schema *yang.Entry, newRoot func() ygot.ValidatedGoStruct, work yg
 			return nil, pathError(codes.InvalidArgument, o.full, "%s of a read-only (state) path", opName(o.op))
 		}
 		isRoot := len(o.full.GetElem()) == 0
-		if o.op == gpb.UpdateResult_DELETE || o.op == gpb.UpdateResult_REPLACE {
+		if o.clear {
 			if isRoot {
 				work = newRoot()
-			} else if err := deleteNode(schema, work, o.full); err != nil {
+			} else if err := deleteMatching(schema, work, o.full); err != nil {
 				return nil, pathError(schemaCode(err), o.full, "%s: %s", opName(o.op), errMsg(err))
 			}
 		}
-		if o.op == gpb.UpdateResult_DELETE {
+		if !o.write {
 			continue
 		}
 		val, err := normalizeValue(o.val)
@@ -348,7 +356,7 @@ func applyEntryOps(schema *yang.Entry, newRoot func() ygot.ValidatedGoStruct, ro
 func validateChanged(schema *yang.Entry, root ygot.GoStruct, ops []setOp) error {
 	whole := false
 	for _, o := range ops {
-		if o.op == gpb.UpdateResult_DELETE {
+		if !o.write {
 			continue
 		}
 		idx := -1
@@ -928,6 +936,44 @@ func setNode(schema *yang.Entry, root ygot.GoStruct, full *gpb.Path, val *gpb.Ty
 		return false
 	})
 	return result
+}
+
+// wildcards reports whether p has wildcard element names ("*", "...")
+// and wildcard key values ("*").
+func wildcards(p *gpb.Path) (names, keys bool) {
+	for _, e := range p.GetElem() {
+		if e.GetName() == "*" || e.GetName() == "..." {
+			names = true
+		}
+		for _, v := range e.GetKey() {
+			if v == "*" {
+				keys = true
+			}
+		}
+	}
+	return names, keys
+}
+
+// deleteMatching is deleteNode of full, whose key values may be wildcards
+// (gNMI 3.4.6: a delete expands them): every existing node full matches is
+// deleted; none is fine.
+func deleteMatching(schema *yang.Entry, root ygot.GoStruct, full *gpb.Path) error {
+	if _, keys := wildcards(full); !keys {
+		return deleteNode(schema, root, full)
+	}
+	nodes, err := ytypes.GetNode(schema, root, full, &ytypes.GetHandleWildcards{})
+	if err != nil {
+		if schemaCode(err) == codes.NotFound && !strings.Contains(err.Error(), "no match found") {
+			return nil // nothing matches: deleting what is not there succeeds
+		}
+		return err
+	}
+	for _, n := range present(nodes) {
+		if err := deleteNode(schema, root, n.Path); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // deleteNode is ytypes.DeleteNode that also deletes containers the

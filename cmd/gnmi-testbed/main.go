@@ -34,6 +34,8 @@ type config struct {
 	listen     string
 	persistent bool
 	noOnChange bool
+	noUnion    bool
+	echoExts   bool
 	stateFile  string
 	admin      string
 	setDelay   time.Duration
@@ -49,7 +51,14 @@ func newRootCommand(stdout, stderr io.Writer) *cobra.Command {
 		Use:   "gnmi-testbed",
 		Short: "A simulated gNMI device (OpenConfig) for testing gNMI clients and the sidecar",
 		Long: `gnmi-testbed serves a simulated gNMI target with an OpenConfig schema:
-Capabilities, Get, Set (atomic, MasterArbitration) and Subscribe.
+Capabilities, Get, Set (atomic, MasterArbitration, union_replace) and Subscribe
+(ONCE, POLL, STREAM ON_CHANGE/SAMPLE with heartbeat_interval and
+suppress_redundant; sample and heartbeat intervals of at least 100ms).
+
+Extensions: Depth on Get and Subscribe; History, commit-confirmed and
+ConfigSubscription are refused with UNIMPLEMENTED; registered extensions
+(whatever their id) are ignored, or with --echo-extensions sent back in the
+response.
 
 Without --persistent the device starts empty every time. With --persistent it
 saves its configuration to --state-file after every Set and loads it on start,
@@ -75,6 +84,8 @@ module (gnmi-testbed.yang) for tools that load YANG at run time.`,
 	f.StringVar(&cfg.listen, "listen", "127.0.0.1:9340", "gNMI listen address (port 0 picks a free port; the bound address is printed)")
 	f.BoolVar(&cfg.persistent, "persistent", false, "keep the configuration in --state-file across restarts")
 	f.BoolVar(&cfg.noOnChange, "refuse-on-change", false, "refuse STREAM subscriptions in mode ON_CHANGE (and TARGET_DEFINED) with UNIMPLEMENTED, like a device that only samples")
+	f.BoolVar(&cfg.noUnion, "no-union-replace", false, "refuse every Set with union_replace operations with UNIMPLEMENTED, like a device older than gNMI 0.10")
+	f.BoolVar(&cfg.echoExts, "echo-extensions", false, "answer every request with the registered extensions it carried (Subscribe: with each sync_response), to test a proxy's relay of response extensions")
 	f.StringVar(&cfg.stateFile, "state-file", "./gnmi-testbed-state.json", "where a --persistent device keeps its configuration")
 	f.StringVar(&cfg.admin, "admin", "", "loopback address of the HTTP admin endpoint for runtime faults (e.g. 127.0.0.1:9341); off when empty")
 	f.DurationVar(&cfg.setDelay, "set-delay", 0, "delay every Set by this long (a slow device)")
@@ -147,7 +158,7 @@ func run(ctx context.Context, cfg config, stdout, stderr io.Writer) error {
 		}
 	}
 
-	opts := testbed.Options{Persistent: cfg.persistent, RefuseOnChange: cfg.noOnChange, Logger: log}
+	opts := testbed.Options{Persistent: cfg.persistent, RefuseOnChange: cfg.noOnChange, NoUnionReplace: cfg.noUnion, EchoExtensions: cfg.echoExts, Logger: log}
 	if cfg.persistent {
 		opts.StateFile = cfg.stateFile
 	}

@@ -2,11 +2,15 @@ package main
 
 import (
 	"bufio"
+	"context"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	gpb "github.com/openconfig/gnmi/proto/gnmi"
+	"github.com/openconfig/gnmi/proto/gnmi_ext"
 
 	"github.com/gnmi-sidecar/gnmi-sidecar/sidecar/sidecartest"
 )
@@ -135,6 +139,22 @@ func TestEndToEndWithGNMICLI(t *testing.T) {
 		}
 	})
 
+	t.Run("union_replace, and --no-union-replace", func(t *testing.T) {
+		const unionReplace = `union_replace: <path: <` + descriptionPath + `> val: <string_val: "via-union">>`
+		dev := startBinary(t, bin, "--listen", "127.0.0.1:0")
+		if out := sidecartest.MustCLI(t, gnmiCLI, dev.addr, "-set", "-proto", unionReplace); !strings.Contains(out, "op: UNION_REPLACE") {
+			t.Errorf("set output:\n%s", out)
+		}
+		if out := sidecartest.MustCLI(t, gnmiCLI, dev.addr, "-get", "-proto", getDescription); !strings.Contains(out, "via-union") {
+			t.Errorf("get output lacks the value:\n%s", out)
+		}
+		old := startBinary(t, bin, "--listen", "127.0.0.1:0", "--no-union-replace")
+		out, err := sidecartest.RunCLI(t, gnmiCLI, old.addr, "-set", "-proto", unionReplace)
+		if err == nil || !strings.Contains(out, "Unimplemented") || !strings.Contains(out, "union_replace is not supported by this device") {
+			t.Errorf("--no-union-replace: err %v, output:\n%s\nwant Unimplemented", err, out)
+		}
+	})
+
 	t.Run("persistent", func(t *testing.T) {
 		state := filepath.Join(t.TempDir(), "state.json")
 		dev := startBinary(t, bin, "--listen", "127.0.0.1:0", "--persistent", "--state-file", state)
@@ -147,6 +167,29 @@ func TestEndToEndWithGNMICLI(t *testing.T) {
 			t.Fatalf("after restart with --persistent: err %v, output:\n%s\nwant the value", err, out)
 		}
 	})
+}
+
+// TestEchoExtensionsFlag: with --echo-extensions the device answers with
+// the registered extensions of the request; without it, with none.
+func TestEchoExtensionsFlag(t *testing.T) {
+	bin := buildBinary(t)
+	ext := &gnmi_ext.Extension{Ext: &gnmi_ext.Extension_RegisteredExt{RegisteredExt: &gnmi_ext.RegisteredExtension{Id: 1234, Msg: []byte("x")}}}
+	for _, echo := range []bool{true, false} {
+		args := []string{"--listen", "127.0.0.1:0"}
+		if echo {
+			args = append(args, "--echo-extensions")
+		}
+		dev := startBinary(t, bin, args...)
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		resp, err := sidecartest.Dial(t, dev.addr).Capabilities(ctx, &gpb.CapabilityRequest{Extension: []*gnmi_ext.Extension{ext}})
+		cancel()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := len(resp.GetExtension()); (got == 1) != echo || got > 1 {
+			t.Errorf("--echo-extensions %v: %d extensions in the answer", echo, got)
+		}
+	}
 }
 
 func TestRequireLoopback(t *testing.T) {
