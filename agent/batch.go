@@ -94,8 +94,11 @@ func batchChanges(ps []*journal.Proposal, maxBytes int, credsOf func(uint64) met
 		if credsOf != nil {
 			creds = credsOf(p.GetIndex())
 		}
-		if n > 0 && (alone || b.alone || !proto.Equal(req.GetPrefix(), b.req.GetPrefix()) || !sameCredentials(creds, b.creds)) {
-			break // a Set has one prefix (one target) and one identity
+		if n > 0 && (alone || b.alone || !proto.Equal(req.GetPrefix(), b.req.GetPrefix()) || !sameCredentials(creds, b.creds) ||
+			wildcardDelete(p.GetChange())) {
+			// A Set has one prefix (one target) and one identity; a
+			// wildcard delete may match what an earlier proposal writes.
+			break
 		}
 		if n == 0 {
 			b.req.Prefix = req.GetPrefix()
@@ -140,6 +143,16 @@ func batchChanges(ps []*journal.Proposal, maxBytes int, credsOf func(uint64) met
 		b.last = p.GetIndex()
 	}
 	return b, nil
+}
+
+// wildcardDelete reports whether ch deletes a path with wildcards.
+func wildcardDelete(ch *journal.Change) bool {
+	for _, op := range ch.GetOps() {
+		if op.GetKind() == journal.OpDelete && journal.IsWildcard(op.GetPath()) {
+			return true
+		}
+	}
+	return false
 }
 
 // size is the number of proposals in the batch.

@@ -558,7 +558,6 @@ func TestExtensionErrors(t *testing.T) {
 		{"two sidecar extensions", true, []*gnmi_ext.Extension{sidecarExt(0x08, 0x01), sidecarExt(0x08, 0x01)}, codes.InvalidArgument},
 		{"unknown mode", true, []*gnmi_ext.Extension{sidecarExt(0x08, 0x07)}, codes.InvalidArgument},
 		{"rollback with operations", true, []*gnmi_ext.Extension{sidecarExt(0x12, 0x00)}, codes.InvalidArgument},
-		{"no operations, no rollback", false, nil, codes.InvalidArgument},
 		{"commit-confirmed without an action", true, []*gnmi_ext.Extension{{Ext: &gnmi_ext.Extension_Commit{Commit: &gnmi_ext.Commit{Id: "c1"}}}}, codes.InvalidArgument},
 	}
 	for _, tc := range tests {

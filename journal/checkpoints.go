@@ -171,10 +171,25 @@ func resolvePoint(ctx context.Context, txn *badger.Txn, c *Configuration, pt Poi
 	switch {
 	case err != nil:
 		return resolvedPoint{}, err
-	case found == nil:
-		return resolvedPoint{}, fmt.Errorf("journal: the history of proposal %d's commit is no longer kept: %w", i, ErrCompacted)
+	case found != nil:
+		return *found, nil
 	}
-	return *found, nil
+	// Its commit changed nothing (a wildcard delete that matched
+	// nothing): the point is the newest change made before it.
+	full, err := loadProposal(txn, c, i)
+	if err != nil {
+		return resolvedPoint{}, err
+	}
+	at := full.GetChange().GetCommitted().AsTime()
+	rp := resolvedPoint{index: i, time: at}
+	err = newestFirst(ctx, txn, func(seq uint64, d *HistoryDelta) bool {
+		if d.GetTime().AsTime().After(at) {
+			return true
+		}
+		rp.seq = seq
+		return false
+	})
+	return rp, err
 }
 
 // newestFirst calls fn with the history deltas, newest first, while it

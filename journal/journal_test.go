@@ -99,7 +99,8 @@ func TestProposeChangeRejectsInvalidOps(t *testing.T) {
 		"delete with values":  {{Kind: OpDelete, Path: mustPath(t, "/a"), Values: []*Leaf{{Path: mustPath(t, "/a"), Value: strVal("1")}}}},
 		//lint:ignore SA1019 the deprecated field must be refused
 		"deprecated element": {{Kind: OpDelete, Path: &gnmi.Path{Element: []string{"a"}}}},
-		"wildcard":           {del(t, "/a/*")},
+		"wildcard update":    {update(t, "/a/*", "x")},
+		"... in a delete":    {del(t, "/a/...")},
 	}
 	for name, ops := range cases {
 		t.Run(name, func(t *testing.T) {

@@ -131,6 +131,35 @@ const (
 // element, no empty key name or wildcard key. The error's text is meant
 // for the client that sent the path.
 func ValidatePath(p *gnmi.Path) error {
+	return validatePath(p, false)
+}
+
+// ValidateDeletePath is ValidatePath for the path of a delete, which may
+// hold wildcards (gNMI 3.4.6: the target expands them): "*" as an element
+// name or a key value, or a key left out. The journal expands them
+// against the committed values when it commits the change (its
+// tombstones are the matches'); "..." cannot be recorded exactly and is
+// refused.
+func ValidateDeletePath(p *gnmi.Path) error {
+	return validatePath(p, true)
+}
+
+// IsWildcard reports whether p holds a wildcard element name or key value.
+func IsWildcard(p *gnmi.Path) bool {
+	for _, e := range p.GetElem() {
+		if e.GetName() == gnmipath.AnyElem {
+			return true
+		}
+		for _, v := range e.GetKey() {
+			if v == gnmipath.AnyElem {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func validatePath(p *gnmi.Path, wildcards bool) error {
 	if p == nil {
 		return errors.New("missing path")
 	}
@@ -149,12 +178,15 @@ func ValidatePath(p *gnmi.Path) error {
 			named := gnmipath.Short(&gnmi.Path{Origin: p.GetOrigin(), Elem: p.GetElem()[:n]})
 			return fmt.Errorf("path %s/... has an element without a name (element %d)", strings.TrimSuffix(named, "/"), n+1)
 		}
-		if strings.Contains(e.GetName(), "*") || strings.Contains(e.GetName(), "...") {
-			return fmt.Errorf("path %s has a wildcard; paths must be concrete", gnmipath.Short(p))
+		if e.GetName() == gnmipath.AnyDepth || strings.Contains(e.GetName(), "...") {
+			return fmt.Errorf("path %s has the wildcard \"...\": the journal cannot record exactly what it deletes; name the paths", gnmipath.Short(p))
+		}
+		if strings.Contains(e.GetName(), "*") && !(wildcards && e.GetName() == gnmipath.AnyElem) {
+			return fmt.Errorf("path %s has a wildcard; paths must be concrete (only a delete's may hold \"*\")", gnmipath.Short(p))
 		}
 		for k, v := range e.GetKey() {
-			if k == "" || v == "*" {
-				return fmt.Errorf("path %s has an empty key name or a wildcard key", gnmipath.Short(p))
+			if k == "" || v == "*" && !wildcards {
+				return fmt.Errorf("path %s has an empty key name or a wildcard key (only a delete's may)", gnmipath.Short(p))
 			}
 		}
 	}

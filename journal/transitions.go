@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"slices"
 	"time"
@@ -192,7 +193,11 @@ func (j *Journal) cleanOps(ops []*Op) ([]*Op, []leaves.List, error) {
 	lists := newListSet()
 	for n, op := range ops {
 		op = proto.CloneOf(op)
-		if err := ValidatePath(op.GetPath()); err != nil {
+		validate := ValidatePath
+		if op.GetKind() == OpDelete {
+			validate = ValidateDeletePath
+		}
+		if err := validate(op.GetPath()); err != nil {
 			return nil, nil, fmt.Errorf("journal: propose: operation %d: %v: %w", n, err, ErrInvalid)
 		}
 		op.Path.Target = ""
@@ -1179,6 +1184,9 @@ func (e *effective) put(key []byte, pv *PathValue) {
 func (w *writeTxn) expand(i uint64, ops []*Op) (*effective, error) {
 	eff := &effective{values: make(map[string]*PathValue)}
 	clear := func(op *Op) error {
+		if op.GetKind() == OpDelete && IsWildcard(op.GetPath()) {
+			return w.deleteMatches(eff, i, op.GetPath())
+		}
 		if op.GetKind() != OpUpdate {
 			if err := w.tombstoneSubtree(eff, i, op.GetPath(), true); err != nil {
 				return err
@@ -1324,6 +1332,52 @@ func (w *writeTxn) tombstoneSubtree(eff *effective, i uint64, p *gnmi.Path, atPa
 	for k, pv := range eff.values {
 		if !pv.GetDeleted() && sub.contains([]byte(k)) {
 			eff.values[k] = &PathValue{Path: pv.GetPath(), Index: i, Deleted: true}
+		}
+	}
+	return nil
+}
+
+// deleteMatches tombstones, as a delete of each would, every subtree the
+// committed values hold (or eff wrote before) that the wildcard pattern
+// names: the journal's expansion of a wildcard delete, which the device
+// expands on its own data (gNMI 3.4.6).
+func (w *writeTxn) deleteMatches(eff *effective, i uint64, pattern *gnmi.Path) error {
+	elems := pattern.GetElem()
+	n := 0 // elements before the first wildcard: where matches live
+	for ; n < len(elems) && !IsWildcard(&gnmi.Path{Elem: elems[n : n+1]}); n++ {
+	}
+	under := &gnmi.Path{Origin: pattern.GetOrigin(), Elem: elems[:n]}
+	matches := map[string]*gnmi.Path{}
+	note := func(p *gnmi.Path) {
+		if len(p.GetElem()) < len(elems) || p.GetOrigin() != pattern.GetOrigin() {
+			return
+		}
+		m := &gnmi.Path{Origin: p.GetOrigin(), Elem: p.GetElem()[:len(elems)]}
+		if gnmipath.MatchesOrUnder(elems, m.GetElem()) {
+			matches[string(PathKey(m))] = m
+		}
+	}
+	err := scanValues(context.Background(), w.txn, nsCommitted, under, func(_, val []byte) error {
+		pv := &PathValue{}
+		if err := proto.Unmarshal(val, pv); err != nil {
+			return err
+		}
+		if !pv.GetDeleted() {
+			note(pv.GetPath())
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	for _, pv := range eff.values {
+		if !pv.GetDeleted() {
+			note(pv.GetPath())
+		}
+	}
+	for _, k := range slices.Sorted(maps.Keys(matches)) {
+		if err := w.tombstoneSubtree(eff, i, matches[k], true); err != nil {
+			return err
 		}
 	}
 	return nil

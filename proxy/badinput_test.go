@@ -513,10 +513,6 @@ func setCases(t testing.TB) []badCase {
 		code: codes.InvalidArgument, msg: []string{"unknown set mode -1"},
 	}, {
 		// TestSetBadInput's cases, as they were.
-		name: "Set/empty SetRequest",
-		call: call{set: &gpb.SetRequest{}},
-		code: codes.InvalidArgument, msg: []string{"no operations"},
-	}, {
 		name: "Set/a tag with an extension for the device",
 		call: call{set: &gpb.SetRequest{Extension: append(ext(&sidecarpb.Request{Tag: &sidecarpb.Tag{Name: "x"}}), sidecartest.RegisteredExtension(42, nil))}},
 		code: codes.InvalidArgument, msg: []string{"cannot carry extensions for the device"},
@@ -551,9 +547,13 @@ func setCases(t testing.TB) []badCase {
 		call: call{set: &gpb.SetRequest{Update: update(sidecartest.Path(t, "/interfaces/*/config/description"), val)}},
 		code: codes.InvalidArgument, msg: []string{"wildcard", "concrete"},
 	}, {
-		name: "Set/wildcard key",
-		call: call{set: &gpb.SetRequest{Delete: []*gpb.Path{sidecartest.Path(t, "/interfaces/interface[name=*]/config/description")}}},
+		name: "Set/wildcard key in an update",
+		call: call{set: &gpb.SetRequest{Update: update(sidecartest.Path(t, "/interfaces/interface[name=*]/config/description"), val)}},
 		code: codes.InvalidArgument, msg: []string{"wildcard"},
+	}, {
+		name: "Set/a delete with the ... wildcard",
+		call: call{set: &gpb.SetRequest{Delete: []*gpb.Path{{Elem: []*gpb.PathElem{{Name: "interfaces"}, {Name: "..."}}}}}},
+		code: codes.InvalidArgument, msg: []string{`"..."`, "name the paths"},
 	}, {
 		name: "Set/wildcard in the prefix",
 		call: call{set: &gpb.SetRequest{Prefix: sidecartest.Path(t, "/interfaces/interface[name=*]"), Update: update(sidecartest.Path(t, "config/description"), val)}},

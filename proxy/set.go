@@ -101,6 +101,9 @@ func (s *Server) set(ctx context.Context, req *gpb.SetRequest) (*gpb.SetResponse
 		}
 		return s.rollback(ctx, rb.GetIndex(), sync, by)
 	}
+	if !hasOps(req) && !ext.GetDryRun() {
+		return s.relaySet(ctx, req)
+	}
 	ops, err := requestOps(req)
 	if err != nil {
 		return nil, err
@@ -148,6 +151,20 @@ func checkExtensionCombination(req *gpb.SetRequest, ext *sidecarpb.Request, comm
 		}
 	}
 	return nil
+}
+
+// relaySet passes a Set without operations (nothing to journal: a gNMI
+// target must accept one, and it may carry extensions for the device)
+// through to the device and answers with the device's answer.
+func (s *Server) relaySet(ctx context.Context, req *gpb.SetRequest) (*gpb.SetResponse, error) {
+	out := proto.CloneOf(req)
+	out.Extension = withoutSidecarExtension(out.GetExtension())
+	resp, err := s.device.Set(s.outgoing(ctx), out)
+	if err != nil {
+		return nil, s.deviceError(err)
+	}
+	resp.Extension = withoutSidecarExtension(resp.GetExtension())
+	return resp, nil
 }
 
 // hasOps reports whether a SetRequest carries any operation.
@@ -492,7 +509,7 @@ func requestOps(req *gpb.SetRequest) ([]*journal.Op, error) {
 	prefix := req.GetPrefix()
 	var ops []*journal.Op
 	for _, p := range req.GetDelete() {
-		full, err := joinPath(prefix, p)
+		full, err := joinDeletePath(prefix, p)
 		if err != nil {
 			return nil, err
 		}
@@ -532,6 +549,16 @@ func requestOps(req *gpb.SetRequest) ([]*journal.Op, error) {
 // joinPath joins a prefix and a path into one full path, refusing what
 // the journal cannot key.
 func joinPath(prefix, p *gpb.Path) (*gpb.Path, error) {
+	return joinValidated(prefix, p, journal.ValidatePath)
+}
+
+// joinDeletePath is joinPath for a delete's path, which may hold "*"
+// wildcards (journal.ValidateDeletePath).
+func joinDeletePath(prefix, p *gpb.Path) (*gpb.Path, error) {
+	return joinValidated(prefix, p, journal.ValidateDeletePath)
+}
+
+func joinValidated(prefix, p *gpb.Path, validate func(*gpb.Path) error) (*gpb.Path, error) {
 	if p == nil {
 		return nil, status.Error(codes.InvalidArgument, "operation without a path")
 	}
@@ -549,7 +576,7 @@ func joinPath(prefix, p *gpb.Path) (*gpb.Path, error) {
 	if full.GetOrigin() == IntrospectionOrigin {
 		return nil, status.Errorf(codes.InvalidArgument, "origin %q is the sidecar's read-only journal tree: it cannot be Set", IntrospectionOrigin)
 	}
-	if err := journal.ValidatePath(full); err != nil {
+	if err := validate(full); err != nil {
 		return nil, status.Error(codes.InvalidArgument, err.Error())
 	}
 	return full, nil

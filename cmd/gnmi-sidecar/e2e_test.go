@@ -326,8 +326,6 @@ func TestBadInputRefused(t *testing.T) {
 			codes.InvalidArgument, "wildcard"},
 		{"no value", &gpb.SetRequest{Update: []*gpb.Update{{Path: descPath("eth0")}}},
 			codes.InvalidArgument, "has no value"},
-		{"no operations", &gpb.SetRequest{},
-			codes.InvalidArgument, "no operations"},
 		{"an extension for the device with a tag", &gpb.SetRequest{
 			Extension: []*gnmi_ext.Extension{registeredExt(12345, []byte{0x08, 0x01}), sidecarExt(t, &sidecarpb.Request{Tag: &sidecarpb.Tag{Name: "x"}})}},
 			codes.InvalidArgument, "cannot carry extensions for the device"},
