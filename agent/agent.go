@@ -600,6 +600,7 @@ func (a *Agent) perform(ctx context.Context, step Step) error {
 	case StepAbortApply:
 		var p *journal.Proposal
 		if p, _, err = j.AbortApply(ctx, step.Index); err == nil {
+			a.noteApplied(step.Index) // finished: its waiting client is answered now
 			// Its client may have been answered already (ASYNC): say so.
 			log.Warn("proposal aborted: its change will not reach the device",
 				"reason", p.GetChange().GetError().GetMessage(), "depends_on", p.GetChange().GetAbortedBy())

@@ -74,7 +74,11 @@ func (a *Agent) sendChanges(ctx context.Context, step Step, log *slog.Logger) er
 			return err
 		}
 	}
-	_, _, err = a.j.FailApply(ctx, step.Index, uint32(st.Code()), st.Message())
+	if _, _, err = a.j.FailApply(ctx, step.Index, uint32(st.Code()), st.Message()); err == nil {
+		// Finished: its waiting client is answered now, not at the next
+		// resync.
+		a.noteApplied(step.Index)
+	}
 	return err
 }
 
