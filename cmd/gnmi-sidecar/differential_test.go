@@ -58,6 +58,7 @@ var (
 	diffYANG       = flag.String("diff.yang", "", "TestDifferential with -diff.target: the target's YANG (files or directories) for the sidecar's --yang on even seeds")
 	diffJSONLeaves = flag.Bool("diff.json-leaves", true, "TestDifferential: also send JSON values at leaf paths (some targets take JSON only at containers)")
 	diffReport     = flag.Bool("diff.report", false, "TestDifferential: also print the counts on stdout (make sim)")
+	diffUnion      = flag.Bool("diff.union-replace", false, "TestDifferential with -diff.target: also send union_replace (gNMI 0.10; always on against the simulated device)")
 )
 
 // TestDifferential runs the differential test (see above) for -diff.seeds
@@ -124,6 +125,8 @@ type diffHarness struct {
 	devAdmin   string
 	devClient  gpb.GNMIClient
 	yang       []string // for --yang
+	// unionReplace: the device takes union_replace, so the test sends it.
+	unionReplace bool
 }
 
 func newDiffHarness(t *testing.T) *diffHarness {
@@ -142,6 +145,10 @@ func newDiffHarness(t *testing.T) *diffHarness {
 			t.Fatalf("gnmi-testbed yang: %v\n%s", err, out)
 		}
 		h.yang = []string{dir}
+		h.unionReplace = true
+	}
+	if *diffTarget != "" {
+		h.unionReplace = *diffUnion
 	}
 	h.devClient = dial(t, h.devAddr)
 	return h
@@ -174,7 +181,7 @@ func targetFlags() string {
 	if *diffTarget == "" {
 		return ""
 	}
-	return fmt.Sprintf(" -diff.target=%s -diff.yang=%s -diff.json-leaves=%v", *diffTarget, *diffYANG, *diffJSONLeaves)
+	return fmt.Sprintf(" -diff.target=%s -diff.yang=%s -diff.json-leaves=%v -diff.union-replace=%v", *diffTarget, *diffYANG, *diffJSONLeaves, *diffUnion)
 }
 
 // diffRun is one seed.
@@ -306,6 +313,9 @@ func (d *diffRun) set(t *testing.T) {
 	switch {
 	case err == nil:
 		d.counts["set"]++
+		if len(req.GetUnionReplace()) > 0 {
+			d.counts["set with union_replace"]++
+		}
 		d.changes = append(d.changes, d.model)
 		d.model = next
 		d.expect(t, "set", 0)
@@ -881,22 +891,33 @@ func (d *diffRun) randomSet(t *testing.T) (*gpb.SetRequest, *diffModel, bool) {
 	var ops []op
 	for range 1 + d.rng.IntN(3) {
 		path, val := d.randomTarget()
-		switch n := d.rng.IntN(10); {
+		switch n := d.rng.IntN(12); {
 		case n < 2 && deletable(path):
 			ops = append(ops, op{"delete", path, nil})
 		case n < 4:
 			ops = append(ops, op{"replace", path, val})
+		case n < 5 && path != "/" && d.h.unionReplace:
+			ops = append(ops, op{"union_replace", path, val})
 		default:
 			ops = append(ops, op{"update", path, val})
 		}
 	}
-	// gNMI order: deletes, replaces, updates; the model applies them so.
-	for _, kind := range []string{"delete", "replace", "update"} {
+	// gNMI order: deletes, replaces, union_replaces (their union replaces
+	// the data at each of their paths: every path cleared, then every
+	// value written), updates; the model applies them so.
+	for _, kind := range []string{"delete", "replace", "union_replace", "update"} {
+		if kind == "union_replace" {
+			for _, o := range ops {
+				if o.kind == kind {
+					next.delete(o.path)
+				}
+			}
+		}
 		for _, o := range ops {
 			if o.kind != kind {
 				continue
 			}
-			if kind != "update" {
+			if kind == "delete" || kind == "replace" {
 				next.delete(o.path)
 			}
 			if kind == "delete" {
@@ -907,9 +928,12 @@ func (d *diffRun) randomSet(t *testing.T) (*gpb.SetRequest, *diffModel, bool) {
 			tv, hasList := d.encode(o.path, o.val)
 			lists = lists || hasList
 			u := &gpb.Update{Path: diffPath(t, o.path), Val: tv}
-			if kind == "replace" {
+			switch kind {
+			case "replace":
 				req.Replace = append(req.Replace, u)
-			} else {
+			case "union_replace":
+				req.UnionReplace = append(req.UnionReplace, u)
+			default:
 				req.Update = append(req.Update, u)
 			}
 		}
@@ -1156,6 +1180,9 @@ func showSet(req *gpb.SetRequest) string {
 	}
 	for _, u := range req.GetReplace() {
 		parts = append(parts, "replace "+ps(u.GetPath())+" = "+val(u.GetVal()))
+	}
+	for _, u := range req.GetUnionReplace() {
+		parts = append(parts, "union_replace "+ps(u.GetPath())+" = "+val(u.GetVal()))
 	}
 	for _, u := range req.GetUpdate() {
 		parts = append(parts, "update "+ps(u.GetPath())+" = "+val(u.GetVal()))
