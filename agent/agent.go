@@ -43,6 +43,10 @@ type Options struct {
 	// connection at once (default DefaultLivenessPath). A device that
 	// refuses the subscription is watched through the connection state.
 	LivenessPath string
+	// DeviceTarget is the gNMI target the liveness subscription names in
+	// its prefix, for a device that serves several and routes on it;
+	// "" names none. Changes' Sets carry their own clients' prefixes.
+	DeviceTarget string
 	// WatchConnectionState skips the liveness stream and watches the gRPC
 	// connection state only.
 	WatchConnectionState bool
@@ -198,6 +202,9 @@ type Agent struct {
 	// creds holds, without a device account, the request metadata of the
 	// clients of proposals not yet applied (credentials.go).
 	creds map[uint64]metadata.MD
+	// rollbackCreds is creds for the rollbacks clients asked for, by the
+	// index of the proposal rolled back.
+	rollbackCreds map[uint64]metadata.MD
 
 	// Only the applier goroutine uses these. reached is the newest
 	// proposal an earlier Set may have carried to the device without its
@@ -222,15 +229,16 @@ func New(j *journal.Journal, opts Options) (*Agent, error) {
 	}
 	opts = opts.withDefaults()
 	a := &Agent{
-		j:          j,
-		opts:       opts,
-		log:        opts.Logger.With("component", "agent", "device", opts.Target),
-		commitWake: make(chan struct{}, 1),
-		applyWake:  make(chan struct{}, 1),
-		changed:    make(chan struct{}),
-		responses:  make(map[uint64]*gpb.SetResponse),
-		accepted:   make(map[uint64]*journal.Proposal),
-		creds:      make(map[uint64]metadata.MD),
+		j:             j,
+		opts:          opts,
+		log:           opts.Logger.With("component", "agent", "device", opts.Target),
+		commitWake:    make(chan struct{}, 1),
+		applyWake:     make(chan struct{}, 1),
+		changed:       make(chan struct{}),
+		responses:     make(map[uint64]*gpb.SetResponse),
+		accepted:      make(map[uint64]*journal.Proposal),
+		creds:         make(map[uint64]metadata.MD),
+		rollbackCreds: make(map[uint64]metadata.MD),
 	}
 	if opts.TLS == nil && (opts.Username != "" || opts.Password != "") {
 		a.log.Warn("device credentials are sent over a plaintext connection")
@@ -715,7 +723,7 @@ func (a *Agent) repush(ctx context.Context, term uint64, log *slog.Logger) error
 	}
 	var values, held int
 	var onDevice time.Duration
-	out := &pushOutcome{}
+	out := a.newPushOutcome(nil)
 	batches := make(chan *valueBatch, 1)
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() error {
@@ -859,15 +867,21 @@ func (a *Agent) sendRollback(ctx context.Context, step Step, log *slog.Logger) e
 	if s == nil || err != nil {
 		return err
 	}
-	out, err := a.pushValues(s, step.Term, inWriteOrder(p.GetRollback().GetValues()))
+	out, err := a.pushValues(s, step.Term, inWriteOrder(p.GetRollback().GetValues()), a.rollbackCredentials(step.Index))
 	if err != nil {
 		return a.endSession(ctx, s, err, log)
 	}
 	if PushOutcome(Event{Push: PushRollback, Refused: out.refused}).Record == RecordCompleteApplyRollback {
 		_, _, err = a.j.CompleteApplyRollback(ctx, step.Index, step.Term)
+		if err == nil {
+			a.dropRollbackCredentials(step.Index)
+		}
 		return err
 	}
 	_, _, err = a.j.FailApplyRollback(ctx, step.Index, step.Term, out.refused, out.code(), out.message())
+	if err == nil {
+		a.dropRollbackCredentials(step.Index)
+	}
 	if err == nil {
 		a.reportRefused(log, "device refused a rollback; its paths are out of sync until resolved", out)
 	}
@@ -1029,9 +1043,12 @@ func (a *Agent) connect(ctx context.Context) (*session, error) {
 		credentials := code == codes.Unauthenticated || code == codes.PermissionDenied
 		if code == codes.Unimplemented || code == codes.NotFound || code == codes.InvalidArgument || credentials && !a.deviceAccount() {
 			msg := "device refused the liveness subscription; watching the connection state instead"
+			if code == codes.NotFound && a.opts.DeviceTarget == "" {
+				msg += ". A device that serves several gNMI targets needs the one to subscribe to: --device-target"
+			}
 			if credentials {
 				msg = "device refused the liveness subscription without credentials; watching the connection state instead. " +
-					"The sidecar's own Sets (re-push, rollback, revert) carry no credentials either: a device that requires them needs a device account (--device-username)"
+					"The sidecar's own Sets (re-push, drift revert, expired commit-confirmed revert) carry no credentials either: a device that requires them needs a device account (--device-username)"
 			}
 			a.log.Warn(msg, "path", a.opts.LivenessPath, "err", err)
 			a.mu.Lock()

@@ -284,7 +284,7 @@ func (a *Agent) restore(ctx context.Context, s *session, step Step, through uint
 		}
 	}
 	values := append(tops, inWriteOrder(applied)...)
-	out, err := a.pushValues(s, step.Term, values)
+	out, err := a.pushValues(s, step.Term, values, a.credentials(step.Index))
 	if err != nil {
 		return false, a.endSession(ctx, s, err, log)
 	}

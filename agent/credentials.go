@@ -6,8 +6,11 @@ package agent
 // change carries the client's own request metadata (credentials and custom
 // headers), held in memory from the proposal until its apply finishes, and
 // never journaled. Proposals of different clients' metadata never share a
-// device Set. The sidecar's own Sets (re-push, rollback, revert) and a
-// change whose client's metadata a restart lost carry none.
+// device Set. A rollback a client asks for (ProposeRollback, CancelCommit)
+// and an operator's resolve retry carry the client's metadata the same way.
+// The sidecar's own Sets (re-push, drift revert, the revert of an expired
+// commit-confirmed) and a change or rollback whose client's metadata a
+// restart lost carry none.
 
 import (
 	"context"
@@ -15,6 +18,8 @@ import (
 	"slices"
 
 	"google.golang.org/grpc/metadata"
+
+	"github.com/gnmi-sidecar/gnmi-sidecar/journal"
 )
 
 type credentialsKey struct{}
@@ -77,4 +82,73 @@ func sameCredentials(x, y metadata.MD) bool {
 		}
 	}
 	return true
+}
+
+// ProposeRollback journals a client's rollback of proposal i
+// (journal.ProposeRollbackBy). Without a device account the rollback's
+// device Sets carry the client's request metadata from ctx (WithCredentials),
+// as its changes' do.
+func (a *Agent) ProposeRollback(ctx context.Context, i uint64, by journal.Sender) (*journal.Proposal, error) {
+	held := a.holdRollbackCredentials(i, credentialsFrom(ctx))
+	p, _, err := a.j.ProposeRollbackBy(ctx, i, by)
+	if err != nil {
+		if held {
+			a.dropRollbackCredentials(i)
+		}
+		return nil, err
+	}
+	a.Notify()
+	return p, nil
+}
+
+// CancelCommit cancels the outstanding commit-confirmed id for a client
+// (journal.CancelCommit): the rollback the agent then proposes carries the
+// client's request metadata from ctx, as ProposeRollback's does.
+func (a *Agent) CancelCommit(ctx context.Context, id string) (*journal.CommitConfirm, error) {
+	// Held before the cancel is durable: the agent may propose and send
+	// the rollback at once.
+	var held uint64
+	if out, err := a.j.CommitConfirm(ctx); err == nil && out.GetId() == id && a.holdRollbackCredentials(out.GetProposal(), credentialsFrom(ctx)) {
+		held = out.GetProposal()
+	}
+	rec, err := a.j.CancelCommit(ctx, id)
+	if err != nil {
+		if held != 0 {
+			a.dropRollbackCredentials(held)
+		}
+		return nil, err
+	}
+	a.Notify()
+	return rec, nil
+}
+
+// holdRollbackCredentials keeps md for the rollback of proposal i until
+// its apply is recorded, unless the agent has a device account or the
+// rollback has a client's already (a second request for the same rollback
+// is refused by the journal). It reports whether it kept them.
+func (a *Agent) holdRollbackCredentials(i uint64, md metadata.MD) bool {
+	if a.deviceAccount() || len(md) == 0 {
+		return false
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if _, ok := a.rollbackCreds[i]; ok {
+		return false
+	}
+	a.rollbackCreds[i] = md
+	return true
+}
+
+func (a *Agent) dropRollbackCredentials(i uint64) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	delete(a.rollbackCreds, i)
+}
+
+// rollbackCredentials returns the metadata the rollback of proposal i
+// carries (nil: none of its client's).
+func (a *Agent) rollbackCredentials(i uint64) metadata.MD {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.rollbackCreds[i]
 }

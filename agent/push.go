@@ -8,6 +8,7 @@ import (
 
 	gpb "github.com/openconfig/gnmi/proto/gnmi"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 
 	"github.com/gnmi-sidecar/gnmi-sidecar/gnmipath"
@@ -81,8 +82,20 @@ type pushOutcome struct {
 	// err is the device's first definitive refusal (nil if none).
 	err  *status.Status
 	sets int
-	// noAccount: the push carried no credentials (no device account).
+	// md is the client request metadata the push's Sets carry (nil: the
+	// device account's, or none; see credentials.go).
+	md metadata.MD
+	// noAccount: the push carried no credentials (no device account, no
+	// client's).
 	noAccount bool
+}
+
+// newPushOutcome starts the outcome of a push whose Sets carry md.
+func (a *Agent) newPushOutcome(md metadata.MD) *pushOutcome {
+	if a.deviceAccount() {
+		md = nil
+	}
+	return &pushOutcome{md: md, noAccount: md == nil && !a.deviceAccount()}
 }
 
 func (o *pushOutcome) refuse(values []*journal.PathValue, err error) {
@@ -112,7 +125,7 @@ func (o *pushOutcome) message() string {
 
 // noAccountHint completes a device's refusal of credentials for a Set of
 // the sidecar's own made without a device account.
-const noAccountHint = " (the sidecar's own Sets, re-pushes and rollbacks carry no client's credentials: give it a device account with --device-username)"
+const noAccountHint = " (the sidecar's own Sets, such as re-pushes and drift reverts, carry no client's credentials: give it a device account with --device-username)"
 
 // credentialsRefused reports whether a push was refused for want of
 // credentials: then every value would be, and splitting it down to single
@@ -130,7 +143,7 @@ func credentialsRefused(err error) bool {
 // it): what was sent until then may or may not be on the device.
 func (a *Agent) pushSplitting(s *session, term uint64, batch *valueBatch, out *pushOutcome) error {
 	out.sets++
-	_, err := a.send(s, term, batch.req)
+	_, err := a.sendAs(s, term, batch.req, out.md)
 	r := a.answered(Event{Kind: EventSetAnswer, Err: err})
 	switch {
 	case r.Session != SessionKeep:
@@ -155,8 +168,8 @@ func (a *Agent) pushSplitting(s *session, term uint64, batch *valueBatch, out *p
 // pushValues sends values, in the order they must take effect, with
 // pushSplitting; the error is pushSplitting's (the caller ends the
 // session).
-func (a *Agent) pushValues(s *session, term uint64, values []*journal.PathValue) (*pushOutcome, error) {
-	out := &pushOutcome{noAccount: !a.deviceAccount()}
+func (a *Agent) pushValues(s *session, term uint64, values []*journal.PathValue, md metadata.MD) (*pushOutcome, error) {
+	out := a.newPushOutcome(md)
 	for _, b := range valueBatches(values, a.setLimits()) {
 		if err := a.pushSplitting(s, term, b, out); err != nil {
 			return out, err
@@ -235,7 +248,8 @@ func (a *Agent) RetryOutOfSync(ctx context.Context, paths []*gpb.Path, author st
 		}
 	}
 	log := a.log.With("step", "RetryOutOfSync", "term", term)
-	out, err := a.pushValues(s, term, inWriteOrder(values))
+	// The operator's retry carries the operator's credentials.
+	out, err := a.pushValues(s, term, inWriteOrder(values), credentialsFrom(ctx))
 	if err != nil {
 		_ = a.endSession(ctx, s, err, log)
 		return nil, status.Errorf(codes.Unavailable, "the device did not answer the retry (%v); nothing recorded, try again", err)
@@ -320,7 +334,7 @@ func (a *Agent) RevertDrift(ctx context.Context, paths []*gpb.Path) (*DriftRever
 	}
 	values = inWriteOrder(values)
 	log := a.log.With("step", "RevertDrift", "term", term)
-	out, err := a.pushValues(s, term, values)
+	out, err := a.pushValues(s, term, values, nil)
 	if err != nil {
 		_ = a.endSession(ctx, s, err, log)
 		return nil, status.Errorf(codes.Unavailable, "the device did not answer the revert (%v); it is tried again on the next check", err)

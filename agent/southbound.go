@@ -146,7 +146,12 @@ func (a *Agent) watchLiveness(ctx context.Context, s *session) error {
 	if err != nil {
 		return err
 	}
+	var prefix *gpb.Path
+	if a.opts.DeviceTarget != "" {
+		prefix = &gpb.Path{Target: a.opts.DeviceTarget}
+	}
 	req := &gpb.SubscribeRequest{Request: &gpb.SubscribeRequest_Subscribe{Subscribe: &gpb.SubscriptionList{
+		Prefix:       prefix,
 		Mode:         gpb.SubscriptionList_STREAM,
 		Encoding:     gpb.Encoding_PROTO,
 		Subscription: []*gpb.Subscription{{Path: path, Mode: gpb.SubscriptionMode_ON_CHANGE}},

@@ -94,6 +94,9 @@ type Options struct {
 	TLS                *tls.Config
 	Username, Password string
 	MaxRecvBytes       int
+	// DeviceTarget is the gNMI target the watcher's Gets and subscription
+	// name in their prefix (--device-target), "" none.
+	DeviceTarget string
 	// Device, if set, is used instead of a connection to Target.
 	Device Device
 
@@ -344,6 +347,10 @@ func (w *Watcher) watchError(err error, retry time.Duration) {
 		return
 	case codes.Unauthenticated, codes.PermissionDenied:
 		attrs = append(attrs, "hint", "the watcher reads the device with the sidecar's own credentials (--device-username)")
+	case codes.NotFound:
+		if w.opts.DeviceTarget == "" {
+			attrs = append(attrs, "hint", "a device that serves several gNMI targets needs the one to read: --device-target")
+		}
 	}
 	w.log.Warn("cannot watch the device for drift; retrying", attrs...)
 }
@@ -413,6 +420,14 @@ func (w *Watcher) session(ctx context.Context) error {
 	return s.loop(ctx, broken)
 }
 
+// prefix is the prefix of the watcher's requests: the device target, if any.
+func (w *Watcher) prefix() *gpb.Path {
+	if w.opts.DeviceTarget == "" {
+		return nil
+	}
+	return &gpb.Path{Target: w.opts.DeviceTarget}
+}
+
 // subscribe opens the ON_CHANGE subscription to scopes and waits for its
 // sync_response (updates_only: the device sends nothing before it).
 func (w *Watcher) subscribe(ctx context.Context, scopes []*gpb.Path) (gpb.GNMI_SubscribeClient, error) {
@@ -420,7 +435,7 @@ func (w *Watcher) subscribe(ctx context.Context, scopes []*gpb.Path) (gpb.GNMI_S
 	if err != nil {
 		return nil, fmt.Errorf("subscribe: %w", err)
 	}
-	list := &gpb.SubscriptionList{Mode: gpb.SubscriptionList_STREAM, Encoding: gpb.Encoding_JSON_IETF, UpdatesOnly: true}
+	list := &gpb.SubscriptionList{Prefix: w.prefix(), Mode: gpb.SubscriptionList_STREAM, Encoding: gpb.Encoding_JSON_IETF, UpdatesOnly: true}
 	for _, p := range scopes {
 		list.Subscription = append(list.Subscription, &gpb.Subscription{Path: p, Mode: gpb.SubscriptionMode_ON_CHANGE})
 	}
@@ -813,7 +828,7 @@ var errBusy = errors.New("the sidecar is applying changes to the device")
 // and compares them, if the pipeline is at rest as before throughout
 // (else errBusy).
 func (w *Watcher) compare(ctx context.Context, scope *gpb.Path, before agent.Rest) ([]Diff, []*journal.OutOfSync, error) {
-	resp, err := w.dev.Get(w.outgoing(ctx), &gpb.GetRequest{Path: []*gpb.Path{scope}, Type: gpb.GetRequest_CONFIG,
+	resp, err := w.dev.Get(w.outgoing(ctx), &gpb.GetRequest{Prefix: w.prefix(), Path: []*gpb.Path{scope}, Type: gpb.GetRequest_CONFIG,
 		Encoding: gpb.Encoding_JSON_IETF})
 	switch {
 	case status.Code(err) == codes.NotFound:
@@ -939,11 +954,19 @@ func (w *Watcher) adopt(ctx context.Context, ps []*gpb.Path) {
 	err := func() error {
 		ctx, cancel := context.WithTimeout(ctx, adoptTimeout)
 		defer cancel()
-		ops, err := proxy.AdoptionOps(w.outgoing(ctx), w.dev, ps)
+		target, paths, err := proxy.AdoptionTarget(ps, w.opts.DeviceTarget)
 		if err != nil {
 			return err
 		}
-		p, err := w.opts.Agent.ProposeAdoption(ctx, journal.Sender{Author: Author, Comment: adoptComment(ps)}, ops)
+		ops, err := proxy.AdoptionOps(w.outgoing(ctx), w.dev, target, paths)
+		if err != nil {
+			return err
+		}
+		by := journal.Sender{Author: Author, Comment: adoptComment(ps)}
+		if target != "" {
+			by.Prefix = &gpb.Path{Target: target}
+		}
+		p, err := w.opts.Agent.ProposeAdoption(ctx, by, ops)
 		if err != nil {
 			return err
 		}

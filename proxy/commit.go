@@ -67,12 +67,11 @@ func (s *Server) commitConfirmed(ctx context.Context, req *gpb.SetRequest, c *gn
 		if err := noOps(req, "cancel"); err != nil {
 			return nil, err
 		}
-		rec, err := j.CancelCommit(ctx, id)
+		rec, err := s.opts.Agent.CancelCommit(ctx, id)
 		if err != nil {
 			return nil, commitError(err)
 		}
 		s.log.Info("commit-confirmed cancelled", "id", id, "proposal", rec.GetProposal())
-		s.opts.Agent.Notify()
 		// The agent proposes the rollback once the change is applied; a
 		// change that failed instead has nothing to roll back.
 		return s.waitRollback(ctx, rec.GetProposal(), sync, true)

@@ -2,13 +2,20 @@ package proxy_test
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
 	gpb "github.com/openconfig/gnmi/proto/gnmi"
+	"github.com/openconfig/gnmi/proto/gnmi_ext"
+	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/metadata"
 
+	"github.com/gnmi-sidecar/gnmi-sidecar/client"
+	"github.com/gnmi-sidecar/gnmi-sidecar/journal"
+	"github.com/gnmi-sidecar/gnmi-sidecar/proxy/sidecarpb"
 	"github.com/gnmi-sidecar/gnmi-sidecar/sidecar/sidecartest"
+	"github.com/gnmi-sidecar/gnmi-sidecar/testbed"
 )
 
 // as returns a context carrying username/password metadata.
@@ -103,5 +110,94 @@ func TestDeviceCredentials(t *testing.T) {
 				break
 			}
 		})
+	}
+}
+
+// TestRollbacksCarryTheClientsCredentials: without a device account, a
+// rollback a client asks for (the sidecar's rollback, a commit-confirmed
+// cancel) reaches the device with that client's credentials, as its
+// changes do; the revert of a commit-confirmed left to expire is the
+// sidecar's own and has none: a device that requires them refuses it, and
+// the refusal is reported at once (out of sync, naming the fix).
+func TestRollbacksCarryTheClientsCredentials(t *testing.T) {
+	r := sidecartest.Start(t, sidecartest.Options{Device: testbed.Options{Users: map[string]string{"alice": "secret"}}})
+	ctx := as(t.Context(), "alice", "secret")
+	set := func(val string, exts ...*gnmi_ext.Extension) {
+		t.Helper()
+		if _, err := r.Client.Set(ctx, sidecartest.UpdateRequest(t, descPath, sidecartest.StringVal(val), exts...)); err != nil {
+			t.Fatalf("Set %q as alice: %v", val, err)
+		}
+	}
+	set("one")
+	set("two")
+	if _, err := r.Client.Set(ctx, sidecartest.RollbackRequest(t, r.LastIndex(t))); err != nil {
+		t.Fatalf("rollback as alice: %v", err)
+	}
+	r.WantDeviceLeaf(t, descPath, sidecartest.StringVal("one"))
+
+	set("three", sidecartest.CommitExtension("c1", sidecartest.CommitFor(time.Minute)))
+	if _, err := r.Client.Set(ctx, sidecartest.BareRequest(sidecartest.CommitExtension("c1", &gnmi_ext.CommitCancel{}))); err != nil {
+		t.Fatalf("commit-confirmed cancel as alice: %v", err)
+	}
+	r.WantDeviceLeaf(t, descPath, sidecartest.StringVal("one"))
+
+	set("four", sidecartest.CommitExtension("c2", sidecartest.CommitFor(100*time.Millisecond)))
+	var recs []*journal.OutOfSync
+	sidecartest.Eventually(t, 10*time.Second, "the refused revert to be recorded out of sync", func() bool {
+		var err error
+		recs, err = r.Journal.OutOfSync(t.Context())
+		return err == nil && len(recs) > 0
+	})
+	if msg := recs[0].GetError().GetMessage(); !strings.Contains(msg, "--device-username") {
+		t.Errorf("out-of-sync record %q does not name the fix (--device-username)", msg)
+	}
+	r.WantDeviceLeaf(t, descPath, sidecartest.StringVal("four"))
+}
+
+// TestResolveOnADeviceTarget: against a device that serves one target, a
+// re-push refused there leaves out-of-sync records of values written to
+// that target; resolve skip reads the device there (and the proposal it
+// journals is applied there), and the sidecar's own liveness subscription
+// names --device-target.
+func TestResolveOnADeviceTarget(t *testing.T) {
+	const target = "OC-YANG"
+	r := sidecartest.Start(t, sidecartest.Options{Device: testbed.Options{RequireTarget: target}, DeviceTarget: target})
+	if sub, ok := r.Dev.LastRequest("Subscribe"); !ok || sub.Message.(*gpb.SubscribeRequest).GetSubscribe().GetPrefix().GetTarget() != target {
+		t.Errorf("the sidecar's liveness subscription: %v, want prefix target %q", sub.Message, target)
+	}
+	req := sidecartest.UpdateRequest(t, descPath, sidecartest.StringVal("one"))
+	req.Prefix = &gpb.Path{Target: target}
+	if _, err := r.Client.Set(t.Context(), req); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Dev.RefuseSetsAt(descPath, codes.InvalidArgument); err != nil {
+		t.Fatal(err)
+	}
+	r.Dev.Stop()
+	if err := r.Dev.Start(t.Context(), ""); err != nil {
+		t.Fatal(err)
+	}
+	var recs []*journal.OutOfSync
+	sidecartest.Eventually(t, 10*time.Second, "the refused re-push to be recorded out of sync", func() bool {
+		var err error
+		recs, err = r.Journal.OutOfSync(t.Context())
+		return err == nil && len(recs) > 0
+	})
+	if got := recs[0].GetValue().GetPath().GetTarget(); got != target {
+		t.Errorf("out-of-sync value's target %q, want %q", got, target)
+	}
+	res, err := client.Resolve(t.Context(), r.Client, sidecarpb.Resolve_ACTION_SKIP, nil)
+	if err != nil {
+		t.Fatalf("resolve skip: %v", err)
+	}
+	if res.GetSettled() != 1 {
+		t.Errorf("resolve skip settled %d, want 1", res.GetSettled())
+	}
+	p := r.Proposal(t, res.GetProposal())
+	if got := p.GetChange().GetPrefix().GetTarget(); got != target {
+		t.Errorf("the adopted proposal's target %q, want %q", got, target)
+	}
+	if get, ok := r.Dev.LastRequest("Get"); !ok || get.Message.(*gpb.GetRequest).GetPrefix().GetTarget() != target {
+		t.Errorf("resolve skip's read of the device: %v, want prefix target %q", get.Message, target)
 	}
 }

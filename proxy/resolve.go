@@ -9,6 +9,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/gnmi-sidecar/gnmi-sidecar/gnmipath"
 	"github.com/gnmi-sidecar/gnmi-sidecar/journal"
@@ -113,9 +114,16 @@ func (s *Server) adopt(ctx context.Context, action string, targets []*gpb.Path, 
 	if err != nil {
 		return nil, err
 	}
-	ops, err := AdoptionOps(s.outgoing(ctx), s.device, targets)
+	target, targets, err := AdoptionTarget(targets, s.opts.DeviceTarget)
 	if err != nil {
 		return nil, err
+	}
+	ops, err := AdoptionOps(s.outgoing(ctx), s.device, target, targets)
+	if err != nil {
+		return nil, err
+	}
+	if target != "" {
+		by.Prefix = &gpb.Path{Target: target}
 	}
 	p, err := s.opts.Agent.ProposeAdoption(ctx, by, ops)
 	if err != nil {
@@ -157,10 +165,15 @@ type DeviceReader interface {
 // operations may still be refused: a value the journal cannot record leaf
 // by leaf.) Both `gnmi-sidecar resolve skip|adopt` and drift adoption
 // (package drift) build their adopted proposals with it.
-func AdoptionOps(ctx context.Context, dev DeviceReader, targets []*gpb.Path) ([]*journal.Op, error) {
-	req := &gpb.SetRequest{Delete: targets}
-	for _, p := range targets {
-		values, err := deviceValues(ctx, dev, p)
+//
+// target is the gNMI target the Gets name in their prefix ("" none); the
+// paths carry none. The proposal of the operations must name it too
+// (journal.Sender.Prefix), so that its values are applied and re-pushed
+// there.
+func AdoptionOps(ctx context.Context, dev DeviceReader, target string, paths []*gpb.Path) ([]*journal.Op, error) {
+	req := &gpb.SetRequest{Delete: paths}
+	for _, p := range paths {
+		values, err := deviceValues(ctx, dev, target, p)
 		if err != nil {
 			return nil, err
 		}
@@ -169,12 +182,39 @@ func AdoptionOps(ctx context.Context, dev DeviceReader, targets []*gpb.Path) ([]
 	return requestOps(req)
 }
 
+// AdoptionTarget returns the one gNMI target of paths (out-of-sync
+// records' paths carry the target their values were written to) and the
+// paths without it; deviceTarget (--device-target) if they name none. Paths
+// of several targets are refused: a proposal has one target.
+func AdoptionTarget(paths []*gpb.Path, deviceTarget string) (string, []*gpb.Path, error) {
+	target, named := deviceTarget, false
+	out := make([]*gpb.Path, len(paths))
+	for n, p := range paths {
+		out[n] = p
+		t := p.GetTarget()
+		if t == "" {
+			continue
+		}
+		if named && t != target {
+			return "", nil, status.Errorf(codes.FailedPrecondition,
+				"the paths were written to different gNMI targets (%q and %q): resolve them one target at a time", target, t)
+		}
+		target, named = t, true
+		out[n] = proto.CloneOf(p)
+		out[n].Target = ""
+	}
+	return target, out, nil
+}
+
 // deviceValues reads the device's configuration at p (Get, CONFIG,
 // JSON_IETF): its updates with full paths; none if the device has nothing
 // there (NotFound).
-func deviceValues(ctx context.Context, dev DeviceReader, p *gpb.Path) ([]*gpb.Update, error) {
-	resp, err := dev.Get(ctx, &gpb.GetRequest{Path: []*gpb.Path{p}, Type: gpb.GetRequest_CONFIG,
-		Encoding: gpb.Encoding_JSON_IETF})
+func deviceValues(ctx context.Context, dev DeviceReader, target string, p *gpb.Path) ([]*gpb.Update, error) {
+	req := &gpb.GetRequest{Path: []*gpb.Path{p}, Type: gpb.GetRequest_CONFIG, Encoding: gpb.Encoding_JSON_IETF}
+	if target != "" {
+		req.Prefix = &gpb.Path{Target: target}
+	}
+	resp, err := dev.Get(ctx, req)
 	if status.Code(err) == codes.NotFound {
 		return nil, nil
 	}

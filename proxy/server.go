@@ -29,6 +29,11 @@ import (
 type Options struct {
 	// Target is the device's gNMI address, host:port.
 	Target string
+	// DeviceTarget is the gNMI target named in the prefix of the device
+	// reads the sidecar makes of its own accord (resolve skip/adopt of
+	// paths whose values name none); "" names none. Clients' requests keep
+	// their own prefix.
+	DeviceTarget string
 	// TLS secures the passthrough connection to the device; nil means
 	// plaintext.
 	TLS *tls.Config

@@ -238,13 +238,12 @@ func (s *Server) rollback(ctx context.Context, i uint64, sync bool, by journal.S
 		}
 		i = newest
 	}
-	if _, _, err := j.ProposeRollbackBy(ctx, i, by); err != nil {
+	if _, err := s.opts.Agent.ProposeRollback(ctx, i, by); err != nil {
 		if errors.Is(err, journal.ErrNotFound) {
 			return nil, status.Errorf(codes.NotFound, "cannot roll back proposal %d: it does not exist", i)
 		}
 		return nil, JournalError(err)
 	}
-	s.opts.Agent.Notify()
 	s.log.Info("rollback journaled", "proposal", i, "sync", sync, "author", by.Author)
 	return s.waitRollback(ctx, i, sync, false)
 }

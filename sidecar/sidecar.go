@@ -59,6 +59,13 @@ type Config struct {
 	// on the device. When either is set they also replace the clients'
 	// credentials on passthrough RPCs.
 	DeviceUsername, DevicePassword string
+	// DeviceTarget is the gNMI target the sidecar names in the prefix of
+	// the RPCs it makes of its own accord (liveness subscription, drift
+	// watching, reads for resolve and adoption), for a device that serves
+	// several targets and routes on it ("" names none). Clients' requests,
+	// and their changes' Sets, re-pushes and rollbacks, keep the target
+	// the client sent.
+	DeviceTarget string
 	// PersistentDevice: the device keeps its configuration across
 	// restarts, so there is no re-push on reconnect.
 	PersistentDevice bool
@@ -264,6 +271,7 @@ func (s *Sidecar) assemble() error {
 		TLS:            cfg.DeviceTLS,
 		Username:       cfg.DeviceUsername,
 		Password:       cfg.DevicePassword,
+		DeviceTarget:   cfg.DeviceTarget,
 		Persistent:     cfg.PersistentDevice,
 		Fencing:        cfg.MasterArbitration,
 		ApplyTimeout:   cfg.ApplyTimeout,
@@ -278,17 +286,18 @@ func (s *Sidecar) assemble() error {
 	}
 	s.agent = a
 	s.drift, err = drift.New(drift.Options{
-		Policy:     cfg.DriftPolicy,
-		Interval:   cfg.DriftInterval,
-		Target:     cfg.Target,
-		TLS:        cfg.DeviceTLS,
-		Username:   cfg.DeviceUsername,
-		Password:   cfg.DevicePassword,
-		BackoffMax: cfg.BackoffMax,
-		Journal:    s.journal,
-		Agent:      a,
-		Schema:     cfg.Schema,
-		Logger:     s.log,
+		Policy:       cfg.DriftPolicy,
+		Interval:     cfg.DriftInterval,
+		Target:       cfg.Target,
+		TLS:          cfg.DeviceTLS,
+		Username:     cfg.DeviceUsername,
+		Password:     cfg.DevicePassword,
+		DeviceTarget: cfg.DeviceTarget,
+		BackoffMax:   cfg.BackoffMax,
+		Journal:      s.journal,
+		Agent:        a,
+		Schema:       cfg.Schema,
+		Logger:       s.log,
 	})
 	if err != nil {
 		return err
@@ -299,6 +308,7 @@ func (s *Sidecar) assemble() error {
 	}
 	p, err := proxy.New(proxy.Options{
 		Target:                cfg.Target,
+		DeviceTarget:          cfg.DeviceTarget,
 		Introspection:         tree,
 		TLS:                   cfg.DeviceTLS,
 		Journal:               s.journal,

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"google.golang.org/grpc/codes"
+	"google.golang.org/protobuf/encoding/protojson"
 )
 
 // ParseCode turns a gRPC code name ("UNAVAILABLE", "Unavailable",
@@ -39,6 +40,8 @@ func ParseCode(s string) (codes.Code, error) {
 //	POST /restart                              Stop, then Start on the same address
 //	GET  /config                               config leaves, path → value (JSON)
 //	GET  /status                               running, address, boot time, set count
+//	GET  /requests                             the last request of each RPC with its metadata
+//	                                           (RPC name → RecordedRequest, JSON)
 //
 // Serve it on a loopback address only: it has no authentication.
 func (d *Device) AdminHandler() http.Handler {
@@ -126,5 +129,32 @@ func (d *Device) AdminHandler() http.Handler {
 			"set_count": d.SetCount(),
 		})
 	})
+	mux.HandleFunc("GET /requests", func(w http.ResponseWriter, r *http.Request) {
+		out := map[string]RecordedRequest{}
+		for _, rpc := range []string{"Capabilities", "Get", "Set", "Subscribe"} {
+			req, ok := d.LastRequest(rpc)
+			if !ok {
+				continue
+			}
+			msg, err := protojson.Marshal(req.Message)
+			if err != nil {
+				http.Error(w, err.Error(), http.StatusInternalServerError)
+				return
+			}
+			out[rpc] = RecordedRequest{Time: req.Time, Metadata: req.Metadata, Request: msg}
+		}
+		w.Header().Set("Content-Type", "application/json")
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		_ = enc.Encode(out)
+	})
 	return mux
+}
+
+// RecordedRequest is one RPC's entry in the admin endpoint's GET
+// /requests: a Request with its message in protobuf JSON.
+type RecordedRequest struct {
+	Time     time.Time           `json:"time"`
+	Metadata map[string][]string `json:"metadata"`
+	Request  json.RawMessage     `json:"request"`
 }

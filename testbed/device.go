@@ -52,6 +52,15 @@ type Options struct {
 	// sync_response), so that the relay of response extensions can be
 	// tested. Off, they are ignored, as by a device that knows none.
 	EchoExtensions bool
+	// RequireTarget, if set, is the one target the device serves: a Get,
+	// Set or Subscribe whose prefix names another target, or none, is
+	// refused with NotFound, as by a server of several targets (SONiC's
+	// routes on OC-YANG and CONFIG_DB).
+	RequireTarget string
+	// Users, if set, are the accounts (username → password) the device
+	// accepts: every RPC must carry matching username and password
+	// metadata, else it is refused with Unauthenticated.
+	Users map[string]string
 }
 
 // ElectionID is a gNMI MasterArbitration election id (a uint128).
@@ -100,6 +109,8 @@ type Device struct {
 	setCount int64
 	watchers map[*watcher]struct{}
 	faults   faults
+	// last holds the last request of each RPC (LastRequest).
+	last map[string]Request
 }
 
 type faults struct {
@@ -125,7 +136,8 @@ func New(opts Options) (*Device, error) {
 	if opts.Target == "" {
 		opts.Target = "testbed"
 	}
-	return &Device{opts: opts, log: log, model: m, setSem: make(chan struct{}, 1), watchers: map[*watcher]struct{}{}}, nil
+	return &Device{opts: opts, log: log, model: m, setSem: make(chan struct{}, 1),
+		watchers: map[*watcher]struct{}{}, last: map[string]Request{}}, nil
 }
 
 // Start serves the device on addr ("127.0.0.1:0" picks a free port). An
@@ -168,7 +180,8 @@ func (d *Device) Start(ctx context.Context, addr string) error {
 	d.root = root
 	d.bootTime = boot
 	d.election = nil
-	d.srv = grpc.NewServer(grpc.WaitForHandlers(true))
+	d.srv = grpc.NewServer(grpc.WaitForHandlers(true),
+		grpc.ChainUnaryInterceptor(d.unaryGate), grpc.ChainStreamInterceptor(d.streamGate))
 	gpb.RegisterGNMIServer(d.srv, &gnmiServer{d: d})
 	d.running = true
 	served := make(chan struct{})

@@ -73,6 +73,14 @@
 // identityref, leafref, union, ...). goyang reads it with no other module.
 // exampleoc has no presence containers and no choice/case.
 //
+// Like a device that routes and authenticates each request, it can insist
+// (Options.RequireTarget, Options.Users): a Get, Set or Subscribe whose
+// prefix does not name the one target it serves is NotFound, and any RPC
+// without matching username and password metadata Unauthenticated.
+// LastRequest (admin: GET /requests) returns the last request of each RPC
+// with its metadata, recorded before those checks, so tests can compare
+// what reached the device directly and through a proxy.
+//
 // Stop and Start restart it on the same address: a non-persistent device
 // comes back empty, a persistent one with its configuration (in memory, or
 // in Options.StateFile so it survives the process). /system/state/boot-time

@@ -43,6 +43,7 @@ type serveConfig struct {
 	deviceServerName      string
 	deviceSkipVerify      bool
 	deviceUsername        string
+	deviceTarget          string
 	tracePath             string
 	applyTimeout          time.Duration
 	transientCodes        []string
@@ -75,6 +76,7 @@ func (c *serveConfig) addFlags(f *pflag.FlagSet) {
 	f.StringVar(&c.deviceServerName, "device-server-name", "", "name to verify the device's certificate against (default: the host of --target)")
 	f.BoolVar(&c.deviceSkipVerify, "device-skip-verify", false, "do not verify the device's certificate (lab use only)")
 	f.StringVar(&c.deviceUsername, "device-username", "", "username sent to the device, with the password of --device-password-file or $"+passwordEnv+"; replaces the clients' credentials on passthrough RPCs")
+	f.StringVar(&c.deviceTarget, "device-target", "", "gNMI target named in the prefix of the sidecar's own device RPCs (liveness subscription, drift watching, resolve/adopt reads), for a device that serves several targets and routes on it, e.g. OC-YANG; clients' requests and their Sets keep the target the client sent")
 	f.StringSliceVar(&c.yangPaths, "yang", nil, "the device's YANG modules: .yang files or directories of them, comma-separated or repeated; with them the journal records JSON lists, leaf-lists, presence containers and choices exactly, leaf by leaf (docs/values.md)")
 	f.StringSliceVar(&c.yangModules, "yang-module", nil, "load only these modules (names) from the --yang directories, with what they import (default: every .yang file there)")
 	f.StringVar(&c.tracePath, "trace", "", "append every journal transition as a JSON line to this file (also $"+trace.Env+")")
@@ -249,6 +251,7 @@ func (cfg *serveConfig) checkedConfig(log *slog.Logger) (sidecar.Config, error) 
 	sc := sidecar.Config{
 		Target:                cfg.target,
 		DeviceUsername:        cfg.deviceUsername,
+		DeviceTarget:          cfg.deviceTarget,
 		PersistentDevice:      cfg.persistentDevice,
 		QueueWhenDisconnected: cfg.queueWhenDisconnected,
 		AlwaysReplyExtension:  alwaysReply,

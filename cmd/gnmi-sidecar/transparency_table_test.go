@@ -11,6 +11,7 @@ import (
 	gpb "github.com/openconfig/gnmi/proto/gnmi"
 	"github.com/openconfig/gnmi/proto/gnmi_ext"
 	"github.com/openconfig/ygot/ygot"
+	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 
@@ -21,6 +22,15 @@ import (
 // runs: Capabilities; Sets that build the state the reads then read (and
 // Sets the device or the sidecar refuse); union_replace; Gets; Subscribes;
 // then the requests the sidecar answers itself.
+
+// alice is the credentials of the rows that send some, as gnmic -u alice -p
+// secret sends them.
+var alice = metadata.Pairs("username", "alice", "password", "secret")
+
+// withRequestID is md and a custom header.
+func withRequestID(md metadata.MD, id string) metadata.MD {
+	return metadata.Join(md, metadata.Pairs("x-request-id", id))
+}
 
 // Why only the code is compared for a Set the sidecar refuses itself,
 // before journaling (mask 4): its own message says what to fix.
@@ -135,6 +145,34 @@ func transparencyTable(h *transHarness) []transRow {
 		{name: "Set with target and origin in the prefix", set: &gpb.SetRequest{
 			Prefix: &gpb.Path{Target: "tr-target", Origin: "openconfig", Elem: path("/system/config").GetElem()},
 			Update: []*gpb.Update{upd("/login-banner", str("hello"))}}},
+
+		// --- Sets as real clients send them: a target, an origin,
+		// credentials and custom metadata (issue 25); the device's view
+		// shows they reach it unchanged ---
+		{name: "Set with credentials", set: update(desc1, str("as-alice")), md: alice},
+		{name: "Set with custom metadata", set: update(desc1, str("traced")), md: metadata.Pairs("x-request-id", "req-42", "x-tenant", "blue")},
+		{name: "Set with a target, credentials and custom metadata, several operations", set: &gpb.SetRequest{
+			Prefix:  &gpb.Path{Target: "dev1"},
+			Delete:  []*gpb.Path{path(banner)},
+			Replace: []*gpb.Update{upd(intf(i1, "/config"), ietf(`{"name":"`+i1+`","description":"dev1-replaced","mtu":1500}`))},
+			Update:  []*gpb.Update{upd(desc0, str("dev1")), upd(hostname, str("dev1-host"))}},
+			md: withRequestID(alice, "req-43")},
+		{name: "Set with origin openconfig in the prefix", set: &gpb.SetRequest{Prefix: &gpb.Path{Origin: "openconfig"},
+			Update: []*gpb.Update{upd(desc1, str("prefix-origin"))}}},
+		{name: "Set with origin openconfig on the path", set: &gpb.SetRequest{
+			Update: []*gpb.Update{{Path: withOrigin("openconfig", desc1), Val: str("path-origin")}}}},
+		{name: "Set with a target and credentials, refused by the device", set: &gpb.SetRequest{Prefix: &gpb.Path{Target: "dev1"},
+			Update: []*gpb.Update{upd(mtu0, str("not-a-number"))}}, md: alice},
+		{name: "Set union_replace with a target and credentials", set: &gpb.SetRequest{Prefix: &gpb.Path{Target: "dev1", Origin: "openconfig"},
+			UnionReplace: []*gpb.Update{upd("/system/config", ietf(`{"hostname":"tr-host","domain-name":"example.net","login-banner":"hello"}`))}},
+			md: withRequestID(alice, "req-44")},
+		{name: "Capabilities with credentials", caps: &gpb.CapabilityRequest{}, md: alice},
+		{name: "Get with a target and credentials", get: &gpb.GetRequest{Prefix: &gpb.Path{Target: "dev1"}, Path: []*gpb.Path{path("/system/config")},
+			Encoding: gpb.Encoding_JSON_IETF}, md: withRequestID(alice, "req-45")},
+		{name: "Subscribe ONCE with a target and credentials", sub: &subScript{req: &gpb.SubscribeRequest{Request: &gpb.SubscribeRequest_Subscribe{
+			Subscribe: &gpb.SubscriptionList{Prefix: &gpb.Path{Target: "dev1"}, Mode: gpb.SubscriptionList_ONCE, Encoding: gpb.Encoding_JSON_IETF,
+				Subscription: []*gpb.Subscription{{Path: path("/system/config")}}}}}}, md: withRequestID(alice, "req-46")},
+
 		{name: "Set delete a leaf", set: &gpb.SetRequest{Delete: []*gpb.Path{path(banner)}}},
 		{name: "Set delete a missing path", set: &gpb.SetRequest{Delete: []*gpb.Path{path(intf(i1, "/config/enabled"))}}},
 		{name: "Set delete, replace and update in one request", set: &gpb.SetRequest{
@@ -143,7 +181,8 @@ func transparencyTable(h *transHarness) []transRow {
 			Update:  []*gpb.Update{upd(mtu1, u64(1500))}}},
 		{name: "Set update JSON_IETF at the root", set: update("/", ietf(`{"openconfig-system:system":{"config":{"hostname":"root-host"}}}`))},
 		{name: "Set with MasterArbitration", set: &gpb.SetRequest{Update: []*gpb.Update{upd(desc0, str("arbitrated"))},
-			Extension: []*gnmi_ext.Extension{arbitration(10)}}},
+			Extension: []*gnmi_ext.Extension{arbitration(10)}},
+			deviceViewDiffers: "the sidecar arbitrates among its own clients and does not pass their election ids on (docs/extension.md); with --master-arbitration it sends its own"},
 		{name: "Set with a lower MasterArbitration election id", set: &gpb.SetRequest{Update: []*gpb.Update{upd(desc0, str("stale"))},
 			Extension: []*gnmi_ext.Extension{arbitration(5)}},
 			maskMessage: "the sidecar arbitrates among its own clients (docs/extension.md, Master arbitration among clients); both refuse with PermissionDenied"},

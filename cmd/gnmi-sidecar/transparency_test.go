@@ -76,6 +76,17 @@ import (
 //     refuses itself") carries the sidecar's message; only the code is
 //     compared, and both messages are logged.
 //
+// The device's view (issue 25), with the simulated device: what reached
+// the device is compared too. After each Get and Set, directly and
+// through the sidecar, the device's record of the last request of that
+// RPC (gnmi-testbed GET /requests: the request, and its metadata without
+// transport headers) is read; both must be the same request with the
+// same metadata (credentials, custom headers), but for the call marker
+// x-transparency-call the harness adds to tell its calls apart. A request
+// the sidecar refuses itself (maskMessage) does not reach the device;
+// deviceViewDiffers names, per row, a documented difference in what the
+// device receives.
+//
 // Rows of the kind "answered by the sidecar" (History, commit-confirmed,
 // rollback, the sidecar's own origin) are not compared with the device,
 // which knows nothing of them: each states its expectation (answered) and
@@ -103,6 +114,10 @@ var (
 // of it, a client of each, and what rows record for later ones.
 type transHarness struct {
 	direct, sidecar gpb.GNMIClient
+	// devAdmin is the simulated device's admin endpoint ("" with
+	// -transparency.target): the device's view is compared through it.
+	devAdmin string
+	calls    int
 	// creds adds the target's credentials to a direct call's context.
 	creds func(context.Context) context.Context
 	intf  [2]string
@@ -126,6 +141,13 @@ type transRow struct {
 	answered func(t *testing.T, h *transHarness) error
 	// maskMessage says why only the status code is compared (mask 5).
 	maskMessage string
+	// md is request metadata the client sends with the row's request
+	// (credentials, custom headers), both ways.
+	md metadata.MD
+	// deviceViewDiffers says why the request the device receives through
+	// the sidecar differs from the one it receives directly: then the
+	// device's view is logged, not compared.
+	deviceViewDiffers string
 	// pendingSidecar names what the sidecar does not pass yet: a
 	// difference is a KNOWN DIFFERENCE, not a failure.
 	pendingSidecar string
@@ -227,11 +249,14 @@ func newTransHarness(t *testing.T) *transHarness {
 		// --echo-extensions: the device answers with the registered
 		// extensions of each request, so that their relay back shows.
 		s = newStack(t, []string{"--echo-extensions"}, nil)
+		h.devAdmin = s.devAdmin
 		dir := filepath.Join(t.TempDir(), "yang")
 		if out, err := exec.Command(s.testbedBin, "yang", "--out", dir).CombinedOutput(); err != nil {
 			t.Fatalf("gnmi-testbed yang: %v\n%s", err, out)
 		}
-		s.sidecarArgs = []string{"--yang", dir}
+		// No drift watching: its Gets of the device would take the place
+		// of the rows' in the device's record of the last Get.
+		s.sidecarArgs = []string{"--yang", dir, "--drift-policy", "off"}
 	} else {
 		sb, _ := binaries(t)
 		dir := t.TempDir()
@@ -283,6 +308,100 @@ func newTransHarness(t *testing.T) *transHarness {
 	return h
 }
 
+// callMarker is the metadata key that tells the harness's calls apart in
+// the device's record of the last request.
+const callMarker = "x-transparency-call"
+
+// mark returns a new call marker value ("" without the device's view).
+func (h *transHarness) mark() string {
+	if h.devAdmin == "" {
+		return ""
+	}
+	h.calls++
+	return fmt.Sprint(h.calls)
+}
+
+// callCtx is rpcCtx with the row's metadata and the call marker, if any.
+func (h *transHarness) callCtx(t *testing.T, r transRow, mark string) context.Context {
+	ctx := rpcCtx(t)
+	md := r.md.Copy()
+	if mark != "" {
+		md.Set(callMarker, mark)
+	}
+	if len(md) > 0 {
+		ctx = metadata.NewOutgoingContext(ctx, md)
+	}
+	return ctx
+}
+
+// deviceView is what the device received of one call: nil if it received
+// nothing (its last request of the RPC is another call's).
+type deviceView struct {
+	req proto.Message
+	md  map[string][]string
+}
+
+// deviceView reads the device's record of its last request of rpc, and
+// returns it if it is the call marked mark (nil if not, or without the
+// device's view). The agent's Set for a change comes before the sidecar
+// answers the client, so it is recorded by then.
+func (h *transHarness) deviceView(t *testing.T, rpc, mark string, msg proto.Message) *deviceView {
+	t.Helper()
+	if mark == "" {
+		return nil
+	}
+	rec := lastDeviceRequest(t, h.devAdmin, rpc, msg)
+	if got := rec.Metadata[callMarker]; len(got) != 1 || got[0] != mark {
+		return nil
+	}
+	md := map[string][]string{}
+	for k, v := range rec.Metadata {
+		if k != callMarker {
+			md[k] = v
+		}
+	}
+	return &deviceView{req: msg, md: md}
+}
+
+// compareDeviceViews compares what reached the device directly (d) and
+// through the sidecar (s, whose answer was so); "" if the same.
+func compareDeviceViews(t *testing.T, r transRow, d, s *deviceView, so outcome) string {
+	t.Helper()
+	switch {
+	case d == nil && s == nil:
+		return ""
+	case d == nil:
+		return "device's view: the device received the request through the sidecar only"
+	case s == nil:
+		if so.code != codes.OK && r.maskMessage != "" {
+			return "" // the sidecar refused it itself (mask 5)
+		}
+		if r.deviceViewDiffers != "" {
+			t.Logf("device's view differs (%s): nothing reached the device through the sidecar", r.deviceViewDiffers)
+			return ""
+		}
+		return "device's view: the request reached the device directly, but not through the sidecar"
+	}
+	var out []string
+	if diff := cmp.Diff(d.req, s.req, protocmp.Transform()); diff != "" {
+		out = append(out, "device's view, the request (-direct +through the sidecar):\n"+diff)
+	}
+	if diff := cmp.Diff(d.md, s.md, cmpopts.EquateEmpty()); diff != "" {
+		out = append(out, "device's view, the metadata (-direct +through the sidecar):\n"+diff)
+	}
+	if len(out) > 0 && r.deviceViewDiffers != "" {
+		t.Logf("device's view differs (%s):\n%s", r.deviceViewDiffers, strings.Join(out, "\n"))
+		return ""
+	}
+	if len(out) == 0 && r.deviceViewDiffers != "" {
+		return fmt.Sprintf("device's view: the same both ways, but the row says it differs (%s): remove deviceViewDiffers", r.deviceViewDiffers)
+	}
+	if len(out) == 0 {
+		t.Logf("the device received the same request and metadata both ways")
+	}
+	return strings.Join(out, "\n")
+}
+
 // rpcCtx bounds one call.
 func rpcCtx(t *testing.T) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
@@ -294,20 +413,32 @@ func rpcCtx(t *testing.T) context.Context {
 func (h *transHarness) compare(t *testing.T, r transRow) string {
 	t.Helper()
 	var d, s outcome
+	var dView, sView *deviceView
+	if len(r.md) > 0 && *transTarget != "" && *transUsername != "" {
+		t.Skip("the row sends its own credentials; -transparency.username sends the target's")
+	}
 	switch {
 	case r.caps != nil:
-		d = unary(h.direct.Capabilities(h.creds(rpcCtx(t)), r.caps))
-		s = unary(h.sidecar.Capabilities(rpcCtx(t), r.caps))
+		d = unary(h.direct.Capabilities(h.creds(h.callCtx(t, r, "")), r.caps))
+		s = unary(h.sidecar.Capabilities(h.callCtx(t, r, ""), r.caps))
 	case r.get != nil:
-		d = unary(h.direct.Get(h.creds(rpcCtx(t)), r.get))
-		s = unary(h.sidecar.Get(rpcCtx(t), r.get))
+		mark := h.mark()
+		d = unary(h.direct.Get(h.creds(h.callCtx(t, r, mark)), r.get))
+		dView = h.deviceView(t, "Get", mark, &gpb.GetRequest{})
+		mark = h.mark()
+		s = unary(h.sidecar.Get(h.callCtx(t, r, mark), r.get))
+		sView = h.deviceView(t, "Get", mark, &gpb.GetRequest{})
 	case r.set != nil:
-		d = unary(h.direct.Set(h.creds(rpcCtx(t)), r.set))
-		resp, err := h.sidecar.Set(rpcCtx(t), r.set)
+		mark := h.mark()
+		d = unary(h.direct.Set(h.creds(h.callCtx(t, r, mark)), r.set))
+		dView = h.deviceView(t, "Set", mark, &gpb.SetRequest{})
+		mark = h.mark()
+		resp, err := h.sidecar.Set(h.callCtx(t, r, mark), r.set)
+		sView = h.deviceView(t, "Set", mark, &gpb.SetRequest{})
 		s = unary(resp, err)
 		s.note = maskSidecarSet(&s, resp, err)
 	case r.sub != nil:
-		d, s = h.subscribeBoth(t, r.sub)
+		d, s = h.subscribeBoth(t, r.sub, r.md)
 	default:
 		t.Fatal("a row without a request")
 	}
@@ -337,6 +468,9 @@ func (h *transHarness) compare(t *testing.T, r transRow) string {
 	}
 	if s.note != "" {
 		out = append(out, s.note)
+	}
+	if diff := compareDeviceViews(t, r, dView, sView, s); diff != "" {
+		out = append(out, diff)
 	}
 	if len(out) == 0 {
 		t.Logf("same answer both ways: %s", summarize(d))
@@ -506,10 +640,13 @@ func (s *subStream) outcome(cancelled bool) outcome {
 }
 
 // subscribeBoth runs a Subscribe row on both paths at once.
-func (h *transHarness) subscribeBoth(t *testing.T, sc *subScript) (outcome, outcome) {
+func (h *transHarness) subscribeBoth(t *testing.T, sc *subScript, md metadata.MD) (outcome, outcome) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
+	if len(md) > 0 {
+		ctx = metadata.NewOutgoingContext(ctx, md)
+	}
 	const wait = 10 * time.Second // generous: what is due comes within a second
 	d := openSub(h.creds(ctx), "direct", h.direct, sc.req)
 	s := openSub(ctx, "sidecar", h.sidecar, sc.req)

@@ -15,6 +15,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 
@@ -36,6 +37,8 @@ type config struct {
 	noOnChange bool
 	noUnion    bool
 	echoExts   bool
+	target     string
+	users      []string
 	stateFile  string
 	admin      string
 	setDelay   time.Duration
@@ -68,7 +71,11 @@ Faults can be armed at start (--set-delay, --reject-sets/--reject-code) or at
 runtime through the loopback admin endpoint (--admin):
   POST /faults/reject?n=3&code=UNAVAILABLE   POST /faults/delay?d=20ms
   POST /faults/hang   POST /faults/drop   POST /faults/clear   POST /restart
-  GET  /config        GET  /status
+  GET  /config        GET  /status   GET  /requests (the last request of each RPC, with its metadata)
+
+A device can insist on what real ones do: --require-target NAME (the prefix
+target of every Get, Set and Subscribe, else NOT_FOUND) and --user NAME:PASSWORD
+(username/password metadata on every RPC, else UNAUTHENTICATED).
 
 "gnmi-testbed yang --out DIR" writes the device's schema as one YANG 1.1
 module (gnmi-testbed.yang) for tools that load YANG at run time.`,
@@ -86,6 +93,8 @@ module (gnmi-testbed.yang) for tools that load YANG at run time.`,
 	f.BoolVar(&cfg.noOnChange, "refuse-on-change", false, "refuse STREAM subscriptions in mode ON_CHANGE (and TARGET_DEFINED) with UNIMPLEMENTED, like a device that only samples")
 	f.BoolVar(&cfg.noUnion, "no-union-replace", false, "refuse every Set with union_replace operations with UNIMPLEMENTED, like a device older than gNMI 0.10")
 	f.BoolVar(&cfg.echoExts, "echo-extensions", false, "answer every request with the registered extensions it carried (Subscribe: with each sync_response), to test a proxy's relay of response extensions")
+	f.StringVar(&cfg.target, "require-target", "", "serve only this target: a Get, Set or Subscribe whose prefix names another, or none, is refused with NOT_FOUND (a multi-target server such as SONiC's, e.g. OC-YANG)")
+	f.StringArrayVar(&cfg.users, "user", nil, "NAME:PASSWORD of an account the device accepts (repeatable); with any, every RPC needs matching username/password metadata, else UNAUTHENTICATED")
 	f.StringVar(&cfg.stateFile, "state-file", "./gnmi-testbed-state.json", "where a --persistent device keeps its configuration")
 	f.StringVar(&cfg.admin, "admin", "", "loopback address of the HTTP admin endpoint for runtime faults (e.g. 127.0.0.1:9341); off when empty")
 	f.DurationVar(&cfg.setDelay, "set-delay", 0, "delay every Set by this long (a slow device)")
@@ -158,7 +167,18 @@ func run(ctx context.Context, cfg config, stdout, stderr io.Writer) error {
 		}
 	}
 
-	opts := testbed.Options{Persistent: cfg.persistent, RefuseOnChange: cfg.noOnChange, NoUnionReplace: cfg.noUnion, EchoExtensions: cfg.echoExts, Logger: log}
+	opts := testbed.Options{Persistent: cfg.persistent, RefuseOnChange: cfg.noOnChange, NoUnionReplace: cfg.noUnion, EchoExtensions: cfg.echoExts,
+		RequireTarget: cfg.target, Logger: log}
+	for _, u := range cfg.users {
+		name, password, ok := strings.Cut(u, ":")
+		if !ok || name == "" {
+			return fmt.Errorf("--user %q: want NAME:PASSWORD", u)
+		}
+		if opts.Users == nil {
+			opts.Users = map[string]string{}
+		}
+		opts.Users[name] = password
+	}
 	if cfg.persistent {
 		opts.StateFile = cfg.stateFile
 	}
@@ -232,6 +252,12 @@ func printBanner(w io.Writer, addr string, cfg config) {
 		mode = "persistent, state file " + cfg.stateFile
 	}
 	fmt.Fprintf(w, "mode: %s\n", mode)
+	if cfg.target != "" {
+		fmt.Fprintf(w, "serves target %q only: requests need it in their prefix\n", cfg.target)
+	}
+	if len(cfg.users) > 0 {
+		fmt.Fprintf(w, "requires username/password metadata of one of %d accounts (--user)\n", len(cfg.users))
+	}
 	if cfg.admin != "" {
 		fmt.Fprintf(w, "admin endpoint: http://%s (e.g. curl -X POST 'http://%s/faults/reject?n=1&code=UNAVAILABLE')\n", cfg.admin, cfg.admin)
 	}

@@ -45,6 +45,8 @@ type Options struct {
 	// DeviceUsername and DevicePassword are the sidecar's own device
 	// credentials (sidecar.Config's).
 	DeviceUsername, DevicePassword string
+	// DeviceTarget is sidecar.Config.DeviceTarget.
+	DeviceTarget string
 	// ServerOptions are added to the northbound gRPC server's options
 	// (credentials, interceptors). Client still dials plaintext.
 	ServerOptions []grpc.ServerOption
@@ -104,6 +106,7 @@ func Start(t testing.TB, opts Options) *Sidecar {
 		Target:                s.Target,
 		DeviceUsername:        opts.DeviceUsername,
 		DevicePassword:        opts.DevicePassword,
+		DeviceTarget:          opts.DeviceTarget,
 		QueueWhenDisconnected: opts.QueueWhenDisconnected,
 		AlwaysReplyExtension:  opts.AlwaysReplyExtension,
 		DriftPolicy:           opts.DriftPolicy,
