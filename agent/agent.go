@@ -1062,6 +1062,7 @@ func (a *Agent) connect(ctx context.Context) (*session, error) {
 			// device refuses it (once per answer; the connector retries
 			// with backoff, the operator may fix the account meanwhile).
 			a.reportAccountRefused(err)
+			err = fmt.Errorf("the device refuses the sidecar's device account %q (check --device-username and its password): %w", a.opts.Username, err)
 		}
 	}
 	if err != nil {

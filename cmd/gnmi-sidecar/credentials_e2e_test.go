@@ -362,3 +362,37 @@ func TestConcurrentUsersNeverMerged(t *testing.T) {
 		}
 	}
 }
+
+// TestServeSaysTheDeviceRefusesItsAccount: a wrong device password is
+// said plainly at start, once, in one ERROR line naming the options to
+// fix, and in gnmi-sidecar status, while the sidecar keeps trying.
+func TestServeSaysTheDeviceRefusesItsAccount(t *testing.T) {
+	t.Parallel()
+	pw := filepath.Join(t.TempDir(), "device-password")
+	if err := os.WriteFile(pw, []byte("not-the-password\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	s := newStack(t, insistingDeviceArgs, []string{"--device-target", insistingTarget,
+		"--device-username", "sidecar", "--device-password-file", pw})
+	s.startSidecarOnly(t, "127.0.0.1:0")
+	refused := func(l string) bool {
+		return strings.Contains(l, "level=ERROR") && strings.Contains(l, "refuses the sidecar's device account") &&
+			strings.Contains(l, "--device-username") && strings.Contains(l, "--device-password-file")
+	}
+	if _, err := s.sidecar.errOut.waitLine(refused, 10*time.Second, s.sidecar.done); err != nil {
+		t.Fatalf("no ERROR line saying the device refuses the account: %v", err)
+	}
+	if text := mustOps(t, s.sidecar.addr, "status"); !strings.Contains(text, "refuses the sidecar's device account") {
+		t.Errorf("status does not say the device refuses the account:\n%s", text)
+	}
+	time.Sleep(time.Second) // the connector retries meanwhile
+	n := 0
+	for _, l := range strings.Split(s.sidecar.errOut.text(), "\n") {
+		if refused(l) {
+			n++
+		}
+	}
+	if n != 1 {
+		t.Errorf("%d ERROR lines about the refused account, want 1 (once per distinct answer)", n)
+	}
+}
