@@ -202,6 +202,23 @@ func (a *Agent) reportRefused(log *slog.Logger, msg string, out *pushOutcome) {
 	}
 }
 
+// syncedSession returns the session of the current term and the term, if
+// the device is connected and its configuration re-pushed; else
+// Unavailable, saying what happens then (then).
+func (a *Agent) syncedSession(ctx context.Context, then string) (*session, uint64, error) {
+	v, err := a.view(ctx)
+	if err != nil {
+		return nil, 0, err
+	}
+	term := v.Mastership.GetTerm()
+	s := a.termSession(term)
+	if !v.synced() || s == nil {
+		return nil, 0, status.Error(codes.Unavailable,
+			"the device is not connected or its configuration is being re-pushed; "+then)
+	}
+	return s, term, nil
+}
+
 // RetryOutOfSync pushes the applied values of the out-of-sync paths at or
 // under paths (all of them if paths is empty) to the device again, as an
 // operator's `resolve retry` asks, and records the outcome
@@ -214,15 +231,9 @@ func (a *Agent) RetryOutOfSync(ctx context.Context, paths []*gpb.Path, author st
 	a.deviceMu.Lock()
 	defer a.deviceMu.Unlock()
 	defer a.pushing()()
-	v, err := a.view(ctx)
+	s, term, err := a.syncedSession(ctx, "retry once it is (gnmi-sidecar status)")
 	if err != nil {
 		return nil, err
-	}
-	term := v.Mastership.GetTerm()
-	s := a.termSession(term)
-	if !v.synced() || s == nil {
-		return nil, status.Error(codes.Unavailable,
-			"the device is not connected or its configuration is being re-pushed; retry once it is (gnmi-sidecar status)")
 	}
 	recs, err := a.j.OutOfSync(ctx)
 	if err != nil {
@@ -300,15 +311,9 @@ func (a *Agent) RevertDrift(ctx context.Context, paths []*gpb.Path) (*DriftRever
 	a.deviceMu.Lock()
 	defer a.deviceMu.Unlock()
 	defer a.pushing()()
-	v, err := a.view(ctx)
+	s, term, err := a.syncedSession(ctx, "the drift is reverted once it is")
 	if err != nil {
 		return nil, err
-	}
-	term := v.Mastership.GetTerm()
-	s := a.termSession(term)
-	if !v.synced() || s == nil {
-		return nil, status.Error(codes.Unavailable,
-			"the device is not connected or its configuration is being re-pushed; the drift is reverted once it is")
 	}
 	var values []*journal.PathValue
 	for _, p := range paths {
