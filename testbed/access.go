@@ -57,8 +57,11 @@ func (d *Device) received(ctx context.Context, rpc string, req proto.Message) er
 		}
 		kept[k] = append([]string(nil), v...)
 	}
+	// The device never modifies a request, so the message is kept as it
+	// is (copying a large Set would cost more than applying it);
+	// LastRequest hands out copies.
 	d.mu.Lock()
-	d.last[rpc] = Request{RPC: rpc, Time: time.Now(), Metadata: kept, Message: proto.Clone(req)}
+	d.last[rpc] = Request{RPC: rpc, Time: time.Now(), Metadata: kept, Message: req}
 	d.mu.Unlock()
 	if err := d.authenticate(md); err != nil {
 		return err

@@ -37,3 +37,40 @@ func BenchmarkSet(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkSetNewLeaves measures the shape of a re-push or a preload: a
+// Set of 2,000 leaves, each in a new interface entry, straight to a device
+// that already holds 100,000 such leaves. leaves/s is the device's rate.
+func BenchmarkSetNewLeaves(b *testing.B) {
+	const batch, preloaded = 2000, 100_000
+	d := testbed.StartT(b, testbed.Options{})
+	c := dialB(b, d.Addr())
+	next := 0
+	request := func() *gpb.SetRequest {
+		req := &gpb.SetRequest{Update: make([]*gpb.Update, 0, batch)}
+		for range batch {
+			req.Update = append(req.Update, &gpb.Update{Path: &gpb.Path{Elem: []*gpb.PathElem{
+				{Name: "interfaces"}, {Name: "interface", Key: map[string]string{"name": fmt.Sprintf("bench%d", next)}},
+				{Name: "config"}, {Name: "description"},
+			}}, Val: str("preloaded")})
+			next++
+		}
+		return req
+	}
+	for next < preloaded {
+		if _, err := c.Set(b.Context(), request()); err != nil {
+			b.Fatal(err)
+		}
+	}
+	reqs := make([]*gpb.SetRequest, b.N)
+	for i := range reqs {
+		reqs[i] = request()
+	}
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if _, err := c.Set(b.Context(), reqs[i]); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(b.N*batch)/b.Elapsed().Seconds(), "leaves/s")
+}

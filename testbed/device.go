@@ -84,6 +84,8 @@ type Device struct {
 	opts  Options
 	log   *slog.Logger
 	model model
+	// fast is the fast path of Sets of scalar leaves in list entries.
+	fast *fastSet
 
 	// lifeMu serializes Start and Stop.
 	lifeMu sync.Mutex
@@ -136,7 +138,7 @@ func New(opts Options) (*Device, error) {
 	if opts.Target == "" {
 		opts.Target = "testbed"
 	}
-	return &Device{opts: opts, log: log, model: m, setSem: make(chan struct{}, 1),
+	return &Device{opts: opts, log: log, model: m, fast: newFastSet(m.RootSchema(), m.NewRoot()), setSem: make(chan struct{}, 1),
 		watchers: map[*watcher]struct{}{}, last: map[string]Request{}}, nil
 }
 

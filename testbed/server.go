@@ -177,7 +177,7 @@ func (s *gnmiServer) Set(ctx context.Context, req *gpb.SetRequest) (*gpb.SetResp
 	// This Set is the only writer: reading the tree needs no lock.
 	old := d.current()
 	saved := d.opts.Persistent && d.opts.StateFile != ""
-	ch, err := applyOps(d.model.RootSchema(), d.model.NewRoot, old, ops, !saved)
+	ch, err := applyOps(d.model.RootSchema(), d.model.NewRoot, old, ops, !saved, d.fast)
 	if err != nil {
 		d.log.Info("set rejected", "err", err)
 		return nil, err
@@ -271,7 +271,7 @@ func (d *Device) commit(old ygot.ValidatedGoStruct, ch *change, ts int64) {
 		}
 	}
 	d.mu.Unlock()
-	if watching {
+	if watching && ch.fast == nil {
 		before = ch.touched.restrict(old)
 	}
 	after := ch.install(old)
@@ -281,11 +281,17 @@ func (d *Device) commit(old ygot.ValidatedGoStruct, ch *change, ts int64) {
 	if !watching {
 		return
 	}
-	afterView := ch.scratch
-	if afterView == nil {
-		afterView = ch.touched.restrict(after)
+	var diff *gpb.Notification
+	var err error
+	if ch.fast != nil {
+		diff, err = ch.fast.notification()
+	} else {
+		afterView := ch.scratch
+		if afterView == nil {
+			afterView = ch.touched.restrict(after)
+		}
+		diff, err = ygot.Diff(before, afterView)
 	}
-	diff, err := ygot.Diff(before, afterView)
 	if err != nil {
 		d.log.Error("computing change notification", "err", err)
 		return

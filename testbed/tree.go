@@ -7,6 +7,7 @@ import (
 	"reflect"
 	"strconv"
 	"strings"
+	"sync"
 
 	gpb "github.com/openconfig/gnmi/proto/gnmi"
 	"github.com/openconfig/goyang/pkg/yang"
@@ -153,6 +154,9 @@ type change struct {
 	next    ygot.ValidatedGoStruct
 	scratch ygot.GoStruct
 	touched *touched
+	// fast, for a change made by the fast path (fastset.go), knows what
+	// it wrote: the change notification comes from it, not from a diff.
+	fast *fastChange
 }
 
 // install makes the change to root and returns the running root: next, or
@@ -178,9 +182,14 @@ func (c *change) install(root ygot.ValidatedGoStruct) ygot.ValidatedGoStruct {
 
 // applyOps applies ops in order to copies of what they touch in root and
 // validates the result. On any error root is untouched and the error is a
-// status naming the path. inPlace allows a change to be installed in place.
-func applyOps(schema *yang.Entry, newRoot func() ygot.ValidatedGoStruct, root ygot.ValidatedGoStruct, ops []setOp, inPlace bool) (*change, error) {
+// status naming the path. inPlace allows a change to be installed in place;
+// fast (nil: none) is the fast path for Sets of scalar leaves in list
+// entries, tried first.
+func applyOps(schema *yang.Entry, newRoot func() ygot.ValidatedGoStruct, root ygot.ValidatedGoStruct, ops []setOp, inPlace bool, fast *fastSet) (*change, error) {
 	if refs, ok := entryRefs(root, ops); ok && inPlace {
+		if ch, ok := fast.apply(root, ops, refs); ok {
+			return ch, nil
+		}
 		return applyEntryOps(schema, newRoot, root, ops, refs)
 	}
 	work, t, err := copyForOps(root, ops)
@@ -248,35 +257,101 @@ type entryRef struct {
 // entryRefs returns, for each op, the top-level list entry its path goes
 // through, if every op's does (and no other top-level field matches it).
 func entryRefs(root ygot.ValidatedGoStruct, ops []setOp) ([]entryRef, bool) {
-	rt := reflect.ValueOf(root).Elem().Type()
+	fields := rootFieldsOf(reflect.ValueOf(root).Elem().Type())
 	refs := make([]entryRef, len(ops))
 	for n, o := range ops {
 		elems := o.full.GetElem()
 		found := false
-		for i := 0; i < rt.NumField(); i++ {
-			f := rt.Field(i)
-			tag, ok := f.Tag.Lookup("path")
-			if !ok || f.Tag.Get("ygotAnnotation") != "" {
-				continue
-			}
-			parts, matches := tagMatches(tag, elems)
+		for _, f := range fields {
+			parts, matches := f.matches(elems)
 			if !matches {
 				continue
 			}
-			if found || f.Type.Kind() != reflect.Map || len(elems) < len(parts) {
+			if found || f.typ.Kind() != reflect.Map || len(elems) < len(parts) {
 				return nil, false
 			}
-			key, ok := scalarMapKey(f.Type.Key(), elems[len(parts)-1].GetKey())
+			key, ok := scalarMapKey(f.typ.Key(), elems[len(parts)-1].GetKey())
 			if !ok {
 				return nil, false
 			}
-			refs[n], found = entryRef{field: i, key: key}, true
+			refs[n], found = entryRef{field: f.index, key: key}, true
 		}
 		if !found {
 			return nil, false
 		}
 	}
 	return refs, true
+}
+
+// rootField is a data field of the root struct with its path tag split
+// into alternatives and elements.
+type rootField struct {
+	index int
+	typ   reflect.Type
+	alts  [][]string
+}
+
+// matches is tagMatches for the field's tag.
+func (f *rootField) matches(elems []*gpb.PathElem) ([]string, bool) {
+	for _, parts := range f.alts {
+		n := min(len(parts), len(elems))
+		ok := true
+		for j := 0; j < n; j++ {
+			if parts[j] != elems[j].GetName() {
+				ok = false
+				break
+			}
+		}
+		if ok {
+			return parts, true
+		}
+	}
+	return nil, false
+}
+
+// reachedBy reports whether one of paths (full paths; none: any) may
+// reach data in the field: the root, a path through the field, or one
+// starting with a wildcard.
+func (f *rootField) reachedBy(paths []*gpb.Path) bool {
+	if len(paths) == 0 {
+		return true
+	}
+	for _, p := range paths {
+		elems := p.GetElem()
+		if len(elems) == 0 || elems[0].GetName() == "*" || elems[0].GetName() == "..." {
+			return true
+		}
+		if _, ok := f.matches(elems); ok {
+			return true
+		}
+	}
+	return false
+}
+
+// rootFieldsCache holds rootFieldsOf's answer per root type.
+var rootFieldsCache sync.Map // reflect.Type → []rootField
+
+// rootFieldsOf returns the data fields (with a path tag, no annotations)
+// of root struct type rt, in declaration order.
+func rootFieldsOf(rt reflect.Type) []rootField {
+	if v, ok := rootFieldsCache.Load(rt); ok {
+		return v.([]rootField)
+	}
+	var out []rootField
+	for i := 0; i < rt.NumField(); i++ {
+		f := rt.Field(i)
+		tag, ok := f.Tag.Lookup("path")
+		if !ok || f.Tag.Get("ygotAnnotation") != "" {
+			continue
+		}
+		rf := rootField{index: i, typ: f.Type}
+		for _, alt := range strings.Split(tag, "|") {
+			rf.alts = append(rf.alts, strings.Split(alt, "/"))
+		}
+		out = append(out, rf)
+	}
+	rootFieldsCache.Store(rt, out)
+	return out
 }
 
 // applyEntryOps is applyOps for ops that all go through entries of
