@@ -8,6 +8,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"reflect"
 	"sort"
 	"sync"
 	"time"
@@ -94,9 +95,13 @@ type Device struct {
 	setSem chan struct{}
 
 	// tree guards the contents of root: a Set that writes only entries of
-	// top-level lists changes them in place under it (write), so its cost
-	// does not grow with the size of those lists; readers walk the tree
-	// under it (read, see readTree). Other Sets install a new root.
+	// top-level lists puts new entries into those lists' maps in place
+	// under it (write), so its cost does not grow with the size of the
+	// lists; other Sets install a new root. Nothing in the tree is
+	// modified otherwise: a Set works on copies. Readers of a few entries
+	// walk the tree under it (read, see readTree); readers of whole lists
+	// copy those maps under it and walk the copy without it (view), so a
+	// large Get does not hold up Sets.
 	tree sync.RWMutex
 
 	mu       sync.Mutex
@@ -208,7 +213,10 @@ func (d *Device) startupConfig() (ygot.ValidatedGoStruct, error) {
 		if d.root == nil {
 			return d.model.NewRoot(), nil
 		}
-		return d.root, nil
+		// A copy of the root struct: Start writes the boot time into it.
+		cp := reflect.New(reflect.TypeOf(d.root).Elem())
+		cp.Elem().Set(reflect.ValueOf(d.root).Elem())
+		return cp.Interface().(ygot.ValidatedGoStruct), nil
 	}
 	data, err := os.ReadFile(d.opts.StateFile)
 	if errors.Is(err, os.ErrNotExist) {
@@ -372,6 +380,76 @@ func (d *Device) readTree(fn func(root ygot.ValidatedGoStruct) error) error {
 	return fn(d.current())
 }
 
+// readAt calls fn with a tree that holds still while fn reads the data at
+// paths (full paths; none: the whole tree): the current tree under the
+// tree lock if every path names an entry of a list, else a view of all of
+// it (see view), without the lock. (A path that names no entry may end up
+// read from the root: a Get of a container the schema compressed away.)
+func (d *Device) readAt(paths []*gpb.Path, fn func(root ygot.ValidatedGoStruct) error) error {
+	pinpoint := len(paths) > 0
+	for _, p := range paths {
+		pinpoint = pinpoint && namesEntry(p)
+	}
+	if pinpoint {
+		return d.readTree(fn)
+	}
+	return fn(d.view(nil, false))
+}
+
+// namesEntry reports whether p goes through a list entry it names with
+// concrete keys, and has no wildcards.
+func namesEntry(p *gpb.Path) bool {
+	keyed := false
+	for _, e := range p.GetElem() {
+		if e.GetName() == "*" || e.GetName() == "..." {
+			return false
+		}
+		for _, v := range e.GetKey() {
+			if v == "*" {
+				return false
+			}
+		}
+		keyed = keyed || len(e.GetKey()) > 0
+	}
+	return keyed
+}
+
+// view returns the current tree as a root that holds still without the
+// tree lock: a copy of the root struct, with copies of the maps of the
+// top-level lists that paths (full paths; none: all of them) may reach.
+// Entries in the tree are never modified (a Set replaces them), so that
+// is all that can change under a reader. With only, the other top-level
+// fields are left out (empty).
+func (d *Device) view(paths []*gpb.Path, only bool) ygot.ValidatedGoStruct {
+	d.tree.RLock()
+	defer d.tree.RUnlock()
+	return viewOf(d.current(), paths, only)
+}
+
+func viewOf(root ygot.ValidatedGoStruct, paths []*gpb.Path, only bool) ygot.ValidatedGoStruct {
+	src := reflect.ValueOf(root).Elem()
+	dst := reflect.New(src.Type())
+	if !only {
+		dst.Elem().Set(src)
+	}
+	for _, f := range rootFieldsOf(src.Type()) {
+		m := src.Field(f.index)
+		if !f.reachedBy(paths) {
+			continue
+		}
+		if f.typ.Kind() != reflect.Map || m.IsNil() {
+			dst.Elem().Field(f.index).Set(m)
+			continue
+		}
+		cp := reflect.MakeMapWithSize(m.Type(), m.Len())
+		for it := m.MapRange(); it.Next(); {
+			cp.SetMapIndex(it.Key(), it.Value())
+		}
+		dst.Elem().Field(f.index).Set(cp)
+	}
+	return dst.Interface().(ygot.ValidatedGoStruct)
+}
+
 // current returns the current tree (an empty one before the first Start).
 // Reading it without the tree lock is safe only for the Set in progress,
 // the only writer.
@@ -388,7 +466,7 @@ func (d *Device) current() ygot.ValidatedGoStruct {
 // as RFC 7951 JSON.
 func (d *Device) ConfigJSON() ([]byte, error) {
 	var s string
-	err := d.readTree(func(root ygot.ValidatedGoStruct) (err error) {
+	err := d.readAt(nil, func(root ygot.ValidatedGoStruct) (err error) {
 		s, err = ygot.EmitJSON(root, &ygot.EmitJSONConfig{Format: ygot.RFC7951, Indent: "  ", RFC7951Config: &ygot.RFC7951JSONConfig{AppendModuleName: true}})
 		return err
 	})
@@ -402,7 +480,7 @@ func (d *Device) ConfigJSON() ([]byte, error) {
 // ("…/config/name"), as the schema has both.
 func (d *Device) ConfigLeaves() (map[string]*gpb.TypedValue, error) {
 	var leaves []leaf
-	err := d.readTree(func(root ygot.ValidatedGoStruct) (err error) {
+	err := d.readAt(nil, func(root ygot.ValidatedGoStruct) (err error) {
 		leaves, err = leavesOf(root, nil, 0)
 		return err
 	})

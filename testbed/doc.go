@@ -98,6 +98,18 @@
 // returns the config value, STATE data mirrors config into state, and Set
 // of any path through a "state" container is refused as read-only.
 //
+// A Set costs what it writes, not the size of the configuration: it works
+// on copies of the list entries it touches and puts them into the running
+// tree in place. A Set of scalar values at leaves of entries of top-level
+// lists (a re-push, a preload, most one-leaf Sets) skips ytypes' per-field
+// schema lookups: the route to each leaf is resolved once and cached, and
+// only the leaves written (and a new entry's key) are validated, with the
+// schema ytypes uses (fastset.go; about 5 µs a leaf, against 0.6 ms); any
+// other Set, and any such Set a check fails, takes the general path,
+// which answers with its own error. A Get, or a subscription's initial
+// state, that reads whole lists works on a copy of the lists' maps, so it
+// does not hold up Sets while it encodes.
+//
 // Not modelled: leafref integrity (ygot checks leafrefs only by walking the
 // whole schema, over 100 ms per Set), schema checks of Subscribe paths (an
 // unknown path just never matches), aliases, and origins other than

@@ -23,7 +23,9 @@ type model interface {
 	RootSchema() *yang.Entry
 	// UnmarshalRoot reads RFC 7951 JSON of the whole tree.
 	UnmarshalRoot(data []byte) (ygot.ValidatedGoStruct, error)
-	// SetBootTime writes /system/state/boot-time (nanoseconds since the epoch).
+	// SetBootTime writes /system/state/boot-time (nanoseconds since the
+	// epoch) into root's own copy of the containers on the way: root is
+	// new, but they may be shared with a tree readers hold.
 	SetBootTime(root ygot.ValidatedGoStruct, ns uint64)
 	// BootTime reads /system/state/boot-time (0 if unset).
 	BootTime(root ygot.ValidatedGoStruct) uint64
@@ -69,7 +71,14 @@ func (m *exampleOCModel) UnmarshalRoot(data []byte) (ygot.ValidatedGoStruct, err
 }
 
 func (m *exampleOCModel) SetBootTime(root ygot.ValidatedGoStruct, ns uint64) {
-	root.(*exampleoc.Device).GetOrCreateSystem().BootTime = ygot.Uint64(ns)
+	// A copy of /system takes the new time: readers may hold the old one.
+	d := root.(*exampleoc.Device)
+	sys := &exampleoc.System{}
+	if d.System != nil {
+		*sys = *d.System
+	}
+	sys.BootTime = ygot.Uint64(ns)
+	d.System = sys
 }
 
 func (m *exampleOCModel) BootTime(root ygot.ValidatedGoStruct) uint64 {

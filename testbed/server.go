@@ -64,7 +64,13 @@ func (s *gnmiServer) Get(ctx context.Context, req *gpb.GetRequest) (*gpb.GetResp
 	}
 	ts := time.Now().UnixNano()
 	resp := &gpb.GetResponse{Extension: s.d.echoed(req.GetExtension())}
-	err = s.d.readTree(func(root ygot.ValidatedGoStruct) error {
+	var fulls []*gpb.Path // what the Get reads (a bad path is refused below)
+	for _, p := range paths {
+		if full, err := joinPath(req.GetPrefix(), p); err == nil {
+			fulls = append(fulls, full)
+		}
+	}
+	err = s.d.readAt(fulls, func(root ygot.ValidatedGoStruct) error {
 		for _, p := range paths {
 			full, err := joinPath(req.GetPrefix(), p)
 			if err != nil {

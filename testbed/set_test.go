@@ -442,15 +442,17 @@ func TestConcurrentSetsAndReads(t *testing.T) {
 	for _, tc := range []struct {
 		name  string
 		other *gpb.Update
+		keep  bool // no delete of eth1: Sets of leaves only (the fast path)
 	}{
-		{"new root", upd(t, "/system/config/hostname", str("h"))},
-		{"in place", upd(t, "/interfaces/interface[name=eth2]/config/mtu", uintV(1500))},
+		{"new root", upd(t, "/system/config/hostname", str("h")), false},
+		{"in place", upd(t, "/interfaces/interface[name=eth2]/config/mtu", uintV(1500)), false},
+		{"leaves only", upd(t, "/interfaces/interface[name=eth2]/config/mtu", uintV(1500)), true},
 	} {
-		t.Run(tc.name, func(t *testing.T) { concurrentSetsAndReads(t, tc.other) })
+		t.Run(tc.name, func(t *testing.T) { concurrentSetsAndReads(t, tc.other, tc.keep) })
 	}
 }
 
-func concurrentSetsAndReads(t *testing.T, other *gpb.Update) {
+func concurrentSetsAndReads(t *testing.T, other *gpb.Update, keep bool) {
 	d, c := startDevice(t, testbed.Options{})
 	setLeaf(t, c, eth0Desc, str("start"))
 	done := make(chan struct{})
@@ -479,7 +481,9 @@ func concurrentSetsAndReads(t *testing.T, other *gpb.Update) {
 	for i := 0; i < sets; i++ {
 		req := &gpb.SetRequest{
 			Update: []*gpb.Update{upd(t, eth0Desc, str(strings.Repeat("x", i+1))), other},
-			Delete: []*gpb.Path{p(t, "/interfaces/interface[name=eth1]")},
+		}
+		if !keep {
+			req.Delete = []*gpb.Path{p(t, "/interfaces/interface[name=eth1]")}
 		}
 		if i%2 == 1 {
 			req.Update = append(req.Update, upd(t, "/interfaces/interface[name=eth1]/config/description", str("back")))

@@ -127,27 +127,49 @@ func (w *watcher) take() []*gpb.Notification {
 }
 
 // watch registers a watcher for subs and returns it with the leaves of the
-// tree it starts from, so no change between the two is lost or seen twice.
-func (d *Device) watch(subs []subscription) (*watcher, []leaf, func(), error) {
+// tree it starts from, so no change between the two is lost or seen twice;
+// with noLeaves (updates_only, and no SAMPLE that needs them) it returns
+// none.
+func (d *Device) watch(subs []subscription, noLeaves bool) (*watcher, []leaf, func(), error) {
 	w := &watcher{subs: subs, signal: make(chan struct{}, 1)}
-	var leaves []leaf
-	err := d.readTree(func(root ygot.ValidatedGoStruct) (err error) {
-		d.mu.Lock()
-		d.watchers[w] = struct{}{}
-		d.mu.Unlock()
-		leaves, err = leavesOf(root, nil, time.Now().UnixNano())
-		return err
-	})
+	d.tree.RLock()
+	d.mu.Lock()
+	d.watchers[w] = struct{}{}
+	d.mu.Unlock()
+	var root ygot.ValidatedGoStruct
+	if !noLeaves {
+		root = viewOf(d.current(), subPaths(subs), true)
+	}
+	d.tree.RUnlock()
 	unwatch := func() {
 		d.mu.Lock()
 		delete(d.watchers, w)
 		d.mu.Unlock()
 	}
+	if noLeaves {
+		return w, nil, unwatch, nil
+	}
+	leaves, err := leavesOf(root, nil, time.Now().UnixNano())
 	if err != nil {
 		unwatch()
 		return nil, nil, nil, status.Errorf(codes.Internal, "walking the configuration: %v", err)
 	}
 	return w, leaves, unwatch, nil
+}
+
+// viewFor is a view of the part of the current tree that subs may reach.
+func (d *Device) viewFor(subs []subscription) ygot.ValidatedGoStruct {
+	d.tree.RLock()
+	defer d.tree.RUnlock()
+	return viewOf(d.current(), subPaths(subs), true)
+}
+
+func subPaths(subs []subscription) []*gpb.Path {
+	paths := make([]*gpb.Path, len(subs))
+	for i, s := range subs {
+		paths[i] = s.path
+	}
+	return paths
 }
 
 func (d *Device) broadcast(n *gpb.Notification) {
@@ -332,7 +354,11 @@ type tick struct {
 //     carries every value: the heartbeat adds nothing.
 func (s *gnmiServer) stream(ss *subscribeStream, subs []subscription, updatesOnly bool) error {
 	ctx := ss.stream.Context()
-	w, leaves, unwatch, err := s.d.watch(subs)
+	noLeaves := updatesOnly
+	for _, sub := range subs {
+		noLeaves = noLeaves && !(sub.mode == gpb.SubscriptionMode_SAMPLE && sub.suppress)
+	}
+	w, leaves, unwatch, err := s.d.watch(subs, noLeaves)
 	if err != nil {
 		return err
 	}
@@ -426,7 +452,7 @@ func (ss *subscribeStream) sendSync() error {
 
 // sendTree sends every leaf of the tree that matches subs.
 func (ss *subscribeStream) sendTree(d *Device, subs []subscription) error {
-	leaves, err := d.leaves()
+	leaves, err := d.leaves(subs)
 	if err != nil {
 		return err
 	}
@@ -438,7 +464,7 @@ func (ss *subscribeStream) sendTree(d *Device, subs []subscription) error {
 // differs from the one sent last, unless heartbeat; sent is brought up
 // to date.
 func (ss *subscribeStream) sendSample(d *Device, subs []subscription, sent map[string]*gpb.TypedValue, heartbeat bool) error {
-	leaves, err := d.leaves()
+	leaves, err := d.leaves(subs)
 	if err != nil {
 		return err
 	}
@@ -462,13 +488,10 @@ func (ss *subscribeStream) sendSample(d *Device, subs []subscription, sent map[s
 	return ss.sendLeaves(out, subs)
 }
 
-// leaves walks the current tree into leaves.
-func (d *Device) leaves() ([]leaf, error) {
-	var leaves []leaf
-	err := d.readTree(func(root ygot.ValidatedGoStruct) (err error) {
-		leaves, err = leavesOf(root, nil, time.Now().UnixNano())
-		return err
-	})
+// leaves walks the part of the current tree that subs may reach into
+// leaves (a superset of those subs match).
+func (d *Device) leaves(subs []subscription) ([]leaf, error) {
+	leaves, err := leavesOf(d.viewFor(subs), nil, time.Now().UnixNano())
 	if err != nil {
 		return nil, status.Errorf(codes.Internal, "walking the configuration: %v", err)
 	}
