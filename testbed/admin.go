@@ -34,6 +34,8 @@ func ParseCode(s string) (codes.Code, error) {
 //	POST /faults/refuse?path=/a/b&code=INVALID_ARGUMENT
 //	                                           refuse every Set writing at or under /a/b
 //	POST /faults/delay?d=20ms                  delay every Set (0 = off)
+//	POST /faults/delay?update=1ms              delay every Set by this much per operation
+//	                                           (both may be given; a missing one is left as is)
 //	POST /faults/hang                          hang the next Set
 //	POST /faults/drop                          drop all client connections
 //	POST /faults/clear                         disarm all faults
@@ -77,13 +79,37 @@ func (d *Device) AdminHandler() http.Handler {
 		ok(w, "refusing every set writing at or under %s with %v", path, code)
 	})
 	mux.HandleFunc("POST /faults/delay", func(w http.ResponseWriter, r *http.Request) {
-		delay, err := time.ParseDuration(r.URL.Query().Get("d"))
-		if err != nil || delay < 0 {
-			http.Error(w, "d must be a non-negative duration, e.g. 20ms", http.StatusBadRequest)
+		q := r.URL.Query()
+		if !q.Has("d") && !q.Has("update") {
+			http.Error(w, "give d (per Set) or update (per operation), e.g. d=20ms or update=1ms", http.StatusBadRequest)
 			return
 		}
-		d.SetDelay(delay)
-		ok(w, "delaying every set by %v", delay)
+		var set func()
+		var said []string
+		if q.Has("d") {
+			delay, err := time.ParseDuration(q.Get("d"))
+			if err != nil || delay < 0 {
+				http.Error(w, "d must be a non-negative duration, e.g. 20ms", http.StatusBadRequest)
+				return
+			}
+			set = func() { d.SetDelay(delay) }
+			said = append(said, fmt.Sprintf("delaying every set by %v", delay))
+		}
+		if q.Has("update") {
+			perUpdate, err := time.ParseDuration(q.Get("update"))
+			if err != nil || perUpdate < 0 {
+				http.Error(w, "update must be a non-negative duration, e.g. 1ms", http.StatusBadRequest)
+				return
+			}
+			if prev := set; prev != nil {
+				set = func() { prev(); d.SetUpdateDelay(perUpdate) }
+			} else {
+				set = func() { d.SetUpdateDelay(perUpdate) }
+			}
+			said = append(said, fmt.Sprintf("delaying every set by %v per operation", perUpdate))
+		}
+		set()
+		ok(w, "%s", strings.Join(said, "; "))
 	})
 	mux.HandleFunc("POST /faults/hang", func(w http.ResponseWriter, r *http.Request) {
 		d.HangNextSet()

@@ -125,9 +125,11 @@ type faults struct {
 	rejectCode codes.Code
 	// refuse holds paths at or under which every Set that writes or
 	// deletes is refused, with their codes.
-	refuse   []refusedPath
-	delay    time.Duration
-	hangNext bool
+	refuse []refusedPath
+	delay  time.Duration
+	// perUpdate is added to delay once per operation of the Set.
+	perUpdate time.Duration
+	hangNext  bool
 }
 
 // New returns a stopped device; call Start to serve it.
@@ -342,6 +344,18 @@ func (d *Device) SetDelay(delay time.Duration) {
 	defer d.mu.Unlock()
 	d.faults.delay = delay
 	d.log.Info("fault armed: set delay", "delay", delay)
+}
+
+// SetUpdateDelay delays every Set by delay for each of its operations
+// (each delete path, replace, union_replace and update), in addition to
+// SetDelay (0 turns it off): a device whose commit costs grow with what a
+// Set carries rather than per request, as many real targets' do. A Set of
+// n operations then waits SetDelay + n × delay before it is applied.
+func (d *Device) SetUpdateDelay(delay time.Duration) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.faults.perUpdate = delay
+	d.log.Info("fault armed: per-update set delay", "delay", delay)
 }
 
 // HangNextSet makes the next Set block, unapplied, until its RPC ends (the

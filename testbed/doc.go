@@ -85,7 +85,10 @@
 // comes back empty, a persistent one with its configuration (in memory, or
 // in Options.StateFile so it survives the process). /system/state/boot-time
 // changes on every start. Faults are injected from Go (RejectNextSets,
-// SetDelay, HangNextSet, DropConnections) or over HTTP (AdminHandler).
+// SetDelay, SetUpdateDelay, HangNextSet, DropConnections) or over HTTP
+// (AdminHandler). SetDelay makes every Set cost the same; SetUpdateDelay
+// adds a cost per operation, for a device whose commit grows with what a
+// Set carries.
 // ConfigLeaves, SetCount, ElectionID and BootTime let tests look inside.
 //
 // Paths are the full, uncompressed OpenConfig paths clients send, e.g.

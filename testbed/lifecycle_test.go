@@ -164,6 +164,40 @@ func TestSetDelay(t *testing.T) {
 	}
 }
 
+// TestSetUpdateDelay: the per-update delay grows with the operations a
+// Set carries, on top of the per-Set delay.
+func TestSetUpdateDelay(t *testing.T) {
+	d, c := startDevice(t, testbed.Options{})
+	d.SetDelay(10 * time.Millisecond)
+	d.SetUpdateDelay(20 * time.Millisecond)
+	timed := func(req *gpb.SetRequest) time.Duration {
+		t.Helper()
+		start := time.Now()
+		mustSet(t, c, req)
+		return time.Since(start)
+	}
+	if took := timed(&gpb.SetRequest{Update: []*gpb.Update{upd(t, eth0Desc, str("one"))}}); took < 30*time.Millisecond {
+		t.Errorf("a Set of one update took %v, want ≥ 10 ms + 20 ms", took)
+	}
+	four := &gpb.SetRequest{
+		Delete:  []*gpb.Path{p(t, "/interfaces/interface[name=eth9]")},
+		Replace: []*gpb.Update{upd(t, "/interfaces/interface[name=eth1]/config/description", str("r"))},
+		Update:  []*gpb.Update{upd(t, eth0Desc, str("two")), upd(t, eth0MTU, uintV(1500))},
+	}
+	if took := timed(four); took < 90*time.Millisecond {
+		t.Errorf("a Set of four operations took %v, want ≥ 10 ms + 4 × 20 ms", took)
+	}
+	d.ClearFaults()
+	if took := timed(&gpb.SetRequest{Update: []*gpb.Update{upd(t, eth0Desc, str("three"))}}); took >= 20*time.Millisecond {
+		t.Logf("a Set after ClearFaults took %v (a slow machine?)", took)
+	}
+	d.SetUpdateDelay(time.Hour)
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	_, err := c.Set(ctx, &gpb.SetRequest{Update: []*gpb.Update{upd(t, eth0Desc, str("late"))}})
+	wantCode(t, err, codes.DeadlineExceeded)
+}
+
 func TestHangNextSetUntilConnectionDrops(t *testing.T) {
 	d, c := startDevice(t, testbed.Options{})
 	d.HangNextSet()
@@ -257,7 +291,19 @@ func TestAdminHandler(t *testing.T) {
 		t.Errorf("/config = %s; want the description leaf", body)
 	}
 
-	for _, bad := range []string{"/faults/reject?n=1&code=NOPE", "/faults/reject?n=x&code=UNAVAILABLE", "/faults/delay?d=soon"} {
+	if code := post("/faults/delay?update=30ms"); code != http.StatusOK {
+		t.Fatalf("delay per update: HTTP %d", code)
+	}
+	start := time.Now()
+	setLeaf(t, c, eth0Desc, str("slow"))
+	if took := time.Since(start); took < 30*time.Millisecond {
+		t.Errorf("a Set of one update took %v after POST /faults/delay?update=30ms", took)
+	}
+	if code := post("/faults/delay?d=0&update=0"); code != http.StatusOK {
+		t.Fatalf("delay off: HTTP %d", code)
+	}
+
+	for _, bad := range []string{"/faults/reject?n=1&code=NOPE", "/faults/reject?n=x&code=UNAVAILABLE", "/faults/delay?d=soon", "/faults/delay?update=-1ms", "/faults/delay"} {
 		if code := post(bad); code != http.StatusBadRequest {
 			t.Errorf("POST %s: HTTP %d, want 400", bad, code)
 		}

@@ -112,7 +112,8 @@ func (s *gnmiServer) Set(ctx context.Context, req *gpb.SetRequest) (*gpb.SetResp
 	}
 	defer func() { <-d.setSem }()
 
-	if err := d.injectSetFaults(ctx); err != nil {
+	operations := len(req.GetDelete()) + len(req.GetReplace()) + len(req.GetUnionReplace()) + len(req.GetUpdate())
+	if err := d.injectSetFaults(ctx, operations); err != nil {
 		return nil, err
 	}
 	if _, err := checkExtensions(rpcSet, req.GetExtension()); err != nil {
@@ -306,10 +307,11 @@ func (d *Device) commit(old ygot.ValidatedGoStruct, ch *change, ts int64) {
 	d.broadcast(diff)
 }
 
-// injectSetFaults applies the armed Set faults: delay, hang, reject.
-func (d *Device) injectSetFaults(ctx context.Context) error {
+// injectSetFaults applies the armed Set faults to a Set of operations
+// operations: delay (per Set and per operation), hang, reject.
+func (d *Device) injectSetFaults(ctx context.Context, operations int) error {
 	d.mu.Lock()
-	delay, hang := d.faults.delay, d.faults.hangNext
+	delay, hang := d.faults.delay+time.Duration(operations)*d.faults.perUpdate, d.faults.hangNext
 	d.faults.hangNext = false
 	var reject codes.Code
 	if d.faults.rejectN > 0 {

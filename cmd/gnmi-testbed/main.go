@@ -32,20 +32,21 @@ func main() {
 }
 
 type config struct {
-	listen     string
-	persistent bool
-	noOnChange bool
-	noUnion    bool
-	echoExts   bool
-	target     string
-	users      []string
-	stateFile  string
-	admin      string
-	setDelay   time.Duration
-	rejectSets int
-	rejectCode string
-	logLevel   string
-	gnmiCLI    string
+	listen      string
+	persistent  bool
+	noOnChange  bool
+	noUnion     bool
+	echoExts    bool
+	target      string
+	users       []string
+	stateFile   string
+	admin       string
+	setDelay    time.Duration
+	updateDelay time.Duration
+	rejectSets  int
+	rejectCode  string
+	logLevel    string
+	gnmiCLI     string
 }
 
 func newRootCommand(stdout, stderr io.Writer) *cobra.Command {
@@ -67,9 +68,10 @@ Without --persistent the device starts empty every time. With --persistent it
 saves its configuration to --state-file after every Set and loads it on start,
 like a real device's startup configuration.
 
-Faults can be armed at start (--set-delay, --reject-sets/--reject-code) or at
-runtime through the loopback admin endpoint (--admin):
-  POST /faults/reject?n=3&code=UNAVAILABLE   POST /faults/delay?d=20ms
+Faults can be armed at start (--set-delay, --update-delay,
+--reject-sets/--reject-code) or at runtime through the loopback admin
+endpoint (--admin):
+  POST /faults/reject?n=3&code=UNAVAILABLE   POST /faults/delay?d=20ms&update=1ms
   POST /faults/hang   POST /faults/drop   POST /faults/clear   POST /restart
   GET  /config        GET  /status   GET  /requests (the last request of each RPC, with its metadata)
 
@@ -98,6 +100,7 @@ module (gnmi-testbed.yang) for tools that load YANG at run time.`,
 	f.StringVar(&cfg.stateFile, "state-file", "./gnmi-testbed-state.json", "where a --persistent device keeps its configuration")
 	f.StringVar(&cfg.admin, "admin", "", "loopback address of the HTTP admin endpoint for runtime faults (e.g. 127.0.0.1:9341); off when empty")
 	f.DurationVar(&cfg.setDelay, "set-delay", 0, "delay every Set by this long (a slow device)")
+	f.DurationVar(&cfg.updateDelay, "update-delay", 0, "delay every Set by this long per operation (delete, replace, union_replace, update), on top of --set-delay: a device whose cost grows with what a Set carries")
 	f.IntVar(&cfg.rejectSets, "reject-sets", 0, "reject the first N Sets with --reject-code")
 	f.StringVar(&cfg.rejectCode, "reject-code", "UNAVAILABLE", "gRPC code for --reject-sets (name or number)")
 	f.StringVar(&cfg.logLevel, "log-level", "info", "log level: debug, info, warn, error")
@@ -188,6 +191,9 @@ func run(ctx context.Context, cfg config, stdout, stderr io.Writer) error {
 	}
 	if cfg.setDelay > 0 {
 		dev.SetDelay(cfg.setDelay)
+	}
+	if cfg.updateDelay > 0 {
+		dev.SetUpdateDelay(cfg.updateDelay)
 	}
 	if cfg.rejectSets > 0 {
 		dev.RejectNextSets(cfg.rejectSets, rejectCode)

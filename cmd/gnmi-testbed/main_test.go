@@ -192,6 +192,30 @@ func TestEchoExtensionsFlag(t *testing.T) {
 	}
 }
 
+// TestUpdateDelayFlag: with --set-delay and --update-delay a Set of n
+// updates takes at least the one plus n times the other.
+func TestUpdateDelayFlag(t *testing.T) {
+	bin := buildBinary(t)
+	dev := startBinary(t, bin, "--listen", "127.0.0.1:0", "--set-delay", "10ms", "--update-delay", "25ms")
+	c := sidecartest.Dial(t, dev.addr)
+	req := &gpb.SetRequest{}
+	for _, name := range []string{"eth0", "eth1", "eth2"} {
+		req.Update = append(req.Update, &gpb.Update{
+			Path: &gpb.Path{Elem: []*gpb.PathElem{{Name: "interfaces"}, {Name: "interface", Key: map[string]string{"name": name}}, {Name: "config"}, {Name: "description"}}},
+			Val:  &gpb.TypedValue{Value: &gpb.TypedValue_StringVal{StringVal: "slow"}},
+		})
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	start := time.Now()
+	if _, err := c.Set(ctx, req); err != nil {
+		t.Fatal(err)
+	}
+	if took := time.Since(start); took < 85*time.Millisecond {
+		t.Errorf("a Set of 3 updates took %v, want ≥ 10ms + 3 × 25ms", took)
+	}
+}
+
 func TestRequireLoopback(t *testing.T) {
 	for addr, ok := range map[string]bool{
 		"127.0.0.1:9341": true, "[::1]:9341": true, "localhost:9341": true,
