@@ -35,7 +35,7 @@ type benchConfig struct {
 }
 
 // benchScenarios are the scenario names --scenarios accepts, in run order.
-var benchScenarios = []string{"latency", "throughput", "size", "repush", "subscribe", "rss", "reopen"}
+var benchScenarios = []string{"latency", "throughput", "coalesce", "size", "repush", "subscribe", "rss", "reopen"}
 
 // full and short sizes; flags given explicitly override either.
 func (c *benchConfig) applyShort(cmd *cobra.Command) {

@@ -64,6 +64,8 @@ var wantBenchRows = []string{
 	"Set latency p50, 1 client", "Set latency p99, 1 client",
 	"Set throughput, 1 clients, 0s device", "Set throughput, 8 clients, 0s device", "Set throughput, 64 clients, 0s device",
 	"Set throughput, 1 clients, 20ms device", "Set throughput, 8 clients, 20ms device", "Set throughput, 64 clients, 20ms device",
+	"Set throughput, 1 clients, 2ms + 1ms/update device", "Set throughput, 8 clients, 2ms + 1ms/update device",
+	"Set throughput, 64 clients, 2ms + 1ms/update device",
 	"Set p50 at 100 leaves", "Set p50 at 200 leaves",
 	"re-push 200 leaves, sidecar-side", "re-push 200 leaves, restart → Set ok",
 	"Subscribe STREAM, 1 subscriber(s)", "Subscribe STREAM, 16 subscriber(s)",
@@ -106,7 +108,7 @@ func TestBenchJSON(t *testing.T) {
 			t.Errorf("row %q: better = %q", r.Scenario, r.Better)
 		}
 	}
-	if !strings.Contains(stderr, "[1/13] Set latency") || !strings.Contains(stderr, "[13/13] serve restart") {
+	if !strings.Contains(stderr, "[1/16] Set latency") || !strings.Contains(stderr, "[16/16] serve restart") {
 		t.Errorf("no progress lines on stderr:\n%s", stderr)
 	}
 }
