@@ -2,6 +2,7 @@ package testbed
 
 import (
 	"reflect"
+	"slices"
 	"strings"
 	"sync"
 
@@ -53,6 +54,7 @@ type listPlan struct {
 	keyField  int
 	keyPtr    bool // the key field is *K (else K, as for enumerated keys)
 	keySchema *yang.Entry
+	keyFree   bool       // any key value passes validation (see unrestricted)
 	keyPaths  [][]string // the key field's paths in the entry
 	// leaves caches, per relative path ("config/description"), the route
 	// to a leaf (*leafPlan), or nil where the path is not one the fast
@@ -69,6 +71,7 @@ type leafPlan struct {
 	typ    reflect.Type // the leaf field's Go type: *string, *bool, *uint16, ...
 	paths  [][]string   // the leaf's paths relative to the entry (each alternative)
 	key    bool         // the leaf is the entry's key field
+	free   bool         // any value of the field's type passes validation (see unrestricted)
 }
 
 func newFastSet(schema *yang.Entry, root ygot.GoStruct) *fastSet {
@@ -125,7 +128,7 @@ func newListPlan(schema *yang.Entry, sf reflect.StructField, index int) *listPla
 			if err != nil || ks == nil {
 				return nil
 			}
-			lp.keySchema = ks
+			lp.keySchema, lp.keyFree = ks, unrestricted(ks, f.Type)
 			break
 		}
 	}
@@ -221,6 +224,7 @@ func (lp *listPlan) resolve(names []string) *leafPlan {
 		}
 		plan.schema, plan.kind, plan.typ = cs, rs.Type.Kind, sf.Type
 		plan.key = len(plan.fields) == 1 && plan.fields[0] == lp.keyField
+		plan.free = unrestricted(cs, sf.Type)
 	}
 	return plan
 }
@@ -255,6 +259,30 @@ func firstMatch(st reflect.Type, names []string) (int, []string, bool) {
 		}
 	}
 	return 0, nil, false
+}
+
+// unrestricted reports whether ytypes.Validate passes every value of
+// field type t (a pointer) for leaf schema: a string without length or
+// pattern restrictions, or a boolean (after resolving a leafref), whose
+// schema ytypes accepts (checked once, with a zero value).
+func unrestricted(schema *yang.Entry, t reflect.Type) bool {
+	rs, err := util.ResolveIfLeafRef(schema)
+	if err != nil || rs == nil || rs.Type == nil || t.Kind() != reflect.Pointer {
+		return false
+	}
+	switch y := rs.Type; y.Kind {
+	case yang.Ystring:
+		if len(y.Length) > 0 || len(y.Pattern) > 0 || len(y.POSIXPattern) > 0 || t.Elem().Kind() != reflect.String {
+			return false
+		}
+	case yang.Ybool:
+		if t.Elem().Kind() != reflect.Bool {
+			return false
+		}
+	default:
+		return false
+	}
+	return ytypes.Validate(schema, reflect.New(t.Elem()).Interface()) == nil
 }
 
 // fastKind reports whether a leaf of YANG kind k held in a field of type
@@ -367,6 +395,11 @@ func (f *fastSet) apply(root ygot.ValidatedGoStruct, ops []setOp, refs []entryRe
 	byID := map[entryID]*fastEntry{}
 	var entries []*fastEntry
 	src := reflect.ValueOf(root).Elem()
+	var last struct { // the previous operation's route: Sets repeat paths
+		list *listPlan
+		rel  []*gpb.PathElem
+		plan *leafPlan
+	}
 	// Check every operation before writing anything.
 	for n, o := range ops {
 		if !o.write || !(o.op == gpb.UpdateResult_UPDATE || o.op == gpb.UpdateResult_REPLACE) {
@@ -394,7 +427,11 @@ func (f *fastSet) apply(root ygot.ValidatedGoStruct, ops []setOp, refs []entryRe
 				return nil, false
 			}
 		}
-		plan := lp.leaf(rel)
+		plan := last.plan
+		if last.list != lp || !sameNames(last.rel, rel) {
+			plan = lp.leaf(rel)
+			last.list, last.rel, last.plan = lp, rel, plan
+		}
 		if plan == nil {
 			return nil, false
 		}
@@ -437,27 +474,22 @@ func (f *fastSet) apply(root ygot.ValidatedGoStruct, ops []setOp, refs []entryRe
 			kf.Set(e.key)
 		}
 	}
-	seen := map[*leafPlan]map[*fastEntry]bool{}
 	for _, s := range steps {
 		s.entry.set(s.plan, s.val)
-		if seen[s.plan] == nil {
-			seen[s.plan] = map[*fastEntry]bool{}
-		}
-		if !seen[s.plan][s.entry] {
-			seen[s.plan][s.entry] = true
+		if !slices.Contains(s.entry.written, s.plan) {
 			s.entry.written = append(s.entry.written, s.plan)
 		}
 	}
 	// Validate what was written: each leaf, and the key of a new entry.
 	for _, e := range entries {
-		if !e.live.IsValid() {
+		if !e.live.IsValid() && !e.list.keyFree {
 			if errs := ytypes.Validate(e.list.keySchema, e.val.Elem().Field(e.list.keyField).Interface()); errs != nil {
 				return nil, false
 			}
 		}
 		for _, p := range e.written {
-			if p.key {
-				continue // equal to the key, which is valid (checked above for a new entry)
+			if p.key || p.free {
+				continue // the key is valid (checked above for a new entry)
 			}
 			if errs := ytypes.Validate(p.schema, e.field(e.val, p).Interface()); errs != nil {
 				return nil, false
@@ -476,6 +508,19 @@ func (f *fastSet) apply(root ygot.ValidatedGoStruct, ops []setOp, refs []entryRe
 		t.entries[e.list.field] = append(t.entries[e.list.field], e.key)
 	}
 	return &change{scratch: scratchPtr.Interface().(ygot.GoStruct), touched: t, fast: &fastChange{entries: entries}}, true
+}
+
+// sameNames reports whether a and b have the same element names.
+func sameNames(a, b []*gpb.PathElem) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i].GetName() != b[i].GetName() {
+			return false
+		}
+	}
+	return true
 }
 
 // set writes v into the leaf p of e, creating the containers on the way.
