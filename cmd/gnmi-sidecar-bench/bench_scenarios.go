@@ -259,22 +259,26 @@ func waitRepushed(ctx context.Context, s *side, since time.Time, leaves int) err
 
 // subscribe: scenario 5. subscribers STREAM subscriptions to /interfaces
 // on each side; Sets go straight to that side's device from 4 drivers;
-// the figure is updates received per second per subscriber.
+// the figure is updates received per second per subscriber. The note
+// gives the updates' latency on each side: from the device's timestamp
+// (its Set's) to the subscriber's receipt.
 func (b *bencher) subscribe(ctx context.Context, subscribers int) ([]row, error) {
 	r, err := b.startRig(ctx)
 	if err != nil {
 		return nil, err
 	}
 	defer r.close()
-	sc, err := updatesPerSecond(ctx, r.sidecar, subscribers, b.cfg.duration)
+	sc, scLat, err := updatesPerSecond(ctx, r.sidecar, subscribers, b.cfg.duration)
 	if err != nil {
 		return nil, fmt.Errorf("sidecar: %w", err)
 	}
-	dr, err := updatesPerSecond(ctx, r.direct, subscribers, b.cfg.duration)
+	dr, drLat, err := updatesPerSecond(ctx, r.direct, subscribers, b.cfg.duration)
 	if err != nil {
 		return nil, fmt.Errorf("direct: %w", err)
 	}
 	out := newRow(fmt.Sprintf("Subscribe STREAM, %d subscriber(s)", subscribers), "updates/s/sub", "higher", sc, dr)
+	out.Note = fmt.Sprintf("update latency p50 / p99: sidecar %.2f / %.2f ms, direct %.2f / %.2f ms",
+		ms(percentile(scLat, 0.5)), ms(percentile(scLat, 0.99)), ms(percentile(drLat, 0.5)), ms(percentile(drLat, 0.99)))
 	return []row{out.withTarget("≥ 0.9× direct", out.Ratio >= 0.9)}, nil
 }
 
@@ -282,9 +286,12 @@ func (b *bencher) subscribe(ctx context.Context, subscribers int) ([]row, error)
 // subscribe row.
 const subscribeDrivers = 4
 
-func updatesPerSecond(ctx context.Context, s *side, subscribers int, d time.Duration) (float64, error) {
+// updatesPerSecond returns the updates per second per subscriber of
+// subscribers subscriptions to s while Sets are driven straight on its
+// device for d, and the latency of each update received.
+func updatesPerSecond(ctx context.Context, s *side, subscribers int, d time.Duration) (float64, []time.Duration, error) {
 	subCtx, cancelSubs := context.WithCancel(ctx)
-	counts := make([]atomic.Int64, subscribers)
+	counts := make([]updateCount, subscribers)
 	var wg sync.WaitGroup
 	defer func() {
 		cancelSubs()
@@ -296,28 +303,59 @@ func updatesPerSecond(ctx context.Context, s *side, subscribers int, d time.Dura
 	}
 	for range subscribers {
 		if err := <-synced; err != nil {
-			return 0, err
+			return 0, nil, err
 		}
 	}
 	for i := range counts {
-		counts[i].Store(0)
+		counts[i].reset()
 	}
 	start := time.Now()
 	if _, err := setsPerSecond(ctx, &side{addr: s.dev.Addr()}, subscribeDrivers, d); err != nil {
-		return 0, fmt.Errorf("driving Sets: %w", err)
+		return 0, nil, fmt.Errorf("driving Sets: %w", err)
 	}
 	elapsed := time.Since(start)
-	var total int64
+	var total int
+	var lat []time.Duration
 	for i := range counts {
-		total += counts[i].Load()
+		n, l := counts[i].get()
+		total += n
+		lat = append(lat, l...)
 	}
-	return float64(total) / float64(subscribers) / elapsed.Seconds(), nil
+	return float64(total) / float64(subscribers) / elapsed.Seconds(), lat, nil
+}
+
+// updateCount is what one subscriber received: its updates and the
+// latency of each notification.
+type updateCount struct {
+	mu      sync.Mutex
+	updates int
+	latency []time.Duration
+}
+
+func (c *updateCount) add(n *gpb.Notification) {
+	lat := time.Since(time.Unix(0, n.GetTimestamp()))
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.updates += len(n.GetUpdate()) + len(n.GetDelete())
+	c.latency = append(c.latency, lat)
+}
+
+func (c *updateCount) reset() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.updates, c.latency = 0, nil
+}
+
+func (c *updateCount) get() (int, []time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.updates, c.latency
 }
 
 // countUpdates subscribes STREAM ON_CHANGE to /interfaces, reports on
 // synced once the initial sync arrived (or the failure), then adds every
-// update received to n until ctx ends.
-func countUpdates(ctx context.Context, c gpb.GNMIClient, n *atomic.Int64, synced chan<- error) {
+// notification received to n until ctx ends.
+func countUpdates(ctx context.Context, c gpb.GNMIClient, n *updateCount, synced chan<- error) {
 	report := func(err error) {
 		if synced != nil {
 			synced <- err
@@ -348,7 +386,7 @@ func countUpdates(ctx context.Context, c gpb.GNMIClient, n *atomic.Int64, synced
 			continue
 		}
 		if u := resp.GetUpdate(); u != nil {
-			n.Add(int64(len(u.GetUpdate()) + len(u.GetDelete())))
+			n.add(u)
 		}
 	}
 }
