@@ -142,7 +142,8 @@ func (s *Server) Drain() { s.drain() }
 // when the sidecar runs again: for a shutdown that cannot wait any longer.
 func (s *Server) StopWaiting() { s.stopWaits() }
 
-// Register registers the gNMI service on g.
+// Register registers the gNMI service on g, a gRPC server built with
+// ServerOption.
 func (s *Server) Register(g *grpc.Server) { gpb.RegisterGNMIServer(g, s) }
 
 // Close closes the passthrough connection to the device.
@@ -222,13 +223,16 @@ func anyKeys(elems []*gpb.PathElem) bool {
 // (introspection), History ranges from the journal, and relays the rest to
 // the device.
 func (s *Server) Subscribe(stream gpb.GNMI_SubscribeServer) error {
-	first, err := stream.Recv()
+	in := &firstRequest{SubscribeRequest: new(gpb.SubscribeRequest)}
+	err := stream.RecvMsg(in)
 	if err == io.EOF {
 		return nil
 	}
 	if err != nil {
 		return err
 	}
+	defer in.frame.release() // its bytes, unless relayed to the device
+	first := in.SubscribeRequest
 	if list := first.GetSubscribe(); list != nil {
 		hist, err := historyExtension(first.GetExtension())
 		if err != nil {
@@ -256,7 +260,7 @@ func (s *Server) Subscribe(stream gpb.GNMI_SubscribeServer) error {
 			return s.historySubscribe(stream, first, hist)
 		}
 	}
-	return s.relay(stream, first)
+	return s.relay(stream, in)
 }
 
 // introspectSubscribe hands a Subscribe of origin gnmi-sidecar to
@@ -278,57 +282,6 @@ func (s *Server) introspectSubscribe(stream gpb.GNMI_SubscribeServer, first *gpb
 
 func noIntrospection() error {
 	return status.Errorf(codes.Unimplemented, "origin %q is not served by this sidecar", IntrospectionOrigin)
-}
-
-// relay relays one client stream to one device stream, both ways, starting
-// with the client's first request; when either side ends, so does the
-// other.
-func (s *Server) relay(stream gpb.GNMI_SubscribeServer, first *gpb.SubscribeRequest) error {
-	ctx, cancel := context.WithCancel(s.outgoing(stream.Context()))
-	defer cancel()
-	stopRelay := context.AfterFunc(s.streams, cancel)
-	defer stopRelay()
-	up, err := s.device.Subscribe(ctx)
-	if err != nil {
-		return s.deviceError(err)
-	}
-	if err := up.Send(first); err != nil && err != io.EOF {
-		return s.deviceError(err)
-	}
-	go func() {
-		for {
-			req, err := stream.Recv()
-			if err == io.EOF {
-				_ = up.CloseSend() // the client is done asking; answers keep coming
-				return
-			}
-			if err != nil {
-				cancel() // the client went away: end the device stream
-				return
-			}
-			if err := up.Send(req); err != nil {
-				return // the device ended the stream; up.Recv reports why
-			}
-		}
-	}()
-	for {
-		resp, err := up.Recv()
-		if err == io.EOF {
-			return nil
-		}
-		if err != nil {
-			switch {
-			case stream.Context().Err() != nil:
-				return status.FromContextError(stream.Context().Err()).Err()
-			case s.streams.Err() != nil:
-				return status.Error(codes.Unavailable, "the sidecar is shutting down")
-			}
-			return s.deviceError(err)
-		}
-		if err := stream.Send(resp); err != nil {
-			return err
-		}
-	}
 }
 
 // IntrospectionOrigin is the gNMI origin of the sidecar's own tree (see

@@ -123,7 +123,9 @@ type Config struct {
 	ServerTLS *tls.Config
 	// Policy authorizes the clients by role; nil: every client is admin.
 	Policy *authz.Policy
-	// ServerOptions are added to the northbound gRPC server's own.
+	// ServerOptions are added to the northbound gRPC server's own (a codec
+	// among them replaces the one that relays Subscribe undecoded,
+	// proxy.ServerOption).
 	ServerOptions []grpc.ServerOption
 	// MaxRecvMsgSize is the largest gNMI request accepted, in bytes (0:
 	// DefaultMaxRecvMsgSize).
@@ -330,7 +332,7 @@ func (s *Sidecar) assemble() error {
 	s.obs.attach(s.journal, a, s.drift)
 	opts := s.obs.serverOptions()
 	opts = append(opts, securityOptions(cfg.ServerTLS, cfg.Policy, s.log)...)
-	opts = append(opts, grpc.MaxRecvMsgSize(cfg.MaxRecvMsgSize))
+	opts = append(opts, grpc.MaxRecvMsgSize(cfg.MaxRecvMsgSize), proxy.ServerOption())
 	s.grpc = grpc.NewServer(append(opts, cfg.ServerOptions...)...)
 	p.Register(s.grpc)
 	s.obs.register(s.grpc)

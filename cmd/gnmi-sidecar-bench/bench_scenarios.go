@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	gpb "github.com/openconfig/gnmi/proto/gnmi"
@@ -333,65 +334,158 @@ func waitRepushed(ctx context.Context, s *side, since time.Time, leaves int) err
 
 // subscribe: scenario 5. subscribers STREAM subscriptions to /interfaces
 // on each side; Sets go straight to that side's device from 4 drivers;
-// the figure is updates received per second per subscriber.
+// the figure is updates received per second per subscriber. The sides
+// take turns, subscribeBlocks blocks of duration/subscribeBlocks each,
+// with every subscription open throughout, so that a change in the
+// machine's load touches both alike. The note gives the updates'
+// latency on each side, from the device's timestamp (its Set's) to the
+// subscriber's receipt, and the CPU time of the bench process (the
+// devices, the sidecar and the clients) per update received.
 func (b *bencher) subscribe(ctx context.Context, subscribers int) ([]row, error) {
 	r, err := b.startRig(ctx)
 	if err != nil {
 		return nil, err
 	}
 	defer r.close()
-	sc, err := updatesPerSecond(ctx, r.sidecar, subscribers, b.cfg.duration)
-	if err != nil {
-		return nil, fmt.Errorf("sidecar: %w", err)
-	}
-	dr, err := updatesPerSecond(ctx, r.direct, subscribers, b.cfg.duration)
-	if err != nil {
-		return nil, fmt.Errorf("direct: %w", err)
-	}
-	out := newRow(fmt.Sprintf("Subscribe STREAM, %d subscriber(s)", subscribers), "updates/s/sub", "higher", sc, dr)
-	return []row{out.withTarget("≥ 0.9× direct", out.Ratio >= 0.9)}, nil
-}
-
-// subscribeDrivers Set leaves on the device concurrently during a
-// subscribe row.
-const subscribeDrivers = 4
-
-func updatesPerSecond(ctx context.Context, s *side, subscribers int, d time.Duration) (float64, error) {
 	subCtx, cancelSubs := context.WithCancel(ctx)
-	counts := make([]atomic.Int64, subscribers)
+	var sides [2]*subscription
 	var wg sync.WaitGroup
 	defer func() {
 		cancelSubs()
 		wg.Wait()
 	}()
+	for i, s := range []*side{r.sidecar, r.direct} {
+		if sides[i], err = subscribeSide(subCtx, &wg, s, subscribers); err != nil {
+			return nil, fmt.Errorf("%s: %w", [2]string{"sidecar", "direct"}[i], err)
+		}
+	}
+	block := b.cfg.duration / subscribeBlocks
+	for range subscribeBlocks {
+		for i, s := range sides {
+			if err := s.drive(ctx, block); err != nil {
+				return nil, fmt.Errorf("%s: driving Sets: %w", [2]string{"sidecar", "direct"}[i], err)
+			}
+		}
+	}
+	sc, dr := sides[0], sides[1]
+	out := newRow(fmt.Sprintf("Subscribe STREAM, %d subscriber(s)", subscribers), "updates/s/sub", "higher", sc.rate(), dr.rate())
+	out.Note = fmt.Sprintf("update latency p50 / p99: sidecar %.2f / %.2f ms, direct %.2f / %.2f ms; CPU per update: sidecar %.0f µs, direct %.0f µs",
+		ms(percentile(sc.latency(), 0.5)), ms(percentile(sc.latency(), 0.99)), ms(percentile(dr.latency(), 0.5)), ms(percentile(dr.latency(), 0.99)),
+		sc.cpuPerUpdate(), dr.cpuPerUpdate())
+	return []row{out.withTarget("≥ 0.9× direct", out.Ratio >= 0.9)}, nil
+}
+
+// subscribeDrivers Set leaves on the device concurrently during a
+// subscribe row; subscribeBlocks is the number of turns of each side.
+const (
+	subscribeDrivers = 4
+	subscribeBlocks  = 5
+)
+
+// subscription is the subscribers of one side of a subscribe row and
+// what they received while that side's Sets were driven.
+type subscription struct {
+	side     *side
+	counts   []updateCount
+	counting atomic.Bool // while this side's Sets are driven
+	elapsed  time.Duration
+	cpu      time.Duration
+}
+
+// subscribeSide opens subscribers subscriptions to s, running in wg until
+// ctx ends, and returns once each has had its initial sync.
+func subscribeSide(ctx context.Context, wg *sync.WaitGroup, s *side, subscribers int) (*subscription, error) {
+	sub := &subscription{side: s, counts: make([]updateCount, subscribers)}
 	synced := make(chan error, subscribers)
 	for i := range subscribers {
-		wg.Go(func() { countUpdates(subCtx, s.client, &counts[i], synced) })
+		wg.Go(func() { countUpdates(ctx, s.client, &sub.counting, &sub.counts[i], synced) })
 	}
 	for range subscribers {
 		if err := <-synced; err != nil {
-			return 0, err
+			return nil, err
 		}
 	}
-	for i := range counts {
-		counts[i].Store(0)
-	}
+	return sub, nil
+}
+
+// drive drives Sets straight on the side's device for d, counting the
+// updates its subscribers receive meanwhile.
+func (s *subscription) drive(ctx context.Context, d time.Duration) error {
+	cpu := processCPU()
 	start := time.Now()
-	if _, err := setsPerSecond(ctx, &side{addr: s.dev.Addr()}, subscribeDrivers, d); err != nil {
-		return 0, fmt.Errorf("driving Sets: %w", err)
+	s.counting.Store(true)
+	_, err := setsPerSecond(ctx, &side{addr: s.side.dev.Addr()}, subscribeDrivers, d)
+	s.counting.Store(false)
+	s.elapsed += time.Since(start)
+	s.cpu += processCPU() - cpu
+	return err
+}
+
+// updates is the number of updates counted, in all.
+func (s *subscription) updates() int {
+	var n int
+	for i := range s.counts {
+		n += s.counts[i].get()
 	}
-	elapsed := time.Since(start)
-	var total int64
-	for i := range counts {
-		total += counts[i].Load()
+	return n
+}
+
+// rate is the updates per second per subscriber.
+func (s *subscription) rate() float64 {
+	return float64(s.updates()) / float64(len(s.counts)) / s.elapsed.Seconds()
+}
+
+// cpuPerUpdate is the bench process's CPU time per update counted, in µs.
+func (s *subscription) cpuPerUpdate() float64 {
+	return float64(s.cpu.Microseconds()) / float64(s.updates())
+}
+
+// latency is the latency of every notification counted.
+func (s *subscription) latency() []time.Duration {
+	var out []time.Duration
+	for i := range s.counts {
+		s.counts[i].mu.Lock()
+		out = append(out, s.counts[i].latency...)
+		s.counts[i].mu.Unlock()
 	}
-	return float64(total) / float64(subscribers) / elapsed.Seconds(), nil
+	return out
+}
+
+// processCPU is the CPU time, user and system, the bench process has used.
+func processCPU() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// updateCount is what one subscriber received while counting: its
+// updates and the latency of each notification.
+type updateCount struct {
+	mu      sync.Mutex
+	updates int
+	latency []time.Duration
+}
+
+func (c *updateCount) add(n *gpb.Notification) {
+	lat := time.Since(time.Unix(0, n.GetTimestamp()))
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.updates += len(n.GetUpdate()) + len(n.GetDelete())
+	c.latency = append(c.latency, lat)
+}
+
+func (c *updateCount) get() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.updates
 }
 
 // countUpdates subscribes STREAM ON_CHANGE to /interfaces, reports on
 // synced once the initial sync arrived (or the failure), then adds every
-// update received to n until ctx ends.
-func countUpdates(ctx context.Context, c gpb.GNMIClient, n *atomic.Int64, synced chan<- error) {
+// notification received while counting to n, until ctx ends.
+func countUpdates(ctx context.Context, c gpb.GNMIClient, counting *atomic.Bool, n *updateCount, synced chan<- error) {
 	report := func(err error) {
 		if synced != nil {
 			synced <- err
@@ -421,8 +515,8 @@ func countUpdates(ctx context.Context, c gpb.GNMIClient, n *atomic.Int64, synced
 			report(nil)
 			continue
 		}
-		if u := resp.GetUpdate(); u != nil {
-			n.Add(int64(len(u.GetUpdate()) + len(u.GetDelete())))
+		if u := resp.GetUpdate(); u != nil && counting.Load() {
+			n.add(u)
 		}
 	}
 }
