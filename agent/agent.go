@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"runtime/debug"
+	"runtime/trace"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -421,7 +422,9 @@ func (a *Agent) noteError(err error) {
 func (a *Agent) loop(ctx context.Context, name string, wake chan struct{}, next func(context.Context) (Step, error)) error {
 	log := a.log.With("loop", name)
 	for {
+		region := trace.StartRegion(ctx, name+".next")
 		step, err := next(ctx)
+		region.End()
 		if err == nil && step.Kind != StepWait {
 			err = a.perform(ctx, step)
 			if err == nil {
@@ -959,6 +962,7 @@ func (a *Agent) sendAs(s *session, term uint64, req *gpb.SetRequest, md metadata
 	if md != nil {
 		ctx = metadata.NewOutgoingContext(ctx, md)
 	}
+	defer trace.StartRegion(ctx, "device.Set").End()
 	return s.client.Set(ctx, req)
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"runtime/trace"
 	"time"
 
 	gpb "github.com/openconfig/gnmi/proto/gnmi"
@@ -24,11 +25,14 @@ func (a *Agent) sendChanges(ctx context.Context, step Step, log *slog.Logger) er
 	if s == nil {
 		return nil
 	}
+	region := trace.StartRegion(ctx, "apply.prepare")
 	ps, err := a.readyChanges(ctx, step.Index)
 	if err != nil {
+		region.End()
 		return err
 	}
 	b, err := batchChanges(ps, a.opts.MaxSetBytes, a.credentials)
+	region.End()
 	if err != nil {
 		log.Error("proposal cannot be sent", "err", err)
 		_, _, err = a.j.FailApply(ctx, step.Index, uint32(codes.Internal), err.Error())
@@ -131,6 +135,7 @@ func (a *Agent) readyChanges(ctx context.Context, i uint64) ([]*journal.Proposal
 // nothing else waits for the applier, so that a client's next proposal
 // shares its fsync: one fsync per Set, not two.
 func (a *Agent) completeBatch(ctx context.Context, ps []*journal.Proposal, b *changeBatch, resp *gpb.SetResponse, term uint64, log *slog.Logger) error {
+	defer trace.StartRegion(ctx, "apply.complete").End()
 	for k, r := range b.split(resp) {
 		if r != nil {
 			a.keepResponse(b.first+uint64(k), r)

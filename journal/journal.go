@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"runtime/trace"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -462,6 +463,7 @@ func (j *Journal) writer() {
 		if linger := lingering(batch); linger > 0 {
 			// Every request may wait: give the next one (a client's
 			// proposal, typically) the chance to share the fsync.
+			region := trace.StartRegion(context.Background(), "journal.linger")
 			t := time.NewTimer(linger)
 			select {
 			case r, ok := <-j.queue:
@@ -471,6 +473,7 @@ func (j *Journal) writer() {
 			case <-t.C:
 			}
 			t.Stop()
+			region.End()
 		}
 		taken := batch[:0]
 		for _, r := range batch {
@@ -526,6 +529,7 @@ func (j *Journal) runBatch(batch []*request) int {
 		}
 		return len(batch)
 	}
+	defer trace.StartRegion(context.Background(), "journal.txn").End()
 	txn := j.db.NewTransaction(true)
 	defer txn.Discard()
 	w := &writeTxn{txn: txn, now: j.opts.Clock(), observed: j.opts.Observer != nil}
@@ -553,7 +557,10 @@ func (j *Journal) runBatch(batch []*request) int {
 		}
 		results[k] = err
 	}
-	if err := txn.Commit(); err != nil {
+	region := trace.StartRegion(context.Background(), "journal.commit")
+	err := txn.Commit()
+	region.End()
+	if err != nil {
 		err = j.fail(err)
 		for _, r := range batch {
 			r.finish(err)

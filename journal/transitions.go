@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"math/rand/v2"
+	"runtime/trace"
 	"slices"
 	"time"
 
@@ -108,7 +109,9 @@ var markerValue = &gnmi.TypedValue{Value: &gnmi.TypedValue_JsonIetfVal{JsonIetfV
 // (the refusal's words: lead and advice); then, in the same transaction, it
 // calls also (if set) with the new proposal, and the then functions.
 func (j *Journal) propose(ctx context.Context, by Sender, ops []*Op, lead, advice string, also func(w *writeTxn, p *Proposal) error, then []func(*Tx) error) (*Proposal, error) {
+	region := trace.StartRegion(ctx, "journal.clean")
 	clean, lists, err := j.cleanOps(ops)
+	region.End()
 	if err != nil {
 		return nil, err
 	}
