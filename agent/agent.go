@@ -453,7 +453,9 @@ func (a *Agent) loop(ctx context.Context, name string, wake chan struct{}, next 
 		if err == nil && step.Kind != StepWait {
 			err = a.perform(ctx, step)
 			if err == nil {
-				poke(a.commitWake)
+				if step.Kind.mayEnableCommit() {
+					poke(a.commitWake)
+				}
 				poke(a.applyWake)
 				a.broadcast()
 				continue
@@ -483,6 +485,19 @@ func (a *Agent) loop(ctx context.Context, name string, wake chan struct{}, next 
 		}
 		t.Stop()
 	}
+}
+
+// mayEnableCommit reports whether taking step k can enable a commit the
+// committer waits for. A change's apply steps cannot: the commit guard
+// reads the previous commit and the rollback under way, which only
+// commits and rollbacks change. Waking the committer after every device
+// Set would cost it a journal read per Set for nothing.
+func (k StepKind) mayEnableCommit() bool {
+	switch k {
+	case StepStartApply, StepSendChange, StepAbortApply, StepCompleteAdopted:
+		return false
+	}
+	return true
 }
 
 // view loads the state the decisions read.

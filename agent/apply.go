@@ -10,7 +10,6 @@ import (
 	gpb "github.com/openconfig/gnmi/proto/gnmi"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
-	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/gnmi-sidecar/gnmi-sidecar/journal"
@@ -183,12 +182,13 @@ func (a *Agent) lingerAfter(ctx context.Context, last uint64) time.Duration {
 }
 
 // accept makes proposals ps, which the device accepted, answered as
-// applied (WaitChange) before that is recorded in the journal.
+// applied (WaitChange) before that is recorded in the journal. ps are the
+// applier's own copies (readyChanges), read by nobody else: they are
+// marked applied in place and handed to the waiters as they are.
 func (a *Agent) accept(ps []*journal.Proposal) {
 	now := timestamppb.Now()
 	a.mu.Lock()
 	for _, p := range ps {
-		p = proto.CloneOf(p)
 		p.Change.Apply = journal.StatusComplete
 		p.Change.Applied = now
 		a.accepted[p.GetIndex()] = p

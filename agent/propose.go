@@ -74,7 +74,12 @@ func (a *Agent) propose(ctx context.Context, journalIt func(then func(*journal.T
 		return nil, err
 	}
 	if committed {
+		// Every earlier commit is finished (the guard): nothing for the
+		// committer to do, the applier may have a start to send.
 		a.noteCommitted(p.GetIndex())
+		poke(a.applyWake)
+		a.broadcast()
+		return p, nil
 	}
 	a.Notify()
 	return p, nil

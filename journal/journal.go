@@ -573,8 +573,20 @@ func (j *Journal) runBatch(batch []*request) int {
 			j.opts.Observer(e)
 		}
 	}
+	// A lingering request (the record of a device's answer) is answered
+	// last: the goroutine made ready last runs next on this processor,
+	// and its waiter, the agent's applier, has the next device Set to
+	// send, while the others (a client's Set, proposed) only go on
+	// waiting.
 	for k, r := range batch {
-		r.finish(results[k])
+		if r.linger == 0 {
+			r.finish(results[k])
+		}
+	}
+	for k, r := range batch {
+		if r.linger > 0 {
+			r.finish(results[k])
+		}
 	}
 	return len(batch)
 }
