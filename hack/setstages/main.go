@@ -65,6 +65,15 @@ func run(file string, out io.Writer) error {
 	if len(rows) == 0 {
 		return errors.New("no Set through the sidecar with all its regions in the trace (run gnmi-sidecar-bench --scenarios latency --trace FILE)")
 	}
+	var direct, directHandle []time.Duration
+	for _, c := range byKind["client.Set"] {
+		if _, through := first(byKind["set"], -1, c.start, c.end); through {
+			continue
+		}
+		if h, ok := first(byKind["device.handle"], -1, c.start, c.end); ok {
+			direct, directHandle = append(direct, c.dur()), append(directHandle, h.dur())
+		}
+	}
 	fmt.Fprintf(out, "%d Sets through the sidecar\n", len(rows))
 	fmt.Fprintf(out, "%-62s %9s %9s\n", "stage", "p50 µs", "mean µs")
 	for k, name := range stageNames {
@@ -73,6 +82,11 @@ func run(file string, out io.Writer) error {
 			d = append(d, r[k])
 		}
 		fmt.Fprintf(out, "%-62s %9.1f %9.1f\n", name, us(median(d)), us(mean(d)))
+	}
+	if len(direct) > 0 {
+		fmt.Fprintf(out, "\n%d Sets direct\n", len(direct))
+		fmt.Fprintf(out, "%-62s %9.1f %9.1f\n", "total (client's Set)", us(median(direct)), us(mean(direct)))
+		fmt.Fprintf(out, "%-62s %9.1f %9.1f\n", "  of which the device's Set handler", us(median(directHandle)), us(mean(directHandle)))
 	}
 	return nil
 }
@@ -92,6 +106,7 @@ var stageNames = []string{
 	"applier: prepare (ready proposals, device SetRequest)",
 	"prepare → device Set",
 	"device Set (gRPC round trip, device work)",
+	"  of which the device's Set handler",
 	"completion: device answer → client's Set done waiting",
 	"proxy: reply",
 	"proxy handler → client (northbound gRPC out)",
@@ -123,7 +138,8 @@ func stagesOf(set span, byKind map[string][]span) (st stages, ok bool) {
 	device, ok6 := first(byKind["device.Set"], -1, txn.end, wait.end)
 	next, ok7 := last(byKind["applier.next"], device.g, txn.end, device.start)
 	prepare, ok8 := last(byKind["apply.prepare"], device.g, next.end, device.start)
-	if !ok1 || !ok2 || !ok3 || !ok4 || !ok5 || !ok6 || !ok7 || !ok8 {
+	handle, ok9 := first(byKind["device.handle"], -1, device.start, device.end)
+	if !ok1 || !ok2 || !ok3 || !ok4 || !ok5 || !ok6 || !ok7 || !ok8 || !ok9 {
 		return nil, false
 	}
 	return stages{
@@ -140,6 +156,7 @@ func stagesOf(set span, byKind map[string][]span) (st stages, ok bool) {
 		prepare.dur(),
 		device.start.Sub(prepare.end),
 		device.dur(),
+		handle.dur(),
 		wait.end.Sub(device.end),
 		set.end.Sub(wait.end),
 		client.end.Sub(set.end),
