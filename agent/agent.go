@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"runtime/debug"
+	"runtime/trace"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -284,7 +285,20 @@ func (a *Agent) Notify() {
 // Wait blocks until done(proposal i) holds, ctx ends or the journal closes,
 // and returns the proposal as it then was.
 func (a *Agent) Wait(ctx context.Context, i uint64, done func(*journal.Proposal) bool) (*journal.Proposal, error) {
-	return a.wait(ctx, i, done, func() bool { return true }, nil)
+	return a.wait(ctx, i, doneWhen{full: done}, func() bool { return true }, nil)
+}
+
+// doneWhen is what a wait waits for: full(proposal), or, if status is set,
+// status(the proposal's status view, journal.ProposalStatus), checked
+// first so that the whole proposal is read only once it holds.
+type doneWhen struct {
+	status, full func(*journal.Proposal) bool
+}
+
+// statusDone is a doneWhen for a predicate that reads only what the
+// status view holds.
+func statusDone(done func(*journal.Proposal) bool) doneWhen {
+	return doneWhen{status: done, full: done}
 }
 
 // wait is Wait that, after a change, reads proposal i again only if worth
@@ -292,7 +306,7 @@ func (a *Agent) Wait(ctx context.Context, i uint64, done func(*journal.Proposal)
 //
 // early, if not nil, may return proposal i as done before the journal
 // records it; it is asked after every change.
-func (a *Agent) wait(ctx context.Context, i uint64, done func(*journal.Proposal) bool, worth func() bool,
+func (a *Agent) wait(ctx context.Context, i uint64, done doneWhen, worth func() bool,
 	early func() *journal.Proposal) (*journal.Proposal, error) {
 	read := true
 	for {
@@ -306,12 +320,9 @@ func (a *Agent) wait(ctx context.Context, i uint64, done func(*journal.Proposal)
 			}
 		}
 		if read || worth() {
-			p, err := a.j.Proposal(ctx, i)
-			if err != nil {
-				return nil, err
-			}
-			if done(p) {
-				return p, nil
+			p, err := a.readIfDone(ctx, i, done)
+			if err != nil || p != nil {
+				return p, err
 			}
 		}
 		t := time.NewTimer(a.opts.Resync)
@@ -326,6 +337,21 @@ func (a *Agent) wait(ctx context.Context, i uint64, done func(*journal.Proposal)
 		}
 		t.Stop()
 	}
+}
+
+// readIfDone returns proposal i if done holds for it, else nil.
+func (a *Agent) readIfDone(ctx context.Context, i uint64, done doneWhen) (*journal.Proposal, error) {
+	if done.status != nil {
+		st, err := a.j.ProposalStatus(ctx, i)
+		if err != nil || !done.status(st) {
+			return nil, err
+		}
+	}
+	p, err := a.j.Proposal(ctx, i)
+	if err != nil || !done.full(p) {
+		return nil, err
+	}
+	return p, nil
 }
 
 // ErrFenced ends a Wait when the agent is fenced (Status.Fenced): the
@@ -421,11 +447,15 @@ func (a *Agent) noteError(err error) {
 func (a *Agent) loop(ctx context.Context, name string, wake chan struct{}, next func(context.Context) (Step, error)) error {
 	log := a.log.With("loop", name)
 	for {
+		region := trace.StartRegion(ctx, name+".next")
 		step, err := next(ctx)
+		region.End()
 		if err == nil && step.Kind != StepWait {
 			err = a.perform(ctx, step)
 			if err == nil {
-				poke(a.commitWake)
+				if step.Kind.mayEnableCommit() {
+					poke(a.commitWake)
+				}
 				poke(a.applyWake)
 				a.broadcast()
 				continue
@@ -455,6 +485,19 @@ func (a *Agent) loop(ctx context.Context, name string, wake chan struct{}, next 
 		}
 		t.Stop()
 	}
+}
+
+// mayEnableCommit reports whether taking step k can enable a commit the
+// committer waits for. A change's apply steps cannot: the commit guard
+// reads the previous commit and the rollback under way, which only
+// commits and rollbacks change. Waking the committer after every device
+// Set would cost it a journal read per Set for nothing.
+func (k StepKind) mayEnableCommit() bool {
+	switch k {
+	case StepStartApply, StepSendChange, StepAbortApply, StepCompleteAdopted:
+		return false
+	}
+	return true
 }
 
 // view loads the state the decisions read.
@@ -489,13 +532,14 @@ func (a *Agent) link() Link {
 	return Link{}
 }
 
-// proposal loads proposal i, or nil if it does not exist or retention
+// proposalStatus loads what the decisions read of proposal i
+// (journal.ProposalStatus), or nil if it does not exist or retention
 // dropped it.
-func (a *Agent) proposal(ctx context.Context, i uint64) (*journal.Proposal, error) {
+func (a *Agent) proposalStatus(ctx context.Context, i uint64) (*journal.Proposal, error) {
 	if i == 0 {
 		return nil, nil
 	}
-	p, err := a.j.Proposal(ctx, i)
+	p, err := a.j.ProposalStatus(ctx, i)
 	if errors.Is(err, journal.ErrNotFound) || errors.Is(err, journal.ErrCompacted) {
 		return nil, nil
 	}
@@ -558,9 +602,9 @@ func (a *Agent) next(ctx context.Context, tick EventKind,
 	}
 	var rolling, next, prev *journal.Proposal
 	if i := v.Config.GetRollingBack(); i != 0 {
-		rolling, err = a.proposal(ctx, i)
+		rolling, err = a.proposalStatus(ctx, i)
 	} else {
-		next, prev, err = oldest(v.Config, from(v.Config), pending, func(i uint64) (*journal.Proposal, error) { return a.proposal(ctx, i) })
+		next, prev, err = oldest(v.Config, from(v.Config), pending, func(i uint64) (*journal.Proposal, error) { return a.proposalStatus(ctx, i) })
 		if err == nil {
 			if next != nil {
 				progressed(next.GetIndex() - 1)
@@ -959,6 +1003,7 @@ func (a *Agent) sendAs(s *session, term uint64, req *gpb.SetRequest, md metadata
 	if md != nil {
 		ctx = metadata.NewOutgoingContext(ctx, md)
 	}
+	defer trace.StartRegion(ctx, "device.Set").End()
 	return s.client.Set(ctx, req)
 }
 

@@ -74,7 +74,12 @@ func (a *Agent) propose(ctx context.Context, journalIt func(then func(*journal.T
 		return nil, err
 	}
 	if committed {
+		// Every earlier commit is finished (the guard): nothing for the
+		// committer to do, the applier may have a start to send.
 		a.noteCommitted(p.GetIndex())
+		poke(a.applyWake)
+		a.broadcast()
+		return p, nil
 	}
 	a.Notify()
 	return p, nil
@@ -196,12 +201,12 @@ func (a *Agent) txView(tx *journal.Tx) (View, error) {
 	return View{Config: c, Mastership: m, Link: a.link(), Policy: a.policy()}, nil
 }
 
-// txProposal is Agent.proposal inside a transaction.
+// txProposal is Agent.proposalStatus inside a transaction.
 func txProposal(tx *journal.Tx, i uint64) (*journal.Proposal, error) {
 	if i == 0 {
 		return nil, nil
 	}
-	p, err := tx.Proposal(i)
+	p, err := tx.ProposalStatus(i)
 	if errors.Is(err, journal.ErrNotFound) || errors.Is(err, journal.ErrCompacted) {
 		return nil, nil
 	}
@@ -257,5 +262,5 @@ func (a *Agent) WaitChange(ctx context.Context, i uint64, applied bool) (*journa
 	if applied {
 		early = func() *journal.Proposal { return a.acceptedChange(i) }
 	}
-	return a.wait(ctx, i, done, func() bool { return a.passed(i, applied) }, early)
+	return a.wait(ctx, i, statusDone(done), func() bool { return a.passed(i, applied) }, early)
 }

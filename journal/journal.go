@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"runtime/trace"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -462,6 +463,7 @@ func (j *Journal) writer() {
 		if linger := lingering(batch); linger > 0 {
 			// Every request may wait: give the next one (a client's
 			// proposal, typically) the chance to share the fsync.
+			region := trace.StartRegion(context.Background(), "journal.linger")
 			t := time.NewTimer(linger)
 			select {
 			case r, ok := <-j.queue:
@@ -471,6 +473,7 @@ func (j *Journal) writer() {
 			case <-t.C:
 			}
 			t.Stop()
+			region.End()
 		}
 		taken := batch[:0]
 		for _, r := range batch {
@@ -526,6 +529,7 @@ func (j *Journal) runBatch(batch []*request) int {
 		}
 		return len(batch)
 	}
+	defer trace.StartRegion(context.Background(), "journal.txn").End()
 	txn := j.db.NewTransaction(true)
 	defer txn.Discard()
 	w := &writeTxn{txn: txn, now: j.opts.Clock(), observed: j.opts.Observer != nil}
@@ -553,7 +557,10 @@ func (j *Journal) runBatch(batch []*request) int {
 		}
 		results[k] = err
 	}
-	if err := txn.Commit(); err != nil {
+	region := trace.StartRegion(context.Background(), "journal.commit")
+	err := txn.Commit()
+	region.End()
+	if err != nil {
 		err = j.fail(err)
 		for _, r := range batch {
 			r.finish(err)
@@ -566,8 +573,20 @@ func (j *Journal) runBatch(batch []*request) int {
 			j.opts.Observer(e)
 		}
 	}
+	// A lingering request (the record of a device's answer) is answered
+	// last: the goroutine made ready last runs next on this processor,
+	// and its waiter, the agent's applier, has the next device Set to
+	// send, while the others (a client's Set, proposed) only go on
+	// waiting.
 	for k, r := range batch {
-		r.finish(results[k])
+		if r.linger == 0 {
+			r.finish(results[k])
+		}
+	}
+	for k, r := range batch {
+		if r.linger > 0 {
+			r.finish(results[k])
+		}
 	}
 	return len(batch)
 }

@@ -1114,3 +1114,63 @@ func FuzzPathKey(f *testing.F) {
 		}
 	})
 }
+
+// ProposalStatus reads what the decisions read of a proposal (statuses,
+// adoption, aborted_by) as Proposal reads it, in every state.
+func TestProposalStatusMatchesProposal(t *testing.T) {
+	j := openTest(t, "", Options{NoSync: true})
+	ctx := context.Background()
+	term := synced(t, j)
+	check := func(when string) {
+		t.Helper()
+		c, err := j.Configuration(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := c.GetFirstIndex(); i <= c.GetLastIndex(); i++ {
+			full, err := j.Proposal(ctx, i)
+			if err != nil {
+				t.Fatal(err)
+			}
+			st, err := j.ProposalStatus(ctx, i)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ch, sc := full.GetChange(), st.GetChange()
+			want := []any{full.GetIndex(), full.GetPhase(), ch.GetCommit(), ch.GetApply(), ch.GetAdopted(), ch.GetAdoptedTerm(),
+				ch.GetAbortedBy(), full.GetRollback().GetCommit(), full.GetRollback().GetApply()}
+			got := []any{st.GetIndex(), st.GetPhase(), sc.GetCommit(), sc.GetApply(), sc.GetAdopted(), sc.GetAdoptedTerm(),
+				sc.GetAbortedBy(), st.GetRollback().GetCommit(), st.GetRollback().GetApply()}
+			if !slices.Equal(got, want) {
+				t.Errorf("%s: proposal %d: status view %v, proposal %v", when, i, got, want)
+			}
+		}
+	}
+	applyChange(t, j, term, update(t, "/a", "1"))
+	for _, op := range []*Op{update(t, "/a", "2"), update(t, "/a", "4")} {
+		if _, err := j.ProposeChange(ctx, []*Op{op}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	check("proposed")
+	mustCommit(t, j, 2)
+	mustCommit(t, j, 3)
+	if _, _, err := j.StartApply(ctx, 2); err != nil {
+		t.Fatal(err)
+	}
+	check("started")
+	if _, _, err := j.FailApply(ctx, 2, 3, "bad value"); err != nil {
+		t.Fatal(err)
+	}
+	check("failed, a dependent aborted")
+	if _, _, err := j.AbortApply(ctx, 3); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := j.ProposeAdoption(ctx, Sender{Author: "device"}, []*Op{update(t, "/b", "5")}); err != nil {
+		t.Fatal(err)
+	}
+	check("adopted")
+	if _, _, err := j.ProposeRollback(ctx, 1); err == nil {
+		check("rolling back")
+	}
+}

@@ -96,6 +96,24 @@ func (j *Journal) Proposal(ctx context.Context, i uint64) (*Proposal, error) {
 	return p, err
 }
 
+// ProposalStatus is Proposal reading only what the guards and the agent's
+// decisions look at: the index, the phase, the change's and the
+// rollback's statuses, and the change's adopted, adopted_term and
+// aborted_by. It skips decoding the operations and values, the bulk of a
+// record.
+func (j *Journal) ProposalStatus(ctx context.Context, i uint64) (*Proposal, error) {
+	var p *Proposal
+	err := j.view(ctx, func(txn *badger.Txn) error {
+		c, err := loadConfiguration(txn)
+		if err != nil {
+			return err
+		}
+		p, err = loadProposalStatus(txn, c, i)
+		return err
+	})
+	return p, err
+}
+
 // Proposals streams the kept proposals with from <= index <= to (to = 0: up
 // to the newest) in index order.
 func (j *Journal) Proposals(ctx context.Context, from, to uint64, fn func(*Proposal) error) error {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"math/rand/v2"
+	"runtime/trace"
 	"slices"
 	"time"
 
@@ -108,7 +109,9 @@ var markerValue = &gnmi.TypedValue{Value: &gnmi.TypedValue_JsonIetfVal{JsonIetfV
 // (the refusal's words: lead and advice); then, in the same transaction, it
 // calls also (if set) with the new proposal, and the then functions.
 func (j *Journal) propose(ctx context.Context, by Sender, ops []*Op, lead, advice string, also func(w *writeTxn, p *Proposal) error, then []func(*Tx) error) (*Proposal, error) {
+	region := trace.StartRegion(ctx, "journal.clean")
 	clean, lists, err := j.cleanOps(ops)
+	region.End()
 	if err != nil {
 		return nil, err
 	}
@@ -1006,7 +1009,7 @@ func loadProposal(txn *badger.Txn, c *Configuration, i uint64) (*Proposal, error
 }
 
 // loadProposalStatus reads proposal i's phase and step statuses only (a
-// ProposalStatus view of its record: what a guard needs of a neighbour,
+// ProposalStatus view of its record: what a guard or a decision needs,
 // without decoding its operations and values), as a Proposal.
 func loadProposalStatus(txn *badger.Txn, c *Configuration, i uint64) (*Proposal, error) {
 	if i == 0 || i > c.GetLastIndex() {
@@ -1027,8 +1030,10 @@ func loadProposalStatus(txn *badger.Txn, c *Configuration, i uint64) (*Proposal,
 	if err != nil {
 		return nil, fmt.Errorf("decode proposal %d: %w", i, err)
 	}
+	ch := st.GetChange()
 	return &Proposal{Index: st.GetIndex(), Phase: st.GetPhase(),
-		Change:   &Change{Commit: st.GetChange().GetCommit(), Apply: st.GetChange().GetApply()},
+		Change: &Change{Commit: ch.GetCommit(), Apply: ch.GetApply(), Adopted: ch.GetAdopted(),
+			AbortedBy: ch.GetAbortedBy(), AdoptedTerm: ch.GetAdoptedTerm()},
 		Rollback: &Rollback{Commit: st.GetRollback().GetCommit(), Apply: st.GetRollback().GetApply()}}, nil
 }
 

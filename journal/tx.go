@@ -64,3 +64,12 @@ func (tx *Tx) Proposal(i uint64) (*Proposal, error) {
 	}
 	return tx.w.proposal(c, i)
 }
+
+// ProposalStatus is Journal.ProposalStatus as the transaction sees it.
+func (tx *Tx) ProposalStatus(i uint64) (*Proposal, error) {
+	c, err := tx.w.configuration()
+	if err != nil {
+		return nil, err
+	}
+	return loadProposalStatus(tx.w.txn, c, i)
+}

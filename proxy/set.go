@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"runtime/trace"
 	"time"
 	"unicode/utf8"
 
@@ -28,6 +29,7 @@ const ExtensionID = gnmi_ext.ExtensionID_EID_EXPERIMENTAL
 // proposes a rollback) and answers when the agent is done with it: after
 // the device answered (SYNC) or once committed (ASYNC).
 func (s *Server) Set(ctx context.Context, req *gpb.SetRequest) (*gpb.SetResponse, error) {
+	defer trace.StartRegion(ctx, "set").End()
 	resp, err := s.set(ctx, req)
 	if err == nil && !s.opts.AlwaysReplyExtension && !hasSidecarExtension(req) {
 		// The reply is the device's: the sidecar's receipt only for a
@@ -183,7 +185,9 @@ func (s *Server) propose(ctx context.Context, req *gpb.SetRequest, sync bool, jo
 	if err := s.refuseIfDisconnected(sync); err != nil {
 		return nil, err
 	}
+	region := trace.StartRegion(ctx, "set.propose")
 	p, err := journalIt()
+	region.End()
 	if err != nil {
 		return nil, JournalError(err)
 	}
@@ -192,7 +196,9 @@ func (s *Server) propose(ctx context.Context, req *gpb.SetRequest, sync bool, jo
 	wctx, cancel := s.waitContext(ctx)
 	defer cancel()
 	i := p.GetIndex()
+	region = trace.StartRegion(ctx, "set.wait")
 	p, err = s.opts.Agent.WaitChange(wctx, i, sync)
+	region.End()
 	if err != nil {
 		return nil, s.waitError(wctx, i, err)
 	}

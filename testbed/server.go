@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"reflect"
+	"runtime/trace"
 	"slices"
 	"strconv"
 	"strings"
@@ -100,6 +101,7 @@ func (s *gnmiServer) Get(ctx context.Context, req *gpb.GetRequest) (*gpb.GetResp
 }
 
 func (s *gnmiServer) Set(ctx context.Context, req *gpb.SetRequest) (*gpb.SetResponse, error) {
+	defer trace.StartRegion(ctx, "device.handle").End() // hack/setstages
 	d := s.d
 	d.mu.Lock()
 	d.setCount++

@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/signal"
 	"runtime/pprof"
+	"runtime/trace"
 	"slices"
 	"strings"
 	"syscall"
@@ -32,6 +33,7 @@ type benchConfig struct {
 	sidecarBinary string // the gnmi-sidecar run as a child process ("": gnmi-sidecar next to this executable)
 	logLevel      string
 	cpuProfile    string // write a CPU profile of the bench process (device and sidecar) here
+	traceFile     string // write an execution trace of the bench process here
 }
 
 // benchScenarios are the scenario names --scenarios accepts, in run order.
@@ -108,6 +110,7 @@ two cores). docs/bench.md explains every row.`,
 	f.BoolVar(&cfg.short, "short", false, "small sizes (300 Sets, 1 s rows, 3,000 leaves, 50,000 proposals) unless set explicitly")
 	f.BoolVar(&cfg.json, "json", false, "print one JSON document instead of the table")
 	f.StringVar(&cfg.cpuProfile, "cpuprofile", "", "write a CPU profile of this process (the in-process device and sidecar, and the clients) to this file, for go tool pprof")
+	f.StringVar(&cfg.traceFile, "trace", "", "write an execution trace of this process to this file, for go tool trace and hack/setstages (docs/bench.md)")
 	f.StringVar(&cfg.sidecarBinary, "sidecar-binary", "", "the product gnmi-sidecar executable run for the child-process rows (default: gnmi-sidecar next to this executable)")
 	f.StringVar(&cfg.logLevel, "log-level", "error", "log level of the in-process device and sidecar: debug, info, warn, error")
 	return withUsageErrors(cmd)
@@ -188,6 +191,17 @@ func runBench(ctx context.Context, cfg benchConfig, stdout, stderr io.Writer, lo
 			return fmt.Errorf("--cpuprofile: %w", err)
 		}
 		defer pprof.StopCPUProfile()
+	}
+	if cfg.traceFile != "" {
+		f, err := os.Create(cfg.traceFile)
+		if err != nil {
+			return fmt.Errorf("--trace: %w", err)
+		}
+		defer f.Close()
+		if err := trace.Start(f); err != nil {
+			return fmt.Errorf("--trace: %w", err)
+		}
+		defer trace.Stop()
 	}
 	b := &bencher{cfg: cfg, log: log}
 	steps := b.steps()

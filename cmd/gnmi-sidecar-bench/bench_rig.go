@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"runtime/trace"
 	"slices"
 	"time"
 
@@ -227,6 +228,7 @@ func benchStr(s string) *gpb.TypedValue {
 func setLeaf(ctx context.Context, c gpb.GNMIClient, name, value string) (time.Duration, error) {
 	req := &gpb.SetRequest{Update: []*gpb.Update{{Path: benchLeafPath(name), Val: benchStr(value)}}}
 	start := time.Now()
+	defer trace.StartRegion(ctx, "client.Set").End()
 	if _, err := c.Set(ctx, req); err != nil {
 		return 0, fmt.Errorf("gNMI Set %s: %w", name, err)
 	}

@@ -1270,7 +1270,7 @@ type ProposalStatus struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Index         uint64                 `protobuf:"varint,1,opt,name=index,proto3" json:"index,omitempty"`
 	Phase         Phase                  `protobuf:"varint,2,opt,name=phase,proto3,enum=gnmisidecar.journal.v1.Phase" json:"phase,omitempty"`
-	Change        *StepStatus            `protobuf:"bytes,3,opt,name=change,proto3" json:"change,omitempty"`
+	Change        *ChangeStatus          `protobuf:"bytes,3,opt,name=change,proto3" json:"change,omitempty"`
 	Rollback      *StepStatus            `protobuf:"bytes,4,opt,name=rollback,proto3" json:"rollback,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -1320,7 +1320,7 @@ func (x *ProposalStatus) GetPhase() Phase {
 	return Phase_PHASE_UNSET
 }
 
-func (x *ProposalStatus) GetChange() *StepStatus {
+func (x *ProposalStatus) GetChange() *ChangeStatus {
 	if x != nil {
 		return x.Change
 	}
@@ -1332,6 +1332,85 @@ func (x *ProposalStatus) GetRollback() *StepStatus {
 		return x.Rollback
 	}
 	return nil
+}
+
+// The fields of a Change the agent's decisions and the guards read: its
+// statuses, whether it is an adoption and whether it was aborted (Change
+// fields 3, 4, 10, 12 and 13).
+type ChangeStatus struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Commit        Status                 `protobuf:"varint,3,opt,name=commit,proto3,enum=gnmisidecar.journal.v1.Status" json:"commit,omitempty"`
+	Apply         Status                 `protobuf:"varint,4,opt,name=apply,proto3,enum=gnmisidecar.journal.v1.Status" json:"apply,omitempty"`
+	Adopted       bool                   `protobuf:"varint,10,opt,name=adopted,proto3" json:"adopted,omitempty"`
+	AbortedBy     uint64                 `protobuf:"varint,12,opt,name=aborted_by,json=abortedBy,proto3" json:"aborted_by,omitempty"`
+	AdoptedTerm   uint64                 `protobuf:"varint,13,opt,name=adopted_term,json=adoptedTerm,proto3" json:"adopted_term,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ChangeStatus) Reset() {
+	*x = ChangeStatus{}
+	mi := &file_journal_journalpb_journal_proto_msgTypes[12]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ChangeStatus) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ChangeStatus) ProtoMessage() {}
+
+func (x *ChangeStatus) ProtoReflect() protoreflect.Message {
+	mi := &file_journal_journalpb_journal_proto_msgTypes[12]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ChangeStatus.ProtoReflect.Descriptor instead.
+func (*ChangeStatus) Descriptor() ([]byte, []int) {
+	return file_journal_journalpb_journal_proto_rawDescGZIP(), []int{12}
+}
+
+func (x *ChangeStatus) GetCommit() Status {
+	if x != nil {
+		return x.Commit
+	}
+	return Status_STATUS_UNSET
+}
+
+func (x *ChangeStatus) GetApply() Status {
+	if x != nil {
+		return x.Apply
+	}
+	return Status_STATUS_UNSET
+}
+
+func (x *ChangeStatus) GetAdopted() bool {
+	if x != nil {
+		return x.Adopted
+	}
+	return false
+}
+
+func (x *ChangeStatus) GetAbortedBy() uint64 {
+	if x != nil {
+		return x.AbortedBy
+	}
+	return 0
+}
+
+func (x *ChangeStatus) GetAdoptedTerm() uint64 {
+	if x != nil {
+		return x.AdoptedTerm
+	}
+	return 0
 }
 
 // The commit and apply statuses of a Change or a Rollback (their fields 3
@@ -1346,7 +1425,7 @@ type StepStatus struct {
 
 func (x *StepStatus) Reset() {
 	*x = StepStatus{}
-	mi := &file_journal_journalpb_journal_proto_msgTypes[12]
+	mi := &file_journal_journalpb_journal_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1358,7 +1437,7 @@ func (x *StepStatus) String() string {
 func (*StepStatus) ProtoMessage() {}
 
 func (x *StepStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_journal_journalpb_journal_proto_msgTypes[12]
+	mi := &file_journal_journalpb_journal_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1371,7 +1450,7 @@ func (x *StepStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StepStatus.ProtoReflect.Descriptor instead.
 func (*StepStatus) Descriptor() ([]byte, []int) {
-	return file_journal_journalpb_journal_proto_rawDescGZIP(), []int{12}
+	return file_journal_journalpb_journal_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *StepStatus) GetCommit() Status {
@@ -1400,7 +1479,7 @@ type Committed struct {
 
 func (x *Committed) Reset() {
 	*x = Committed{}
-	mi := &file_journal_journalpb_journal_proto_msgTypes[13]
+	mi := &file_journal_journalpb_journal_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1412,7 +1491,7 @@ func (x *Committed) String() string {
 func (*Committed) ProtoMessage() {}
 
 func (x *Committed) ProtoReflect() protoreflect.Message {
-	mi := &file_journal_journalpb_journal_proto_msgTypes[13]
+	mi := &file_journal_journalpb_journal_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1425,7 +1504,7 @@ func (x *Committed) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Committed.ProtoReflect.Descriptor instead.
 func (*Committed) Descriptor() ([]byte, []int) {
-	return file_journal_journalpb_journal_proto_rawDescGZIP(), []int{13}
+	return file_journal_journalpb_journal_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *Committed) GetProposal() uint64 {
@@ -1458,7 +1537,7 @@ type Applied struct {
 
 func (x *Applied) Reset() {
 	*x = Applied{}
-	mi := &file_journal_journalpb_journal_proto_msgTypes[14]
+	mi := &file_journal_journalpb_journal_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1470,7 +1549,7 @@ func (x *Applied) String() string {
 func (*Applied) ProtoMessage() {}
 
 func (x *Applied) ProtoReflect() protoreflect.Message {
-	mi := &file_journal_journalpb_journal_proto_msgTypes[14]
+	mi := &file_journal_journalpb_journal_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1483,7 +1562,7 @@ func (x *Applied) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Applied.ProtoReflect.Descriptor instead.
 func (*Applied) Descriptor() ([]byte, []int) {
-	return file_journal_journalpb_journal_proto_rawDescGZIP(), []int{14}
+	return file_journal_journalpb_journal_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *Applied) GetProposal() uint64 {
@@ -1548,7 +1627,7 @@ type Configuration struct {
 
 func (x *Configuration) Reset() {
 	*x = Configuration{}
-	mi := &file_journal_journalpb_journal_proto_msgTypes[15]
+	mi := &file_journal_journalpb_journal_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1560,7 +1639,7 @@ func (x *Configuration) String() string {
 func (*Configuration) ProtoMessage() {}
 
 func (x *Configuration) ProtoReflect() protoreflect.Message {
-	mi := &file_journal_journalpb_journal_proto_msgTypes[15]
+	mi := &file_journal_journalpb_journal_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1573,7 +1652,7 @@ func (x *Configuration) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Configuration.ProtoReflect.Descriptor instead.
 func (*Configuration) Descriptor() ([]byte, []int) {
-	return file_journal_journalpb_journal_proto_rawDescGZIP(), []int{15}
+	return file_journal_journalpb_journal_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *Configuration) GetCommitted() *Committed {
@@ -1682,7 +1761,7 @@ type Resolution struct {
 
 func (x *Resolution) Reset() {
 	*x = Resolution{}
-	mi := &file_journal_journalpb_journal_proto_msgTypes[16]
+	mi := &file_journal_journalpb_journal_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1694,7 +1773,7 @@ func (x *Resolution) String() string {
 func (*Resolution) ProtoMessage() {}
 
 func (x *Resolution) ProtoReflect() protoreflect.Message {
-	mi := &file_journal_journalpb_journal_proto_msgTypes[16]
+	mi := &file_journal_journalpb_journal_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1707,7 +1786,7 @@ func (x *Resolution) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Resolution.ProtoReflect.Descriptor instead.
 func (*Resolution) Descriptor() ([]byte, []int) {
-	return file_journal_journalpb_journal_proto_rawDescGZIP(), []int{16}
+	return file_journal_journalpb_journal_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *Resolution) GetSeq() uint64 {
@@ -1780,7 +1859,7 @@ type OutOfSync struct {
 
 func (x *OutOfSync) Reset() {
 	*x = OutOfSync{}
-	mi := &file_journal_journalpb_journal_proto_msgTypes[17]
+	mi := &file_journal_journalpb_journal_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1792,7 +1871,7 @@ func (x *OutOfSync) String() string {
 func (*OutOfSync) ProtoMessage() {}
 
 func (x *OutOfSync) ProtoReflect() protoreflect.Message {
-	mi := &file_journal_journalpb_journal_proto_msgTypes[17]
+	mi := &file_journal_journalpb_journal_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1805,7 +1884,7 @@ func (x *OutOfSync) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use OutOfSync.ProtoReflect.Descriptor instead.
 func (*OutOfSync) Descriptor() ([]byte, []int) {
-	return file_journal_journalpb_journal_proto_rawDescGZIP(), []int{17}
+	return file_journal_journalpb_journal_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *OutOfSync) GetValue() *PathValue {
@@ -1858,7 +1937,7 @@ type Mastership struct {
 
 func (x *Mastership) Reset() {
 	*x = Mastership{}
-	mi := &file_journal_journalpb_journal_proto_msgTypes[18]
+	mi := &file_journal_journalpb_journal_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1870,7 +1949,7 @@ func (x *Mastership) String() string {
 func (*Mastership) ProtoMessage() {}
 
 func (x *Mastership) ProtoReflect() protoreflect.Message {
-	mi := &file_journal_journalpb_journal_proto_msgTypes[18]
+	mi := &file_journal_journalpb_journal_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1883,7 +1962,7 @@ func (x *Mastership) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Mastership.ProtoReflect.Descriptor instead.
 func (*Mastership) Descriptor() ([]byte, []int) {
-	return file_journal_journalpb_journal_proto_rawDescGZIP(), []int{18}
+	return file_journal_journalpb_journal_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *Mastership) GetTerm() uint64 {
@@ -1927,7 +2006,7 @@ type CommitConfirm struct {
 
 func (x *CommitConfirm) Reset() {
 	*x = CommitConfirm{}
-	mi := &file_journal_journalpb_journal_proto_msgTypes[19]
+	mi := &file_journal_journalpb_journal_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1939,7 +2018,7 @@ func (x *CommitConfirm) String() string {
 func (*CommitConfirm) ProtoMessage() {}
 
 func (x *CommitConfirm) ProtoReflect() protoreflect.Message {
-	mi := &file_journal_journalpb_journal_proto_msgTypes[19]
+	mi := &file_journal_journalpb_journal_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1952,7 +2031,7 @@ func (x *CommitConfirm) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CommitConfirm.ProtoReflect.Descriptor instead.
 func (*CommitConfirm) Descriptor() ([]byte, []int) {
-	return file_journal_journalpb_journal_proto_rawDescGZIP(), []int{19}
+	return file_journal_journalpb_journal_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *CommitConfirm) GetId() string {
@@ -2001,7 +2080,7 @@ type HistoryEntry struct {
 
 func (x *HistoryEntry) Reset() {
 	*x = HistoryEntry{}
-	mi := &file_journal_journalpb_journal_proto_msgTypes[20]
+	mi := &file_journal_journalpb_journal_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2013,7 +2092,7 @@ func (x *HistoryEntry) String() string {
 func (*HistoryEntry) ProtoMessage() {}
 
 func (x *HistoryEntry) ProtoReflect() protoreflect.Message {
-	mi := &file_journal_journalpb_journal_proto_msgTypes[20]
+	mi := &file_journal_journalpb_journal_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2026,7 +2105,7 @@ func (x *HistoryEntry) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HistoryEntry.ProtoReflect.Descriptor instead.
 func (*HistoryEntry) Descriptor() ([]byte, []int) {
-	return file_journal_journalpb_journal_proto_rawDescGZIP(), []int{20}
+	return file_journal_journalpb_journal_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *HistoryEntry) GetBefore() *PathValue {
@@ -2056,7 +2135,7 @@ type HistoryDelta struct {
 
 func (x *HistoryDelta) Reset() {
 	*x = HistoryDelta{}
-	mi := &file_journal_journalpb_journal_proto_msgTypes[21]
+	mi := &file_journal_journalpb_journal_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2068,7 +2147,7 @@ func (x *HistoryDelta) String() string {
 func (*HistoryDelta) ProtoMessage() {}
 
 func (x *HistoryDelta) ProtoReflect() protoreflect.Message {
-	mi := &file_journal_journalpb_journal_proto_msgTypes[21]
+	mi := &file_journal_journalpb_journal_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2081,7 +2160,7 @@ func (x *HistoryDelta) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HistoryDelta.ProtoReflect.Descriptor instead.
 func (*HistoryDelta) Descriptor() ([]byte, []int) {
-	return file_journal_journalpb_journal_proto_rawDescGZIP(), []int{21}
+	return file_journal_journalpb_journal_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *HistoryDelta) GetTime() *timestamppb.Timestamp {
@@ -2199,12 +2278,20 @@ const file_journal_journalpb_journal_proto_rawDesc = "" +
 	"\x05index\x18\x01 \x01(\x04R\x05index\x123\n" +
 	"\x05phase\x18\x02 \x01(\x0e2\x1d.gnmisidecar.journal.v1.PhaseR\x05phase\x126\n" +
 	"\x06change\x18\x03 \x01(\v2\x1e.gnmisidecar.journal.v1.ChangeR\x06change\x12<\n" +
-	"\brollback\x18\x04 \x01(\v2 .gnmisidecar.journal.v1.RollbackR\brollback\"\xd7\x01\n" +
+	"\brollback\x18\x04 \x01(\v2 .gnmisidecar.journal.v1.RollbackR\brollback\"\xd9\x01\n" +
 	"\x0eProposalStatus\x12\x14\n" +
 	"\x05index\x18\x01 \x01(\x04R\x05index\x123\n" +
-	"\x05phase\x18\x02 \x01(\x0e2\x1d.gnmisidecar.journal.v1.PhaseR\x05phase\x12:\n" +
-	"\x06change\x18\x03 \x01(\v2\".gnmisidecar.journal.v1.StepStatusR\x06change\x12>\n" +
-	"\brollback\x18\x04 \x01(\v2\".gnmisidecar.journal.v1.StepStatusR\brollback\"z\n" +
+	"\x05phase\x18\x02 \x01(\x0e2\x1d.gnmisidecar.journal.v1.PhaseR\x05phase\x12<\n" +
+	"\x06change\x18\x03 \x01(\v2$.gnmisidecar.journal.v1.ChangeStatusR\x06change\x12>\n" +
+	"\brollback\x18\x04 \x01(\v2\".gnmisidecar.journal.v1.StepStatusR\brollback\"\xd8\x01\n" +
+	"\fChangeStatus\x126\n" +
+	"\x06commit\x18\x03 \x01(\x0e2\x1e.gnmisidecar.journal.v1.StatusR\x06commit\x124\n" +
+	"\x05apply\x18\x04 \x01(\x0e2\x1e.gnmisidecar.journal.v1.StatusR\x05apply\x12\x18\n" +
+	"\aadopted\x18\n" +
+	" \x01(\bR\aadopted\x12\x1d\n" +
+	"\n" +
+	"aborted_by\x18\f \x01(\x04R\tabortedBy\x12!\n" +
+	"\fadopted_term\x18\r \x01(\x04R\vadoptedTerm\"z\n" +
 	"\n" +
 	"StepStatus\x126\n" +
 	"\x06commit\x18\x03 \x01(\x0e2\x1e.gnmisidecar.journal.v1.StatusR\x06commit\x124\n" +
@@ -2315,7 +2402,7 @@ func file_journal_journalpb_journal_proto_rawDescGZIP() []byte {
 }
 
 var file_journal_journalpb_journal_proto_enumTypes = make([]protoimpl.EnumInfo, 5)
-var file_journal_journalpb_journal_proto_msgTypes = make([]protoimpl.MessageInfo, 22)
+var file_journal_journalpb_journal_proto_msgTypes = make([]protoimpl.MessageInfo, 23)
 var file_journal_journalpb_journal_proto_goTypes = []any{
 	(Status)(0),                   // 0: gnmisidecar.journal.v1.Status
 	(Phase)(0),                    // 1: gnmisidecar.journal.v1.Phase
@@ -2334,84 +2421,87 @@ var file_journal_journalpb_journal_proto_goTypes = []any{
 	(*Rollback)(nil),              // 14: gnmisidecar.journal.v1.Rollback
 	(*Proposal)(nil),              // 15: gnmisidecar.journal.v1.Proposal
 	(*ProposalStatus)(nil),        // 16: gnmisidecar.journal.v1.ProposalStatus
-	(*StepStatus)(nil),            // 17: gnmisidecar.journal.v1.StepStatus
-	(*Committed)(nil),             // 18: gnmisidecar.journal.v1.Committed
-	(*Applied)(nil),               // 19: gnmisidecar.journal.v1.Applied
-	(*Configuration)(nil),         // 20: gnmisidecar.journal.v1.Configuration
-	(*Resolution)(nil),            // 21: gnmisidecar.journal.v1.Resolution
-	(*OutOfSync)(nil),             // 22: gnmisidecar.journal.v1.OutOfSync
-	(*Mastership)(nil),            // 23: gnmisidecar.journal.v1.Mastership
-	(*CommitConfirm)(nil),         // 24: gnmisidecar.journal.v1.CommitConfirm
-	(*HistoryEntry)(nil),          // 25: gnmisidecar.journal.v1.HistoryEntry
-	(*HistoryDelta)(nil),          // 26: gnmisidecar.journal.v1.HistoryDelta
-	(*gnmi.Path)(nil),             // 27: gnmi.Path
-	(*gnmi.TypedValue)(nil),       // 28: gnmi.TypedValue
-	(*timestamppb.Timestamp)(nil), // 29: google.protobuf.Timestamp
+	(*ChangeStatus)(nil),          // 17: gnmisidecar.journal.v1.ChangeStatus
+	(*StepStatus)(nil),            // 18: gnmisidecar.journal.v1.StepStatus
+	(*Committed)(nil),             // 19: gnmisidecar.journal.v1.Committed
+	(*Applied)(nil),               // 20: gnmisidecar.journal.v1.Applied
+	(*Configuration)(nil),         // 21: gnmisidecar.journal.v1.Configuration
+	(*Resolution)(nil),            // 22: gnmisidecar.journal.v1.Resolution
+	(*OutOfSync)(nil),             // 23: gnmisidecar.journal.v1.OutOfSync
+	(*Mastership)(nil),            // 24: gnmisidecar.journal.v1.Mastership
+	(*CommitConfirm)(nil),         // 25: gnmisidecar.journal.v1.CommitConfirm
+	(*HistoryEntry)(nil),          // 26: gnmisidecar.journal.v1.HistoryEntry
+	(*HistoryDelta)(nil),          // 27: gnmisidecar.journal.v1.HistoryDelta
+	(*gnmi.Path)(nil),             // 28: gnmi.Path
+	(*gnmi.TypedValue)(nil),       // 29: gnmi.TypedValue
+	(*timestamppb.Timestamp)(nil), // 30: google.protobuf.Timestamp
 }
 var file_journal_journalpb_journal_proto_depIdxs = []int32{
-	27, // 0: gnmisidecar.journal.v1.ListKeys.list:type_name -> gnmi.Path
-	27, // 1: gnmisidecar.journal.v1.Leaf.path:type_name -> gnmi.Path
-	28, // 2: gnmisidecar.journal.v1.Leaf.value:type_name -> gnmi.TypedValue
+	28, // 0: gnmisidecar.journal.v1.ListKeys.list:type_name -> gnmi.Path
+	28, // 1: gnmisidecar.journal.v1.Leaf.path:type_name -> gnmi.Path
+	29, // 2: gnmisidecar.journal.v1.Leaf.value:type_name -> gnmi.TypedValue
 	2,  // 3: gnmisidecar.journal.v1.Op.kind:type_name -> gnmisidecar.journal.v1.OpKind
-	27, // 4: gnmisidecar.journal.v1.Op.path:type_name -> gnmi.Path
+	28, // 4: gnmisidecar.journal.v1.Op.path:type_name -> gnmi.Path
 	7,  // 5: gnmisidecar.journal.v1.Op.values:type_name -> gnmisidecar.journal.v1.Leaf
 	7,  // 6: gnmisidecar.journal.v1.Op.units:type_name -> gnmisidecar.journal.v1.Leaf
-	27, // 7: gnmisidecar.journal.v1.Op.implied_deletes:type_name -> gnmi.Path
-	27, // 8: gnmisidecar.journal.v1.PathValue.path:type_name -> gnmi.Path
-	28, // 9: gnmisidecar.journal.v1.PathValue.value:type_name -> gnmi.TypedValue
+	28, // 7: gnmisidecar.journal.v1.Op.implied_deletes:type_name -> gnmi.Path
+	28, // 8: gnmisidecar.journal.v1.PathValue.path:type_name -> gnmi.Path
+	29, // 9: gnmisidecar.journal.v1.PathValue.value:type_name -> gnmi.TypedValue
 	8,  // 10: gnmisidecar.journal.v1.Change.ops:type_name -> gnmisidecar.journal.v1.Op
 	9,  // 11: gnmisidecar.journal.v1.Change.values:type_name -> gnmisidecar.journal.v1.PathValue
 	0,  // 12: gnmisidecar.journal.v1.Change.commit:type_name -> gnmisidecar.journal.v1.Status
 	0,  // 13: gnmisidecar.journal.v1.Change.apply:type_name -> gnmisidecar.journal.v1.Status
-	29, // 14: gnmisidecar.journal.v1.Change.proposed:type_name -> google.protobuf.Timestamp
-	29, // 15: gnmisidecar.journal.v1.Change.committed:type_name -> google.protobuf.Timestamp
-	29, // 16: gnmisidecar.journal.v1.Change.apply_started:type_name -> google.protobuf.Timestamp
-	29, // 17: gnmisidecar.journal.v1.Change.applied:type_name -> google.protobuf.Timestamp
+	30, // 14: gnmisidecar.journal.v1.Change.proposed:type_name -> google.protobuf.Timestamp
+	30, // 15: gnmisidecar.journal.v1.Change.committed:type_name -> google.protobuf.Timestamp
+	30, // 16: gnmisidecar.journal.v1.Change.apply_started:type_name -> google.protobuf.Timestamp
+	30, // 17: gnmisidecar.journal.v1.Change.applied:type_name -> google.protobuf.Timestamp
 	10, // 18: gnmisidecar.journal.v1.Change.error:type_name -> gnmisidecar.journal.v1.Error
 	12, // 19: gnmisidecar.journal.v1.Change.restores:type_name -> gnmisidecar.journal.v1.Restore
-	27, // 20: gnmisidecar.journal.v1.Change.prefix:type_name -> gnmi.Path
-	29, // 21: gnmisidecar.journal.v1.Tag.time:type_name -> google.protobuf.Timestamp
-	29, // 22: gnmisidecar.journal.v1.Tag.created:type_name -> google.protobuf.Timestamp
+	28, // 20: gnmisidecar.journal.v1.Change.prefix:type_name -> gnmi.Path
+	30, // 21: gnmisidecar.journal.v1.Tag.time:type_name -> google.protobuf.Timestamp
+	30, // 22: gnmisidecar.journal.v1.Tag.created:type_name -> google.protobuf.Timestamp
 	9,  // 23: gnmisidecar.journal.v1.Rollback.values:type_name -> gnmisidecar.journal.v1.PathValue
 	0,  // 24: gnmisidecar.journal.v1.Rollback.commit:type_name -> gnmisidecar.journal.v1.Status
 	0,  // 25: gnmisidecar.journal.v1.Rollback.apply:type_name -> gnmisidecar.journal.v1.Status
-	29, // 26: gnmisidecar.journal.v1.Rollback.proposed:type_name -> google.protobuf.Timestamp
-	29, // 27: gnmisidecar.journal.v1.Rollback.committed:type_name -> google.protobuf.Timestamp
-	29, // 28: gnmisidecar.journal.v1.Rollback.apply_started:type_name -> google.protobuf.Timestamp
-	29, // 29: gnmisidecar.journal.v1.Rollback.applied:type_name -> google.protobuf.Timestamp
+	30, // 26: gnmisidecar.journal.v1.Rollback.proposed:type_name -> google.protobuf.Timestamp
+	30, // 27: gnmisidecar.journal.v1.Rollback.committed:type_name -> google.protobuf.Timestamp
+	30, // 28: gnmisidecar.journal.v1.Rollback.apply_started:type_name -> google.protobuf.Timestamp
+	30, // 29: gnmisidecar.journal.v1.Rollback.applied:type_name -> google.protobuf.Timestamp
 	10, // 30: gnmisidecar.journal.v1.Rollback.error:type_name -> gnmisidecar.journal.v1.Error
 	1,  // 31: gnmisidecar.journal.v1.Proposal.phase:type_name -> gnmisidecar.journal.v1.Phase
 	11, // 32: gnmisidecar.journal.v1.Proposal.change:type_name -> gnmisidecar.journal.v1.Change
 	14, // 33: gnmisidecar.journal.v1.Proposal.rollback:type_name -> gnmisidecar.journal.v1.Rollback
 	1,  // 34: gnmisidecar.journal.v1.ProposalStatus.phase:type_name -> gnmisidecar.journal.v1.Phase
-	17, // 35: gnmisidecar.journal.v1.ProposalStatus.change:type_name -> gnmisidecar.journal.v1.StepStatus
-	17, // 36: gnmisidecar.journal.v1.ProposalStatus.rollback:type_name -> gnmisidecar.journal.v1.StepStatus
-	0,  // 37: gnmisidecar.journal.v1.StepStatus.commit:type_name -> gnmisidecar.journal.v1.Status
-	0,  // 38: gnmisidecar.journal.v1.StepStatus.apply:type_name -> gnmisidecar.journal.v1.Status
-	18, // 39: gnmisidecar.journal.v1.Configuration.committed:type_name -> gnmisidecar.journal.v1.Committed
-	19, // 40: gnmisidecar.journal.v1.Configuration.applied:type_name -> gnmisidecar.journal.v1.Applied
-	0,  // 41: gnmisidecar.journal.v1.Configuration.status:type_name -> gnmisidecar.journal.v1.Status
-	29, // 42: gnmisidecar.journal.v1.Configuration.history_floor:type_name -> google.protobuf.Timestamp
-	29, // 43: gnmisidecar.journal.v1.Configuration.history_time:type_name -> google.protobuf.Timestamp
-	29, // 44: gnmisidecar.journal.v1.Resolution.time:type_name -> google.protobuf.Timestamp
-	27, // 45: gnmisidecar.journal.v1.Resolution.settled:type_name -> gnmi.Path
-	27, // 46: gnmisidecar.journal.v1.Resolution.still_out_of_sync:type_name -> gnmi.Path
-	9,  // 47: gnmisidecar.journal.v1.OutOfSync.value:type_name -> gnmisidecar.journal.v1.PathValue
-	4,  // 48: gnmisidecar.journal.v1.OutOfSync.cause:type_name -> gnmisidecar.journal.v1.OutOfSyncCause
-	10, // 49: gnmisidecar.journal.v1.OutOfSync.error:type_name -> gnmisidecar.journal.v1.Error
-	29, // 50: gnmisidecar.journal.v1.OutOfSync.since:type_name -> google.protobuf.Timestamp
-	29, // 51: gnmisidecar.journal.v1.CommitConfirm.deadline:type_name -> google.protobuf.Timestamp
-	29, // 52: gnmisidecar.journal.v1.CommitConfirm.started:type_name -> google.protobuf.Timestamp
-	9,  // 53: gnmisidecar.journal.v1.HistoryEntry.before:type_name -> gnmisidecar.journal.v1.PathValue
-	9,  // 54: gnmisidecar.journal.v1.HistoryEntry.after:type_name -> gnmisidecar.journal.v1.PathValue
-	29, // 55: gnmisidecar.journal.v1.HistoryDelta.time:type_name -> google.protobuf.Timestamp
-	3,  // 56: gnmisidecar.journal.v1.HistoryDelta.kind:type_name -> gnmisidecar.journal.v1.HistoryKind
-	25, // 57: gnmisidecar.journal.v1.HistoryDelta.entries:type_name -> gnmisidecar.journal.v1.HistoryEntry
-	58, // [58:58] is the sub-list for method output_type
-	58, // [58:58] is the sub-list for method input_type
-	58, // [58:58] is the sub-list for extension type_name
-	58, // [58:58] is the sub-list for extension extendee
-	0,  // [0:58] is the sub-list for field type_name
+	17, // 35: gnmisidecar.journal.v1.ProposalStatus.change:type_name -> gnmisidecar.journal.v1.ChangeStatus
+	18, // 36: gnmisidecar.journal.v1.ProposalStatus.rollback:type_name -> gnmisidecar.journal.v1.StepStatus
+	0,  // 37: gnmisidecar.journal.v1.ChangeStatus.commit:type_name -> gnmisidecar.journal.v1.Status
+	0,  // 38: gnmisidecar.journal.v1.ChangeStatus.apply:type_name -> gnmisidecar.journal.v1.Status
+	0,  // 39: gnmisidecar.journal.v1.StepStatus.commit:type_name -> gnmisidecar.journal.v1.Status
+	0,  // 40: gnmisidecar.journal.v1.StepStatus.apply:type_name -> gnmisidecar.journal.v1.Status
+	19, // 41: gnmisidecar.journal.v1.Configuration.committed:type_name -> gnmisidecar.journal.v1.Committed
+	20, // 42: gnmisidecar.journal.v1.Configuration.applied:type_name -> gnmisidecar.journal.v1.Applied
+	0,  // 43: gnmisidecar.journal.v1.Configuration.status:type_name -> gnmisidecar.journal.v1.Status
+	30, // 44: gnmisidecar.journal.v1.Configuration.history_floor:type_name -> google.protobuf.Timestamp
+	30, // 45: gnmisidecar.journal.v1.Configuration.history_time:type_name -> google.protobuf.Timestamp
+	30, // 46: gnmisidecar.journal.v1.Resolution.time:type_name -> google.protobuf.Timestamp
+	28, // 47: gnmisidecar.journal.v1.Resolution.settled:type_name -> gnmi.Path
+	28, // 48: gnmisidecar.journal.v1.Resolution.still_out_of_sync:type_name -> gnmi.Path
+	9,  // 49: gnmisidecar.journal.v1.OutOfSync.value:type_name -> gnmisidecar.journal.v1.PathValue
+	4,  // 50: gnmisidecar.journal.v1.OutOfSync.cause:type_name -> gnmisidecar.journal.v1.OutOfSyncCause
+	10, // 51: gnmisidecar.journal.v1.OutOfSync.error:type_name -> gnmisidecar.journal.v1.Error
+	30, // 52: gnmisidecar.journal.v1.OutOfSync.since:type_name -> google.protobuf.Timestamp
+	30, // 53: gnmisidecar.journal.v1.CommitConfirm.deadline:type_name -> google.protobuf.Timestamp
+	30, // 54: gnmisidecar.journal.v1.CommitConfirm.started:type_name -> google.protobuf.Timestamp
+	9,  // 55: gnmisidecar.journal.v1.HistoryEntry.before:type_name -> gnmisidecar.journal.v1.PathValue
+	9,  // 56: gnmisidecar.journal.v1.HistoryEntry.after:type_name -> gnmisidecar.journal.v1.PathValue
+	30, // 57: gnmisidecar.journal.v1.HistoryDelta.time:type_name -> google.protobuf.Timestamp
+	3,  // 58: gnmisidecar.journal.v1.HistoryDelta.kind:type_name -> gnmisidecar.journal.v1.HistoryKind
+	26, // 59: gnmisidecar.journal.v1.HistoryDelta.entries:type_name -> gnmisidecar.journal.v1.HistoryEntry
+	60, // [60:60] is the sub-list for method output_type
+	60, // [60:60] is the sub-list for method input_type
+	60, // [60:60] is the sub-list for extension type_name
+	60, // [60:60] is the sub-list for extension extendee
+	0,  // [0:60] is the sub-list for field type_name
 }
 
 func init() { file_journal_journalpb_journal_proto_init() }
@@ -2425,7 +2515,7 @@ func file_journal_journalpb_journal_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_journal_journalpb_journal_proto_rawDesc), len(file_journal_journalpb_journal_proto_rawDesc)),
 			NumEnums:      5,
-			NumMessages:   22,
+			NumMessages:   23,
 			NumExtensions: 0,
 			NumServices:   0,
 		},
