@@ -3,7 +3,12 @@ package testbed_test
 import (
 	"encoding/json"
 	"fmt"
+	"os"
+	"slices"
 	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
 
 	gpb "github.com/openconfig/gnmi/proto/gnmi"
 
@@ -73,4 +78,59 @@ func BenchmarkSetNewLeaves(b *testing.B) {
 		}
 	}
 	b.ReportMetric(float64(b.N*batch)/b.Elapsed().Seconds(), "leaves/s")
+}
+
+// BenchmarkSetAfterIdle measures one client's Set of one leaf straight to
+// the device, back to back ("hot") and each right after the client's
+// goroutine blocked in an fdatasync of a small write, as the sidecar's
+// device Set always follows its journal's: the same round trip, from
+// threads that went idle (docs/bench.md, "Where a Set's time goes"). It
+// reports the median round trip, and the median fdatasync.
+func BenchmarkSetAfterIdle(b *testing.B) {
+	for _, afterSync := range []bool{false, true} {
+		name := "hot"
+		if afterSync {
+			name = "after-fdatasync"
+		}
+		b.Run(name, func(b *testing.B) {
+			d := testbed.StartT(b, testbed.Options{})
+			c := dialB(b, d.Addr())
+			f, err := os.CreateTemp(b.TempDir(), "sync")
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer f.Close()
+			block := make([]byte, 512)
+			var rtt, syncs []time.Duration
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				if afterSync {
+					start := time.Now()
+					if _, err := f.Write(block); err != nil {
+						b.Fatal(err)
+					}
+					if err := unix.Fdatasync(int(f.Fd())); err != nil {
+						b.Fatal(err)
+					}
+					syncs = append(syncs, time.Since(start))
+				}
+				req := &gpb.SetRequest{Update: []*gpb.Update{upd(b, eth0Desc, str(fmt.Sprintf("v%d", i)))}}
+				start := time.Now()
+				if _, err := c.Set(b.Context(), req); err != nil {
+					b.Fatal(err)
+				}
+				rtt = append(rtt, time.Since(start))
+			}
+			b.ReportMetric(float64(median(rtt).Microseconds()), "p50-µs/set")
+			if afterSync {
+				b.ReportMetric(float64(median(syncs).Microseconds()), "p50-µs/fdatasync")
+			}
+		})
+	}
+}
+
+func median(d []time.Duration) time.Duration {
+	s := slices.Clone(d)
+	slices.Sort(s)
+	return s[len(s)/2]
 }

@@ -62,9 +62,9 @@ func (b *bencher) latency(ctx context.Context) ([]row, error) {
 		return nil, err
 	}
 	p50s, p50d := percentile(sc, 0.5), percentile(dr, 0.5)
-	limit := p50d + fsync + 500*time.Microsecond
+	limit := p50d + fsync + 300*time.Microsecond
 	p50 := newRow("Set latency p50, 1 client", "ms", "lower", ms(p50s), ms(p50d)).
-		withTarget(fmt.Sprintf("≤ direct + fsync (%.2f ms) + 0.5 ms = %.2f ms", ms(fsync), ms(limit)), p50s <= limit)
+		withTarget(fmt.Sprintf("≤ direct + fsync (%.2f ms) + 0.3 ms = %.2f ms", ms(fsync), ms(limit)), p50s <= limit)
 	p99 := newRow("Set latency p99, 1 client", "ms", "lower", ms(percentile(sc, 0.99)), ms(percentile(dr, 0.99)))
 	return []row{p50, p99}, nil
 }
@@ -117,7 +117,7 @@ func (b *bencher) throughput(ctx context.Context, clients int, delay time.Durati
 	case clients == 64 && delay > 0:
 		out = out.withTarget("≥ 10× direct", out.Ratio >= 10)
 	case clients == 64:
-		out = out.withTarget("≥ 0.5× direct", out.Ratio >= 0.5)
+		out = out.withTarget("≥ 0.95× direct", out.Ratio >= 0.95)
 	}
 	return []row{out}, nil
 }
@@ -372,7 +372,7 @@ func (b *bencher) subscribe(ctx context.Context, subscribers int) ([]row, error)
 	out.Note = fmt.Sprintf("update latency p50 / p99: sidecar %.2f / %.2f ms, direct %.2f / %.2f ms; CPU per update: sidecar %.0f µs, direct %.0f µs",
 		ms(percentile(sc.latency(), 0.5)), ms(percentile(sc.latency(), 0.99)), ms(percentile(dr.latency(), 0.5)), ms(percentile(dr.latency(), 0.99)),
 		sc.cpuPerUpdate(), dr.cpuPerUpdate())
-	return []row{out.withTarget("≥ 0.9× direct", out.Ratio >= 0.9)}, nil
+	return []row{out.withTarget("≥ 0.98× direct", out.Ratio >= 0.98)}, nil
 }
 
 // subscribeDrivers Set leaves on the device concurrently during a

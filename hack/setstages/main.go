@@ -65,13 +65,15 @@ func run(file string, out io.Writer) error {
 	if len(rows) == 0 {
 		return errors.New("no Set through the sidecar with all its regions in the trace (run gnmi-sidecar-bench --scenarios latency --trace FILE)")
 	}
-	var direct, directHandle []time.Duration
+	var direct [4][]time.Duration
 	for _, c := range byKind["client.Set"] {
 		if _, through := first(byKind["set"], -1, c.start, c.end); through {
 			continue
 		}
 		if h, ok := first(byKind["device.handle"], -1, c.start, c.end); ok {
-			direct, directHandle = append(direct, c.dur()), append(directHandle, h.dur())
+			for k, d := range []time.Duration{c.dur(), h.start.Sub(c.start), h.dur(), c.end.Sub(h.end)} {
+				direct[k] = append(direct[k], d)
+			}
 		}
 	}
 	fmt.Fprintf(out, "%d Sets through the sidecar\n", len(rows))
@@ -83,10 +85,12 @@ func run(file string, out io.Writer) error {
 		}
 		fmt.Fprintf(out, "%-62s %9.1f %9.1f\n", name, us(median(d)), us(mean(d)))
 	}
-	if len(direct) > 0 {
-		fmt.Fprintf(out, "\n%d Sets direct\n", len(direct))
-		fmt.Fprintf(out, "%-62s %9.1f %9.1f\n", "total (client's Set)", us(median(direct)), us(mean(direct)))
-		fmt.Fprintf(out, "%-62s %9.1f %9.1f\n", "  of which the device's Set handler", us(median(directHandle)), us(mean(directHandle)))
+	if len(direct[0]) > 0 {
+		fmt.Fprintf(out, "\n%d Sets direct\n", len(direct[0]))
+		for k, name := range []string{"total (client's Set)", "  of which: → the device's Set handler (gRPC out)",
+			"  of which: the device's Set handler", "  of which: handler → client (gRPC back)"} {
+			fmt.Fprintf(out, "%-62s %9.1f %9.1f\n", name, us(median(direct[k])), us(mean(direct[k])))
+		}
 	}
 	return nil
 }
@@ -106,7 +110,9 @@ var stageNames = []string{
 	"applier: prepare (ready proposals, device SetRequest)",
 	"prepare → device Set",
 	"device Set (gRPC round trip, device work)",
-	"  of which the device's Set handler",
+	"  of which: → the device's Set handler (southbound gRPC out)",
+	"  of which: the device's Set handler",
+	"  of which: handler → answer (southbound gRPC back)",
 	"completion: device answer → client's Set done waiting",
 	"proxy: reply",
 	"proxy handler → client (northbound gRPC out)",
@@ -156,7 +162,9 @@ func stagesOf(set span, byKind map[string][]span) (st stages, ok bool) {
 		prepare.dur(),
 		device.start.Sub(prepare.end),
 		device.dur(),
+		handle.start.Sub(device.start),
 		handle.dur(),
+		device.end.Sub(handle.end),
 		wait.end.Sub(device.end),
 		set.end.Sub(wait.end),
 		client.end.Sub(set.end),
