@@ -292,29 +292,23 @@ func fastKind(k yang.TypeKind, t reflect.Type) bool {
 	if t.Kind() != reflect.Pointer || t.Elem().PkgPath() != "" {
 		return false
 	}
-	switch e := t.Elem().Kind(); k {
-	case yang.Ystring:
-		return e == reflect.String
-	case yang.Ybool:
-		return e == reflect.Bool
-	case yang.Yint8:
-		return e == reflect.Int8
-	case yang.Yint16:
-		return e == reflect.Int16
-	case yang.Yint32:
-		return e == reflect.Int32
-	case yang.Yint64:
-		return e == reflect.Int64
-	case yang.Yuint8:
-		return e == reflect.Uint8
-	case yang.Yuint16:
-		return e == reflect.Uint16
-	case yang.Yuint32:
-		return e == reflect.Uint32
-	case yang.Yuint64:
-		return e == reflect.Uint64
-	}
-	return false
+	want, ok := fastKinds[k]
+	return ok && t.Elem().Kind() == want
+}
+
+// fastKinds maps the YANG kinds the fast path converts to the Go kind ygot
+// generates for them.
+var fastKinds = map[yang.TypeKind]reflect.Kind{
+	yang.Ystring: reflect.String,
+	yang.Ybool:   reflect.Bool,
+	yang.Yint8:   reflect.Int8,
+	yang.Yint16:  reflect.Int16,
+	yang.Yint32:  reflect.Int32,
+	yang.Yint64:  reflect.Int64,
+	yang.Yuint8:  reflect.Uint8,
+	yang.Yuint16: reflect.Uint16,
+	yang.Yuint32: reflect.Uint32,
+	yang.Yuint64: reflect.Uint64,
 }
 
 // value converts v to a new value of the leaf's field type, if v is of the

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -294,15 +295,7 @@ type rootField struct {
 // matches is tagMatches for the field's tag.
 func (f *rootField) matches(elems []*gpb.PathElem) ([]string, bool) {
 	for _, parts := range f.alts {
-		n := min(len(parts), len(elems))
-		ok := true
-		for j := 0; j < n; j++ {
-			if parts[j] != elems[j].GetName() {
-				ok = false
-				break
-			}
-		}
-		if ok {
+		if leadingNamesAgree(parts, elems) {
 			return parts, true
 		}
 	}
@@ -666,20 +659,22 @@ func (t *touched) restrict(root ygot.GoStruct) ygot.GoStruct {
 // alternative split into elements.
 func tagMatches(tag string, elems []*gpb.PathElem) ([]string, bool) {
 	for _, alt := range strings.Split(tag, "|") {
-		parts := strings.Split(alt, "/")
-		n := min(len(parts), len(elems))
-		ok := true
-		for j := 0; j < n; j++ {
-			if parts[j] != elems[j].GetName() {
-				ok = false
-				break
-			}
-		}
-		if ok {
+		if parts := strings.Split(alt, "/"); leadingNamesAgree(parts, elems) {
 			return parts, true
 		}
 	}
 	return nil, false
+}
+
+// leadingNamesAgree reports whether parts and elems have the same element
+// names as far as the shorter of them goes.
+func leadingNamesAgree(parts []string, elems []*gpb.PathElem) bool {
+	for j := range min(len(parts), len(elems)) {
+		if parts[j] != elems[j].GetName() {
+			return false
+		}
+	}
+	return true
 }
 
 // scalarMapKey converts the single key value of a path element to the map
@@ -822,11 +817,17 @@ func resolveGet(schema *yang.Entry, root ygot.GoStruct, full *gpb.Path, prefixLe
 		}
 		return nil, pathError(codes.InvalidArgument, full, "%s", errMsg(err))
 	}
-	if len(present(nodes)) == 0 {
+	found := present(nodes)
+	if len(found) == 0 {
 		return nil, pathError(codes.NotFound, full, "no data at this path")
 	}
+	// A wildcard's matches come in map order: answer in path order, the
+	// same for every Get.
+	slices.SortStableFunc(found, func(a, b *ytypes.TreeNode) int {
+		return strings.Compare(pathString(a.Path), pathString(b.Path))
+	})
 	var out []*gpb.Update
-	for _, n := range present(nodes) {
+	for _, n := range found {
 		nodeFull := full
 		if n.Path != nil && len(n.Path.GetElem()) == len(full.GetElem()) {
 			nodeFull = n.Path // concrete keys for a wildcard request
