@@ -19,6 +19,7 @@ import (
 	"os"
 	"slices"
 	"sort"
+	"strings"
 	"time"
 
 	"golang.org/x/exp/trace"
@@ -84,6 +85,24 @@ func run(file string, out io.Writer) error {
 			d = append(d, r[k])
 		}
 		fmt.Fprintf(out, "%-62s %9.1f %9.1f\n", name, us(median(d)), us(mean(d)))
+	}
+	// Badger syncs the value log, then the memtable's log, in each commit.
+	var vlog, wal []time.Duration
+	for _, c := range byKind["journal.commit"] {
+		var syncs []span
+		for _, m := range byKind["msync"] {
+			if m.start >= c.start && m.end <= c.end {
+				syncs = append(syncs, m)
+			}
+		}
+		if len(syncs) == 2 {
+			vlog, wal = append(vlog, syncs[0].dur()), append(wal, syncs[1].dur())
+		}
+	}
+	if len(vlog) > 0 {
+		fmt.Fprintf(out, "\nBadger's syncs (msync) in %d of %d journal commits that made two\n", len(vlog), len(byKind["journal.commit"]))
+		fmt.Fprintf(out, "%-62s %9.1f %9.1f\n", "  the value log's", us(median(vlog)), us(mean(vlog)))
+		fmt.Fprintf(out, "%-62s %9.1f %9.1f\n", "  the memtable's log", us(median(wal)), us(mean(wal)))
 	}
 	if len(direct[0]) > 0 {
 		fmt.Fprintf(out, "\n%d Sets direct\n", len(direct[0]))
@@ -251,8 +270,35 @@ func readSpans(file string) ([]span, error) {
 			}
 			out = append(out, span{kind: k.kind, g: k.g, start: starts[len(starts)-1], end: ev.Time()})
 			open[k] = starts[:len(starts)-1]
+		case trace.EventStateTransition:
+			// Badger's syncs: a goroutine's time in an msync system call.
+			st := ev.StateTransition()
+			if st.Resource.Kind != trace.ResourceGoroutine {
+				continue
+			}
+			g := st.Resource.Goroutine()
+			switch from, to := st.Goroutine(); {
+			case to == trace.GoSyscall && inMsync(st.Stack):
+				open[key{g, "msync"}] = []trace.Time{ev.Time()}
+			case from == trace.GoSyscall:
+				k := key{g, "msync"}
+				if starts := open[k]; len(starts) == 1 {
+					out = append(out, span{kind: "msync", g: g, start: starts[0], end: ev.Time()})
+					delete(open, k)
+				}
+			}
 		}
 	}
+}
+
+// inMsync reports whether stack is in an msync system call.
+func inMsync(stack trace.Stack) bool {
+	for f := range stack.Frames() {
+		if strings.HasSuffix(f.Func, ".Msync") {
+			return true
+		}
+	}
+	return false
 }
 
 func median(d []time.Duration) time.Duration {
