@@ -66,7 +66,8 @@ func randomFastValue(r *rand.Rand, rel, entry string) *gpb.TypedValue {
 }
 
 // TestFastSetMatchesGeneralPath applies random Sets of leaves in interface
-// entries twice, with the fast path and without it, and checks that both
+// entries (with, now and then, a JSON_IETF container or a delete of a leaf
+// or an entry in the same Set) twice, with the fast path and without it, and checks that both
 // give the same answer, the same tree and the same change notification
 // (as ygot.Diff reports it).
 func TestFastSetMatchesGeneralPath(t *testing.T) {
@@ -91,8 +92,27 @@ func TestFastSetMatchesGeneralPath(t *testing.T) {
 				t.Fatal(err)
 			}
 			op := setOp{op: gpb.UpdateResult_UPDATE, path: full, full: full, val: randomFastValue(r, rel, entry), write: true}
-			if r.IntN(4) == 0 {
+			switch r.IntN(12) {
+			case 0, 1, 2:
 				op.op, op.clear = gpb.UpdateResult_REPLACE, true
+			case 3:
+				// What real clients send beside scalar leaves: a JSON_IETF
+				// container, which the fast path leaves to the general one.
+				cfg := fmt.Sprintf(`{"openconfig-interfaces:description":"j%d","openconfig-interfaces:mtu":%d}`, i, 1500+r.IntN(2))
+				if op.path, err = ygot.StringToStructuredPath(fmt.Sprintf("/interfaces/interface[name=%s]/config", entry)); err != nil {
+					t.Fatal(err)
+				}
+				op.full, op.val = op.path, &gpb.TypedValue{Value: &gpb.TypedValue_JsonIetfVal{JsonIetfVal: []byte(cfg)}}
+			case 4:
+				// A delete of the leaf, or of the whole entry (not of its
+				// key alone: the device would keep the entry without it).
+				if r.IntN(2) == 0 || rel == "name" || rel == "config/name" {
+					if op.path, err = ygot.StringToStructuredPath(fmt.Sprintf("/interfaces/interface[name=%s]", entry)); err != nil {
+						t.Fatal(err)
+					}
+					op.full = op.path
+				}
+				op.op, op.val, op.clear, op.write = gpb.UpdateResult_DELETE, nil, true, false
 			}
 			ops = append(ops, op)
 		}
