@@ -89,6 +89,24 @@ func TestSubscribeOnce(t *testing.T) {
 	}
 }
 
+// TestSubscribeOnceWildcards: subscriptions whose paths hold wildcards
+// (* and ... in names, * in keys) get the data under them, as Get does.
+func TestSubscribeOnceWildcards(t *testing.T) {
+	_, c := startDevice(t, testbed.Options{})
+	mustSet(t, c, &gpb.SetRequest{Update: []*gpb.Update{upd(t, eth0Desc, str("uplink")), upd(t, "/system/config/hostname", str("r1"))}})
+	for _, path := range []string{
+		"/interfaces/...", "/interfaces/*/config", "/interfaces/interface[name=*]/config",
+		"/*/interface/config", "/.../description", "/...",
+	} {
+		t.Run(path, func(t *testing.T) {
+			sub := subscribe(t, c, gpb.SubscriptionList_ONCE, &gpb.Subscription{Path: p(t, path)})
+			if got := untilSync(t, sub); got[eth0Desc].GetStringVal() != "uplink" {
+				t.Errorf("ONCE %s got %v, want %s = uplink", path, got, eth0Desc)
+			}
+		})
+	}
+}
+
 func TestSubscribePoll(t *testing.T) {
 	_, c := startDevice(t, testbed.Options{})
 	setLeaf(t, c, eth0Desc, str("first"))

@@ -303,19 +303,17 @@ func (f *rootField) matches(elems []*gpb.PathElem) ([]string, bool) {
 }
 
 // reachedBy reports whether one of paths (full paths; none: any) may
-// reach data in the field: the root, a path through the field, or one
-// starting with a wildcard.
+// reach data in the field: the root, or a path through the field, its
+// elements named or wildcards (* or ...).
 func (f *rootField) reachedBy(paths []*gpb.Path) bool {
 	if len(paths) == 0 {
 		return true
 	}
 	for _, p := range paths {
-		elems := p.GetElem()
-		if len(elems) == 0 || elems[0].GetName() == "*" || elems[0].GetName() == "..." {
-			return true
-		}
-		if _, ok := f.matches(elems); ok {
-			return true
+		for _, alt := range f.alts {
+			if subReaches(p.GetElem(), alt, nil, true) {
+				return true
+			}
 		}
 	}
 	return false
