@@ -125,18 +125,7 @@ func fetchDriftTree(ctx context.Context, c gpb.GNMIClient, container string) (ma
 	if err != nil {
 		return nil, nil, err
 	}
-	entries := map[string]map[string]*gpb.TypedValue{}
-	for _, l := range leaves {
-		if len(l.elems) != 4 || l.elems[1].GetName() != introspection.Path || l.elems[2].GetName() != introspection.State {
-			continue
-		}
-		k := l.elems[1].GetKey()[introspection.Path]
-		if entries[k] == nil {
-			entries[k] = map[string]*gpb.TypedValue{}
-		}
-		entries[k][l.elems[3].GetName()] = l.val
-	}
-	return stateLeaves(leaves, container), entries, nil
+	return stateLeaves(leaves, container), entriesOf(leaves, introspection.Path, introspection.Path), nil
 }
 
 func fetchDrift(ctx context.Context, c gpb.GNMIClient) (*DriftView, error) {

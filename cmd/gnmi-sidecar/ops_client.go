@@ -846,6 +846,12 @@ func fetchEntries(ctx context.Context, c gpb.GNMIClient, container, list, key st
 	if err != nil && status.Code(err) != codes.NotFound {
 		return nil, err
 	}
+	return entriesOf(leaves, list, key), nil
+}
+
+// entriesOf picks, out of the leaves of one container, the state leaves
+// of its top-level list's entries, container/list[key=K]/state/LEAF, by K.
+func entriesOf(leaves []leaf, list, key string) map[string]map[string]*gpb.TypedValue {
 	out := map[string]map[string]*gpb.TypedValue{}
 	for _, l := range leaves {
 		if len(l.elems) != 4 || l.elems[1].GetName() != list || l.elems[2].GetName() != introspection.State {
@@ -857,7 +863,7 @@ func fetchEntries(ctx context.Context, c gpb.GNMIClient, container, list, key st
 		}
 		out[k][l.elems[3].GetName()] = l.val
 	}
-	return out, nil
+	return out
 }
 
 // stringsOf reads a leaf-list of strings (empty, not nil, if absent).
