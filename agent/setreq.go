@@ -369,7 +369,11 @@ func kindOf(pv *journal.PathValue) valueKind {
 // otherwise it returns nil.
 func (b *setBatcher) add(pv *journal.PathValue) *gpb.SetRequest {
 	kind := kindOf(pv)
-	if kind == kindDelete && keepsEntry(pv.GetPath()) {
+	if kind == kindDelete && leaves.KeepsEntry(pv.GetPath()) {
+		// A replayed Set never sends this tombstone: where the entry itself
+		// is deleted, a tombstone at or above it does that, and the journal
+		// keeps a tombstone of its own for every other value it knew under
+		// the container.
 		return nil
 	}
 	if kind != kindDelete {
@@ -418,20 +422,6 @@ func (b *setBatcher) add(pv *journal.PathValue) *gpb.SetRequest {
 		widen(b.updatesUnder, key, pv.GetIndex())
 	}
 	return ready
-}
-
-// keepsEntry reports whether a tombstone at p is one a replayed Set must
-// not send: an OpenConfig list entry's key mirror or the config container
-// holding it (leaves.KeyMirror, leaves.EntryConfig). Deleting either alone
-// breaks an entry that exists; where the entry itself is deleted, a
-// tombstone at or above it does that, and the journal keeps a tombstone
-// of its own for every other value it knew under the container.
-func keepsEntry(p *gpb.Path) bool {
-	if leaves.EntryConfig(p) {
-		return true
-	}
-	_, ok := leaves.KeyMirror(p)
-	return ok
 }
 
 func (b *setBatcher) appendUpdate(path *gpb.Path, v *gpb.TypedValue) {

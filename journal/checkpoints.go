@@ -108,6 +108,9 @@ type resolvedPoint struct {
 	index uint64    // Tag.index
 	time  time.Time // a History snapshot at this time reads the point
 	tag   string
+	// oldest is, when resolving the point looked it up, the seq of the
+	// oldest history delta kept (HistorySeq+1: none); 0: not looked up.
+	oldest uint64
 }
 
 // resolvePoint locates pt in the history of txn.
@@ -130,7 +133,7 @@ func resolvePoint(ctx context.Context, txn *badger.Txn, c *Configuration, pt Poi
 		}
 		return resolvedPoint{seq: c.GetHistorySeq(), index: c.GetCommitted().GetIndex(), time: at}, nil
 	case pt.Index == 0:
-		first, err := firstDelta(txn)
+		oldest, first, err := firstDelta(txn, c)
 		if err != nil {
 			return resolvedPoint{}, err
 		}
@@ -138,7 +141,7 @@ func resolvePoint(ctx context.Context, txn *badger.Txn, c *Configuration, pt Poi
 		if first != nil {
 			at = first.GetTime().AsTime().Add(-time.Nanosecond)
 		}
-		return resolvedPoint{seq: 0, index: 0, time: at}, nil
+		return resolvedPoint{seq: 0, index: 0, time: at, oldest: oldest}, nil
 	}
 	i := pt.Index
 	if i > c.GetLastIndex() {
@@ -237,18 +240,18 @@ func decodeDelta(item *badger.Item) (uint64, *HistoryDelta, error) {
 	return binary.BigEndian.Uint64(key[len(nsHistory):]), d, nil
 }
 
-// firstDelta returns the oldest history delta kept (nil: none).
-func firstDelta(txn *badger.Txn) (*HistoryDelta, error) {
+// firstDelta returns the oldest history delta kept and its seq (nil and
+// c's HistorySeq+1: none).
+func firstDelta(txn *badger.Txn, c *Configuration) (uint64, *HistoryDelta, error) {
 	opts := badger.DefaultIteratorOptions
 	opts.Prefix = nsHistory
 	it := txn.NewIterator(opts)
 	defer it.Close()
 	it.Rewind()
 	if !it.ValidForPrefix(nsHistory) {
-		return nil, nil
+		return c.GetHistorySeq() + 1, nil, nil
 	}
-	_, d, err := decodeDelta(it.Item())
-	return d, err
+	return decodeDelta(it.Item())
 }
 
 // restorable refuses, wrapping ErrCompacted, a point some of whose later
@@ -257,18 +260,12 @@ func restorable(txn *badger.Txn, c *Configuration, rp resolvedPoint, what string
 	if rp.seq >= c.GetHistorySeq() {
 		return nil
 	}
-	opts := badger.DefaultIteratorOptions
-	opts.Prefix = nsHistory
-	it := txn.NewIterator(opts)
-	defer it.Close()
-	it.Rewind()
-	oldest := c.GetHistorySeq() + 1 // none kept
-	if it.ValidForPrefix(nsHistory) {
-		seq, _, err := decodeDelta(it.Item())
-		if err != nil {
+	oldest := rp.oldest
+	if oldest == 0 { // not looked up resolving rp
+		var err error
+		if oldest, _, err = firstDelta(txn, c); err != nil {
 			return err
 		}
-		oldest = seq
 	}
 	if oldest > rp.seq+1 {
 		return fmt.Errorf("journal: %s is older than the history retention keeps (history before %s is gone): %w",
@@ -553,9 +550,10 @@ func restoreOps(ctx context.Context, txn *badger.Txn, seq uint64) ([]*Op, error)
 			if deleted != nil && deleted.contains([]byte(k)) {
 				continue
 			}
-			if keepsEntry(now.GetPath()) {
+			if leaves.KeepsEntry(now.GetPath()) {
 				// The device made it with the entry and keeps it while the
-				// entry exists: a delete of the entry (or above) goes first.
+				// entry exists: a delete of the entry (or above) goes first;
+				// a change going back to a point never deletes it by itself.
 				continue
 			}
 			sub := subtreeOf(now.GetPath())
@@ -572,18 +570,6 @@ func restoreOps(ctx context.Context, txn *badger.Txn, seq uint64) ([]*Op, error)
 		}
 	}
 	return append(deletes, writes...), nil
-}
-
-// keepsEntry reports whether p is an OpenConfig list entry's key mirror
-// or the config container holding it (leaves.KeyMirror,
-// leaves.EntryConfig): deleting either alone breaks an entry that exists,
-// so a change going back to a point never deletes them by themselves.
-func keepsEntry(p *gnmi.Path) bool {
-	if leaves.EntryConfig(p) {
-		return true
-	}
-	_, ok := leaves.KeyMirror(p)
-	return ok
 }
 
 // changesSince returns, for every path changed by a history delta for

@@ -146,14 +146,19 @@ func ValidateDeletePath(p *gnmi.Path) error {
 
 // IsWildcard reports whether p holds a wildcard element name or key value.
 func IsWildcard(p *gnmi.Path) bool {
-	for _, e := range p.GetElem() {
-		if e.GetName() == gnmipath.AnyElem {
+	return slices.ContainsFunc(p.GetElem(), wildElem)
+}
+
+// wildElem reports whether e's name or one of its key values is "*".
+// Unlike gnmipath.Wild, it does not count an element named "..." (which
+// validatePath refuses).
+func wildElem(e *gnmi.PathElem) bool {
+	if e.GetName() == gnmipath.AnyElem {
+		return true
+	}
+	for _, v := range e.GetKey() {
+		if v == gnmipath.AnyElem {
 			return true
-		}
-		for _, v := range e.GetKey() {
-			if v == gnmipath.AnyElem {
-				return true
-			}
 		}
 	}
 	return false
@@ -178,7 +183,7 @@ func validatePath(p *gnmi.Path, wildcards bool) error {
 			named := gnmipath.Short(&gnmi.Path{Origin: p.GetOrigin(), Elem: p.GetElem()[:n]})
 			return fmt.Errorf("path %s/... has an element without a name (element %d)", strings.TrimSuffix(named, "/"), n+1)
 		}
-		if e.GetName() == gnmipath.AnyDepth || strings.Contains(e.GetName(), "...") {
+		if strings.Contains(e.GetName(), "...") {
 			return fmt.Errorf("path %s has the wildcard \"...\": the journal cannot record exactly what it deletes; name the paths", gnmipath.Short(p))
 		}
 		if strings.Contains(e.GetName(), "*") && !(wildcards && e.GetName() == gnmipath.AnyElem) {

@@ -1348,8 +1348,10 @@ func (w *writeTxn) tombstoneSubtree(eff *effective, i uint64, p *gnmi.Path, atPa
 // expands on its own data (gNMI 3.4.6).
 func (w *writeTxn) deleteMatches(eff *effective, i uint64, pattern *gnmi.Path) error {
 	elems := pattern.GetElem()
-	n := 0 // elements before the first wildcard: where matches live
-	for ; n < len(elems) && !IsWildcard(&gnmi.Path{Elem: elems[n : n+1]}); n++ {
+	// Elements before the first wildcard: where matches live.
+	n := slices.IndexFunc(elems, wildElem)
+	if n < 0 {
+		n = len(elems)
 	}
 	under := &gnmi.Path{Origin: pattern.GetOrigin(), Elem: elems[:n]}
 	matches := map[string]*gnmi.Path{}

@@ -188,3 +188,16 @@ func EntryConfig(p *gpb.Path) bool {
 	n := len(elems)
 	return n >= 2 && Name(elems[n-1].GetName()) == "config" && len(elems[n-1].GetKey()) == 0 && len(elems[n-2].GetKey()) > 0
 }
+
+// KeepsEntry reports whether p is an OpenConfig list entry's key mirror or
+// the config container holding it (KeyMirror, EntryConfig): a device holds
+// both for as long as the entry exists and deleting either alone breaks
+// it, so a delete of p is never sent by itself (replaying changes or going
+// back to a point); deleting the entry, or above it, removes p.
+func KeepsEntry(p *gpb.Path) bool {
+	if EntryConfig(p) {
+		return true
+	}
+	_, ok := KeyMirror(p)
+	return ok
+}
