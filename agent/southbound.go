@@ -17,6 +17,8 @@ import (
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
+
+	"github.com/gnmi-sidecar/gnmi-sidecar/gnmipath"
 )
 
 // A session is one southbound connection: one gRPC ClientConn over one
@@ -146,12 +148,8 @@ func (a *Agent) watchLiveness(ctx context.Context, s *session) error {
 	if err != nil {
 		return err
 	}
-	var prefix *gpb.Path
-	if a.opts.DeviceTarget != "" {
-		prefix = &gpb.Path{Target: a.opts.DeviceTarget}
-	}
 	req := &gpb.SubscribeRequest{Request: &gpb.SubscribeRequest_Subscribe{Subscribe: &gpb.SubscriptionList{
-		Prefix:       prefix,
+		Prefix:       gnmipath.TargetPrefix(a.opts.DeviceTarget),
 		Mode:         gpb.SubscriptionList_STREAM,
 		Encoding:     gpb.Encoding_PROTO,
 		Subscription: []*gpb.Subscription{{Path: path, Mode: gpb.SubscriptionMode_ON_CHANGE}},

@@ -340,7 +340,7 @@ func (w *Watcher) watchError(err error, retry time.Duration) {
 		return
 	}
 	attrs := []any{"err", msg, "retry_in", retry.Round(time.Millisecond)}
-	switch statusCode(err) {
+	switch status.Code(err) {
 	case codes.Unavailable, codes.DeadlineExceeded, codes.Canceled:
 		// The device is away: the agent reports it.
 		w.log.Info("cannot watch the device for drift until it is reachable; retrying", attrs...)
@@ -353,15 +353,6 @@ func (w *Watcher) watchError(err error, retry time.Duration) {
 		}
 	}
 	w.log.Warn("cannot watch the device for drift; retrying", attrs...)
-}
-
-// statusCode is the gRPC code of the status err wraps (Unknown if none).
-func statusCode(err error) codes.Code {
-	var se interface{ GRPCStatus() *status.Status }
-	if errors.As(err, &se) {
-		return se.GRPCStatus().Code()
-	}
-	return codes.Unknown
 }
 
 func (w *Watcher) clearWatchError() {
@@ -422,10 +413,7 @@ func (w *Watcher) session(ctx context.Context) error {
 
 // prefix is the prefix of the watcher's requests: the device target, if any.
 func (w *Watcher) prefix() *gpb.Path {
-	if w.opts.DeviceTarget == "" {
-		return nil
-	}
-	return &gpb.Path{Target: w.opts.DeviceTarget}
+	return gnmipath.TargetPrefix(w.opts.DeviceTarget)
 }
 
 // subscribe opens the ON_CHANGE subscription to scopes and waits for its
@@ -712,7 +700,18 @@ func (s *watchSession) process(ctx context.Context) (time.Duration, error) {
 			s.markDirty(p, first)
 		}
 	}
-	records := w.Records()
+	var records []Record // the drifted paths, when there are notes to look at
+	if len(notes) > 0 {
+		records = w.Records()
+	}
+	var looked uint64 // notes looked at, added to Status.Notes once
+	count := func() {
+		if looked > 0 {
+			w.mu.Lock()
+			w.status.Notes += looked
+			w.mu.Unlock()
+		}
+	}
 	for _, n := range notes {
 		scope := scopeOf(n.Path, s.scopes)
 		if scope == nil || s.dirty[key(scope)] != nil {
@@ -728,15 +727,15 @@ func (s *watchSession) process(ctx context.Context) (time.Duration, error) {
 		}
 		ok, err := w.explained(ctx, n)
 		if err != nil {
+			count()
 			return 0, err
 		}
-		w.mu.Lock()
-		w.status.Notes++
-		w.mu.Unlock()
+		looked++
 		if !ok {
 			s.markDirty(scope, first)
 		}
 	}
+	count()
 	for _, k := range slices.Sorted(maps.Keys(s.dirty)) {
 		scope := s.dirty[k]
 		done, err := w.check(ctx, scope, s.since[k], rest)
@@ -954,18 +953,11 @@ func (w *Watcher) adopt(ctx context.Context, ps []*gpb.Path) {
 	err := func() error {
 		ctx, cancel := context.WithTimeout(ctx, adoptTimeout)
 		defer cancel()
-		target, paths, err := proxy.AdoptionTarget(ps, w.opts.DeviceTarget)
+		ops, prefix, err := proxy.AdoptionOps(w.outgoing(ctx), w.dev, w.opts.DeviceTarget, ps)
 		if err != nil {
 			return err
 		}
-		ops, err := proxy.AdoptionOps(w.outgoing(ctx), w.dev, target, paths)
-		if err != nil {
-			return err
-		}
-		by := journal.Sender{Author: Author, Comment: adoptComment(ps)}
-		if target != "" {
-			by.Prefix = &gpb.Path{Target: target}
-		}
+		by := journal.Sender{Author: Author, Comment: adoptComment(ps), Prefix: prefix}
 		p, err := w.opts.Agent.ProposeAdoption(ctx, by, ops)
 		if err != nil {
 			return err

@@ -179,3 +179,12 @@ func elemMatches(pattern, e *gpb.PathElem) bool {
 	}
 	return true
 }
+
+// TargetPrefix is the prefix of a request to the gNMI target target: one
+// naming only the target, nil if target is "" (none).
+func TargetPrefix(target string) *gpb.Path {
+	if target == "" {
+		return nil
+	}
+	return &gpb.Path{Target: target}
+}

@@ -114,16 +114,12 @@ func (s *Server) adopt(ctx context.Context, action string, targets []*gpb.Path, 
 	if err != nil {
 		return nil, err
 	}
-	target, targets, err := AdoptionTarget(targets, s.opts.DeviceTarget)
+	ops, prefix, err := AdoptionOps(s.outgoing(ctx), s.device, s.opts.DeviceTarget, targets)
 	if err != nil {
 		return nil, err
 	}
-	ops, err := AdoptionOps(s.outgoing(ctx), s.device, target, targets)
-	if err != nil {
-		return nil, err
-	}
-	if target != "" {
-		by.Prefix = &gpb.Path{Target: target}
+	if prefix != nil {
+		by.Prefix = prefix // else the client's, as before
 	}
 	p, err := s.opts.Agent.ProposeAdoption(ctx, by, ops)
 	if err != nil {
@@ -155,31 +151,40 @@ type DeviceReader interface {
 	Get(ctx context.Context, in *gpb.GetRequest, opts ...grpc.CallOption) (*gpb.GetResponse, error)
 }
 
-// AdoptionOps reads the device's configuration at targets (dev, with ctx's
+// AdoptionOps reads the device's configuration at paths (dev, with ctx's
 // credentials) and returns the operations of the Set a client would send
 // for the journal to hold exactly that (journal.ProposeAdoption): a Delete
-// of each target, then an Update of every value the device returns there.
-// A target the device holds nothing at is only deleted. Errors are gRPC
-// statuses: the device's code when it cannot be read, FailedPrecondition
-// when it answers with a value outside the target. (Proposing the
+// of each path, then an Update of every value the device returns there.
+// A path the device holds nothing at is only deleted. Errors are gRPC
+// statuses: FailedPrecondition when paths name several targets, the
+// device's code when it cannot be read, FailedPrecondition when it answers
+// with a value outside the path. (Proposing the
 // operations may still be refused: a value the journal cannot record leaf
 // by leaf.) Both `gnmi-sidecar resolve skip|adopt` and drift adoption
 // (package drift) build their adopted proposals with it.
 //
-// target is the gNMI target the Gets name in their prefix ("" none); the
-// paths carry none. The proposal of the operations must name it too
-// (journal.Sender.Prefix), so that its values are applied and re-pushed
-// there.
-func AdoptionOps(ctx context.Context, dev DeviceReader, target string, paths []*gpb.Path) ([]*journal.Op, error) {
+// The Gets go to the gNMI target of paths (AdoptionTarget: the one they
+// name, else deviceTarget), in their prefix; the operations' paths carry
+// none. prefix names that target (nil if none): the proposal of the
+// operations takes it as its journal.Sender.Prefix, so that its values are
+// applied and re-pushed there.
+func AdoptionOps(ctx context.Context, dev DeviceReader, deviceTarget string, paths []*gpb.Path) (ops []*journal.Op, prefix *gpb.Path, err error) {
+	target, paths, err := AdoptionTarget(paths, deviceTarget)
+	if err != nil {
+		return nil, nil, err
+	}
 	req := &gpb.SetRequest{Delete: paths}
 	for _, p := range paths {
 		values, err := deviceValues(ctx, dev, target, p)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		req.Update = append(req.Update, values...)
 	}
-	return requestOps(req)
+	if ops, err = requestOps(req); err != nil {
+		return nil, nil, err
+	}
+	return ops, gnmipath.TargetPrefix(target), nil
 }
 
 // AdoptionTarget returns the one gNMI target of paths (out-of-sync
@@ -210,10 +215,7 @@ func AdoptionTarget(paths []*gpb.Path, deviceTarget string) (string, []*gpb.Path
 // JSON_IETF): its updates with full paths; none if the device has nothing
 // there (NotFound).
 func deviceValues(ctx context.Context, dev DeviceReader, target string, p *gpb.Path) ([]*gpb.Update, error) {
-	req := &gpb.GetRequest{Path: []*gpb.Path{p}, Type: gpb.GetRequest_CONFIG, Encoding: gpb.Encoding_JSON_IETF}
-	if target != "" {
-		req.Prefix = &gpb.Path{Target: target}
-	}
+	req := &gpb.GetRequest{Prefix: gnmipath.TargetPrefix(target), Path: []*gpb.Path{p}, Type: gpb.GetRequest_CONFIG, Encoding: gpb.Encoding_JSON_IETF}
 	resp, err := dev.Get(ctx, req)
 	if status.Code(err) == codes.NotFound {
 		return nil, nil
