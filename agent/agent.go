@@ -1125,7 +1125,6 @@ func (a *Agent) reportAccountRefused(err error) {
 	seen := a.accountRefused == msg
 	a.accountRefused = msg
 	a.mu.Unlock()
-	a.noteError(fmt.Errorf("the device refuses the sidecar's device account %q: %w", a.opts.Username, err))
 	if !seen {
 		a.log.Error("the device refuses the sidecar's device account: check --device-username and its password (--device-password-file or $GNMI_SIDECAR_DEVICE_PASSWORD)",
 			"username", a.opts.Username, "code", status.Code(err), "err", msg)

@@ -28,9 +28,6 @@ type changeBatch struct {
 	// counts is, per proposal, how many deletes, replaces and updates it
 	// contributed to req, to split the device's response.
 	counts []opCounts
-	// alone: the batch's proposal goes to the device in a Set of its own
-	// (see batchChanges).
-	alone bool
 	// creds is the request metadata the Set carries: its proposals'
 	// clients' (all the same identity), nil for none.
 	creds metadata.MD
@@ -94,7 +91,7 @@ func batchChanges(ps []*journal.Proposal, maxBytes int, credsOf func(uint64) met
 		if credsOf != nil {
 			creds = credsOf(p.GetIndex())
 		}
-		if n > 0 && (alone || b.alone || !proto.Equal(req.GetPrefix(), b.req.GetPrefix()) || !sameCredentials(creds, b.creds) ||
+		if n > 0 && (alone || !proto.Equal(req.GetPrefix(), b.req.GetPrefix()) || !sameCredentials(creds, b.creds) ||
 			wildcardDelete(p.GetChange())) {
 			// A Set has one prefix (one target) and one identity; a
 			// wildcard delete may match what an earlier proposal writes.
@@ -104,7 +101,6 @@ func batchChanges(ps []*journal.Proposal, maxBytes int, credsOf func(uint64) met
 			b.req.Prefix = req.GetPrefix()
 			b.creds = creds
 		}
-		b.alone = b.alone || alone
 		if n > 0 {
 			if size+proto.Size(req) > maxBytes {
 				break
@@ -141,6 +137,9 @@ func batchChanges(ps []*journal.Proposal, maxBytes int, credsOf func(uint64) met
 			b.first = p.GetIndex()
 		}
 		b.last = p.GetIndex()
+		if alone {
+			break
+		}
 	}
 	return b, nil
 }

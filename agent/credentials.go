@@ -14,7 +14,7 @@ package agent
 
 import (
 	"context"
-	"maps"
+	"reflect"
 	"slices"
 
 	"google.golang.org/grpc/metadata"
@@ -51,6 +51,18 @@ func (a *Agent) holdCredentials(i uint64, md metadata.MD) {
 	a.creds[i] = md
 }
 
+// releaseCredentials forgets the metadata held for proposal i if it is
+// still md itself (the same map, not an equal one): a proposal journaled
+// again, or refused, after a shared transaction failed may have lost index
+// i to another client's proposal, whose metadata it must not take away.
+func (a *Agent) releaseCredentials(i uint64, md metadata.MD) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if held, ok := a.creds[i]; ok && reflect.ValueOf(held).UnsafePointer() == reflect.ValueOf(md).UnsafePointer() {
+		delete(a.creds, i)
+	}
+}
+
 // dropCredentials forgets the metadata of proposals up to i (finished).
 func (a *Agent) dropCredentials(i uint64) {
 	a.mu.Lock()
@@ -76,8 +88,8 @@ func sameCredentials(x, y metadata.MD) bool {
 	if len(x) != len(y) {
 		return false
 	}
-	for _, k := range slices.Sorted(maps.Keys(x)) {
-		if !slices.Equal(x[k], y[k]) {
+	for k, v := range x {
+		if w, ok := y[k]; !ok || !slices.Equal(v, w) {
 			return false
 		}
 	}

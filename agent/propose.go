@@ -54,7 +54,11 @@ func (a *Agent) propose(ctx context.Context, journalIt func(then func(*journal.T
 		// shared failed): decide afresh each time.
 		if md != nil {
 			// Held before the transaction is durable: the applier may send
-			// the proposal as soon as it is.
+			// the proposal as soon as it is. A run before this one held
+			// them under the index it was given.
+			if held != 0 {
+				a.releaseCredentials(held, md)
+			}
 			c, err := tx.Configuration()
 			if err != nil {
 				return err
@@ -67,9 +71,7 @@ func (a *Agent) propose(ctx context.Context, journalIt func(then func(*journal.T
 	})
 	if err != nil {
 		if held != 0 {
-			a.mu.Lock()
-			delete(a.creds, held) // the index will be another proposal's
-			a.mu.Unlock()
+			a.releaseCredentials(held, md) // the index will be another proposal's
 		}
 		return nil, err
 	}

@@ -185,11 +185,14 @@ func (a *Agent) reportRefused(log *slog.Logger, msg string, out *pushOutcome) {
 	if len(out.refused) == 0 {
 		return
 	}
-	a.noteRefused(out.err.Err())
-	if out.noAccount && credentialsRefused(out.err.Err()) {
+	err, noCredentials := out.err.Err(), out.noAccount && credentialsRefused(out.err.Err())
+	if noCredentials {
+		err = status.Error(out.err.Code(), out.message()) // with the fix
+	}
+	a.noteRefused(err)
+	if noCredentials {
 		// Every value was refused for the same reason: one line, with the
 		// fix (the values are in gnmi-sidecar status).
-		a.noteError(status.Error(out.err.Code(), out.message()))
 		log.Error(msg+": the device refuses the sidecar's own Sets without credentials", "values", len(out.refused),
 			"code", out.err.Code(), "err", out.err.Message(),
 			"fix", "run gnmi-sidecar with a device account (--device-username); then gnmi-sidecar resolve retry")
