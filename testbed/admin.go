@@ -84,31 +84,30 @@ func (d *Device) AdminHandler() http.Handler {
 			http.Error(w, "give d (per Set) or update (per operation), e.g. d=20ms or update=1ms", http.StatusBadRequest)
 			return
 		}
-		var set func()
-		var said []string
+		var delay, perUpdate time.Duration
 		if q.Has("d") {
-			delay, err := time.ParseDuration(q.Get("d"))
-			if err != nil || delay < 0 {
+			var err error
+			if delay, err = time.ParseDuration(q.Get("d")); err != nil || delay < 0 {
 				http.Error(w, "d must be a non-negative duration, e.g. 20ms", http.StatusBadRequest)
 				return
 			}
-			set = func() { d.SetDelay(delay) }
-			said = append(said, fmt.Sprintf("delaying every set by %v", delay))
 		}
 		if q.Has("update") {
-			perUpdate, err := time.ParseDuration(q.Get("update"))
-			if err != nil || perUpdate < 0 {
+			var err error
+			if perUpdate, err = time.ParseDuration(q.Get("update")); err != nil || perUpdate < 0 {
 				http.Error(w, "update must be a non-negative duration, e.g. 1ms", http.StatusBadRequest)
 				return
 			}
-			if prev := set; prev != nil {
-				set = func() { prev(); d.SetUpdateDelay(perUpdate) }
-			} else {
-				set = func() { d.SetUpdateDelay(perUpdate) }
-			}
+		}
+		var said []string
+		if q.Has("d") {
+			d.SetDelay(delay)
+			said = append(said, fmt.Sprintf("delaying every set by %v", delay))
+		}
+		if q.Has("update") {
+			d.SetUpdateDelay(perUpdate)
 			said = append(said, fmt.Sprintf("delaying every set by %v per operation", perUpdate))
 		}
-		set()
 		ok(w, "%s", strings.Join(said, "; "))
 	})
 	mux.HandleFunc("POST /faults/hang", func(w http.ResponseWriter, r *http.Request) {

@@ -407,43 +407,40 @@ func (d *Device) readAt(paths []*gpb.Path, fn func(root ygot.ValidatedGoStruct) 
 	if pinpoint {
 		return d.readTree(fn)
 	}
-	return fn(d.view(nil, false))
+	return fn(d.view(nil))
 }
 
 // namesEntry reports whether p goes through a list entry it names with
 // concrete keys, and has no wildcards.
 func namesEntry(p *gpb.Path) bool {
-	keyed := false
-	for _, e := range p.GetElem() {
-		if e.GetName() == "*" || e.GetName() == "..." {
-			return false
-		}
-		for _, v := range e.GetKey() {
-			if v == "*" {
-				return false
-			}
-		}
-		keyed = keyed || len(e.GetKey()) > 0
+	if names, keys := wildcards(p); names || keys {
+		return false
 	}
-	return keyed
+	for _, e := range p.GetElem() {
+		if len(e.GetKey()) > 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // view returns the current tree as a root that holds still without the
 // tree lock: a copy of the root struct, with copies of the maps of the
 // top-level lists that paths (full paths; none: all of them) may reach.
 // Entries in the tree are never modified (a Set replaces them), so that
-// is all that can change under a reader. With only, the other top-level
-// fields are left out (empty).
-func (d *Device) view(paths []*gpb.Path, only bool) ygot.ValidatedGoStruct {
+// is all that can change under a reader. With paths, the other top-level
+// fields (and the root's annotations) are left out (empty); with none,
+// the view holds every field of the root.
+func (d *Device) view(paths []*gpb.Path) ygot.ValidatedGoStruct {
 	d.tree.RLock()
 	defer d.tree.RUnlock()
-	return viewOf(d.current(), paths, only)
+	return viewOf(d.current(), paths)
 }
 
-func viewOf(root ygot.ValidatedGoStruct, paths []*gpb.Path, only bool) ygot.ValidatedGoStruct {
+func viewOf(root ygot.ValidatedGoStruct, paths []*gpb.Path) ygot.ValidatedGoStruct {
 	src := reflect.ValueOf(root).Elem()
 	dst := reflect.New(src.Type())
-	if !only {
+	if len(paths) == 0 {
 		dst.Elem().Set(src)
 	}
 	for _, f := range rootFieldsOf(src.Type()) {

@@ -328,22 +328,14 @@ func (p *leafPlan) value(v *gpb.TypedValue) (reflect.Value, bool) {
 		}
 		e.SetBool(x.BoolVal)
 	case *gpb.TypedValue_IntVal:
-		switch p.kind {
-		case yang.Yint8, yang.Yint16, yang.Yint32, yang.Yint64:
-		default:
-			return reflect.Value{}, false
-		}
-		if e.OverflowInt(x.IntVal) {
+		// fastKind holds for every plan: the Go kind is an intN exactly
+		// when the YANG kind is.
+		if !e.CanInt() || e.OverflowInt(x.IntVal) {
 			return reflect.Value{}, false
 		}
 		e.SetInt(x.IntVal)
 	case *gpb.TypedValue_UintVal:
-		switch p.kind {
-		case yang.Yuint8, yang.Yuint16, yang.Yuint32, yang.Yuint64:
-		default:
-			return reflect.Value{}, false
-		}
-		if e.OverflowUint(x.UintVal) {
+		if !e.CanUint() || e.OverflowUint(x.UintVal) {
 			return reflect.Value{}, false
 		}
 		e.SetUint(x.UintVal)
@@ -407,8 +399,11 @@ func (f *fastSet) apply(root ygot.ValidatedGoStruct, ops []setOp, refs []entryRe
 		if len(elems) <= len(lp.parts) {
 			return nil, false
 		}
-		for i, part := range lp.parts {
-			if elems[i].GetName() != part || (i < len(lp.parts)-1) != (len(elems[i].GetKey()) == 0) {
+		// entryRefs matched the names of elems to lp.parts (the field's
+		// path tag, which has no alternatives): only where the keys are is
+		// left to check.
+		for i := range lp.parts {
+			if (i < len(lp.parts)-1) != (len(elems[i].GetKey()) == 0) {
 				return nil, false
 			}
 		}

@@ -65,16 +65,19 @@ func (s *gnmiServer) Get(ctx context.Context, req *gpb.GetRequest) (*gpb.GetResp
 	}
 	ts := time.Now().UnixNano()
 	resp := &gpb.GetResponse{Extension: s.d.echoed(req.GetExtension())}
-	var fulls []*gpb.Path // what the Get reads (a bad path is refused below)
-	for _, p := range paths {
-		if full, err := joinPath(req.GetPrefix(), p); err == nil {
-			fulls = append(fulls, full)
+	joined := make([]*gpb.Path, len(paths)) // per path: its full path, or nil
+	joinErrs := make([]error, len(paths))   // per path: why it has none
+	var fulls []*gpb.Path                   // what the Get reads (a bad path is refused below)
+	for i, p := range paths {
+		joined[i], joinErrs[i] = joinPath(req.GetPrefix(), p)
+		if joinErrs[i] == nil {
+			fulls = append(fulls, joined[i])
 		}
 	}
 	err = s.d.readAt(fulls, func(root ygot.ValidatedGoStruct) error {
-		for _, p := range paths {
-			full, err := joinPath(req.GetPrefix(), p)
-			if err != nil {
+		for i, p := range paths {
+			full := joined[i]
+			if err := joinErrs[i]; err != nil {
 				return status.Errorf(codes.InvalidArgument, "%s: %v", pathString(p), err)
 			}
 			updates, err := resolveGet(schema, root, full, len(req.GetPrefix().GetElem()), enc, dt)

@@ -138,7 +138,7 @@ func (d *Device) watch(subs []subscription, noLeaves bool) (*watcher, []leaf, fu
 	d.mu.Unlock()
 	var root ygot.ValidatedGoStruct
 	if !noLeaves {
-		root = viewOf(d.current(), subPaths(subs), true)
+		root = viewOf(d.current(), subPaths(subs))
 	}
 	d.tree.RUnlock()
 	unwatch := func() {
@@ -155,13 +155,6 @@ func (d *Device) watch(subs []subscription, noLeaves bool) (*watcher, []leaf, fu
 		return nil, nil, nil, status.Errorf(codes.Internal, "walking the configuration: %v", err)
 	}
 	return w, leaves, unwatch, nil
-}
-
-// viewFor is a view of the part of the current tree that subs may reach.
-func (d *Device) viewFor(subs []subscription) ygot.ValidatedGoStruct {
-	d.tree.RLock()
-	defer d.tree.RUnlock()
-	return viewOf(d.current(), subPaths(subs), true)
 }
 
 func subPaths(subs []subscription) []*gpb.Path {
@@ -491,7 +484,7 @@ func (ss *subscribeStream) sendSample(d *Device, subs []subscription, sent map[s
 // leaves walks the part of the current tree that subs may reach into
 // leaves (a superset of those subs match).
 func (d *Device) leaves(subs []subscription) ([]leaf, error) {
-	leaves, err := leavesOf(d.viewFor(subs), nil, time.Now().UnixNano())
+	leaves, err := leavesOf(d.view(subPaths(subs)), nil, time.Now().UnixNano())
 	if err != nil {
 		return nil, status.Errorf(codes.Internal, "walking the configuration: %v", err)
 	}

@@ -292,7 +292,9 @@ type rootField struct {
 	alts  [][]string
 }
 
-// matches is tagMatches for the field's tag.
+// matches reports whether the field's path tag and elems agree on their
+// common leading element names; parts is the matching alternative split
+// into elements.
 func (f *rootField) matches(elems []*gpb.PathElem) ([]string, bool) {
 	for _, parts := range f.alts {
 		if leadingNamesAgree(parts, elems) {
@@ -544,15 +546,15 @@ func copyForOps(root ygot.ValidatedGoStruct, ops []setOp) (ygot.ValidatedGoStruc
 	deep := map[int]bool{}      // fields copied whole
 	mapCopied := map[int]bool{} // list fields whose map was copied shallowly
 	entryCopied := map[int]map[any]bool{}
+	fields := rootFieldsOf(dst.Type())
 	for _, o := range ops {
 		elems := o.full.GetElem()
-		for i := 0; i < dst.NumField(); i++ {
-			f := dst.Type().Field(i)
-			tag, ok := f.Tag.Lookup("path")
-			if !ok || f.Tag.Get("ygotAnnotation") != "" || deep[i] {
+		for _, f := range fields {
+			i := f.index
+			if deep[i] {
 				continue
 			}
-			parts, matches := tagMatches(tag, elems)
+			parts, matches := f.matches(elems)
 			if !matches {
 				continue
 			}
@@ -650,18 +652,6 @@ func (t *touched) restrict(root ygot.GoStruct) ygot.GoStruct {
 		dst.Field(i).Set(m)
 	}
 	return dstPtr.Interface().(ygot.GoStruct)
-}
-
-// tagMatches reports whether a path tag (alternatives split by "|") and
-// elems agree on their common leading element names; parts is the matching
-// alternative split into elements.
-func tagMatches(tag string, elems []*gpb.PathElem) ([]string, bool) {
-	for _, alt := range strings.Split(tag, "|") {
-		if parts := strings.Split(alt, "/"); leadingNamesAgree(parts, elems) {
-			return parts, true
-		}
-	}
-	return nil, false
 }
 
 // leadingNamesAgree reports whether parts and elems have the same element

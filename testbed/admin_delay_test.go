@@ -1,0 +1,54 @@
+package testbed_test
+
+import (
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+	"time"
+
+	"github.com/gnmi-sidecar/gnmi-sidecar/testbed"
+)
+
+// TestAdminDelayParsesBeforeApplying pins /faults/delay: the response text
+// for each combination, and that a bad value refuses the request without
+// arming the other, valid, delay.
+func TestAdminDelayParsesBeforeApplying(t *testing.T) {
+	d, c := startDevice(t, testbed.Options{})
+	srv := httptest.NewServer(d.AdminHandler())
+	defer srv.Close()
+	post := func(path string) (int, string) {
+		t.Helper()
+		resp, err := http.Post(srv.URL+path, "", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		body, err := io.ReadAll(resp.Body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp.StatusCode, string(body)
+	}
+	for _, tc := range []struct {
+		path string
+		code int
+		body string
+	}{
+		{"/faults/delay?d=5s&update=bad", http.StatusBadRequest, "update must be a non-negative duration, e.g. 1ms\n"},
+		{"/faults/delay?d=-1s&update=5s", http.StatusBadRequest, "d must be a non-negative duration, e.g. 20ms\n"},
+		{"/faults/delay?d=0", http.StatusOK, "delaying every set by 0s\n"},
+		{"/faults/delay?update=0", http.StatusOK, "delaying every set by 0s per operation\n"},
+		{"/faults/delay?d=0&update=0", http.StatusOK, "delaying every set by 0s; delaying every set by 0s per operation\n"},
+		{"/faults/delay?d=5s&update=bad", http.StatusBadRequest, "update must be a non-negative duration, e.g. 1ms\n"},
+	} {
+		if code, body := post(tc.path); code != tc.code || body != tc.body {
+			t.Errorf("POST %s: HTTP %d %q, want %d %q", tc.path, code, body, tc.code, tc.body)
+		}
+	}
+	start := time.Now()
+	setLeaf(t, c, eth0Desc, str("not delayed"))
+	if took := time.Since(start); took >= 5*time.Second {
+		t.Errorf("a Set took %v: a refused /faults/delay armed a delay", took)
+	}
+}
