@@ -97,22 +97,11 @@ func latencyBoth(ctx context.Context, r *rig, n, spread int) (sc, dr []time.Dura
 // leaf as fast as it can for the configured duration, against a device
 // that takes delay to commit a Set.
 func (b *bencher) throughput(ctx context.Context, clients int, delay time.Duration) ([]row, error) {
-	r, err := b.startRig(ctx)
+	sc, dr, _, err := b.setsBoth(ctx, clients, delay, 0)
 	if err != nil {
 		return nil, err
 	}
-	defer r.close()
-	r.sidecar.dev.SetDelay(delay)
-	r.direct.dev.SetDelay(delay)
-	sc, err := setsPerSecond(ctx, r.sidecar, clients, b.cfg.duration)
-	if err != nil {
-		return nil, fmt.Errorf("sidecar: %w", err)
-	}
-	dr, err := setsPerSecond(ctx, r.direct, clients, b.cfg.duration)
-	if err != nil {
-		return nil, fmt.Errorf("direct: %w", err)
-	}
-	out := newRow(fmt.Sprintf("Set throughput, %d clients, %v device", clients, delay), "Sets/s", "higher", sc, dr)
+	out := newRow(fmt.Sprintf("Set throughput, %d clients, %v device", clients, delay), "Sets/s", "higher", sc.rate(), dr.rate())
 	switch {
 	case clients == 64 && delay > 0:
 		out = out.withTarget("≥ 10× direct", out.Ratio >= 10)
@@ -135,24 +124,9 @@ const (
 // part there: the note gives that bound and how many client Sets the
 // sidecar's device Sets carried on average.
 func (b *bencher) coalesce(ctx context.Context, clients int) ([]row, error) {
-	r, err := b.startRig(ctx)
+	sc, dr, deviceSets, err := b.setsBoth(ctx, clients, coalescePerSet, coalescePerUpdate)
 	if err != nil {
 		return nil, err
-	}
-	defer r.close()
-	for _, dev := range []*testbed.Device{r.sidecar.dev, r.direct.dev} {
-		dev.SetDelay(coalescePerSet)
-		dev.SetUpdateDelay(coalescePerUpdate)
-	}
-	before := r.sidecar.dev.SetCount()
-	sc, err := setsRun(ctx, r.sidecar, clients, b.cfg.duration)
-	if err != nil {
-		return nil, fmt.Errorf("sidecar: %w", err)
-	}
-	deviceSets := r.sidecar.dev.SetCount() - before
-	dr, err := setsRun(ctx, r.direct, clients, b.cfg.duration)
-	if err != nil {
-		return nil, fmt.Errorf("direct: %w", err)
 	}
 	out := newRow(fmt.Sprintf("Set throughput, %d clients, %v + %v/update device", clients, coalescePerSet, coalescePerUpdate),
 		"Sets/s", "higher", sc.rate(), dr.rate())
@@ -160,6 +134,34 @@ func (b *bencher) coalesce(ctx context.Context, clients int) ([]row, error) {
 	out.Note = fmt.Sprintf("%.1f client Sets per device Set through the sidecar (direct: 1); merging saves only the per-Set %v: at most (%v + %v)/%v = %.2f× direct",
 		float64(sc.sets)/float64(max(deviceSets, 1)), coalescePerSet, coalescePerSet, coalescePerUpdate, coalescePerUpdate, bound)
 	return []row{out}, nil
+}
+
+// setsBoth is the run of throughput and coalesce: on a new rig whose
+// devices take perSet to commit a Set and perUpdate more for each of its
+// operations, clients concurrent clients Set as fast as they can for the
+// configured duration, through the sidecar, then directly. deviceSets is
+// how many Sets the sidecar's device received meanwhile.
+func (b *bencher) setsBoth(ctx context.Context, clients int, perSet, perUpdate time.Duration) (sc, dr setsRan, deviceSets int64, err error) {
+	r, err := b.startRig(ctx)
+	if err != nil {
+		return sc, dr, 0, err
+	}
+	defer r.close()
+	for _, dev := range []*testbed.Device{r.sidecar.dev, r.direct.dev} {
+		dev.SetDelay(perSet)
+		if perUpdate != 0 {
+			dev.SetUpdateDelay(perUpdate)
+		}
+	}
+	before := r.sidecar.dev.SetCount()
+	if sc, err = setsRun(ctx, r.sidecar, clients, b.cfg.duration); err != nil {
+		return sc, dr, 0, fmt.Errorf("sidecar: %w", err)
+	}
+	deviceSets = r.sidecar.dev.SetCount() - before
+	if dr, err = setsRun(ctx, r.direct, clients, b.cfg.duration); err != nil {
+		return sc, dr, 0, fmt.Errorf("direct: %w", err)
+	}
+	return sc, dr, deviceSets, nil
 }
 
 // setsRan is what a throughput run did: Sets completed in how long.

@@ -281,8 +281,6 @@ device refuses fails with exit code 1 and the device's message.
 			what := "set"
 			if dryRun {
 				what = "set --dry-run"
-			}
-			if dryRun {
 				// A device that ignores the sidecar's extension would
 				// apply a "dry run": make sure the target is a sidecar.
 				if _, err := fetchConfiguration(ctx, c); err != nil {
@@ -408,19 +406,35 @@ func cutAssignment(s string) (path, value string, ok bool) {
 	return "", "", false
 }
 
-// parseGNMIPath parses a gNMI path string, ORIGIN:/... for an origin.
+// parseGNMIPath parses a gNMI path string, ORIGIN:/... for an origin (one
+// without / or [).
 func parseGNMIPath(s string) (*gpb.Path, error) {
-	origin := ""
-	if o, rest, ok := strings.Cut(s, ":/"); ok && !strings.HasPrefix(s, "/") && !strings.ContainsAny(o, "/[") {
-		origin, s = o, "/"+rest
-	}
-	if !strings.HasPrefix(s, "/") {
+	p, ok, err := parseOriginPath(s, "/[")
+	if !ok {
 		return nil, errors.New("a path starts with / (or ORIGIN:/)")
 	}
-	p, err := ygot.StringToStructuredPath(s)
 	if err != nil {
 		return nil, fmt.Errorf("not a gNMI path: %w", err)
 	}
-	p.Origin = origin
 	return p, nil
+}
+
+// parseOriginPath parses s, "/a/b[k=v]" or "ORIGIN:/a/b[k=v]": ORIGIN is
+// what comes before the first ":/", and holds none of the characters of
+// notInOrigin. ok is false if s is neither form; err is ygot's if the path
+// does not parse.
+func parseOriginPath(s, notInOrigin string) (p *gpb.Path, ok bool, err error) {
+	origin, path := "", s
+	if !strings.HasPrefix(s, "/") {
+		o, rest, found := strings.Cut(s, ":/")
+		if !found || strings.ContainsAny(o, notInOrigin) {
+			return nil, false, nil
+		}
+		origin, path = o, "/"+rest
+	}
+	if p, err = ygot.StringToStructuredPath(path); err != nil {
+		return nil, true, err
+	}
+	p.Origin = origin
+	return p, true, nil
 }

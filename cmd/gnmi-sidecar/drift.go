@@ -14,11 +14,9 @@ import (
 	"maps"
 	"slices"
 	"strconv"
-	"strings"
 	"time"
 
 	gpb "github.com/openconfig/gnmi/proto/gnmi"
-	"github.com/openconfig/ygot/ygot"
 	"github.com/spf13/cobra"
 
 	"github.com/gnmi-sidecar/gnmi-sidecar/introspection"
@@ -177,20 +175,15 @@ func fetchDiff(ctx context.Context, c gpb.GNMIClient, paths []*gpb.Path) (*DiffV
 }
 
 // parsePathArg parses a path as the sidecar renders it: "/a/b[k=v]", or
-// "origin:/a/..." with an origin.
+// "origin:/a/..." with an origin (one without ':').
 func parsePathArg(s string) (*gpb.Path, error) {
-	origin, rest := "", s
-	if !strings.HasPrefix(s, "/") {
-		var ok bool
-		if origin, rest, ok = strings.Cut(s, ":"); !ok || !strings.HasPrefix(rest, "/") {
-			return nil, fmt.Errorf("path %q: want an absolute path, /a/b[k=v] or origin:/a/b", s)
-		}
+	p, ok, err := parseOriginPath(s, ":")
+	if !ok {
+		return nil, fmt.Errorf("path %q: want an absolute path, /a/b[k=v] or origin:/a/b", s)
 	}
-	p, err := ygot.StringToStructuredPath(rest)
 	if err != nil {
 		return nil, fmt.Errorf("path %q: %w", s, err)
 	}
-	p.Origin = origin
 	if err := journal.ValidatePath(p); err != nil {
 		return nil, fmt.Errorf("path %q: %w", s, err)
 	}
@@ -219,24 +212,33 @@ It exits 6 when paths drift, 0 when none does.
 	cmd.Args = o.args(cobra.NoArgs)
 	o.cfg.addFlags(cmd.Flags())
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
-		var drifted bool
-		err := o.run(cmd, func(ctx context.Context, c gpb.GNMIClient) error {
-			v, err := fetchDrift(ctx, c)
-			if err != nil {
-				return failed("read the drift watcher's state", err)
-			}
-			drifted = len(v.Drift) > 0
-			if o.json() {
-				return o.printJSON(v)
-			}
-			return printDrift(o.stdout, v)
-		})
-		if err == nil && drifted {
-			return &exitError{code: exitDifferences, err: errDifferences}
-		}
-		return err
+		return runDiffering(o, cmd, "read the drift watcher's state", fetchDrift,
+			func(v *DriftView) bool { return len(v.Drift) > 0 }, printDrift)
 	}
 	return cmd
+}
+
+// runDiffering runs the call of drift and diff: it reads a view with fetch
+// (what names the read in its error) and prints it, as JSON or with show,
+// then exits 6 (exitDifferences) if the view differs.
+func runDiffering[V any](o *ops, cmd *cobra.Command, what string, fetch func(context.Context, gpb.GNMIClient) (V, error),
+	differs func(V) bool, show func(io.Writer, V) error) error {
+	var differ bool
+	err := o.run(cmd, func(ctx context.Context, c gpb.GNMIClient) error {
+		v, err := fetch(ctx, c)
+		if err != nil {
+			return failed(what, err)
+		}
+		differ = differs(v)
+		if o.json() {
+			return o.printJSON(v)
+		}
+		return show(o.stdout, v)
+	})
+	if err == nil && differ {
+		return &exitError{code: exitDifferences, err: errDifferences}
+	}
+	return err
 }
 
 func printDrift(w io.Writer, v *DriftView) error {
@@ -303,22 +305,9 @@ It exits 6 when paths differ, 0 when none does.
 			p, _ := parsePathArg(a) // checked by Args
 			paths = append(paths, p)
 		}
-		var differ bool
-		err := o.run(cmd, func(ctx context.Context, c gpb.GNMIClient) error {
-			v, err := fetchDiff(ctx, c, paths)
-			if err != nil {
-				return failed("compare the device with the journal", err)
-			}
-			differ = len(v.Differences) > 0
-			if o.json() {
-				return o.printJSON(v)
-			}
-			return printDiff(o.stdout, v)
-		})
-		if err == nil && differ {
-			return &exitError{code: exitDifferences, err: errDifferences}
-		}
-		return err
+		fetch := func(ctx context.Context, c gpb.GNMIClient) (*DiffView, error) { return fetchDiff(ctx, c, paths) }
+		return runDiffering(o, cmd, "compare the device with the journal", fetch,
+			func(v *DiffView) bool { return len(v.Differences) > 0 }, printDiff)
 	}
 	return cmd
 }

@@ -97,7 +97,8 @@ func grpcExitCode(c codes.Code) int {
 }
 
 // failed describes a failed call: "<what>: <gRPC message>", with the exit
-// code of its gRPC code. It sees through wrapping (client.Rollback wraps).
+// code of its gRPC code. It sees through wrapping: the client package's
+// calls (client.Do and those built on it) wrap the status in what they did.
 func failed(what string, err error) error {
 	msg := err.Error()
 	var se interface{ GRPCStatus() *status.Status }
