@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/dgraph-io/badger/v4"
+	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/timestamppb"
 )
 
@@ -234,7 +235,7 @@ func (w *writeTxn) clearCommitConfirm(rec *CommitConfirm) error {
 // confirm or roll back) and its ActionClearCommitConfirm event is queued to
 // follow the transition's own.
 func (w *writeTxn) clearFailedCommitConfirm(failed ...uint64) error {
-	rec, found, err := loadCommitConfirm(w.txn)
+	rec, found, err := w.commitConfirm()
 	if err != nil || !found || !slices.Contains(failed, rec.GetProposal()) {
 		return err
 	}
@@ -248,7 +249,7 @@ func (w *writeTxn) clearFailedCommitConfirm(failed ...uint64) error {
 // outstandingCommit returns the outstanding commit-confirmed if its id is
 // id: none outstanding wraps ErrNotFound, another id ErrInvalid.
 func (w *writeTxn) outstandingCommit(id string) (*CommitConfirm, error) {
-	rec, found, err := loadCommitConfirm(w.txn)
+	rec, found, err := w.commitConfirm()
 	if err != nil {
 		return nil, err
 	}
@@ -292,15 +293,44 @@ func cancelledGuard(rec *CommitConfirm) error {
 // confirmed): <advice>", or for a cancelled one "<lead> (proposal N,
 // cancelled): wait for its rollback".
 func commitConfirmGuard(txn *badger.Txn, lead, advice string) error {
-	rec, found, err := loadCommitConfirm(txn)
-	if err != nil || !found {
+	rec, _, err := loadCommitConfirm(txn)
+	if err != nil {
 		return err
+	}
+	return commitConfirmRefusal(rec, lead, advice)
+}
+
+// commitConfirmGuard is commitConfirmGuard in w.
+func (w *writeTxn) commitConfirmGuard(lead, advice string) error {
+	rec, _, err := w.commitConfirm()
+	if err != nil {
+		return err
+	}
+	return commitConfirmRefusal(rec, lead, advice)
+}
+
+// commitConfirmRefusal is commitConfirmGuard's refusal while rec (nil:
+// none) is outstanding.
+func commitConfirmRefusal(rec *CommitConfirm, lead, advice string) error {
+	if rec == nil {
+		return nil
 	}
 	if rec.GetCancelled() {
 		return guardf("%s (proposal %d, cancelled): wait for its rollback", lead, rec.GetProposal())
 	}
 	return guardf("%s (proposal %d, rolled back at %s unless confirmed): %s",
 		lead, rec.GetProposal(), rec.GetDeadline().AsTime().UTC().Format(time.RFC3339), advice)
+}
+
+// commitConfirm is loadCommitConfirm in w.
+func (w *writeTxn) commitConfirm() (*CommitConfirm, bool, error) {
+	if w.hasHeads {
+		if w.heads.confirm == nil {
+			return nil, false, nil
+		}
+		return proto.CloneOf(w.heads.confirm), true, nil
+	}
+	return loadCommitConfirm(w.txn)
 }
 
 // loadCommitConfirm reads the outstanding commit-confirmed, if any.

@@ -280,7 +280,9 @@ func dump(t testing.TB, j *Journal) map[string]string {
 // indexes agree with the proposals, every stored value traces to the
 // proposal that wrote it, the applied-index entries match the applied
 // values, the history replays to the committed values, and committed equals
-// applied whenever their indexes agree.
+// applied whenever their indexes agree. The writer's published heads (the
+// configuration, mastership and commit-confirmed records it keeps decoded)
+// equal the records stored.
 func checkInvariants(t testing.TB, j *Journal) {
 	t.Helper()
 	if err := invariants(j); err != nil {
@@ -290,6 +292,9 @@ func checkInvariants(t testing.TB, j *Journal) {
 
 func invariants(j *Journal) error {
 	ctx := context.Background()
+	if err := headsAsStored(j); err != nil {
+		return err
+	}
 	c, err := j.Configuration(ctx)
 	if err != nil {
 		return err
@@ -535,4 +540,33 @@ func valueMap(j *Journal, ns []byte) (map[string]*PathValue, error) {
 		})
 	})
 	return m, err
+}
+
+// headsAsStored checks that the heads the writer published, if any, are
+// the records Badger holds.
+func headsAsStored(j *Journal) error {
+	published := j.heads.Load()
+	if published == nil {
+		return nil
+	}
+	var stored *heads
+	if err := j.db.View(func(txn *badger.Txn) (err error) {
+		stored, err = loadHeads(txn)
+		return err
+	}); err != nil {
+		return err
+	}
+	for _, r := range []struct {
+		name           string
+		published, got proto.Message
+	}{
+		{"configuration", published.config, stored.config},
+		{"mastership", published.mastership, stored.mastership},
+		{"commit-confirmed", published.confirm, stored.confirm},
+	} {
+		if !proto.Equal(r.published, r.got) {
+			return fmt.Errorf("the writer's %s record is %v, the journal holds %v", r.name, r.published, r.got)
+		}
+	}
+	return nil
 }

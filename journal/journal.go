@@ -183,6 +183,10 @@ type Journal struct {
 	closing atomic.Bool
 	failed  atomic.Pointer[error] // set once by fail (disk.go)
 	commits atomic.Uint64         // write transactions committed, for benchmarks
+	heads   atomic.Pointer[heads] // the singleton records as of the newest durable transaction (heads.go)
+	// keptLists are the list-keys records known to be stored, by key: the
+	// number of keys each holds. The writer's alone (recordLists).
+	keptLists map[string]int
 
 	// keys are the list keys learned from journaled paths (persisted under
 	// nsListKeys) and from whatever else the sidecar sees; decomposer uses
@@ -225,6 +229,7 @@ func Open(dir string, opts Options) (*Journal, error) {
 		log:        opts.Logger.With("component", "journal", "dir", dir),
 		queue:      make(chan *request, 1024),
 		writerDone: make(chan struct{}),
+		keptLists:  make(map[string]int),
 	}
 	err = j.initialize()
 	if err == nil {
@@ -533,6 +538,8 @@ func (j *Journal) runBatch(batch []*request) int {
 	txn := j.db.NewTransaction(true)
 	defer txn.Discard()
 	w := &writeTxn{txn: txn, now: j.opts.Clock(), observed: j.opts.Observer != nil}
+	w.startHeads(j.heads.Load())
+	w.keptLists = j.keptLists
 	results := make([]error, len(batch))
 	for k, r := range batch {
 		w.wrote = false
@@ -561,6 +568,7 @@ func (j *Journal) runBatch(batch []*request) int {
 	err := txn.Commit()
 	region.End()
 	if err != nil {
+		j.forgetHeads()
 		err = j.fail(err)
 		for _, r := range batch {
 			r.finish(err)
@@ -568,6 +576,13 @@ func (j *Journal) runBatch(batch []*request) int {
 		return len(batch)
 	}
 	j.commits.Add(1)
+	if w.hasHeads {
+		h := w.heads
+		j.heads.Store(&h)
+	}
+	for key, n := range w.listsKept {
+		j.keptLists[key] = n
+	}
 	if j.opts.Observer != nil {
 		for _, e := range w.events {
 			j.opts.Observer(e)
@@ -609,6 +624,14 @@ type writeTxn struct {
 	// followUps are events a proposal transition queues to be emitted
 	// after its own (see proposalTransition).
 	followUps []Event
+	// heads are the singleton records as this transaction left them so
+	// far, if hasHeads (heads.go).
+	heads    heads
+	hasHeads bool
+	// keptLists is Journal.keptLists; listsKept, the list-keys records
+	// this transaction read or wrote, for it once the transaction is
+	// durable.
+	keptLists, listsKept map[string]int
 }
 
 // emit records a transition for Options.Observer.
@@ -626,7 +649,11 @@ func (w *writeTxn) put(key []byte, m proto.Message) error {
 		return fmt.Errorf("encode %q: %w", key, err)
 	}
 	w.wrote = true
-	return w.txn.Set(key, b)
+	if err := w.txn.Set(key, b); err != nil {
+		return err
+	}
+	w.noteWrite(key, m)
+	return nil
 }
 
 func (w *writeTxn) putEmpty(key []byte) error {
@@ -636,7 +663,11 @@ func (w *writeTxn) putEmpty(key []byte) error {
 
 func (w *writeTxn) delete(key []byte) error {
 	w.wrote = true
-	return w.txn.Delete(key)
+	if err := w.txn.Delete(key); err != nil {
+		return err
+	}
+	w.noteWrite(key, nil)
+	return nil
 }
 
 func (w *writeTxn) get(key []byte, m proto.Message) (bool, error) {

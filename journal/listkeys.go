@@ -48,23 +48,47 @@ func hasKeys(p *gnmi.Path) bool {
 }
 
 // recordLists keeps the key names of lists not yet kept (or kept with
-// fewer keys).
+// fewer keys). What is kept is read once per list, then known to the
+// writer (Journal.keptLists).
 func (w *writeTxn) recordLists(lists []leaves.List) error {
 	for _, l := range lists {
 		key := valueKey(nsListKeys, PathKey(l.Path))
+		if n, ok := w.listKeysKept(string(key)); ok && n >= len(l.Keys) {
+			continue
+		}
 		have := &ListKeys{}
 		found, err := w.get(key, have)
 		if err != nil {
 			return err
 		}
 		if found && len(have.GetKeys()) >= len(l.Keys) {
+			w.noteListKeys(string(key), len(have.GetKeys()))
 			continue
 		}
 		if err := w.put(key, &ListKeys{List: l.Path, Keys: slices.Clone(l.Keys)}); err != nil {
 			return err
 		}
+		w.noteListKeys(string(key), len(l.Keys))
 	}
 	return nil
+}
+
+// listKeysKept returns the number of keys the list-keys record key is
+// known to hold, in this transaction or a durable one.
+func (w *writeTxn) listKeysKept(key string) (int, bool) {
+	if n, ok := w.listsKept[key]; ok {
+		return n, true
+	}
+	n, ok := w.keptLists[key]
+	return n, ok
+}
+
+// noteListKeys records that the list-keys record key holds n keys.
+func (w *writeTxn) noteListKeys(key string, n int) {
+	if w.listsKept == nil {
+		w.listsKept = make(map[string]int)
+	}
+	w.listsKept[key] = n
 }
 
 // loadListKeys reads the kept list keys.

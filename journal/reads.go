@@ -45,6 +45,11 @@ func (j *Journal) view(ctx context.Context, fn func(txn *badger.Txn) error) (err
 
 // Configuration returns the configuration record.
 func (j *Journal) Configuration(ctx context.Context) (*Configuration, error) {
+	if h, err := j.publishedHeads(ctx); err != nil {
+		return nil, err
+	} else if h != nil {
+		return proto.CloneOf(h.config), nil
+	}
 	var c *Configuration
 	err := j.view(ctx, func(txn *badger.Txn) (err error) {
 		c, err = loadConfiguration(txn)
@@ -55,6 +60,11 @@ func (j *Journal) Configuration(ctx context.Context) (*Configuration, error) {
 
 // Mastership returns the mastership term and connection id.
 func (j *Journal) Mastership(ctx context.Context) (*Mastership, error) {
+	if h, err := j.publishedHeads(ctx); err != nil {
+		return nil, err
+	} else if h != nil {
+		return proto.CloneOf(h.mastership), nil
+	}
 	m := &Mastership{}
 	err := j.view(ctx, func(txn *badger.Txn) error {
 		_, err := getRecord(txn, keyMastership, m)
@@ -66,9 +76,18 @@ func (j *Journal) Mastership(ctx context.Context) (*Mastership, error) {
 // CommitConfirm returns the outstanding commit-confirmed (docs/design.md §4), or an
 // error wrapping ErrNotFound.
 func (j *Journal) CommitConfirm(ctx context.Context) (*CommitConfirm, error) {
+	h, err := j.publishedHeads(ctx)
+	switch {
+	case err != nil:
+		return nil, err
+	case h != nil && h.confirm == nil:
+		return nil, errNoCommitConfirm()
+	case h != nil:
+		return proto.CloneOf(h.confirm), nil
+	}
 	var rec *CommitConfirm
 	var found bool
-	err := j.view(ctx, func(txn *badger.Txn) (err error) {
+	err = j.view(ctx, func(txn *badger.Txn) (err error) {
 		rec, found, err = loadCommitConfirm(txn)
 		return err
 	})
@@ -123,6 +142,7 @@ func (j *Journal) Proposals(ctx context.Context, from, to uint64, fn func(*Propo
 	return j.view(ctx, func(txn *badger.Txn) error {
 		opts := badger.DefaultIteratorOptions
 		opts.Prefix = nsProposal
+		opts.PrefetchValues = false // Badger would start a goroutine per record
 		it := txn.NewIterator(opts)
 		defer it.Close()
 		end := proposalKey(to)

@@ -118,7 +118,7 @@ func (j *Journal) propose(ctx context.Context, by Sender, ops []*Op, lead, advic
 	var out *Proposal
 	err = j.submit(ctx, func(w *writeTxn) error {
 		out = nil
-		if err := commitConfirmGuard(w.txn, lead, advice); err != nil {
+		if err := w.commitConfirmGuard(lead, advice); err != nil {
 			return err
 		}
 		p, _, err := w.proposeChange(by, clean)
@@ -680,7 +680,7 @@ func (j *Journal) ProposeRollbackBy(ctx context.Context, i uint64, by Sender) (*
 
 func proposeRollbackTransition(i uint64, by Sender) proposalTransition {
 	return proposalTransition{action: ActionProposeRollback, index: i, fn: func(w *writeTxn, c *Configuration, p *Proposal) error {
-		if err := commitConfirmGuard(w.txn, "a commit-confirmed is outstanding",
+		if err := w.commitConfirmGuard("a commit-confirmed is outstanding",
 			"cancel it with the commit extension (or `gnmi-sidecar commit cancel`) instead"); err != nil {
 			return err
 		}
@@ -854,8 +854,8 @@ func (w *writeTxn) finishApplyRollback(c *Configuration, p *Proposal, i, term ui
 func (j *Journal) Connect(ctx context.Context) (*Mastership, error) {
 	var out *Mastership
 	err := j.submit(ctx, func(w *writeTxn) error {
-		m := &Mastership{}
-		if _, err := w.get(keyMastership, m); err != nil {
+		m, err := w.mastership()
+		if err != nil {
 			return err
 		}
 		m.Term++
@@ -940,6 +940,9 @@ func (j *Journal) CompleteReconcile(ctx context.Context, term, target uint64, ou
 }
 
 func (w *writeTxn) mastership() (*Mastership, error) {
+	if w.hasHeads {
+		return proto.CloneOf(w.heads.mastership), nil
+	}
 	m := &Mastership{}
 	if _, err := w.get(keyMastership, m); err != nil {
 		return nil, err
@@ -959,6 +962,9 @@ func (w *writeTxn) configurationAndMastership() (*Configuration, *Mastership, er
 // --- helpers shared by the transitions ---
 
 func (w *writeTxn) configuration() (*Configuration, error) {
+	if w.hasHeads {
+		return proto.CloneOf(w.heads.config), nil
+	}
 	return loadConfiguration(w.txn)
 }
 
@@ -971,13 +977,7 @@ func loadConfiguration(txn *badger.Txn) (*Configuration, error) {
 	if !found {
 		return nil, fmt.Errorf("journal: configuration record missing")
 	}
-	if c.Committed == nil {
-		c.Committed = &journalpb.Committed{}
-	}
-	if c.Applied == nil {
-		c.Applied = &journalpb.Applied{}
-	}
-	return c, nil
+	return withDefaults(c), nil
 }
 
 func (w *writeTxn) proposal(c *Configuration, i uint64) (*Proposal, error) {

@@ -50,9 +50,7 @@ func (tx *Tx) Configuration() (*Configuration, error) {
 
 // Mastership returns the mastership record as the transaction sees it.
 func (tx *Tx) Mastership() (*Mastership, error) {
-	m := &Mastership{}
-	_, err := tx.w.get(keyMastership, m)
-	return m, err
+	return tx.w.mastership()
 }
 
 // Proposal returns proposal i as the transaction sees it, with errors as

@@ -1,0 +1,111 @@
+package journal
+
+import (
+	"context"
+
+	"github.com/dgraph-io/badger/v4"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/gnmi-sidecar/gnmi-sidecar/journal/journalpb"
+)
+
+// heads are the journal's three singleton records, decoded: the
+// configuration, the mastership and the outstanding commit-confirmed (nil:
+// none). Every step of every Set reads them (the agent's loops, the proxy,
+// the transitions themselves) and only the writer's transactions change
+// them, so the writer keeps them as of the newest durable transaction
+// (Journal.heads) and such reads neither open a Badger transaction nor
+// decode. A published heads is never changed: a transaction works on its
+// own copy (writeTxn.heads) and the writer publishes it once the
+// transaction is durable.
+type heads struct {
+	config     *Configuration
+	mastership *Mastership
+	confirm    *CommitConfirm
+}
+
+// loadHeads reads the singleton records in txn.
+func loadHeads(txn *badger.Txn) (*heads, error) {
+	c, err := loadConfiguration(txn)
+	if err != nil {
+		return nil, err
+	}
+	m := &Mastership{}
+	if _, err := getRecord(txn, keyMastership, m); err != nil {
+		return nil, err
+	}
+	rec, _, err := loadCommitConfirm(txn)
+	if err != nil {
+		return nil, err
+	}
+	return &heads{config: c, mastership: m, confirm: rec}, nil
+}
+
+// publishedHeads returns the heads of the newest durable transaction, or
+// nil if the writer has none (before its first transaction, after a
+// failed one): the caller then reads Badger. It is refused as a read is
+// (ErrClosed, a failed journal's error, ctx's error).
+func (j *Journal) publishedHeads(ctx context.Context) (*heads, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if j.closing.Load() {
+		return nil, ErrClosed
+	}
+	if err := j.failure(); err != nil {
+		return nil, err
+	}
+	return j.heads.Load(), nil
+}
+
+// forgetHeads drops the published heads: the next reads and the next
+// transaction read the records from Badger. For whoever wrote to Badger
+// other than through the writer (tests).
+func (j *Journal) forgetHeads() { j.heads.Store(nil) }
+
+// startHeads gives w the published heads, loading them in w's
+// transaction when none are published. If they cannot be loaded (a
+// damaged record), w works without them: its reads go to Badger and
+// report the damage.
+func (w *writeTxn) startHeads(published *heads) {
+	if published == nil {
+		var err error
+		if published, err = loadHeads(w.txn); err != nil {
+			return
+		}
+	}
+	w.heads = *published
+	w.hasHeads = true
+}
+
+// noteWrite keeps w's heads in step with a record it writes (m nil: a
+// delete). m is copied: the caller may go on changing it.
+func (w *writeTxn) noteWrite(key []byte, m proto.Message) {
+	if !w.hasHeads {
+		return
+	}
+	switch string(key) {
+	case string(keyConfiguration):
+		w.heads.config = withDefaults(proto.CloneOf(m.(*Configuration)))
+	case string(keyMastership):
+		w.heads.mastership = proto.CloneOf(m.(*Mastership))
+	case string(keyCommitConfirm):
+		if m == nil {
+			w.heads.confirm = nil
+		} else {
+			w.heads.confirm = proto.CloneOf(m.(*CommitConfirm))
+		}
+	}
+}
+
+// withDefaults gives a configuration record its always-present parts, as
+// every reader of it expects.
+func withDefaults(c *Configuration) *Configuration {
+	if c.Committed == nil {
+		c.Committed = &journalpb.Committed{}
+	}
+	if c.Applied == nil {
+		c.Applied = &journalpb.Applied{}
+	}
+	return c
+}
