@@ -13,6 +13,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 
+	"github.com/gnmi-sidecar/gnmi-sidecar/journal"
 	"github.com/gnmi-sidecar/gnmi-sidecar/sidecar"
 	"github.com/gnmi-sidecar/gnmi-sidecar/testbed"
 )
@@ -256,8 +257,19 @@ func preload(ctx context.Context, c gpb.GNMIClient, n int) error {
 // measureSets runs n one-leaf Sets from one client over leaves bench0…
 // bench(spread-1) and returns their latencies.
 func measureSets(ctx context.Context, c gpb.GNMIClient, n, spread int) ([]time.Duration, error) {
+	return measureSetsAfter(ctx, c, n, spread, nil)
+}
+
+// measureSetsAfter is measureSets calling before (if set) before each
+// Set, untimed.
+func measureSetsAfter(ctx context.Context, c gpb.GNMIClient, n, spread int, before func() error) ([]time.Duration, error) {
 	lat := make([]time.Duration, 0, n)
 	for i := range n {
+		if before != nil {
+			if err := before(); err != nil {
+				return nil, err
+			}
+		}
 		d, err := setLeaf(ctx, c, fmt.Sprintf("bench%d", (i*7919)%spread), fmt.Sprintf("v%d", i))
 		if err != nil {
 			return nil, err
@@ -279,23 +291,74 @@ func percentile(d []time.Duration, q float64) time.Duration {
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
 
-// fsyncTime is the median time to write 4 KiB and fsync it in a temporary
-// directory (the journal's disk), the "one fsync" of the latency target.
-func fsyncTime() (time.Duration, error) {
+// fsyncer writes and fsyncs a temporary file in the journal's kind of
+// place (the temporary directory), as the journal's commit does.
+type fsyncer struct {
+	f   *os.File
+	buf []byte
+}
+
+func newFsyncer() (*fsyncer, error) {
 	f, err := os.CreateTemp("", "gnmi-sidecar-bench-fsync-")
+	if err != nil {
+		return nil, err
+	}
+	return &fsyncer{f: f, buf: make([]byte, 4096)}, nil
+}
+
+func (s *fsyncer) close() {
+	_ = s.f.Close()
+	_ = os.Remove(s.f.Name())
+}
+
+// sync writes 4 KiB and fsyncs the file.
+func (s *fsyncer) sync() error {
+	if _, err := s.f.Write(s.buf); err != nil {
+		return err
+	}
+	return s.f.Sync()
+}
+
+// fsyncTime is the median time of 50 writes of 4 KiB, each fsync'd, in
+// the temporary directory (the journal's disk): the "one fsync" of the
+// latency target.
+func fsyncTime() (time.Duration, error) {
+	s, err := newFsyncer()
 	if err != nil {
 		return 0, err
 	}
-	defer os.Remove(f.Name())
-	defer f.Close()
-	buf := make([]byte, 4096)
+	defer s.close()
 	var lat []time.Duration
 	for range 50 {
 		start := time.Now()
-		if _, err := f.Write(buf); err != nil {
+		if err := s.sync(); err != nil {
 			return 0, err
 		}
-		if err := f.Sync(); err != nil {
+		lat = append(lat, time.Since(start))
+	}
+	return percentile(lat, 0.5), nil
+}
+
+// journalCommitTime is the median time of 50 durable journal transactions
+// of one small record each (a Connect, which writes the mastership
+// record), in a new journal in the temporary directory: what the journal
+// (Badger, its two syncs a commit and the journal's writer) costs where the
+// target counts one fsync.
+func journalCommitTime(ctx context.Context) (time.Duration, error) {
+	dir, err := os.MkdirTemp("", "gnmi-sidecar-bench-journal-")
+	if err != nil {
+		return 0, err
+	}
+	defer os.RemoveAll(dir)
+	j, err := journal.Open(dir, journal.Options{})
+	if err != nil {
+		return 0, err
+	}
+	defer j.Close()
+	var lat []time.Duration
+	for range 50 {
+		start := time.Now()
+		if _, err := j.Connect(ctx); err != nil {
 			return 0, err
 		}
 		lat = append(lat, time.Since(start))
