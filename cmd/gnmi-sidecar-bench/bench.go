@@ -25,6 +25,7 @@ import (
 type benchConfig struct {
 	sets          int           // Sets per latency measurement
 	duration      time.Duration // per throughput and subscribe row
+	subscribeRate int           // Sets offered per second in the paced subscribe rows
 	leaves        int           // the large configuration (size, re-push, RSS)
 	proposals     int           // journal size of the reopen row
 	scenarios     []string      // subset to run; empty: all
@@ -51,6 +52,7 @@ func (c *benchConfig) applyShort(cmd *cobra.Command) {
 	}
 	set("sets", func() { c.sets = 300 })
 	set("duration", func() { c.duration = time.Second })
+	set("subscribe-rate", func() { c.subscribeRate = 1000 })
 	set("leaves", func() { c.leaves = 3_000 }) // the simulated device absorbs about 1 ms per new leaf: see docs/bench.md
 	set("proposals", func() { c.proposals = 50_000 })
 }
@@ -61,8 +63,8 @@ func (c *benchConfig) validate() error {
 			return &usageError{err: fmt.Errorf("--scenarios: unknown scenario %q (want %s)", s, strings.Join(benchScenarios, ","))}
 		}
 	}
-	if c.sets < 1 || c.duration <= 0 || c.leaves < 100 || c.proposals < 1 {
-		return &usageError{err: errors.New("--sets and --proposals must be ≥ 1, --leaves ≥ 100, --duration > 0")}
+	if c.sets < 1 || c.duration <= 0 || c.leaves < 100 || c.proposals < 1 || c.subscribeRate < 1 {
+		return &usageError{err: errors.New("--sets, --proposals and --subscribe-rate must be ≥ 1, --leaves ≥ 100, --duration > 0")}
 	}
 	return nil
 }
@@ -104,10 +106,11 @@ two cores). docs/bench.md explains every row.`,
 	f := cmd.Flags()
 	f.IntVar(&cfg.sets, "sets", 2000, "Sets per latency measurement (1 client, one leaf per Set)")
 	f.DurationVar(&cfg.duration, "duration", 5*time.Second, "how long each throughput and subscribe row runs (per side)")
+	f.IntVar(&cfg.subscribeRate, "subscribe-rate", 2000, "Sets per second offered to the device in the paced subscribe rows")
 	f.IntVar(&cfg.leaves, "leaves", 100_000, "the large configuration: Set p50 at this size vs 100 leaves, re-push, RSS")
 	f.IntVar(&cfg.proposals, "proposals", 1_000_000, "proposals in the journal of the reopen row")
 	f.StringSliceVar(&cfg.scenarios, "scenarios", nil, "run only these scenarios: "+strings.Join(benchScenarios, ","))
-	f.BoolVar(&cfg.short, "short", false, "small sizes (300 Sets, 1 s rows, 3,000 leaves, 50,000 proposals) unless set explicitly")
+	f.BoolVar(&cfg.short, "short", false, "small sizes (300 Sets, 1 s rows, 1,000 paced Sets/s, 3,000 leaves, 50,000 proposals) unless set explicitly")
 	f.BoolVar(&cfg.json, "json", false, "print one JSON document instead of the table")
 	f.StringVar(&cfg.cpuProfile, "cpuprofile", "", "write a CPU profile of this process (the in-process device and sidecar, and the clients) to this file, for go tool pprof")
 	f.StringVar(&cfg.traceFile, "trace", "", "write an execution trace of this process to this file, for go tool trace and hack/setstages (docs/bench.md)")
@@ -239,7 +242,7 @@ func runBench(ctx context.Context, cfg benchConfig, stdout, stderr io.Writer, lo
 
 func (c benchConfig) settings() map[string]string {
 	return map[string]string{
-		"sets": fmt.Sprint(c.sets), "duration": c.duration.String(), "leaves": fmt.Sprint(c.leaves),
+		"sets": fmt.Sprint(c.sets), "duration": c.duration.String(), "subscribe-rate": fmt.Sprint(c.subscribeRate), "leaves": fmt.Sprint(c.leaves),
 		"proposals": fmt.Sprint(c.proposals), "short": fmt.Sprint(c.short),
 	}
 }

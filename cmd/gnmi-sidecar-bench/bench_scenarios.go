@@ -10,6 +10,7 @@ import (
 
 	gpb "github.com/openconfig/gnmi/proto/gnmi"
 	"golang.org/x/sync/errgroup"
+	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
@@ -39,7 +40,11 @@ func (b *bencher) steps() []step {
 	add("repush", fmt.Sprintf("re-push of %d leaves after a device restart", b.cfg.leaves), b.repush)
 	for _, n := range []int{1, 16} {
 		add("subscribe", fmt.Sprintf("Subscribe STREAM, %d subscriber(s)", n),
-			func(ctx context.Context) ([]row, error) { return b.subscribe(ctx, n) })
+			func(ctx context.Context) ([]row, error) { return b.subscribe(ctx, n, false) })
+	}
+	for _, n := range []int{1, 16} {
+		add("subscribe", fmt.Sprintf("Subscribe STREAM, %d subscriber(s), paced at %d Sets/s", n, b.cfg.subscribeRate),
+			func(ctx context.Context) ([]row, error) { return b.subscribe(ctx, n, true) })
 	}
 	add("rss", fmt.Sprintf("RSS of serve (child process), idle and with %d leaves", b.cfg.leaves), b.rss)
 	add("reopen", fmt.Sprintf("serve restart with %d proposals (child process)", b.cfg.proposals), b.reopen)
@@ -189,7 +194,7 @@ func (b *bencher) setsBoth(ctx context.Context, clients int, perSet, perUpdate t
 	return sc, dr, deviceSets, nil
 }
 
-// setsRan is what a throughput run did: Sets completed in how long.
+// setsRan is what a run of Sets did: Sets completed in how long.
 type setsRan struct {
 	sets    int64
 	elapsed time.Duration
@@ -197,25 +202,16 @@ type setsRan struct {
 
 func (r setsRan) rate() float64 { return float64(r.sets) / r.elapsed.Seconds() }
 
-// setsPerSecond runs clients goroutines (one gRPC connection each, as
-// separate clients would) for d (or until the first Set completed, if
-// later) and returns the completed Sets per second.
-func setsPerSecond(ctx context.Context, s *side, clients int, d time.Duration) (float64, error) {
-	r, err := setsRun(ctx, s, clients, d)
-	return r.rate(), err
-}
-
-// setsRun is setsPerSecond's run: the Sets completed and the time taken.
+// setsRun runs clients goroutines (one gRPC connection each, as separate
+// clients would), each Setting its own leaf as fast as it can, for d (or
+// until the first Set completed, if later) and returns the Sets completed
+// and the time taken.
 func setsRun(ctx context.Context, s *side, clients int, d time.Duration) (setsRan, error) {
-	conns := make([]gpb.GNMIClient, clients)
-	for i := range conns {
-		conn, err := dialInsecure(s.addr)
-		if err != nil {
-			return setsRan{}, err
-		}
-		defer conn.Close()
-		conns[i] = gpb.NewGNMIClient(conn)
+	conns, closeConns, err := dialClients(s, clients)
+	if err != nil {
+		return setsRan{}, err
 	}
+	defer closeConns()
 	var count atomic.Int64
 	// Cancelled rather than a deadline: a deadline would travel with the
 	// Sets, and the server could answer DeadlineExceeded before the client
@@ -243,7 +239,7 @@ func setsRun(ctx context.Context, s *side, clients int, d time.Duration) (setsRa
 	for i, c := range conns {
 		g.Go(func() error {
 			for n := 0; gctx.Err() == nil; n++ {
-				if _, err := setLeaf(gctx, c, fmt.Sprintf("client%d", i), fmt.Sprintf("v%d", n)); err != nil {
+				if _, err := setLeaf(gctx, c, clientLeaf(i), fmt.Sprintf("v%d", n)); err != nil {
 					if gctx.Err() != nil {
 						return nil // the run ended during this Set
 					}
@@ -262,6 +258,78 @@ func setsRun(ctx context.Context, s *side, clients int, d time.Duration) (setsRa
 		return setsRan{}, ctx.Err()
 	}
 	return setsRan{sets: count.Load(), elapsed: time.Since(start)}, nil
+}
+
+// pacedSetsRun offers perSecond Sets a second to s for d, open loop: the
+// Sets are due at fixed intervals from the start, the k-th sent by driver
+// k mod drivers (a gRPC connection each). A driver that falls behind
+// sends its late Sets at once rather than skipping them, so that a slow
+// Set delays the next ones without lowering the load offered; every Set
+// due before d is sent, after d if late, and completes.
+func pacedSetsRun(ctx context.Context, s *side, drivers, perSecond int, d time.Duration) (setsRan, error) {
+	conns, closeConns, err := dialClients(s, drivers)
+	if err != nil {
+		return setsRan{}, err
+	}
+	defer closeConns()
+	interval := time.Second / time.Duration(perSecond)
+	var count atomic.Int64
+	start := time.Now()
+	g, gctx := errgroup.WithContext(ctx)
+	for i, c := range conns {
+		g.Go(func() error {
+			for k := i; ; k += drivers {
+				due := time.Duration(k) * interval
+				if due >= d {
+					return nil
+				}
+				if wait := due - time.Since(start); wait > 0 {
+					select {
+					case <-time.After(wait):
+					case <-gctx.Done():
+						return gctx.Err()
+					}
+				}
+				// The time as the value: unlike a count from 0 each run,
+				// never what the leaf holds already, so every Set is a change.
+				if _, err := setLeaf(gctx, c, clientLeaf(i), time.Now().Format(time.RFC3339Nano)); err != nil {
+					return err
+				}
+				count.Add(1)
+			}
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return setsRan{}, err
+	}
+	// The schedule spans d even when its last Set ended sooner; late
+	// Sets make it longer, and the rate lower.
+	return setsRan{sets: count.Load(), elapsed: max(time.Since(start), d)}, nil
+}
+
+// clientLeaf names the leaf the i-th client of setsRun and pacedSetsRun
+// Sets.
+func clientLeaf(i int) string { return fmt.Sprintf("client%d", i) }
+
+// dialClients opens n gRPC connections to s, one per client, as separate
+// clients would; closeConns closes them.
+func dialClients(s *side, n int) (clients []gpb.GNMIClient, closeConns func(), err error) {
+	var conns []*grpc.ClientConn
+	closeConns = func() {
+		for _, conn := range conns {
+			conn.Close()
+		}
+	}
+	for range n {
+		conn, err := dialInsecure(s.addr)
+		if err != nil {
+			closeConns()
+			return nil, nil, err
+		}
+		conns = append(conns, conn)
+		clients = append(clients, gpb.NewGNMIClient(conn))
+	}
+	return clients, closeConns, nil
 }
 
 // configSize: scenario 3, Set p50 at 100 leaves and at cfg.leaves, each on
@@ -360,20 +428,32 @@ func waitRepushed(ctx context.Context, s *side, since time.Time, leaves int) err
 }
 
 // subscribe: scenario 5. subscribers STREAM subscriptions to /interfaces
-// on each side; Sets go straight to that side's device from 4 drivers;
-// the figure is updates received per second per subscriber. The sides
-// take turns, subscribeBlocks blocks of duration/subscribeBlocks each,
-// with every subscription open throughout, so that a change in the
-// machine's load touches both alike. The note gives the updates'
+// on each side; Sets go straight to that side's device from
+// subscribeDrivers drivers; the figure is updates received per second per
+// subscriber. The sides take turns, subscribeBlocks blocks of
+// duration/subscribeBlocks each, with every subscription open throughout,
+// so that a change in the machine's load touches both alike.
+//
+// Saturated (not paced), the drivers Set as fast as they can: on one
+// machine the relay's CPU is taken from the device and its clients, so
+// the row measures that machine's capacity. Its note gives the updates'
 // latency on each side, from the device's timestamp (its Set's) to the
 // subscriber's receipt, and the CPU time of the bench process (the
-// devices, the sidecar and the clients) per update received.
-func (b *bencher) subscribe(ctx context.Context, subscribers int) ([]row, error) {
+// devices, the sidecar and the clients) per update received. Paced, the
+// drivers offer cfg.subscribeRate Sets a second, as a device producing
+// changes at its own rate: the row measures whether the relay passes
+// them all through. Its note gives the latency, the Sets sent per second
+// and the updates received per Set per subscriber on each side.
+func (b *bencher) subscribe(ctx context.Context, subscribers int, paced bool) ([]row, error) {
 	r, err := b.startRig(ctx)
 	if err != nil {
 		return nil, err
 	}
 	defer r.close()
+	perSecond := 0
+	if paced {
+		perSecond = b.cfg.subscribeRate
+	}
 	subCtx, cancelSubs := context.WithCancel(ctx)
 	var sides [2]*subscription
 	var wg sync.WaitGroup
@@ -382,7 +462,7 @@ func (b *bencher) subscribe(ctx context.Context, subscribers int) ([]row, error)
 		wg.Wait()
 	}()
 	for i, s := range []*side{r.sidecar, r.direct} {
-		if sides[i], err = subscribeSide(subCtx, &wg, s, subscribers); err != nil {
+		if sides[i], err = subscribeSide(subCtx, &wg, s, subscribers, perSecond); err != nil {
 			return nil, fmt.Errorf("%s: %w", [2]string{"sidecar", "direct"}[i], err)
 		}
 	}
@@ -395,34 +475,53 @@ func (b *bencher) subscribe(ctx context.Context, subscribers int) ([]row, error)
 		}
 	}
 	sc, dr := sides[0], sides[1]
-	out := newRow(fmt.Sprintf("Subscribe STREAM, %d subscriber(s)", subscribers), "updates/s/sub", "higher", sc.rate(), dr.rate())
-	out.Note = fmt.Sprintf("update latency p50 / p99: sidecar %.2f / %.2f ms, direct %.2f / %.2f ms; CPU per update: sidecar %.0f µs, direct %.0f µs",
-		ms(percentile(sc.latency(), 0.5)), ms(percentile(sc.latency(), 0.99)), ms(percentile(dr.latency(), 0.5)), ms(percentile(dr.latency(), 0.99)),
-		sc.cpuPerUpdate(), dr.cpuPerUpdate())
+	name := fmt.Sprintf("Subscribe STREAM, %d subscriber(s)", subscribers)
+	if paced {
+		name += ", paced"
+	}
+	out := newRow(name, "updates/s/sub", "higher", sc.rate(), dr.rate())
+	latency := fmt.Sprintf("update latency p50 / p99: sidecar %.2f / %.2f ms, direct %.2f / %.2f ms",
+		ms(percentile(sc.latency(), 0.5)), ms(percentile(sc.latency(), 0.99)), ms(percentile(dr.latency(), 0.5)), ms(percentile(dr.latency(), 0.99)))
+	if paced {
+		out.Note = fmt.Sprintf("%s; Sets sent: sidecar %.0f/s, direct %.0f/s (offered %d/s); updates per Set per subscriber: sidecar %.2f, direct %.2f",
+			latency, sc.setRate(), dr.setRate(), perSecond, sc.updatesPerSet(), dr.updatesPerSet())
+	} else {
+		out.Note = fmt.Sprintf("%s; CPU per update: sidecar %.0f µs, direct %.0f µs", latency, sc.cpuPerUpdate(), dr.cpuPerUpdate())
+	}
 	return []row{out.withTarget("≥ 0.98× direct", out.Ratio >= 0.98)}, nil
 }
 
 // subscribeDrivers Set leaves on the device concurrently during a
-// subscribe row; subscribeBlocks is the number of turns of each side.
+// subscribe row; subscribeBlocks is the number of turns of each side;
+// after a paced turn, the subscribers get up to subscribeSettle for the
+// updates of its last Sets (far above their p99 latency).
 const (
 	subscribeDrivers = 4
 	subscribeBlocks  = 5
+	subscribeSettle  = time.Second
 )
 
 // subscription is the subscribers of one side of a subscribe row and
 // what they received while that side's Sets were driven.
 type subscription struct {
-	side     *side
-	counts   []updateCount
-	counting atomic.Bool // while this side's Sets are driven
-	elapsed  time.Duration
-	cpu      time.Duration
+	side      *side
+	perSecond int // Sets offered a second; 0: as many as the drivers manage
+	counts    []updateCount
+	counting  atomic.Bool // while this side's Sets are driven
+	sets      int64       // Sets sent while counting
+	elapsed   time.Duration
+	cpu       time.Duration
 }
 
-// subscribeSide opens subscribers subscriptions to s, running in wg until
-// ctx ends, and returns once each has had its initial sync.
-func subscribeSide(ctx context.Context, wg *sync.WaitGroup, s *side, subscribers int) (*subscription, error) {
-	sub := &subscription{side: s, counts: make([]updateCount, subscribers)}
+// subscribeSide creates the drivers' leaves on s's device, opens
+// subscribers subscriptions to s, running in wg until ctx ends, and
+// returns once each has had its initial sync. Its Sets will be driven at
+// perSecond (0: as fast as they go).
+func subscribeSide(ctx context.Context, wg *sync.WaitGroup, s *side, subscribers, perSecond int) (*subscription, error) {
+	if err := createDriverLeaves(ctx, s.dev.Addr()); err != nil {
+		return nil, err
+	}
+	sub := &subscription{side: s, perSecond: perSecond, counts: make([]updateCount, subscribers)}
 	synced := make(chan error, subscribers)
 	for i := range subscribers {
 		wg.Go(func() { countUpdates(ctx, s.client, &sub.counting, &sub.counts[i], synced) })
@@ -435,17 +534,62 @@ func subscribeSide(ctx context.Context, wg *sync.WaitGroup, s *side, subscribers
 	return sub, nil
 }
 
+// createDriverLeaves Sets the leaves of the subscribe drivers once,
+// straight on the device at addr (through the sidecar they would be its
+// to manage): a Set that creates an interface also yields updates of its
+// key leaves, and while counting every Set is to yield one update.
+func createDriverLeaves(ctx context.Context, addr string) error {
+	clients, closeConns, err := dialClients(&side{addr: addr}, 1)
+	if err != nil {
+		return err
+	}
+	defer closeConns()
+	for i := range subscribeDrivers {
+		if _, err := setLeaf(ctx, clients[0], clientLeaf(i), "created"); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // drive drives Sets straight on the side's device for d, counting the
 // updates its subscribers receive meanwhile.
 func (s *subscription) drive(ctx context.Context, d time.Duration) error {
+	device := &side{addr: s.side.dev.Addr()}
 	cpu := processCPU()
-	start := time.Now()
 	s.counting.Store(true)
-	_, err := setsPerSecond(ctx, &side{addr: s.side.dev.Addr()}, subscribeDrivers, d)
+	var ran setsRan
+	var err error
+	if s.perSecond == 0 {
+		ran, err = setsRun(ctx, device, subscribeDrivers, d)
+	} else {
+		ran, err = pacedSetsRun(ctx, device, subscribeDrivers, s.perSecond, d)
+	}
+	s.sets += ran.sets
+	s.elapsed += ran.elapsed
+	if err == nil && s.perSecond != 0 {
+		// The updates of the last Sets are still on their way, more of
+		// them on the sidecar's side (the extra hop): waiting for them
+		// keeps the sides even and makes updates per Set exact.
+		err = s.awaitUpdates(ctx)
+	}
 	s.counting.Store(false)
-	s.elapsed += time.Since(start)
 	s.cpu += processCPU() - cpu
 	return err
+}
+
+// awaitUpdates waits, still counting, until the subscribers have received
+// one update each of every Set sent, or for subscribeSettle at most.
+func (s *subscription) awaitUpdates(ctx context.Context) error {
+	want := int(s.sets) * len(s.counts)
+	for deadline := time.Now().Add(subscribeSettle); s.updates() < want && time.Now().Before(deadline); {
+		select {
+		case <-time.After(time.Millisecond):
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	return nil
 }
 
 // updates is the number of updates counted, in all.
@@ -460,6 +604,16 @@ func (s *subscription) updates() int {
 // rate is the updates per second per subscriber.
 func (s *subscription) rate() float64 {
 	return float64(s.updates()) / float64(len(s.counts)) / s.elapsed.Seconds()
+}
+
+// setRate is the Sets sent per second.
+func (s *subscription) setRate() float64 {
+	return float64(s.sets) / s.elapsed.Seconds()
+}
+
+// updatesPerSet is the updates received per Set sent, per subscriber.
+func (s *subscription) updatesPerSet() float64 {
+	return float64(s.updates()) / float64(len(s.counts)) / float64(s.sets)
 }
 
 // cpuPerUpdate is the bench process's CPU time per update counted, in µs.

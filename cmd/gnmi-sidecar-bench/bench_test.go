@@ -69,6 +69,7 @@ var wantBenchRows = []string{
 	"Set p50 at 100 leaves", "Set p50 at 200 leaves",
 	"re-push 200 leaves, sidecar-side", "re-push 200 leaves, restart → Set ok",
 	"Subscribe STREAM, 1 subscriber(s)", "Subscribe STREAM, 16 subscriber(s)",
+	"Subscribe STREAM, 1 subscriber(s), paced", "Subscribe STREAM, 16 subscriber(s), paced",
 	"RSS of serve, idle", "RSS of serve, 200 leaves journaled",
 	"restart with 300 proposals → Capabilities", "restart with 300 proposals → Set ok",
 }
@@ -108,7 +109,7 @@ func TestBenchJSON(t *testing.T) {
 			t.Errorf("row %q: better = %q", r.Scenario, r.Better)
 		}
 	}
-	if !strings.Contains(stderr, "[1/16] Set latency") || !strings.Contains(stderr, "[16/16] serve restart") {
+	if !strings.Contains(stderr, "[1/18] Set latency") || !strings.Contains(stderr, "[18/18] serve restart") {
 		t.Errorf("no progress lines on stderr:\n%s", stderr)
 	}
 }
@@ -120,10 +121,13 @@ func TestBenchTable(t *testing.T) {
 	if !strings.Contains(lines[0], "sidecar/direct") || !strings.Contains(lines[0], "better") || !strings.Contains(lines[0], "design §5 target") {
 		t.Fatalf("no header: %q", lines[0])
 	}
-	for _, want := range []string{"Set latency p50, 1 client", "Set latency p99, 1 client", "Subscribe STREAM, 1 subscriber(s)", "Subscribe STREAM, 16 subscriber(s)"} {
+	for _, want := range []string{"Set latency p50, 1 client", "Set latency p99, 1 client",
+		"Subscribe STREAM, 1 subscriber(s)", "Subscribe STREAM, 16 subscriber(s)",
+		"Subscribe STREAM, 1 subscriber(s), paced", "Subscribe STREAM, 16 subscriber(s), paced"} {
 		found := false
 		for _, l := range lines[1:] {
-			if rest, ok := strings.CutPrefix(l, want); ok {
+			// The padding after the name: a row is not matched by another's prefix.
+			if rest, ok := strings.CutPrefix(l, want+"  "); ok {
 				found = true
 				if f := strings.Fields(rest); len(f) < 5 || f[1] == "-" || f[2] == "-" || !strings.HasSuffix(f[3], "×") {
 					t.Errorf("row %q has no figures: %q", want, l)
