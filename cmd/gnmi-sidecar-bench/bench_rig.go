@@ -13,7 +13,6 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 
-	"github.com/gnmi-sidecar/gnmi-sidecar/journal"
 	"github.com/gnmi-sidecar/gnmi-sidecar/sidecar"
 	"github.com/gnmi-sidecar/gnmi-sidecar/testbed"
 )
@@ -257,19 +256,8 @@ func preload(ctx context.Context, c gpb.GNMIClient, n int) error {
 // measureSets runs n one-leaf Sets from one client over leaves bench0…
 // bench(spread-1) and returns their latencies.
 func measureSets(ctx context.Context, c gpb.GNMIClient, n, spread int) ([]time.Duration, error) {
-	return measureSetsAfter(ctx, c, n, spread, nil)
-}
-
-// measureSetsAfter is measureSets calling before (if set) before each
-// Set, untimed.
-func measureSetsAfter(ctx context.Context, c gpb.GNMIClient, n, spread int, before func() error) ([]time.Duration, error) {
 	lat := make([]time.Duration, 0, n)
 	for i := range n {
-		if before != nil {
-			if err := before(); err != nil {
-				return nil, err
-			}
-		}
 		d, err := setLeaf(ctx, c, fmt.Sprintf("bench%d", (i*7919)%spread), fmt.Sprintf("v%d", i))
 		if err != nil {
 			return nil, err
@@ -332,33 +320,6 @@ func fsyncTime() (time.Duration, error) {
 	for range 50 {
 		start := time.Now()
 		if err := s.sync(); err != nil {
-			return 0, err
-		}
-		lat = append(lat, time.Since(start))
-	}
-	return percentile(lat, 0.5), nil
-}
-
-// journalCommitTime is the median time of 50 durable journal transactions
-// of one small record each (a Connect, which writes the mastership
-// record), in a new journal in the temporary directory: what the journal
-// (Badger, its two syncs a commit and the journal's writer) costs where the
-// target counts one fsync.
-func journalCommitTime(ctx context.Context) (time.Duration, error) {
-	dir, err := os.MkdirTemp("", "gnmi-sidecar-bench-journal-")
-	if err != nil {
-		return 0, err
-	}
-	defer os.RemoveAll(dir)
-	j, err := journal.Open(dir, journal.Options{})
-	if err != nil {
-		return 0, err
-	}
-	defer j.Close()
-	var lat []time.Duration
-	for range 50 {
-		start := time.Now()
-		if _, err := j.Connect(ctx); err != nil {
 			return 0, err
 		}
 		lat = append(lat, time.Since(start))

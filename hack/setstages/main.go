@@ -71,6 +71,9 @@ func run(file string, out io.Writer) error {
 		if _, through := first(byKind["set"], -1, c.start, c.end); through {
 			continue
 		}
+		if _, floor := first(byKind["floor.Set"], -1, c.start, c.end); floor {
+			continue // through the bench's floor proxies
+		}
 		if h, ok := first(byKind["device.handle"], -1, c.start, c.end); ok {
 			for k, d := range []time.Duration{c.dur(), h.start.Sub(c.start), h.dur(), c.end.Sub(h.end)} {
 				direct[k] = append(direct[k], d)

@@ -1,0 +1,119 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"runtime/trace"
+
+	gpb "github.com/openconfig/gnmi/proto/gnmi"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/gnmi-sidecar/gnmi-sidecar/journal"
+)
+
+// floorProxy is the least a proxy that journals each Set before the device
+// sees it can do: a gNMI server whose Set makes one durable write
+// (durable) and then forwards the request, as it came, to the device,
+// answering with the device's answer. The latency row measures Sets
+// through it beside the sidecar's, on the same machine in the same run:
+// what is left of the sidecar's latency above it is the sidecar's own.
+type floorProxy struct {
+	gpb.UnimplementedGNMIServer
+	device  gpb.GNMIClient
+	durable func(context.Context) error
+}
+
+func (p *floorProxy) Set(ctx context.Context, req *gpb.SetRequest) (*gpb.SetResponse, error) {
+	defer trace.StartRegion(ctx, "floor.Set").End() // hack/setstages tells these Sets from direct ones
+	if err := p.durable(ctx); err != nil {
+		return nil, status.Errorf(codes.Internal, "durable write: %v", err)
+	}
+	return p.device.Set(ctx, req)
+}
+
+// startFloorProxy serves a floorProxy in front of the device at
+// deviceAddr on 127.0.0.1 and returns a client of it and a stop function.
+func startFloorProxy(deviceAddr string, durable func(context.Context) error) (gpb.GNMIClient, func(), error) {
+	device, err := dialInsecure(deviceAddr)
+	if err != nil {
+		return nil, nil, err
+	}
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		device.Close()
+		return nil, nil, err
+	}
+	srv := grpc.NewServer()
+	gpb.RegisterGNMIServer(srv, &floorProxy{device: gpb.NewGNMIClient(device), durable: durable})
+	go func() { _ = srv.Serve(lis) }()
+	conn, err := dialInsecure(lis.Addr().String())
+	stop := func() {
+		if conn != nil {
+			conn.Close()
+		}
+		srv.Stop()
+		device.Close()
+	}
+	if err != nil {
+		stop()
+		return nil, nil, err
+	}
+	return gpb.NewGNMIClient(conn), stop, nil
+}
+
+// floors are the two floor proxies of the latency row, in front of the
+// direct device: one fsyncs a 4 KiB write before forwarding (the target's
+// one fsync), the other commits one small record to a journal (Badger, as
+// the sidecar's journal does: a Connect, which writes the mastership
+// record).
+type floors struct {
+	fsync, journal gpb.GNMIClient
+	close          func()
+}
+
+func startFloors(deviceAddr string) (*floors, error) {
+	fs, err := newFsyncer()
+	if err != nil {
+		return nil, err
+	}
+	dir, err := os.MkdirTemp("", "gnmi-sidecar-bench-floor-")
+	if err != nil {
+		fs.close()
+		return nil, err
+	}
+	j, err := journal.Open(dir, journal.Options{})
+	if err != nil {
+		fs.close()
+		_ = os.RemoveAll(dir)
+		return nil, fmt.Errorf("floor journal: %w", err)
+	}
+	var stops []func()
+	f := &floors{close: func() {
+		for _, stop := range stops {
+			stop()
+		}
+		_ = j.Close()
+		_ = os.RemoveAll(dir)
+		fs.close()
+	}}
+	for _, p := range []struct {
+		client  *gpb.GNMIClient
+		durable func(context.Context) error
+	}{
+		{&f.fsync, func(context.Context) error { return fs.sync() }},
+		{&f.journal, func(ctx context.Context) error { _, err := j.Connect(ctx); return err }},
+	} {
+		c, stop, err := startFloorProxy(deviceAddr, p.durable)
+		if err != nil {
+			f.close()
+			return nil, err
+		}
+		*p.client = c
+		stops = append(stops, stop)
+	}
+	return f, nil
+}
