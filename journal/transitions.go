@@ -195,7 +195,7 @@ func (j *Journal) cleanOps(ops []*Op) ([]*Op, []leaves.List, error) {
 	out := make([]*Op, len(ops))
 	lists := newListSet()
 	for n, op := range ops {
-		op = proto.CloneOf(op)
+		op = copyToClean(op)
 		validate := ValidatePath
 		if op.GetKind() == OpDelete {
 			validate = ValidateDeletePath
@@ -248,12 +248,42 @@ func (j *Journal) cleanOps(ops []*Op) ([]*Op, []leaves.List, error) {
 			}
 		}
 		if writes(op.GetKind()) && len(op.GetImpliedDeletes()) == 0 &&
-			slices.EqualFunc(op.GetUnits(), impliedUnits(op.GetValues()), func(a, b *Leaf) bool { return proto.Equal(a, b) }) {
+			slices.EqualFunc(op.GetUnits(), impliedUnits(op.GetValues()), sameLeaf) {
 			op.Units, op.UnitsAreValues = nil, true // kept once
 		}
 		out[n] = op
 	}
 	return out, lists.lists, nil
+}
+
+// copyToClean copies op for cleanOps to change: a new Op with copies of
+// its paths; the values themselves (TypedValues, never changed) are
+// shared. The units, implied deletes and units_are_values are cleanOps'
+// to fill in.
+func copyToClean(op *Op) *Op {
+	out := &Op{Kind: op.GetKind(), Path: proto.CloneOf(op.GetPath())}
+	if vs := op.GetValues(); len(vs) > 0 {
+		out.Values = make([]*Leaf, len(vs))
+		for k, v := range vs {
+			out.Values[k] = &Leaf{Path: proto.CloneOf(v.GetPath()), Value: v.GetValue()}
+		}
+	}
+	return out
+}
+
+// sameLeaf is proto.Equal for two leaves, without reflection when they
+// share their parts (a scalar value's unit shares the value's path
+// elements and value).
+func sameLeaf(a, b *Leaf) bool {
+	pa, pb := a.GetPath(), b.GetPath()
+	shared := a.GetValue() == b.GetValue() && pa.GetOrigin() == pb.GetOrigin() && pa.GetTarget() == pb.GetTarget() &&
+		len(pa.GetElement()) == 0 && len(pb.GetElement()) == 0 && len(pa.GetElem()) == len(pb.GetElem()) &&
+		len(pa.ProtoReflect().GetUnknown()) == 0 && len(pb.ProtoReflect().GetUnknown()) == 0 &&
+		len(a.ProtoReflect().GetUnknown()) == 0 && len(b.ProtoReflect().GetUnknown()) == 0
+	for k := 0; shared && k < len(pa.GetElem()); k++ {
+		shared = pa.GetElem()[k] == pb.GetElem()[k]
+	}
+	return shared || proto.Equal(a, b)
 }
 
 // writes reports whether an operation of kind k writes values: a replace,

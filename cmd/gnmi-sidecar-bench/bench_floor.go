@@ -36,34 +36,29 @@ func (p *floorProxy) Set(ctx context.Context, req *gpb.SetRequest) (*gpb.SetResp
 }
 
 // startFloorProxy serves a floorProxy in front of the device at
-// deviceAddr on 127.0.0.1 and returns a client of it and a stop function.
-func startFloorProxy(deviceAddr string, durable func(context.Context) error) (gpb.GNMIClient, func(), error) {
+// deviceAddr on 127.0.0.1 and returns its address and a stop function.
+func startFloorProxy(deviceAddr string, durable func(context.Context) error) (string, func(), error) {
 	device, err := dialInsecure(deviceAddr)
 	if err != nil {
-		return nil, nil, err
+		return "", nil, err
 	}
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		device.Close()
-		return nil, nil, err
+		return "", nil, err
 	}
 	srv := grpc.NewServer()
 	gpb.RegisterGNMIServer(srv, &floorProxy{device: gpb.NewGNMIClient(device), durable: durable})
 	go func() { _ = srv.Serve(lis) }()
-	conn, err := dialInsecure(lis.Addr().String())
-	stop := func() {
-		if conn != nil {
-			conn.Close()
-		}
+	return lis.Addr().String(), func() {
 		srv.Stop()
 		device.Close()
-	}
-	if err != nil {
-		stop()
-		return nil, nil, err
-	}
-	return gpb.NewGNMIClient(conn), stop, nil
+	}, nil
 }
+
+// forwardOnly is the floor proxy that writes nothing: only the extra gRPC
+// hop any proxy adds.
+func forwardOnly(context.Context) error { return nil }
 
 // floors are the two floor proxies of the latency row, in front of the
 // direct device: one fsyncs a 4 KiB write before forwarding (the target's
@@ -107,13 +102,19 @@ func startFloors(deviceAddr string) (*floors, error) {
 		{&f.fsync, func(context.Context) error { return fs.sync() }},
 		{&f.journal, func(ctx context.Context) error { _, err := j.Connect(ctx); return err }},
 	} {
-		c, stop, err := startFloorProxy(deviceAddr, p.durable)
+		addr, stop, err := startFloorProxy(deviceAddr, p.durable)
 		if err != nil {
 			f.close()
 			return nil, err
 		}
-		*p.client = c
 		stops = append(stops, stop)
+		conn, err := dialInsecure(addr)
+		if err != nil {
+			f.close()
+			return nil, err
+		}
+		stops = append(stops, func() { conn.Close() })
+		*p.client = gpb.NewGNMIClient(conn)
 	}
 	return f, nil
 }
