@@ -1174,3 +1174,33 @@ func TestProposalStatusMatchesProposal(t *testing.T) {
 		check("rolling back")
 	}
 }
+
+// TestSameLeaf: sameLeaf agrees with proto.Equal, taking its shortcut
+// only when the leaves share their parts.
+func TestSameLeaf(t *testing.T) {
+	path := mustPath(t, "/a/b[k=1]/c")
+	value := strVal("x")
+	withUnknown := proto.CloneOf(path)
+	withUnknown.ProtoReflect().SetUnknown([]byte{0xf8, 0x3f, 0x01}) // field 1023, varint 1
+	for _, tc := range []struct {
+		name string
+		a, b *Leaf
+		want bool
+	}{
+		{"shared path elements and value", &Leaf{Path: path, Value: value}, &Leaf{Path: &gnmi.Path{Elem: slices.Clone(path.Elem)}, Value: value}, true},
+		{"equal copies", &Leaf{Path: path, Value: value}, &Leaf{Path: proto.CloneOf(path), Value: strVal("x")}, true},
+		{"another value", &Leaf{Path: path, Value: value}, &Leaf{Path: path, Value: strVal("y")}, false},
+		{"another origin", &Leaf{Path: path, Value: value}, &Leaf{Path: &gnmi.Path{Origin: "o", Elem: path.Elem}, Value: value}, false},
+		{"fewer elements", &Leaf{Path: path, Value: value}, &Leaf{Path: &gnmi.Path{Elem: path.Elem[:2]}, Value: value}, false},
+		{"a path with unknown fields", &Leaf{Path: withUnknown, Value: value}, &Leaf{Path: &gnmi.Path{Elem: withUnknown.Elem}, Value: value}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := sameLeaf(tc.a, tc.b); got != tc.want {
+				t.Errorf("sameLeaf = %v, want %v", got, tc.want)
+			}
+			if got := proto.Equal(tc.a, tc.b); got != tc.want {
+				t.Errorf("proto.Equal = %v: the case's want is wrong", got)
+			}
+		})
+	}
+}
