@@ -276,8 +276,10 @@ func copyToClean(op *Op) *Op {
 // elements and value).
 func sameLeaf(a, b *Leaf) bool {
 	pa, pb := a.GetPath(), b.GetPath()
+	//lint:ignore SA1019 a path's deprecated elements still make it differ
+	legacy := len(pa.GetElement()) + len(pb.GetElement())
 	shared := a.GetValue() == b.GetValue() && pa.GetOrigin() == pb.GetOrigin() && pa.GetTarget() == pb.GetTarget() &&
-		len(pa.GetElement()) == 0 && len(pb.GetElement()) == 0 && len(pa.GetElem()) == len(pb.GetElem()) &&
+		legacy == 0 && len(pa.GetElem()) == len(pb.GetElem()) &&
 		len(pa.ProtoReflect().GetUnknown()) == 0 && len(pb.ProtoReflect().GetUnknown()) == 0 &&
 		len(a.ProtoReflect().GetUnknown()) == 0 && len(b.ProtoReflect().GetUnknown()) == 0
 	for k := 0; shared && k < len(pa.GetElem()); k++ {
