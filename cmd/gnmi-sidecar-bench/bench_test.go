@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 )
@@ -74,6 +75,14 @@ var wantBenchRows = []string{
 	"restart with 300 proposals → Capabilities", "restart with 300 proposals → Set ok",
 }
 
+// floorNotes are what the notes of the rows measured beside floor proxies
+// say of them.
+var floorNotes = map[string]string{
+	"Set latency p50, 1 client": `only fsyncs 4 KiB, then forwards: p50 0\.\d*[1-9]\d* ms; ` +
+		`that only commits one small record to a journal, then forwards: p50 0\.\d*[1-9]\d* ms; the sidecar's own part: -?\d`,
+	"Set throughput, 64 clients, 0s device": `only forwards each Set \(no journal\): [1-9]\d* Sets/s, \d+\.\d+× direct`,
+}
+
 // TestBenchJSON runs every scenario at tiny sizes and checks that the JSON
 // document has every row with figures (no timing assertions).
 func TestBenchJSON(t *testing.T) {
@@ -85,6 +94,7 @@ func TestBenchJSON(t *testing.T) {
 			Direct   *float64 `json:"direct"`
 			Ratio    *float64 `json:"ratio_sidecar_over_direct"`
 			Better   string   `json:"better"`
+			Note     string   `json:"note"`
 		} `json:"rows"`
 		Errors []string `json:"errors"`
 	}
@@ -107,6 +117,10 @@ func TestBenchJSON(t *testing.T) {
 		}
 		if r.Better != "lower" && r.Better != "higher" {
 			t.Errorf("row %q: better = %q", r.Scenario, r.Better)
+		}
+		// The floor proxies measured beside the sidecar, with figures.
+		if floor, ok := floorNotes[r.Scenario]; ok && !regexp.MustCompile(floor).MatchString(r.Note) {
+			t.Errorf("row %q: note %q does not match %q", r.Scenario, r.Note, floor)
 		}
 	}
 	if !strings.Contains(stderr, "[1/18] Set latency") || !strings.Contains(stderr, "[18/18] serve restart") {
