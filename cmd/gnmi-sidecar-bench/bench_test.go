@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -76,11 +77,30 @@ var wantBenchRows = []string{
 }
 
 // floorNotes are what the notes of the rows measured beside floor proxies
-// say of them.
-var floorNotes = map[string]string{
-	"Set latency p50, 1 client": `only fsyncs 4 KiB, then forwards: p50 0\.\d*[1-9]\d* ms; ` +
-		`that only commits one small record to a journal, then forwards: p50 0\.\d*[1-9]\d* ms; the sidecar's own part: -?\d`,
-	"Set throughput, 64 clients, 0s device": `only forwards each Set \(no journal\): [1-9]\d* Sets/s, \d+\.\d+× direct`,
+// say of them; every figure they capture is positive.
+var floorNotes = map[string]*regexp.Regexp{
+	"Set latency p50, 1 client": regexp.MustCompile(`only fsyncs 4 KiB, then forwards: p50 (\d+\.\d+) ms; ` +
+		`that only commits one small record to a journal, then forwards: p50 (\d+\.\d+) ms; the sidecar's own part: -?\d+\.\d+ ms`),
+	"Set throughput, 64 clients, 0s device": regexp.MustCompile(`only forwards each Set \(no journal\): (\d+) Sets/s, (\d+\.\d+)× direct`),
+}
+
+// checkFloorNote checks the note of row scenario if floorNotes has it.
+func checkFloorNote(t *testing.T, scenario, note string) {
+	t.Helper()
+	re, ok := floorNotes[scenario]
+	if !ok {
+		return
+	}
+	m := re.FindStringSubmatch(note)
+	if m == nil {
+		t.Errorf("row %q: note %q does not match %q", scenario, note, re)
+		return
+	}
+	for _, figure := range m[1:] {
+		if v, err := strconv.ParseFloat(figure, 64); err != nil || v <= 0 {
+			t.Errorf("row %q: note %q: figure %q is not positive", scenario, note, figure)
+		}
+	}
 }
 
 // TestBenchJSON runs every scenario at tiny sizes and checks that the JSON
@@ -119,9 +139,7 @@ func TestBenchJSON(t *testing.T) {
 			t.Errorf("row %q: better = %q", r.Scenario, r.Better)
 		}
 		// The floor proxies measured beside the sidecar, with figures.
-		if floor, ok := floorNotes[r.Scenario]; ok && !regexp.MustCompile(floor).MatchString(r.Note) {
-			t.Errorf("row %q: note %q does not match %q", r.Scenario, r.Note, floor)
-		}
+		checkFloorNote(t, r.Scenario, r.Note)
 	}
 	if !strings.Contains(stderr, "[1/18] Set latency") || !strings.Contains(stderr, "[18/18] serve restart") {
 		t.Errorf("no progress lines on stderr:\n%s", stderr)
