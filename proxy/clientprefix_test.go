@@ -137,6 +137,48 @@ func TestResolveAdoptionIgnoresTheClientsPrefix(t *testing.T) {
 	}
 }
 
+// TestRestoreIgnoresTheClientsPrefix: a rollback to a point (to_index,
+// to_tag) carries the target of the values it writes back, and nothing
+// of its Set's prefix: the device gets the journaled paths.
+func TestRestoreIgnoresTheClientsPrefix(t *testing.T) {
+	for _, tt := range []struct {
+		name   string
+		prefix *gpb.Path
+	}{
+		{"elements", &gpb.Path{Elem: []*gpb.PathElem{{Name: "system"}}}},
+		{"origin", &gpb.Path{Origin: "openconfig"}},
+		{"target", &gpb.Path{Target: "dev1"}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			r := sidecartest.Start(t, sidecartest.Options{})
+			r.MustSet(t, sidecartest.UpdateRequest(t, descPath, sidecartest.StringVal("one"))) // proposal 1
+			r.MustSet(t, sidecartest.UpdateRequest(t, descPath, sidecartest.StringVal("two"))) // proposal 2
+			req := &gpb.SetRequest{Prefix: tt.prefix, Extension: []*gnmi_ext.Extension{sidecartest.SidecarExtension(t, &sidecarpb.Request{
+				Rollback: &sidecarpb.Rollback{ToIndex: proto.Uint64(1)}})}}
+			if _, err := r.Set(t, req); err != nil {
+				t.Fatalf("rollback to proposal 1: %v", err)
+			}
+			if got := r.Proposal(t, 3).GetChange().GetPrefix(); proto.Size(got) != 0 {
+				t.Errorf("the restore's prefix %v, want none (the values' target, none)", got)
+			}
+			m, ok := r.Dev.LastRequest("Set")
+			if !ok {
+				t.Fatal("no Set reached the device")
+			}
+			set := m.Message.(*gpb.SetRequest)
+			if proto.Size(set.GetPrefix()) != 0 || len(set.GetUpdate()) != 1 || pathString(t, set.GetUpdate()[0].GetPath()) != descPath {
+				t.Errorf("the restore's device Set %v, want an update of %s in no prefix", set, descPath)
+			}
+			r.WantDeviceLeaf(t, descPath, sidecartest.StringVal("one"))
+			for _, pv := range journalValues(t, r).Committed {
+				if pv.GetPath().GetTarget() != "" || pv.GetPath().GetOrigin() != "" {
+					t.Errorf("committed value %v: want no target nor origin", pv)
+				}
+			}
+		})
+	}
+}
+
 // markerKey is the metadata key of the test's own calls: a gatedDevice
 // lets them through while it is down (the proxy forwards a client's
 // metadata to the device).
