@@ -26,6 +26,7 @@ import (
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
+	"github.com/gnmi-sidecar/gnmi-sidecar/gnmipath"
 	"github.com/gnmi-sidecar/gnmi-sidecar/journal/journalpb"
 	"github.com/gnmi-sidecar/gnmi-sidecar/leaves"
 )
@@ -403,9 +404,11 @@ func (j *Journal) PointTime(ctx context.Context, pt Point) (time.Time, error) {
 // ProposeRestore proposes, as one change recorded with who asked (by),
 // going back to point pt: for every path a later history delta changed,
 // what it held at the point (a delete where it held nothing). Its
-// Change.restores names the point. The operations are computed from the
-// committed configuration, so every earlier proposal's commit must be
-// decided and no rollback's commit pending when it is journaled: should
+// Change.restores names the point, and its Change.prefix the target of
+// the values it writes back (by.Prefix is not used). The operations are
+// computed from the committed configuration, so every earlier proposal's
+// commit must be decided and no rollback's commit pending when it is
+// journaled: should
 // one be (a client's Set arriving meanwhile), it waits a little and
 // computes again, a few times, then refuses with ErrGuard. Nothing to
 // change is ErrNoChange; a point retention no longer reaches,
@@ -457,7 +460,9 @@ func (j *Journal) proposeRestore(ctx context.Context, by Sender, pt Point, then 
 	if len(ops) == 0 {
 		return nil, fmt.Errorf("journal: the committed configuration is as it was at %s: %w", pt, ErrNoChange)
 	}
-	// One Set has one target: that of the values it writes back.
+	// One Set has one target: that of the values it writes back. The
+	// operations' paths are full: the proposal's prefix names that target
+	// and nothing else (nothing of the prefix of the Set that asked).
 	targets := map[string]bool{}
 	for _, op := range ops {
 		targets[op.GetPath().GetTarget()] = true
@@ -467,9 +472,7 @@ func (j *Journal) proposeRestore(ctx context.Context, by Sender, pt Point, then 
 			pt, len(targets), slices.Sorted(maps.Keys(targets)))
 	}
 	for target := range targets {
-		if target != "" {
-			by.Prefix = &gnmi.Path{Target: target}
-		}
+		by.Prefix = gnmipath.TargetPrefix(target)
 	}
 	return j.propose(ctx, by, ops, "a commit-confirmed is outstanding", "confirm or cancel it first, or wait for its rollback",
 		func(w *writeTxn, p *Proposal) error {

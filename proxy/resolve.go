@@ -118,9 +118,11 @@ func (s *Server) adopt(ctx context.Context, action string, targets []*gpb.Path, 
 	if err != nil {
 		return nil, err
 	}
-	if prefix != nil {
-		by.Prefix = prefix // else the client's, as before
-	}
+	// The proposal's prefix names the target the values were read from,
+	// and nothing else: not the resolve Set's prefix, which the operations'
+	// full paths are not relative to (the agent sends an adoption applied
+	// under a later term with its prefix, agent.clientRequest).
+	by.Prefix = prefix
 	p, err := s.opts.Agent.ProposeAdoption(ctx, by, ops)
 	if err != nil {
 		return nil, err
