@@ -22,6 +22,18 @@ import (
 	"github.com/gnmi-sidecar/gnmi-sidecar/testbed"
 )
 
+// clientPrefixes are SetRequest prefixes a client may send with a resolve
+// or a rollback to a point, none of which the proposal may take.
+var clientPrefixes = []struct {
+	name   string
+	prefix *gpb.Path
+}{
+	{"elements", &gpb.Path{Elem: []*gpb.PathElem{{Name: "system"}}}},
+	{"origin", &gpb.Path{Origin: "openconfig"}},
+	{"origin and elements", &gpb.Path{Origin: "openconfig", Elem: []*gpb.PathElem{{Name: "system"}, {Name: "config"}}}},
+	{"target", &gpb.Path{Target: "dev1"}},
+}
+
 // TestResolveAdoptionIgnoresTheClientsPrefix: a resolve Set's prefix
 // (target, origin, elements) has no bearing on the adopted proposal: the
 // proposal carries the prefix of the target its values were read from
@@ -30,15 +42,7 @@ import (
 // the read and the apply), the device gets the journaled paths, in no
 // prefix of the client's.
 func TestResolveAdoptionIgnoresTheClientsPrefix(t *testing.T) {
-	for _, tt := range []struct {
-		name   string
-		prefix *gpb.Path
-	}{
-		{"elements", &gpb.Path{Elem: []*gpb.PathElem{{Name: "system"}}}},
-		{"origin", &gpb.Path{Origin: "openconfig"}},
-		{"origin and elements", &gpb.Path{Origin: "openconfig", Elem: []*gpb.PathElem{{Name: "system"}, {Name: "config"}}}},
-		{"target", &gpb.Path{Target: "dev1"}},
-	} {
+	for _, tt := range clientPrefixes {
 		t.Run(tt.name, func(t *testing.T) {
 			dev := testbed.StartT(t, testbed.Options{})
 			gd := newGatedDevice(t, dev.Addr())
@@ -141,14 +145,7 @@ func TestResolveAdoptionIgnoresTheClientsPrefix(t *testing.T) {
 // to_tag) carries the target of the values it writes back, and nothing
 // of its Set's prefix: the device gets the journaled paths.
 func TestRestoreIgnoresTheClientsPrefix(t *testing.T) {
-	for _, tt := range []struct {
-		name   string
-		prefix *gpb.Path
-	}{
-		{"elements", &gpb.Path{Elem: []*gpb.PathElem{{Name: "system"}}}},
-		{"origin", &gpb.Path{Origin: "openconfig"}},
-		{"target", &gpb.Path{Target: "dev1"}},
-	} {
+	for _, tt := range clientPrefixes {
 		t.Run(tt.name, func(t *testing.T) {
 			r := sidecartest.Start(t, sidecartest.Options{})
 			r.MustSet(t, sidecartest.UpdateRequest(t, descPath, sidecartest.StringVal("one"))) // proposal 1
