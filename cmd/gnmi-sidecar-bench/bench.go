@@ -34,6 +34,7 @@ type benchConfig struct {
 	sidecarBinary string // the gnmi-sidecar run as a child process ("": gnmi-sidecar next to this executable)
 	logLevel      string
 	cpuProfile    string // write a CPU profile of the bench process (device and sidecar) here
+	memProfile    string // write the bench process's allocation profile here, at the end
 	traceFile     string // write an execution trace of the bench process here
 }
 
@@ -113,6 +114,7 @@ two cores). docs/bench.md explains every row.`,
 	f.BoolVar(&cfg.short, "short", false, "small sizes (300 Sets, 1 s rows, 1,000 paced Sets/s, 3,000 leaves, 50,000 proposals) unless set explicitly")
 	f.BoolVar(&cfg.json, "json", false, "print one JSON document instead of the table")
 	f.StringVar(&cfg.cpuProfile, "cpuprofile", "", "write a CPU profile of this process (the in-process device and sidecar, and the clients) to this file, for go tool pprof")
+	f.StringVar(&cfg.memProfile, "memprofile", "", "write this process's allocation profile (every allocation of the run, sampled) to this file at the end, for go tool pprof -sample_index=alloc_space")
 	f.StringVar(&cfg.traceFile, "trace", "", "write an execution trace of this process to this file, for go tool trace and hack/setstages (docs/bench.md)")
 	f.StringVar(&cfg.sidecarBinary, "sidecar-binary", "", "the product gnmi-sidecar executable run for the child-process rows (default: gnmi-sidecar next to this executable)")
 	f.StringVar(&cfg.logLevel, "log-level", "error", "log level of the in-process device and sidecar: debug, info, warn, error")
@@ -183,6 +185,20 @@ type step struct {
 	run      func(ctx context.Context) ([]row, error)
 }
 
+// writeAllocProfile writes the allocations of the process so far (the
+// heap profile, whose alloc_* samples count every allocation).
+func writeAllocProfile(name string) error {
+	f, err := os.Create(name)
+	if err != nil {
+		return err
+	}
+	if err := pprof.Lookup("allocs").WriteTo(f, 0); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
 func runBench(ctx context.Context, cfg benchConfig, stdout, stderr io.Writer, log *slog.Logger) error {
 	if cfg.cpuProfile != "" {
 		f, err := os.Create(cfg.cpuProfile)
@@ -205,6 +221,13 @@ func runBench(ctx context.Context, cfg benchConfig, stdout, stderr io.Writer, lo
 			return fmt.Errorf("--trace: %w", err)
 		}
 		defer trace.Stop()
+	}
+	if cfg.memProfile != "" {
+		defer func() {
+			if err := writeAllocProfile(cfg.memProfile); err != nil {
+				fmt.Fprintf(stderr, "--memprofile: %v\n", err)
+			}
+		}()
 	}
 	b := &bencher{cfg: cfg, log: log}
 	steps := b.steps()
