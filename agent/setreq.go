@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"iter"
+	"maps"
 	"slices"
 
 	gpb "github.com/openconfig/gnmi/proto/gnmi"
@@ -67,11 +68,15 @@ func clientRequest(ch *journal.Change) (*gpb.SetRequest, error) {
 	if prefix == nil {
 		return req, nil
 	}
+	if !joinedFromAll(prefix, req) {
+		// Paths the prefix was not joined into (a resolve's or a
+		// restore's proposal journaled by a version that recorded its
+		// Set's own prefix): full paths, under the prefix's target alone.
+		req.Prefix = gnmipath.TargetPrefix(prefix.GetTarget())
+		return req, nil
+	}
 	rel := func(p *gpb.Path) *gpb.Path {
 		n := len(prefix.GetElem())
-		if len(p.GetElem()) < n {
-			return p // not under the prefix (the journal joined them): as it is
-		}
 		out := &gpb.Path{Origin: p.GetOrigin(), Elem: p.GetElem()[n:]}
 		if prefix.GetOrigin() != "" {
 			out.Origin = ""
@@ -88,6 +93,39 @@ func clientRequest(ch *journal.Change) (*gpb.SetRequest, error) {
 		}
 	}
 	return req, nil
+}
+
+// joinedFromAll reports whether every path of req is prefix joined with a
+// path (gnmipath.Join): it has the prefix's origin, if the prefix has one,
+// and starts with the prefix's elements.
+func joinedFromAll(prefix *gpb.Path, req *gpb.SetRequest) bool {
+	joined := func(p *gpb.Path) bool {
+		if o := prefix.GetOrigin(); o != "" && p.GetOrigin() != o {
+			return false
+		}
+		if len(p.GetElem()) < len(prefix.GetElem()) {
+			return false
+		}
+		for k, e := range prefix.GetElem() {
+			if q := p.GetElem()[k]; q.GetName() != e.GetName() || !maps.Equal(q.GetKey(), e.GetKey()) {
+				return false
+			}
+		}
+		return true
+	}
+	for _, p := range req.GetDelete() {
+		if !joined(p) {
+			return false
+		}
+	}
+	for _, ups := range [][]*gpb.Update{req.GetReplace(), req.GetUnionReplace(), req.GetUpdate()} {
+		for _, u := range ups {
+			if !joined(u.GetPath()) {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // changeExtensions decodes the extensions a change relays to the device

@@ -834,3 +834,49 @@ func TestSetBatcherKeepsEntriesWhole(t *testing.T) {
 		t.Errorf("request (-want +got):\n%s", diff)
 	}
 }
+
+// TestClientRequest: a change goes to the device with the client's prefix
+// and its paths relative to it; paths the prefix was not joined into go
+// whole, under the prefix's target alone.
+func TestClientRequest(t *testing.T) {
+	op := func(path string) *journal.Op {
+		return &journal.Op{Kind: journal.OpUpdate, Path: mustPath(t, path), Values: []*journal.Leaf{{Path: mustPath(t, path), Value: stringVal("v")}}}
+	}
+	del := func(path string) *journal.Op { return &journal.Op{Kind: journal.OpDelete, Path: mustPath(t, path)} }
+	upd := func(path string) *gpb.Update { return &gpb.Update{Path: mustPath(t, path), Val: stringVal("v")} }
+	withOrigin := func(p *gpb.Path, origin string) *gpb.Path { p.Origin = origin; return p }
+	for _, tt := range []struct {
+		name   string
+		prefix *gpb.Path
+		ops    []*journal.Op
+		want   *gpb.SetRequest
+	}{
+		{"no prefix", nil, []*journal.Op{op("/a/b")}, &gpb.SetRequest{Update: []*gpb.Update{upd("/a/b")}}},
+		{"target only", &gpb.Path{Target: "dev"}, []*journal.Op{op("/a/b")},
+			&gpb.SetRequest{Prefix: &gpb.Path{Target: "dev"}, Update: []*gpb.Update{upd("/a/b")}}},
+		{"joined: relative paths", &gpb.Path{Target: "dev", Elem: mustPath(t, "/a[k=1]").Elem},
+			[]*journal.Op{op("/a[k=1]/b"), del("/a[k=1]/c")},
+			&gpb.SetRequest{Prefix: &gpb.Path{Target: "dev", Elem: mustPath(t, "/a[k=1]").Elem}, Delete: []*gpb.Path{mustPath(t, "/c")}, Update: []*gpb.Update{upd("/b")}}},
+		{"joined with an origin", &gpb.Path{Origin: "oc", Elem: mustPath(t, "/a").Elem},
+			[]*journal.Op{{Kind: journal.OpDelete, Path: withOrigin(mustPath(t, "/a/b"), "oc")}},
+			&gpb.SetRequest{Prefix: &gpb.Path{Origin: "oc", Elem: mustPath(t, "/a").Elem}, Delete: []*gpb.Path{mustPath(t, "/b")}}},
+		{"other elements: whole paths", &gpb.Path{Target: "dev", Elem: mustPath(t, "/system").Elem},
+			[]*journal.Op{op("/interfaces/interface[name=e]/config/description")},
+			&gpb.SetRequest{Prefix: &gpb.Path{Target: "dev"}, Update: []*gpb.Update{upd("/interfaces/interface[name=e]/config/description")}}},
+		{"another key: whole paths", &gpb.Path{Elem: mustPath(t, "/a[k=1]").Elem},
+			[]*journal.Op{op("/a[k=1]/b"), op("/a[k=2]/b")},
+			&gpb.SetRequest{Update: []*gpb.Update{upd("/a[k=1]/b"), upd("/a[k=2]/b")}}},
+		{"another origin: whole paths", &gpb.Path{Origin: "oc"}, []*journal.Op{op("/a/b")},
+			&gpb.SetRequest{Update: []*gpb.Update{upd("/a/b")}}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := clientRequest(&journal.Change{Prefix: tt.prefix, Ops: tt.ops})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tt.want, got, protocmp.Transform()); diff != "" {
+				t.Errorf("clientRequest() mismatch (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
