@@ -17,7 +17,10 @@ import (
 // (Journal.heads) and such reads neither open a Badger transaction nor
 // decode. A published heads is never changed: a transaction works on its
 // own copy (writeTxn.heads) and the writer publishes it once the
-// transaction is durable.
+// transaction is durable. So the heads are never ahead of Badger; between
+// Badger's commit and their publication they lag it by that one
+// transaction, which no reader relies on (none reads a record from Badger
+// and then a head expecting the head as new).
 type heads struct {
 	config     *Configuration
 	mastership *Mastership
@@ -59,8 +62,10 @@ func (j *Journal) publishedHeads(ctx context.Context) (*heads, error) {
 }
 
 // forgetHeads drops the published heads: the next reads and the next
-// transaction read the records from Badger. For whoever wrote to Badger
-// other than through the writer (tests).
+// transaction read the records from Badger. For tests that write to
+// Badger behind the writer's back, while no transaction runs (one running
+// would publish its own heads again); the writer's list-keys cache
+// (Journal.keptLists) is not dropped.
 func (j *Journal) forgetHeads() { j.heads.Store(nil) }
 
 // startHeads gives w the published heads, loading them in w's
@@ -83,6 +88,13 @@ func (w *writeTxn) startHeads(published *heads) {
 func (w *writeTxn) noteWrite(key []byte, m proto.Message) {
 	if !w.hasHeads {
 		return
+	}
+	switch string(key) {
+	case string(keyConfiguration), string(keyMastership):
+		if m == nil {
+			w.hasHeads = false // never deleted; if one were, read Badger from now on
+			return
+		}
 	}
 	switch string(key) {
 	case string(keyConfiguration):

@@ -579,6 +579,8 @@ func (j *Journal) runBatch(batch []*request) int {
 	if w.hasHeads {
 		h := w.heads
 		j.heads.Store(&h)
+	} else {
+		j.forgetHeads() // this transaction worked without them: readers read Badger
 	}
 	for key, n := range w.listsKept {
 		j.keptLists[key] = n

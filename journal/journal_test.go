@@ -1192,6 +1192,7 @@ func TestSameLeaf(t *testing.T) {
 		{"another value", &Leaf{Path: path, Value: value}, &Leaf{Path: path, Value: strVal("y")}, false},
 		{"another origin", &Leaf{Path: path, Value: value}, &Leaf{Path: &gnmi.Path{Origin: "o", Elem: path.Elem}, Value: value}, false},
 		{"fewer elements", &Leaf{Path: path, Value: value}, &Leaf{Path: &gnmi.Path{Elem: path.Elem[:2]}, Value: value}, false},
+		{"a missing path and an empty one", &Leaf{Value: value}, &Leaf{Path: &gnmi.Path{}, Value: value}, false},
 		{"a path with unknown fields", &Leaf{Path: withUnknown, Value: value}, &Leaf{Path: &gnmi.Path{Elem: withUnknown.Elem}, Value: value}, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -278,7 +278,8 @@ func sameLeaf(a, b *Leaf) bool {
 	pa, pb := a.GetPath(), b.GetPath()
 	//lint:ignore SA1019 a path's deprecated elements still make it differ
 	legacy := len(pa.GetElement()) + len(pb.GetElement())
-	shared := a.GetValue() == b.GetValue() && pa.GetOrigin() == pb.GetOrigin() && pa.GetTarget() == pb.GetTarget() &&
+	shared := (a == nil) == (b == nil) && (pa == nil) == (pb == nil) &&
+		a.GetValue() == b.GetValue() && pa.GetOrigin() == pb.GetOrigin() && pa.GetTarget() == pb.GetTarget() &&
 		legacy == 0 && len(pa.GetElem()) == len(pb.GetElem()) &&
 		len(pa.ProtoReflect().GetUnknown()) == 0 && len(pb.ProtoReflect().GetUnknown()) == 0 &&
 		len(a.ProtoReflect().GetUnknown()) == 0 && len(b.ProtoReflect().GetUnknown()) == 0

@@ -10,6 +10,7 @@ import (
 	"math"
 	"os"
 	"os/signal"
+	"runtime"
 	"runtime/pprof"
 	"runtime/trace"
 	"slices"
@@ -192,6 +193,7 @@ func writeAllocProfile(name string) error {
 	if err != nil {
 		return err
 	}
+	runtime.GC() // the profile is as of the last GC: count the latest allocations too
 	if err := pprof.Lookup("allocs").WriteTo(f, 0); err != nil {
 		f.Close()
 		return err

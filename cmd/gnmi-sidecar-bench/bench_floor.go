@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"net"
 	"os"
 	"runtime/trace"
@@ -25,19 +26,21 @@ type floorProxy struct {
 	gpb.UnimplementedGNMIServer
 	device  gpb.GNMIClient
 	durable func(context.Context) error
+	region  string // the runtime/trace region of its Sets, "floor.<kind>.Set"
 }
 
 func (p *floorProxy) Set(ctx context.Context, req *gpb.SetRequest) (*gpb.SetResponse, error) {
-	defer trace.StartRegion(ctx, "floor.Set").End() // hack/setstages tells these Sets from direct ones
+	defer trace.StartRegion(ctx, p.region).End() // hack/setstages tells these Sets from direct ones
 	if err := p.durable(ctx); err != nil {
 		return nil, status.Errorf(codes.Internal, "durable write: %v", err)
 	}
 	return p.device.Set(ctx, req)
 }
 
-// startFloorProxy serves a floorProxy in front of the device at
-// deviceAddr on 127.0.0.1 and returns its address and a stop function.
-func startFloorProxy(deviceAddr string, durable func(context.Context) error) (string, func(), error) {
+// startFloorProxy serves a floorProxy (kind names it in traces) in front
+// of the device at deviceAddr on 127.0.0.1 and returns its address and a
+// stop function.
+func startFloorProxy(deviceAddr, kind string, durable func(context.Context) error) (string, func(), error) {
 	device, err := dialInsecure(deviceAddr)
 	if err != nil {
 		return "", nil, err
@@ -48,7 +51,7 @@ func startFloorProxy(deviceAddr string, durable func(context.Context) error) (st
 		return "", nil, err
 	}
 	srv := grpc.NewServer()
-	gpb.RegisterGNMIServer(srv, &floorProxy{device: gpb.NewGNMIClient(device), durable: durable})
+	gpb.RegisterGNMIServer(srv, &floorProxy{device: gpb.NewGNMIClient(device), durable: durable, region: "floor." + kind + ".Set"})
 	go func() { _ = srv.Serve(lis) }()
 	return lis.Addr().String(), func() {
 		srv.Stop()
@@ -70,7 +73,7 @@ type floors struct {
 	close          func()
 }
 
-func startFloors(deviceAddr string) (*floors, error) {
+func startFloors(deviceAddr string, log *slog.Logger) (*floors, error) {
 	fs, err := newFsyncer()
 	if err != nil {
 		return nil, err
@@ -80,7 +83,7 @@ func startFloors(deviceAddr string) (*floors, error) {
 		fs.close()
 		return nil, err
 	}
-	j, err := journal.Open(dir, journal.Options{})
+	j, err := journal.Open(dir, journal.Options{Logger: log})
 	if err != nil {
 		fs.close()
 		_ = os.RemoveAll(dir)
@@ -97,12 +100,13 @@ func startFloors(deviceAddr string) (*floors, error) {
 	}}
 	for _, p := range []struct {
 		client  *gpb.GNMIClient
+		kind    string
 		durable func(context.Context) error
 	}{
-		{&f.fsync, func(context.Context) error { return fs.sync() }},
-		{&f.journal, func(ctx context.Context) error { _, err := j.Connect(ctx); return err }},
+		{&f.fsync, "fsync", func(context.Context) error { return fs.sync() }},
+		{&f.journal, "journal", func(ctx context.Context) error { _, err := j.Connect(ctx); return err }},
 	} {
-		addr, stop, err := startFloorProxy(deviceAddr, p.durable)
+		addr, stop, err := startFloorProxy(deviceAddr, p.kind, p.durable)
 		if err != nil {
 			f.close()
 			return nil, err

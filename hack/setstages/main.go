@@ -71,7 +71,7 @@ func run(file string, out io.Writer) error {
 		if _, through := first(byKind["set"], -1, c.start, c.end); through {
 			continue
 		}
-		if _, floor := first(byKind["floor.Set"], -1, c.start, c.end); floor {
+		if throughFloor(byKind, c) {
 			continue // through the bench's floor proxies
 		}
 		if h, ok := first(byKind["device.handle"], -1, c.start, c.end); ok {
@@ -96,7 +96,7 @@ func run(file string, out io.Writer) error {
 	var sidecarCommits, floorCommits commits
 	for _, c := range byKind["journal.commit"] {
 		to := &sidecarCommits
-		if during(byKind["floor.Set"], c) {
+		if during(byKind["floor.journal.Set"], c) {
 			to = &floorCommits
 		}
 		var syncs []span
@@ -130,6 +130,19 @@ func run(file string, out io.Writer) error {
 		}
 	}
 	return nil
+}
+
+// throughFloor reports whether client Set c went through one of the
+// bench's floor proxies (a "floor.<kind>.Set" region within it).
+func throughFloor(byKind map[string][]span, c span) bool {
+	for kind, spans := range byKind {
+		if strings.HasPrefix(kind, "floor.") {
+			if _, ok := first(spans, -1, c.start, c.end); ok {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // during reports whether s runs while one of spans (on any goroutine) does.
