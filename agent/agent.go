@@ -925,8 +925,6 @@ func (a *Agent) sendRollback(ctx context.Context, step Step, log *slog.Logger) e
 	_, _, err = a.j.FailApplyRollback(ctx, step.Index, step.Term, out.refused, out.code(), out.message())
 	if err == nil {
 		a.dropRollbackCredentials(step.Index)
-	}
-	if err == nil {
 		a.reportRefused(log, "device refused a rollback; its paths are out of sync until resolved", out)
 	}
 	return err

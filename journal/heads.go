@@ -95,16 +95,14 @@ func (w *writeTxn) noteWrite(key []byte, m proto.Message) {
 			w.hasHeads = false // never deleted; if one were, read Badger from now on
 			return
 		}
-	}
-	switch string(key) {
-	case string(keyConfiguration):
-		w.heads.config = withDefaults(proto.CloneOf(m.(*Configuration)))
-	case string(keyMastership):
-		w.heads.mastership = proto.CloneOf(m.(*Mastership))
-	case string(keyCommitConfirm):
-		if m == nil {
-			w.heads.confirm = nil
+		if string(key) == string(keyConfiguration) {
+			w.heads.config = withDefaults(proto.CloneOf(m.(*Configuration)))
 		} else {
+			w.heads.mastership = proto.CloneOf(m.(*Mastership))
+		}
+	case string(keyCommitConfirm):
+		w.heads.confirm = nil
+		if m != nil {
 			w.heads.confirm = proto.CloneOf(m.(*CommitConfirm))
 		}
 	}

@@ -568,8 +568,7 @@ func (j *Journal) runBatch(batch []*request) int {
 	err := txn.Commit()
 	region.End()
 	if err != nil {
-		j.forgetHeads()
-		err = j.fail(err)
+		err = j.fail(err) // from now on every read is refused: the heads are never read again
 		for _, r := range batch {
 			r.finish(err)
 		}
