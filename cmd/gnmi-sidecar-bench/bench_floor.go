@@ -7,6 +7,7 @@ import (
 	"net"
 	"os"
 	"runtime/trace"
+	"slices"
 
 	gpb "github.com/openconfig/gnmi/proto/gnmi"
 	"google.golang.org/grpc"
@@ -73,31 +74,33 @@ type floors struct {
 	close          func()
 }
 
-func startFloors(deviceAddr string, log *slog.Logger) (*floors, error) {
+func startFloors(deviceAddr string, log *slog.Logger) (_ *floors, err error) {
+	var undo []func() // run last to first by close
+	f := &floors{close: func() {
+		for _, u := range slices.Backward(undo) {
+			u()
+		}
+	}}
+	defer func() {
+		if err != nil {
+			f.close()
+		}
+	}()
 	fs, err := newFsyncer()
 	if err != nil {
 		return nil, err
 	}
+	undo = append(undo, fs.close)
 	dir, err := os.MkdirTemp("", "gnmi-sidecar-bench-floor-")
 	if err != nil {
-		fs.close()
 		return nil, err
 	}
+	undo = append(undo, func() { _ = os.RemoveAll(dir) })
 	j, err := journal.Open(dir, journal.Options{Logger: log})
 	if err != nil {
-		fs.close()
-		_ = os.RemoveAll(dir)
 		return nil, fmt.Errorf("floor journal: %w", err)
 	}
-	var stops []func()
-	f := &floors{close: func() {
-		for _, stop := range stops {
-			stop()
-		}
-		_ = j.Close()
-		_ = os.RemoveAll(dir)
-		fs.close()
-	}}
+	undo = append(undo, func() { _ = j.Close() })
 	for _, p := range []struct {
 		client  *gpb.GNMIClient
 		kind    string
@@ -108,17 +111,15 @@ func startFloors(deviceAddr string, log *slog.Logger) (*floors, error) {
 	} {
 		addr, stop, err := startFloorProxy(deviceAddr, p.kind, p.durable)
 		if err != nil {
-			f.close()
 			return nil, err
 		}
-		stops = append(stops, stop)
-		conn, err := dialInsecure(addr)
+		undo = append(undo, stop)
+		clients, closeConns, err := dialClients(&side{addr: addr}, 1)
 		if err != nil {
-			f.close()
 			return nil, err
 		}
-		stops = append(stops, func() { conn.Close() })
-		*p.client = gpb.NewGNMIClient(conn)
+		undo = append(undo, closeConns)
+		*p.client = clients[0]
 	}
 	return f, nil
 }
