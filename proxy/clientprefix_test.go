@@ -9,13 +9,13 @@ import (
 
 	gpb "github.com/openconfig/gnmi/proto/gnmi"
 	"github.com/openconfig/gnmi/proto/gnmi_ext"
-	"github.com/openconfig/ygot/ygot"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/gnmi-sidecar/gnmi-sidecar/gnmipath"
 	"github.com/gnmi-sidecar/gnmi-sidecar/journal"
 	"github.com/gnmi-sidecar/gnmi-sidecar/proxy/sidecarpb"
 	"github.com/gnmi-sidecar/gnmi-sidecar/sidecar/sidecartest"
@@ -107,25 +107,29 @@ func TestResolveAdoptionIgnoresTheClientsPrefix(t *testing.T) {
 			if got := p.GetChange().GetPrefix(); proto.Size(got) != 0 {
 				t.Errorf("the adopted proposal's prefix %v, want none (the values' target, none): the client's prefix is not the adoption's", got)
 			}
-			set := gd.lastDeletingSet(t)
+			m, ok := dev.LastRequest("Set") // the adoption's: the re-push came before it
+			if !ok {
+				t.Fatal("no Set reached the device")
+			}
+			set := m.Message.(*gpb.SetRequest)
 			if proto.Size(set.GetPrefix()) != 0 {
 				t.Errorf("the adoption's device Set has prefix %v, want none", set.GetPrefix())
 			}
 			var paths []string
 			for _, p := range set.GetDelete() {
-				paths = append(paths, pathString(t, p))
+				paths = append(paths, gnmipath.String(p))
 			}
 			for _, u := range set.GetUpdate() {
-				paths = append(paths, pathString(t, u.GetPath()))
+				paths = append(paths, gnmipath.String(u.GetPath()))
 			}
 			if len(paths) != 2 || paths[0] != descPath || paths[1] != descPath {
-				t.Errorf("the adoption's device Set writes %q, want a delete and an update of %s", paths, descPath)
+				t.Errorf("the device's last Set writes %q, want the adoption's: a delete and an update of %s", paths, descPath)
 			}
 			v := journalValues(t, r)
 			for name, pvs := range map[string][]*journal.PathValue{"committed": v.Committed, "applied": v.Applied} {
 				var desc *journal.PathValue
 				for _, pv := range pvs {
-					if pathString(t, pv.GetPath()) == descPath {
+					if gnmipath.String(pv.GetPath()) == descPath {
 						desc = pv
 					}
 				}
@@ -163,7 +167,7 @@ func TestRestoreIgnoresTheClientsPrefix(t *testing.T) {
 				t.Fatal("no Set reached the device")
 			}
 			set := m.Message.(*gpb.SetRequest)
-			if proto.Size(set.GetPrefix()) != 0 || len(set.GetUpdate()) != 1 || pathString(t, set.GetUpdate()[0].GetPath()) != descPath {
+			if proto.Size(set.GetPrefix()) != 0 || len(set.GetUpdate()) != 1 || gnmipath.String(set.GetUpdate()[0].GetPath()) != descPath {
 				t.Errorf("the restore's device Set %v, want an update of %s in no prefix", set, descPath)
 			}
 			r.WantDeviceLeaf(t, descPath, sidecartest.StringVal("one"))
@@ -186,7 +190,7 @@ const markerKey = "x-test-marker"
 // every call but the test's own (markerKey) with Unavailable, so the
 // agent loses its session and cannot open another. afterGet (if set) runs
 // after each of the test's Gets is answered by the device, before the
-// answer is relayed. It records the Sets it relays.
+// answer is relayed.
 type gatedDevice struct {
 	gpb.UnimplementedGNMIServer
 	addr     string
@@ -196,7 +200,6 @@ type gatedDevice struct {
 	mu      sync.Mutex
 	down    bool
 	streams map[*int]context.CancelFunc
-	sets    []*gpb.SetRequest
 }
 
 func newGatedDevice(t *testing.T, target string) *gatedDevice {
@@ -238,20 +241,6 @@ func (d *gatedDevice) setAfterGet(fn func()) {
 	d.afterGet = fn
 }
 
-// lastDeletingSet returns the last Set relayed that deletes something.
-func (d *gatedDevice) lastDeletingSet(t *testing.T) *gpb.SetRequest {
-	t.Helper()
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	for n := len(d.sets) - 1; n >= 0; n-- {
-		if len(d.sets[n].GetDelete()) > 0 {
-			return d.sets[n]
-		}
-	}
-	t.Fatalf("no Set deleting anything reached the device (%d Sets)", len(d.sets))
-	return nil
-}
-
 func (d *gatedDevice) Capabilities(ctx context.Context, req *gpb.CapabilityRequest) (*gpb.CapabilityResponse, error) {
 	if err := d.gate(ctx); err != nil {
 		return nil, err
@@ -277,9 +266,6 @@ func (d *gatedDevice) Set(ctx context.Context, req *gpb.SetRequest) (*gpb.SetRes
 	if err := d.gate(ctx); err != nil {
 		return nil, err
 	}
-	d.mu.Lock()
-	d.sets = append(d.sets, proto.CloneOf(req))
-	d.mu.Unlock()
 	return d.dev.Set(ctx, req)
 }
 
@@ -329,14 +315,4 @@ func (d *gatedDevice) Subscribe(stream gpb.GNMI_SubscribeServer) error {
 			return err
 		}
 	}
-}
-
-// pathString renders p as the tests' path strings.
-func pathString(t *testing.T, p *gpb.Path) string {
-	t.Helper()
-	s, err := ygot.PathToString(p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return s
 }
