@@ -103,16 +103,7 @@ func (j *Journal) CommitConfirm(ctx context.Context) (*CommitConfirm, error) {
 // Proposal returns proposal i: ErrNotFound if it never existed, ErrCompacted
 // if retention dropped it.
 func (j *Journal) Proposal(ctx context.Context, i uint64) (*Proposal, error) {
-	var p *Proposal
-	err := j.view(ctx, func(txn *badger.Txn) error {
-		c, err := loadConfiguration(txn)
-		if err != nil {
-			return err
-		}
-		p, err = loadProposal(txn, c, i)
-		return err
-	})
-	return p, err
+	return j.readProposal(ctx, i, loadProposal)
 }
 
 // ProposalStatus is Proposal reading only what the guards and the agent's
@@ -121,13 +112,19 @@ func (j *Journal) Proposal(ctx context.Context, i uint64) (*Proposal, error) {
 // aborted_by. It skips decoding the operations and values, the bulk of a
 // record.
 func (j *Journal) ProposalStatus(ctx context.Context, i uint64) (*Proposal, error) {
+	return j.readProposal(ctx, i, loadProposalStatus)
+}
+
+// readProposal reads proposal i with load (loadProposal or
+// loadProposalStatus) in a read transaction.
+func (j *Journal) readProposal(ctx context.Context, i uint64, load func(*badger.Txn, *Configuration, uint64) (*Proposal, error)) (*Proposal, error) {
 	var p *Proposal
 	err := j.view(ctx, func(txn *badger.Txn) error {
 		c, err := loadConfiguration(txn)
 		if err != nil {
 			return err
 		}
-		p, err = loadProposalStatus(txn, c, i)
+		p, err = load(txn, c, i)
 		return err
 	})
 	return p, err
