@@ -118,10 +118,9 @@ func (s *Server) adopt(ctx context.Context, action string, targets []*gpb.Path, 
 	if err != nil {
 		return nil, err
 	}
-	// The proposal's prefix names the target the values were read from,
-	// and nothing else: not the resolve Set's prefix, which the operations'
-	// full paths are not relative to (the agent sends an adoption applied
-	// under a later term with its prefix, agent.clientRequest).
+	// The proposal's prefix names the target the values were read from
+	// (the agent sends an adoption applied under a later term with it,
+	// agent.clientRequest).
 	by.Prefix = prefix
 	p, err := s.opts.Agent.ProposeAdoption(ctx, by, ops)
 	if err != nil {

@@ -81,10 +81,6 @@ func (s *Server) set(ctx context.Context, req *gpb.SetRequest) (*gpb.SetResponse
 	if by.Extensions, err = relayedExtensions(req.GetExtension()); err != nil {
 		return nil, err
 	}
-	if p := req.GetPrefix(); proto.Size(p) > 0 {
-		// The device Set carries the client's prefix, target included.
-		by.Prefix = proto.CloneOf(p)
-	}
 	if len(by.Extensions) > 0 && (ext.GetTag() != nil || ext.GetResolve() != nil || ext.GetRollback() != nil) {
 		return nil, status.Error(codes.InvalidArgument,
 			"a rollback, resolve or tag Set sends the device no Set of the client's: it cannot carry extensions for the device (docs/extension.md)")
@@ -94,14 +90,21 @@ func (s *Server) set(ctx context.Context, req *gpb.SetRequest) (*gpb.SetResponse
 		return s.tag(ctx, ext.GetTag(), by)
 	case ext.GetResolve() != nil:
 		return s.resolve(ctx, ext.GetResolve(), by)
-	case commit != nil:
-		return s.commitConfirmed(ctx, req, commit, sync, by)
 	case ext.GetRollback() != nil:
 		rb := ext.GetRollback()
 		if rb.GetToTag() != "" || rb.ToIndex != nil {
 			return s.restore(ctx, rb, sync, by)
 		}
 		return s.rollback(ctx, rb.GetIndex(), sync, by)
+	}
+	if p := req.GetPrefix(); proto.Size(p) > 0 {
+		// The client's change: its device Set carries the client's prefix,
+		// target included. What the Sets above journal (rollbacks,
+		// restores, adoptions) the sidecar makes itself, with full paths.
+		by.Prefix = proto.CloneOf(p)
+	}
+	if commit != nil {
+		return s.commitConfirmed(ctx, req, commit, sync, by)
 	}
 	if !hasOps(req) && !ext.GetDryRun() {
 		return s.relaySet(ctx, req)
