@@ -22,6 +22,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/gnmi-sidecar/gnmi-sidecar/agent"
+	"github.com/gnmi-sidecar/gnmi-sidecar/devread"
 	"github.com/gnmi-sidecar/gnmi-sidecar/gnmipath"
 	"github.com/gnmi-sidecar/gnmi-sidecar/journal"
 	"github.com/gnmi-sidecar/gnmi-sidecar/leaves"
@@ -953,7 +954,7 @@ func (w *Watcher) adopt(ctx context.Context, ps []*gpb.Path) {
 	err := func() error {
 		ctx, cancel := context.WithTimeout(ctx, adoptTimeout)
 		defer cancel()
-		ops, prefix, err := proxy.AdoptionOps(w.outgoing(ctx), w.dev, w.opts.DeviceTarget, ps)
+		ops, prefix, err := proxy.AdoptionOps(w.outgoing(ctx), devread.New(w.dev), w.opts.DeviceTarget, ps)
 		if err != nil {
 			return err
 		}

@@ -6,11 +6,11 @@ import (
 
 	gpb "github.com/openconfig/gnmi/proto/gnmi"
 	"github.com/openconfig/ygot/ygot"
-	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/gnmi-sidecar/gnmi-sidecar/devread"
 	"github.com/gnmi-sidecar/gnmi-sidecar/gnmipath"
 	"github.com/gnmi-sidecar/gnmi-sidecar/journal"
 	"github.com/gnmi-sidecar/gnmi-sidecar/proxy/sidecarpb"
@@ -114,7 +114,7 @@ func (s *Server) adopt(ctx context.Context, action string, targets []*gpb.Path, 
 	if err != nil {
 		return nil, err
 	}
-	ops, prefix, err := AdoptionOps(s.outgoing(ctx), s.device, s.opts.DeviceTarget, targets)
+	ops, prefix, err := AdoptionOps(s.outgoing(ctx), devread.New(s.device), s.opts.DeviceTarget, targets)
 	if err != nil {
 		return nil, err
 	}
@@ -146,12 +146,6 @@ func (s *Server) adopt(ctx context.Context, action string, targets []*gpb.Path, 
 	return s.opts.Journal.RecordResolution(ctx, res)
 }
 
-// DeviceReader is what AdoptionOps reads the device with: a gNMI client
-// (gpb.GNMIClient), or anything with its Get.
-type DeviceReader interface {
-	Get(ctx context.Context, in *gpb.GetRequest, opts ...grpc.CallOption) (*gpb.GetResponse, error)
-}
-
 // AdoptionOps reads the device's configuration at paths (dev, with ctx's
 // credentials) and returns the operations of the Set a client would send
 // for the journal to hold exactly that (journal.ProposeAdoption): a Delete
@@ -169,18 +163,14 @@ type DeviceReader interface {
 // none. prefix names that target (nil if none): the proposal of the
 // operations takes it as its journal.Sender.Prefix, so that its values are
 // applied and re-pushed there.
-func AdoptionOps(ctx context.Context, dev DeviceReader, deviceTarget string, paths []*gpb.Path) (ops []*journal.Op, prefix *gpb.Path, err error) {
+func AdoptionOps(ctx context.Context, dev *devread.Reader, deviceTarget string, paths []*gpb.Path) (ops []*journal.Op, prefix *gpb.Path, err error) {
 	target, paths, err := AdoptionTarget(paths, deviceTarget)
 	if err != nil {
 		return nil, nil, err
 	}
 	req := &gpb.SetRequest{Delete: paths}
-	for _, p := range paths {
-		values, err := deviceValues(ctx, dev, target, p)
-		if err != nil {
-			return nil, nil, err
-		}
-		req.Update = append(req.Update, values...)
+	if req.Update, err = dev.Read(ctx, target, paths...); err != nil {
+		return nil, nil, err
 	}
 	if ops, err = requestOps(req); err != nil {
 		return nil, nil, err
@@ -210,33 +200,4 @@ func AdoptionTarget(paths []*gpb.Path, deviceTarget string) (string, []*gpb.Path
 		out[n].Target = ""
 	}
 	return target, out, nil
-}
-
-// deviceValues reads the device's configuration at p (Get, CONFIG,
-// JSON_IETF): its updates with full paths; none if the device has nothing
-// there (NotFound).
-func deviceValues(ctx context.Context, dev DeviceReader, target string, p *gpb.Path) ([]*gpb.Update, error) {
-	req := &gpb.GetRequest{Prefix: gnmipath.TargetPrefix(target), Path: []*gpb.Path{p}, Type: gpb.GetRequest_CONFIG, Encoding: gpb.Encoding_JSON_IETF}
-	resp, err := dev.Get(ctx, req)
-	if status.Code(err) == codes.NotFound {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, status.Errorf(status.Code(err), "reading the device's values at %s: %v", gnmipath.String(p), status.Convert(err).Message())
-	}
-	var out []*gpb.Update
-	for _, n := range resp.GetNotification() {
-		for _, u := range n.GetUpdate() {
-			full, err := joinPath(n.GetPrefix(), u.GetPath())
-			if err != nil {
-				return nil, status.Errorf(codes.FailedPrecondition, "the device answered a Get of %s with %v", gnmipath.String(p), err)
-			}
-			if !journal.IsUnder(full, p) {
-				return nil, status.Errorf(codes.FailedPrecondition,
-					"the device answered a Get of %s with a value at %s: adopt a path at or above it", gnmipath.String(p), gnmipath.String(full))
-			}
-			out = append(out, &gpb.Update{Path: full, Val: u.GetVal()})
-		}
-	}
-	return out, nil
 }
