@@ -61,6 +61,8 @@ func (s *Server) SyncFrom(ctx context.Context, by journal.Sender) (*SyncResult, 
 	if err := s.waitSynced(ctx); err != nil {
 		return nil, err
 	}
+	s.syncMu.Lock()
+	defer s.syncMu.Unlock()
 	if err := s.atRest(ctx); err != nil {
 		return nil, err
 	}
