@@ -193,6 +193,7 @@ func (w *writeTxn) takeDeviceReads(ch *Change) error {
 	if err := w.writeApplied(taken); err != nil {
 		return err
 	}
+	w.read = taken
 	return w.addReadScopes(ch.GetReadScopes())
 }
 
