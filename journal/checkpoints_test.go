@@ -347,8 +347,11 @@ func TestDryRun(t *testing.T) {
 				t.Fatalf("seed %d: dry run predicted %v, the commit made %v (ops %v)", seed, predicted, got, ops)
 			}
 			for _, d := range diff {
-				if d.After.GetDeleted() && (d.Before == nil || d.Before.GetDeleted()) {
+				if d.After.GetDeleted() && (d.Before == nil || d.Before.GetDeleted()) && !d.Unknown {
 					t.Fatalf("dry run reports a delete of nothing at %v", d.Path)
+				}
+				if d.Unknown && d.Before != nil && !d.Before.GetDeleted() {
+					t.Fatalf("dry run reports %v as unknown, where the journal holds %v", d.Path, d.Before)
 				}
 			}
 			if !slices.IsSortedFunc(diff, func(a, b LeafDiff) int { return strings.Compare(string(PathKey(a.Path)), string(PathKey(b.Path))) }) {
