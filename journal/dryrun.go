@@ -29,6 +29,13 @@ type LeafDiff struct {
 	Unknown bool
 }
 
+// SchemaRefusal is DryRun's refusal of what the device's YANG forbids:
+// Err, a *leaves.Error, names the path and the problem.
+type SchemaRefusal struct{ Err error }
+
+func (e *SchemaRefusal) Error() string { return e.Err.Error() }
+func (e *SchemaRefusal) Unwrap() error { return e.Err }
+
 // Schema returns the device's YANG schema the journal decomposes values
 // with (Options.Schema; nil: none).
 func (j *Journal) Schema() *leaves.Schema { return j.decomposer.Schema() }
@@ -42,16 +49,16 @@ func (j *Journal) Schema() *leaves.Schema { return j.decomposer.Schema() }
 // as Unknown.
 //
 // With a schema (Options.Schema) it also refuses what the device's YANG
-// forbids, with a *leaves.Error: a path it does not have (wrapping
-// leaves.ErrNotInSchema), a value of the wrong type or out of range, a
-// member it does not have, state data (wrapping leaves.ErrInvalid).
+// forbids, with a *SchemaRefusal wrapping a *leaves.Error: a path it does
+// not have (leaves.ErrNotInSchema), a value of the wrong type or out of
+// range, a member it does not have, state data (leaves.ErrInvalid).
 func (j *Journal) DryRun(ctx context.Context, ops []*Op) ([]LeafDiff, error) {
 	clean, _, err := j.cleanOps(ops)
 	if err != nil {
 		return nil, err
 	}
 	if err := checkSchema(j.Schema(), clean); err != nil {
-		return nil, err
+		return nil, &SchemaRefusal{Err: err}
 	}
 	var out []LeafDiff
 	err = j.view(ctx, func(txn *badger.Txn) error {

@@ -36,14 +36,15 @@ func (s *Server) dryRun(ctx context.Context, req *gpb.SetRequest, ops []*journal
 // does, but for what the device's schema refuses, which is answered as the
 // device answers it.
 func dryRunError(err error) error {
-	var value *leaves.Error
-	switch {
-	case errors.As(err, &value) && errors.Is(err, leaves.ErrNotInSchema):
-		return status.Errorf(codes.NotFound, "%v: the device would refuse this Set (dry run against the device's YANG, --yang; nothing was journaled)", err)
-	case errors.As(err, &value) && errors.Is(err, leaves.ErrInvalid):
-		return status.Errorf(codes.InvalidArgument, "%v: the device would refuse this Set (dry run; nothing was journaled)", err)
+	var refusal *journal.SchemaRefusal
+	if !errors.As(err, &refusal) {
+		return JournalError(err)
 	}
-	return JournalError(err)
+	code := codes.InvalidArgument
+	if errors.Is(err, leaves.ErrNotInSchema) {
+		code = codes.NotFound
+	}
+	return status.Errorf(code, "%v: the device would refuse this Set (dry run against the device's YANG, --yang; nothing was journaled)", err)
 }
 
 // dryRunRollback answers a rollback Set carrying the extension's dry_run:

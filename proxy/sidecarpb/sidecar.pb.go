@@ -605,7 +605,8 @@ type Request struct {
 	Comment string `protobuf:"bytes,4,opt,name=comment,proto3" json:"comment,omitempty"`
 	// Validate the Set and answer with the leaf-level changes it would make
 	// to the committed configuration (Response.diff), without journaling or
-	// applying anything.
+	// applying anything. With rollback: answer with the changes the rollback
+	// (of a proposal, or to a point) would make, refused as it would be.
 	DryRun bool `protobuf:"varint,5,opt,name=dry_run,json=dryRun,proto3" json:"dry_run,omitempty"`
 	// Set only on a Set with no operations: that Set names (or unnames) a
 	// point of the journal.
@@ -839,7 +840,9 @@ type Response struct {
 	// Set on the answer to a resolve.
 	Resolve *ResolveResult `protobuf:"bytes,5,opt,name=resolve,proto3" json:"resolve,omitempty"`
 	// A dry run's answer: the leaf-level changes the Set would make, in path
-	// order (index is then 0: nothing was journaled).
+	// order (index is then 0: nothing was journaled; for a dry run of a
+	// rollback of one proposal, index names it and phase is PHASE_ROLLBACK,
+	// with commit and apply unspecified).
 	Diff []*LeafChange `protobuf:"bytes,6,rep,name=diff,proto3" json:"diff,omitempty"`
 	// The answer to a tag Set: the tag made or removed.
 	Tag *TagInfo `protobuf:"bytes,7,opt,name=tag,proto3" json:"tag,omitempty"`
