@@ -542,11 +542,18 @@ func (o *ops) printProposalDiff(d *ProposalDetail) error {
 	return printLeafChanges(o.stdout, out.Diff)
 }
 
+// unknownOld is what a dry run shows as the old value of a path its Delete
+// or Replace removes and the journal holds nothing at or under.
+const unknownOld = "(whatever the device holds there; the journal holds nothing here)"
+
 // printLeafChanges prints leaf changes as "- PATH: OLD" / "+ PATH: NEW" lines.
 func printLeafChanges(w io.Writer, diff []DiffEntry) error {
 	for _, e := range diff {
-		if e.Old != nil {
+		switch {
+		case e.Old != nil:
 			fmt.Fprintf(w, "- %s: %s\n", e.Path, truncate(e.Old.Text(), 0))
+		case e.OldUnknown:
+			fmt.Fprintf(w, "- %s: %s\n", e.Path, unknownOld)
 		}
 		if e.New != nil {
 			if _, err := fmt.Fprintf(w, "+ %s: %s\n", e.Path, truncate(e.New.Text(), 0)); err != nil {
@@ -617,10 +624,10 @@ func printProposal(w io.Writer, d *ProposalDetail) error {
 
 func newRollbackCommand(stdout, stderr io.Writer) *cobra.Command {
 	o := &ops{stdout: stdout, stderr: stderr}
-	var async bool
+	var async, dryRun bool
 	var to, comment string
 	cmd := o.command(&cobra.Command{
-		Use:   "rollback [INDEX] | rollback --to TAG|INDEX",
+		Use:   "rollback [INDEX] | rollback --to TAG|INDEX [--dry-run]",
 		Short: "Roll back a proposal (default: the newest change in effect), or every change since a point",
 		Long: `rollback rolls back proposal INDEX, or without INDEX the newest change not
 yet rolled back, and by default returns once the device holds the
@@ -640,6 +647,10 @@ A point older than the history retention keeps fails with exit code 5.
 
 --comment is recorded with the rollback (journal show).
 
+--dry-run prints what the rollback would change, leaf by leaf ("- PATH:
+VALUE NOW", "+ PATH: VALUE AFTER"), without journaling or applying
+anything; a rollback that would be refused fails the same way.
+
 ` + exitCodesHelp,
 	})
 	cmd.Args = o.args(cobra.MatchAll(cobra.MaximumNArgs(1), indexArg(0), func(cmd *cobra.Command, args []string) error {
@@ -652,10 +663,28 @@ A point older than the history retention keeps fails with exit code 5.
 	cmd.Flags().BoolVar(&async, "async", false, "return once the rollback is committed, before the device applied it")
 	cmd.Flags().StringVar(&to, "to", "", "roll back every change made after this point: a tag name, or a proposal index (0: every change)")
 	cmd.Flags().StringVar(&comment, "comment", "", "why: recorded with the rollback in the journal")
+	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "print what the rollback would change; journal and apply nothing")
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
 		var index uint64
 		if len(args) == 1 {
 			index, _ = parseIndex(args[0]) // checked by Args
+		}
+		if dryRun {
+			if async {
+				return o.usage(cmd, errors.New("--dry-run applies nothing: --async means nothing with it"))
+			}
+			var tag string
+			var point uint64
+			toPoint := cmd.Flags().Changed("to")
+			if toPoint {
+				var err error
+				if tag, point, err = parsePoint(to); err != nil {
+					return o.usage(cmd, fmt.Errorf("--to %q: %w", to, err))
+				}
+			}
+			return o.run(cmd, func(ctx context.Context, c gpb.GNMIClient) error {
+				return o.rollbackDryRun(ctx, c, index, toPoint, tag, point)
+			})
 		}
 		mode := sidecarpb.SetMode_SET_MODE_SYNC
 		if async {

@@ -231,12 +231,15 @@ type ProposalDetail struct {
 }
 
 // DiffEntry is one leaf a change makes (journal show --diff) or would make
-// (set --dry-run): what the path held before and what it holds after;
-// absent (null in JSON) for nothing.
+// (set --dry-run, rollback --dry-run): what the path held before and what
+// it holds after; absent (null in JSON) for nothing. OldUnknown: a dry
+// run's Delete or Replace removes the path, where the journal holds
+// nothing: the device loses whatever it holds there.
 type DiffEntry struct {
-	Path string `json:"path"`
-	Old  *Value `json:"old"`
-	New  *Value `json:"new"`
+	Path       string `json:"path"`
+	Old        *Value `json:"old"`
+	New        *Value `json:"new"`
+	OldUnknown bool   `json:"old_unknown,omitempty"`
 }
 
 // TagState is tags/tag[name=N]/state: a named point of the journal.
