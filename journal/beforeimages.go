@@ -30,7 +30,7 @@ const BaselineTag = "baseline"
 
 // nsReadScope holds the read scopes, by path key; each value is the
 // scope's *gnmi.Path.
-var nsReadScope = []byte("rs/")
+var nsReadScope = []byte("sc/")
 
 // DeviceRead is what the device held at a change's paths before it, read
 // just before the change is journaled (Sender.Read).

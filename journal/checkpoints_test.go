@@ -369,7 +369,7 @@ func TestDryRun(t *testing.T) {
 			ops := randomSet(t, r, 4)
 			before := liveValues(t, j)
 			keys := dump(t, j)
-			diff, err := j.DryRun(ctx, ops)
+			diff, err := j.DryRun(ctx, ops, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -439,7 +439,7 @@ func TestUnionReplace(t *testing.T) {
 			term := synced(t, j)
 			applyChange(t, j, term, update(t, "/t/a", "1", "/t/b", "2", "/t/c/e", "0", "/u/x", "1"))
 			before := liveValues(t, j)
-			diff, err := j.DryRun(context.Background(), tt.ops)
+			diff, err := j.DryRun(context.Background(), tt.ops, nil)
 			if err != nil {
 				t.Fatal(err)
 			}

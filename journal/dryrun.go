@@ -52,7 +52,12 @@ func (j *Journal) Schema() *leaves.Schema { return j.decomposer.Schema() }
 // forbids, with a *SchemaRefusal wrapping a *leaves.Error: a path it does
 // not have (leaves.ErrNotInSchema), a value of the wrong type or out of
 // range, a member it does not have, state data (leaves.ErrInvalid).
-func (j *Journal) DryRun(ctx context.Context, ops []*Op) ([]LeafDiff, error) {
+//
+// read, if not nil, is what the device holds where the journal does not
+// know (read as before a change, Sender.Read): the diff is computed as the
+// change's commit would take it in, so that what a Delete or Replace
+// removes there is listed with the device's values.
+func (j *Journal) DryRun(ctx context.Context, ops []*Op, read *DeviceRead) ([]LeafDiff, error) {
 	clean, _, err := j.cleanOps(ops)
 	if err != nil {
 		return nil, err
@@ -60,8 +65,22 @@ func (j *Journal) DryRun(ctx context.Context, ops []*Op) ([]LeafDiff, error) {
 	if err := checkSchema(j.Schema(), clean); err != nil {
 		return nil, &SchemaRefusal{Err: err}
 	}
+	ch := &Change{}
+	if read != nil && len(read.Values) > 0 {
+		j.learnFromDevice(read.Values)
+		if ch.DeviceReads, _, err = j.cleanOps(readOps(read.Values)); err != nil {
+			return nil, fmt.Errorf("journal: the device's values before the change: %w", err)
+		}
+	}
 	var out []LeafDiff
-	err = j.view(ctx, func(txn *badger.Txn) error {
+	err = j.scratch(ctx, func(txn *badger.Txn) error {
+		if len(ch.GetDeviceReads()) > 0 {
+			// Taken into this transaction only: it is discarded.
+			w := &writeTxn{txn: txn, now: j.opts.Clock()}
+			if err := w.takeDeviceReads(ch); err != nil {
+				return err
+			}
+		}
 		if err := commitConfirmGuard(txn, "a commit-confirmed is outstanding", "confirm or cancel it first, or wait for its rollback"); err != nil {
 			return err
 		}

@@ -22,7 +22,7 @@ import (
 // with the code the device answers: NotFound for a path the schema does
 // not have, InvalidArgument for a value it does not admit.
 func (s *Server) dryRun(ctx context.Context, req *gpb.SetRequest, ops []*journal.Op) (*gpb.SetResponse, error) {
-	diff, err := s.opts.Journal.DryRun(ctx, ops)
+	diff, err := s.opts.Journal.DryRun(ctx, ops, s.beforeImages(ctx, s.readTarget(req.GetPrefix()), ops))
 	if err != nil {
 		return nil, dryRunError(err)
 	}
