@@ -1115,7 +1115,7 @@ func loadProposalStatus(txn *badger.Txn, c *Configuration, i uint64) (*Proposal,
 	ch := st.GetChange()
 	return &Proposal{Index: st.GetIndex(), Phase: st.GetPhase(),
 		Change: &Change{Commit: ch.GetCommit(), Apply: ch.GetApply(), Adopted: ch.GetAdopted(),
-			AbortedBy: ch.GetAbortedBy(), AdoptedTerm: ch.GetAdoptedTerm()},
+			AbortedBy: ch.GetAbortedBy(), AdoptedTerm: ch.GetAdoptedTerm(), Baseline: ch.GetBaseline()},
 		Rollback: &Rollback{Commit: st.GetRollback().GetCommit(), Apply: st.GetRollback().GetApply()}}, nil
 }
 
