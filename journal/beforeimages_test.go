@@ -3,6 +3,7 @@ package journal
 import (
 	"context"
 	"errors"
+	"fmt"
 	"maps"
 	"slices"
 	"strings"
@@ -421,7 +422,7 @@ func TestCoverage(t *testing.T) {
 		{"/network-instances/network-instance", false},
 		{"/network-instances", false},
 		{"openconfig:/acl/acl-sets", true},
-		{"/acl/acl-sets", false},       // another origin
+		{"/acl/acl-sets", false},        // another origin
 		{"other:/system/config", false}, // another origin
 	}
 	check := func(when string, wantCovered bool) {
@@ -746,3 +747,175 @@ func sortedCommitted(t testing.TB, j *Journal, prefix *gnmi.Path) []string {
 
 // proto2Equal compares two paths by their journal keys.
 func proto2Equal(a, b *gnmi.Path) bool { return string(PathKey(a)) == string(PathKey(b)) }
+
+// journalBaseline journals updates as a baseline of scopes in chunks of at
+// most max units, committing and applying each, and returns its proposals.
+func journalBaseline(t testing.TB, j *Journal, term uint64, scopes []*gnmi.Path, updates []*gnmi.Update, max int) []uint64 {
+	t.Helper()
+	ctx := context.Background()
+	chunks, err := j.BaselineChunks(updates, max)
+	if err != nil {
+		t.Fatalf("BaselineChunks: %v", err)
+	}
+	var out []uint64
+	for n, ops := range chunks {
+		p, err := j.ProposeBaseline(ctx, Sender{Author: "device"}, scopes, ops, n == len(chunks)-1)
+		if err != nil {
+			t.Fatalf("ProposeBaseline %d: %v", n, err)
+		}
+		checkInvariants(t, j)
+		commitAndApply(t, j, term, p.GetIndex())
+		checkInvariants(t, j)
+		out = append(out, p.GetIndex())
+	}
+	c, err := j.Configuration(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if last := out[len(out)-1]; c.GetBaselineIndex() != last {
+		t.Fatalf("baseline_index %d, want %d", c.GetBaselineIndex(), last)
+	}
+	return out
+}
+
+// liveCommitted returns the committed values that are not tombstones,
+// without their indexes, sorted; and the tombstones' paths, sorted.
+func liveCommitted(t testing.TB, j *Journal) (live, deleted []string) {
+	t.Helper()
+	for _, s := range committedList(t, j, nil) {
+		if path, _, ok := strings.Cut(s, "=deleted@"); ok {
+			deleted = append(deleted, path)
+			continue
+		}
+		live = append(live, s[:strings.LastIndexByte(s, '@')])
+	}
+	slices.Sort(live)
+	slices.Sort(deleted)
+	return live, deleted
+}
+
+// TestSyncFrom: a second baseline over a journal holding values the
+// device no longer holds deletes them (removeStale) under its scopes, and
+// keeps what it wrote itself, in any of its chunks, and everything outside
+// its scopes.
+func TestSyncFrom(t *testing.T) {
+	for _, max := range []int{1, 2, 3, 100} {
+		t.Run(fmt.Sprintf("chunks of %d", max), func(t *testing.T) {
+			j := openTest(t, "", Options{NoSync: true})
+			ctx := context.Background()
+			term := synced(t, j)
+			scopes := []*gnmi.Path{mustPath(t, "/system"), mustPath(t, "/interfaces")}
+			first := journalBaseline(t, j, term, scopes, deviceUpdates(t,
+				"/system/config", `{"hostname":"dev","domain-name":"example.com"}`,
+				"/interfaces", `{"interface":[
+					{"name":"eth0","config":{"name":"eth0","mtu":1500}},
+					{"name":"eth1","config":{"name":"eth1","description":"uplink"}}]}`), max)
+			applyChange(t, j, term, update(t, "/system/config/login-banner", "hi"), update(t, "/other/x", "1"),
+				update(t, "/interfaces/interface[name=eth2]/config/name", "eth2"))
+			checkInvariants(t, j)
+			second := journalBaseline(t, j, term, scopes, deviceUpdates(t,
+				"/system/config", `{"hostname":"dev2"}`,
+				"/interfaces", `{"interface":[{"name":"eth0","config":{"name":"eth0","mtu":9000}}]}`), max)
+			live, deleted := liveCommitted(t, j)
+			wantLive := []string{
+				"/interfaces/interface[name=eth0]/config/mtu=9000", `/interfaces/interface[name=eth0]/config/name="eth0"`,
+				"/interfaces/interface[name=eth0]={}",
+				"/other/x=1",
+				`/system/config/hostname="dev2"`,
+			}
+			wantDeleted := []string{
+				"/interfaces/interface[name=eth1]", "/interfaces/interface[name=eth1]/config/description",
+				"/interfaces/interface[name=eth1]/config/name",
+				"/interfaces/interface[name=eth2]", "/interfaces/interface[name=eth2]/config/name",
+				"/system/config/domain-name", "/system/config/login-banner",
+			}
+			slices.Sort(wantLive)
+			slices.Sort(wantDeleted)
+			if !slices.Equal(live, wantLive) {
+				t.Errorf("live after sync-from:\n got %v\nwant %v", live, wantLive)
+			}
+			if !slices.Equal(deleted, wantDeleted) {
+				t.Errorf("deleted after sync-from:\n got %v\nwant %v", deleted, wantDeleted)
+			}
+			// Only the newest baseline bounds restores.
+			if _, err := j.ProposeRestore(ctx, Sender{}, Point{Index: first[len(first)-1]}); !errors.Is(err, ErrGuard) || !strings.Contains(err.Error(), "baseline") {
+				t.Errorf("restore to the first baseline = %v, want ErrGuard mentioning the baseline", err)
+			}
+			if _, err := j.ProposeRestore(ctx, Sender{}, Point{Index: second[len(second)-1]}); !errors.Is(err, ErrNoChange) {
+				t.Errorf("restore to the second baseline = %v, want ErrNoChange", err)
+			}
+		})
+	}
+}
+
+// TestEmptyBaseline: a baseline with no operations (a device that holds
+// nothing in the scopes) is journaled, committed and applied; over a
+// journal that holds values in the scopes, it deletes them.
+func TestEmptyBaseline(t *testing.T) {
+	j := openTest(t, "", Options{NoSync: true})
+	ctx := context.Background()
+	term := synced(t, j)
+	chunks, err := j.BaselineChunks(nil, 3)
+	if err != nil || len(chunks) != 1 || len(chunks[0]) != 0 {
+		t.Fatalf("BaselineChunks(nothing) = %v, %v; want one empty chunk", chunks, err)
+	}
+	scopes := []*gnmi.Path{mustPath(t, "/system")}
+	b := journalBaseline(t, j, term, scopes, nil, 3)
+	if got := committedList(t, j, nil); len(got) != 0 {
+		t.Errorf("an empty baseline wrote %v", got)
+	}
+	if !j.Covered(mustPath(t, "/system/config")) {
+		t.Error("an empty baseline's scope is not covered")
+	}
+	if _, _, err := j.ProposeRollback(ctx, b[0]); !errors.Is(err, ErrGuard) {
+		t.Errorf("rollback of an empty baseline = %v, want ErrGuard", err)
+	}
+	applyChange(t, j, term, update(t, "/system/config/hostname", "x"), update(t, "/other", "y"))
+	journalBaseline(t, j, term, scopes, nil, 3)
+	live, deleted := liveCommitted(t, j)
+	if !slices.Equal(live, []string{"/other=y"}) || !slices.Equal(deleted, []string{"/system/config/hostname"}) {
+		t.Errorf("after an empty baseline: live %v, deleted %v; want /other=y, /system/config/hostname deleted", live, deleted)
+	}
+	// Other proposals still need operations.
+	if _, err := j.ProposeChange(ctx, nil); !errors.Is(err, ErrInvalid) {
+		t.Errorf("ProposeChange(no operations) = %v, want ErrInvalid", err)
+	}
+}
+
+// TestCommittedAtBeforeDeviceRead: a History snapshot at a time before a
+// change finds what the device held then, read before the change.
+func TestCommittedAtBeforeDeviceRead(t *testing.T) {
+	clock := &fakeClock{}
+	j := openTest(t, "", Options{NoSync: true, Clock: clock.now})
+	term := synced(t, j)
+	clock.sec.Store(10)
+	applyChange(t, j, term, update(t, "/a", "mine"))
+	clock.sec.Store(20)
+	i := proposeRead(t, j, deviceRead(t, []string{"/system/config"}, "/system/config",
+		`{"hostname":"dev","domain-name":"example.com"}`),
+		update(t, "/system/config/hostname", "new"), del(t, "/system/config/domain-name"))
+	commitAndApply(t, j, term, i)
+	checkInvariants(t, j)
+	clock.sec.Store(30)
+	applyChange(t, j, term, update(t, "/system/config/hostname", "newer"))
+	clock.sec.Store(40)
+	rollback(t, j, term, i+1)
+	rollback(t, j, term, i)
+	checkInvariants(t, j)
+	cases := []struct {
+		at   int64
+		want []string
+	}{
+		{5, []string{`/system/config/domain-name="example.com"@0`, `/system/config/hostname="dev"@0`}},
+		{15, []string{`/system/config/domain-name="example.com"@0`, `/system/config/hostname="dev"@0`}},
+		{25, []string{"/system/config/domain-name=deleted@2", "/system/config/hostname=new@2"}},
+		{35, []string{"/system/config/domain-name=deleted@2", "/system/config/hostname=newer@3"}},
+		{45, []string{`/system/config/domain-name="example.com"@0`, `/system/config/hostname="dev"@0`}},
+	}
+	for _, c := range cases {
+		got, err := committedAtList(t, j, c.at, mustPath(t, "/system"))
+		if err != nil || !slices.Equal(sorted(got), sorted(c.want)) {
+			t.Errorf("at %d: %v, %v; want %v", c.at, got, err, c.want)
+		}
+	}
+}
