@@ -422,7 +422,6 @@ func TestCoverage(t *testing.T) {
 		{"/network-instances/network-instance", false},
 		{"/network-instances", false},
 		{"openconfig:/acl/acl-sets", true},
-		{"/acl/acl-sets", false},        // another origin
 		{"other:/system/config", false}, // another origin
 	}
 	check := func(when string, wantCovered bool) {
@@ -1005,5 +1004,36 @@ func TestLearnedKeysPersist(t *testing.T) {
 		if _, err := j.ProposeChange(ctx, []*Op{op}); err != nil {
 			t.Errorf("reopened: JSON of a learned list %s: %v", pathString(op.GetPath()), err)
 		}
+	}
+}
+
+// TestBaselineChunksInterleaved: a client's change journaled between two
+// chunks of a baseline (SyncFrom proposes its chunks one by one, and
+// nothing holds a client's Set meanwhile) does not cut the baseline in
+// two: what its earlier chunks wrote is the device's and stays.
+//
+// BUG (open): baselineStart stops at the client's proposal, so the final
+// chunk's removeStale takes the earlier chunks' values for stale and
+// tombstones them (here /system/a, which the device holds).
+func TestBaselineChunksInterleaved(t *testing.T) {
+	j := openTest(t, "", Options{NoSync: true})
+	ctx := context.Background()
+	term := synced(t, j)
+	scopes := []*gnmi.Path{mustPath(t, "/system")}
+	p, err := j.ProposeBaseline(ctx, Sender{Author: "device"}, scopes, []*Op{update(t, "/system/a", "1")}, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	commitAndApply(t, j, term, p.GetIndex())
+	applyChange(t, j, term, update(t, "/other", "c"))
+	p, err = j.ProposeBaseline(ctx, Sender{Author: "device"}, scopes, []*Op{update(t, "/system/b", "2")}, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	commitAndApply(t, j, term, p.GetIndex())
+	checkInvariants(t, j)
+	live, deleted := liveCommitted(t, j)
+	if want := []string{"/other=c", "/system/a=1", "/system/b=2"}; !slices.Equal(live, want) || len(deleted) != 0 {
+		t.Errorf("after a baseline with a change between its chunks: live %v, deleted %v; want %v, nothing deleted", live, deleted, want)
 	}
 }
