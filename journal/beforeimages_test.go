@@ -584,11 +584,10 @@ func TestUnread(t *testing.T) {
 			checkInvariants(t, j)
 			// A later change there is known to the journal: it rolls back,
 			// and a restore to right after the unread change is allowed.
-			later := applyChange(t, j, term, update(t, "/system/config/hostname", "later"))
+			applyChange(t, j, term, update(t, "/system/config/hostname", "later"))
 			if _, err := j.ProposeRestore(ctx, Sender{}, Point{Index: i}); err != nil {
 				t.Fatalf("ProposeRestore to right after the unread change: %v", err)
 			}
-			_ = later
 		})
 	}
 }
@@ -616,7 +615,7 @@ func TestBaseline(t *testing.T) {
 			t.Errorf("chunk %d has %d operations, want 1 to 3", n, len(ops))
 		}
 		for _, op := range ops {
-			if op.GetKind() != OpUpdate || len(op.GetValues()) != 1 || !proto2Equal(op.GetPath(), op.GetValues()[0].GetPath()) {
+			if op.GetKind() != OpUpdate || len(op.GetValues()) != 1 || !samePath(op.GetPath(), op.GetValues()[0].GetPath()) {
 				t.Errorf("chunk %d: operation %v is not an update of one unit at its own path", n, op)
 			}
 			units = append(units, render(&PathValue{Path: op.GetPath(), Value: op.GetValues()[0].GetValue()}))
@@ -693,7 +692,7 @@ func TestBaseline(t *testing.T) {
 	}
 
 	// A client's change after it.
-	change := applyChange(t, j, term, update(t, "/system/config/hostname", "new"), del(t, "/interfaces/interface[name=eth1]"))
+	applyChange(t, j, term, update(t, "/system/config/hostname", "new"), del(t, "/interfaces/interface[name=eth1]"))
 	checkInvariants(t, j)
 
 	// No baseline proposal rolls back, whatever the state.
@@ -733,7 +732,6 @@ func TestBaseline(t *testing.T) {
 	if !slices.Equal(live, baseline) {
 		t.Errorf("restored to the baseline:\n got %v\nwant %v", live, baseline)
 	}
-	_ = change
 }
 
 func sorted(s []string) []string { return slices.Sorted(slices.Values(s)) }
@@ -744,8 +742,8 @@ func sortedCommitted(t testing.TB, j *Journal, prefix *gnmi.Path) []string {
 	return sorted(committedList(t, j, prefix))
 }
 
-// proto2Equal compares two paths by their journal keys.
-func proto2Equal(a, b *gnmi.Path) bool { return string(PathKey(a)) == string(PathKey(b)) }
+// samePath compares two paths by their journal keys.
+func samePath(a, b *gnmi.Path) bool { return string(PathKey(a)) == string(PathKey(b)) }
 
 // journalBaseline journals updates as a baseline of scopes in chunks of at
 // most max units, committing and applying each, and returns its proposals.
@@ -1035,5 +1033,36 @@ func TestBaselineChunksInterleaved(t *testing.T) {
 	live, deleted := liveCommitted(t, j)
 	if want := []string{"/other=c", "/system/a=1", "/system/b=2"}; !slices.Equal(live, want) || len(deleted) != 0 {
 		t.Errorf("after a baseline with a change between its chunks: live %v, deleted %v; want %v, nothing deleted", live, deleted, want)
+	}
+}
+
+// TestDeviceReadsAfterFailedApply: when the device refuses a change whose
+// reads were taken in, the committed and applied values go back to what
+// the device holds: its own values, read before the change.
+func TestDeviceReadsAfterFailedApply(t *testing.T) {
+	j := openTest(t, "", Options{NoSync: true})
+	ctx := context.Background()
+	synced(t, j)
+	i := proposeRead(t, j, deviceRead(t, []string{"/system/config"}, "/system/config", `{"hostname":"dev","domain-name":"example.com"}`),
+		update(t, "/system/config/hostname", "new"), del(t, "/system/config/domain-name"))
+	if _, _, err := j.CommitChange(ctx, i); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := j.StartApply(ctx, i); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := j.FailApply(ctx, i, 3, "refused"); err != nil {
+		t.Fatal(err)
+	}
+	checkInvariants(t, j)
+	want := []string{`/system/config/domain-name="example.com"@0`, `/system/config/hostname="dev"@0`}
+	if got := sortedCommitted(t, j, nil); !slices.Equal(got, want) {
+		t.Errorf("committed after the failed apply: %v, want %v", got, want)
+	}
+	if got := sorted(appliedList(t, j)); !slices.Equal(got, want) {
+		t.Errorf("applied after the failed apply: %v, want %v", got, want)
+	}
+	if !j.Covered(mustPath(t, "/system/config/hostname")) {
+		t.Error("the read scope of a change whose apply failed is not covered (its reads were taken)")
 	}
 }
