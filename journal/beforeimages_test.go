@@ -636,9 +636,13 @@ func TestBaseline(t *testing.T) {
 		t.Fatalf("%d chunks of 8 units at most 3 each, want 3", len(chunks))
 	}
 	var indexes []uint64
+	var first uint64
 	for n, ops := range chunks {
 		final := n == len(chunks)-1
-		p, err := j.ProposeBaseline(ctx, Sender{Author: "device"}, scopes, ops, final)
+		p, err := j.ProposeBaseline(ctx, Sender{Author: "device"}, scopes, ops, BaselinePart{First: first, Final: final})
+		if first == 0 {
+			first = p.GetIndex()
+		}
 		if err != nil {
 			t.Fatalf("ProposeBaseline %d: %v", n, err)
 		}
@@ -755,8 +759,12 @@ func journalBaseline(t testing.TB, j *Journal, term uint64, scopes []*gnmi.Path,
 		t.Fatalf("BaselineChunks: %v", err)
 	}
 	var out []uint64
+	var first uint64
 	for n, ops := range chunks {
-		p, err := j.ProposeBaseline(ctx, Sender{Author: "device"}, scopes, ops, n == len(chunks)-1)
+		p, err := j.ProposeBaseline(ctx, Sender{Author: "device"}, scopes, ops, BaselinePart{First: first, Final: n == len(chunks)-1})
+		if first == 0 {
+			first = p.GetIndex()
+		}
 		if err != nil {
 			t.Fatalf("ProposeBaseline %d: %v", n, err)
 		}
@@ -923,15 +931,12 @@ func TestCommittedAtBeforeDeviceRead(t *testing.T) {
 // baseline: what only it wrote, the device no longer holding it, is
 // deleted by the next baseline like anything else it does not read.
 //
-// BUG (open): baselineStart walks back over every consecutive non-final
-// baseline proposal, so the cut-short chunks count as the new baseline's
-// own (index >= first) and removeStale keeps their values.
 func TestSyncFromAfterCutShortBaseline(t *testing.T) {
 	j := openTest(t, "", Options{NoSync: true})
 	ctx := context.Background()
 	term := synced(t, j)
 	scopes := []*gnmi.Path{mustPath(t, "/system")}
-	p, err := j.ProposeBaseline(ctx, Sender{Author: "device"}, scopes, []*Op{update(t, "/system/x", "old")}, false)
+	p, err := j.ProposeBaseline(ctx, Sender{Author: "device"}, scopes, []*Op{update(t, "/system/x", "old")}, BaselinePart{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -1009,22 +1014,19 @@ func TestLearnedKeysPersist(t *testing.T) {
 // chunks of a baseline (SyncFrom proposes its chunks one by one, and
 // nothing holds a client's Set meanwhile) does not cut the baseline in
 // two: what its earlier chunks wrote is the device's and stays.
-//
-// BUG (open): baselineStart stops at the client's proposal, so the final
-// chunk's removeStale takes the earlier chunks' values for stale and
-// tombstones them (here /system/a, which the device holds).
 func TestBaselineChunksInterleaved(t *testing.T) {
 	j := openTest(t, "", Options{NoSync: true})
 	ctx := context.Background()
 	term := synced(t, j)
 	scopes := []*gnmi.Path{mustPath(t, "/system")}
-	p, err := j.ProposeBaseline(ctx, Sender{Author: "device"}, scopes, []*Op{update(t, "/system/a", "1")}, false)
+	p, err := j.ProposeBaseline(ctx, Sender{Author: "device"}, scopes, []*Op{update(t, "/system/a", "1")}, BaselinePart{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	commitAndApply(t, j, term, p.GetIndex())
 	applyChange(t, j, term, update(t, "/other", "c"))
-	p, err = j.ProposeBaseline(ctx, Sender{Author: "device"}, scopes, []*Op{update(t, "/system/b", "2")}, true)
+	first := p.GetIndex()
+	p, err = j.ProposeBaseline(ctx, Sender{Author: "device"}, scopes, []*Op{update(t, "/system/b", "2")}, BaselinePart{First: first, Final: true})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1170,7 +1170,7 @@ func TestProposalStatusMatchesProposal(t *testing.T) {
 		t.Fatal(err)
 	}
 	check("adopted")
-	if _, err := j.ProposeBaseline(ctx, Sender{Author: "device"}, []*gnmi.Path{mustPath(t, "/c")}, []*Op{update(t, "/c", "6")}, true); err != nil {
+	if _, err := j.ProposeBaseline(ctx, Sender{Author: "device"}, []*gnmi.Path{mustPath(t, "/c")}, []*Op{update(t, "/c", "6")}, BaselinePart{Final: true}); err != nil {
 		t.Fatal(err)
 	}
 	check("baseline")

@@ -420,11 +420,7 @@ func commitChangeTransition(i uint64) proposalTransition {
 			slices.Sort(eff.keys)
 		}
 		if ch.GetBaseline() && ch.GetFinalChunk() {
-			first, err := w.baselineStart(c, i)
-			if err != nil {
-				return err
-			}
-			if err := w.removeStale(eff, i, first, ch.GetReadScopes()); err != nil {
+			if err := w.removeStale(eff, i, baselineStart(p), ch.GetReadScopes()); err != nil {
 				return err
 			}
 			slices.Sort(eff.keys)
