@@ -88,7 +88,7 @@ func (w *Watcher) Diff(ctx context.Context, paths []*gpb.Path) ([]Diff, time.Tim
 // gRPC status with the device's code, the journal's error as it is.
 func readError(err error) error {
 	if errors.Is(err, devread.ErrUnreadable) {
-		return status.Errorf(codes.Unavailable, "cannot compare the device with the journal: %v; nothing compared", err)
+		return status.Errorf(codes.Unavailable, "%v; nothing compared", err)
 	}
 	var se interface{ GRPCStatus() *status.Status }
 	if errors.As(err, &se) {
