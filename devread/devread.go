@@ -330,6 +330,14 @@ func errOutside(p, full *gpb.Path) error {
 	return status.Errorf(codes.FailedPrecondition, "the device answered with a value at %s, outside %s", gnmipath.String(full), gnmipath.String(p))
 }
 
+// normalOrigin is origin with the default origin "openconfig" as none.
+func normalOrigin(origin string) string {
+	if origin == "openconfig" {
+		return ""
+	}
+	return origin
+}
+
 // readWith reads p with m.
 func (r *Reader) readWith(ctx context.Context, m Method, target string, p *gpb.Path) ([]*gpb.Update, error) {
 	var out []*gpb.Update
@@ -337,6 +345,11 @@ func (r *Reader) readWith(ctx context.Context, m Method, target string, p *gpb.P
 		for _, u := range n.GetUpdate() {
 			full := gnmipath.Join(n.GetPrefix(), u.GetPath())
 			full.Target = ""
+			if full.Origin == "" || (normalOrigin(full.Origin) == normalOrigin(p.GetOrigin())) {
+				// No origin is the origin asked; so is "openconfig" for
+				// none (the default origin of most devices).
+				full.Origin = p.GetOrigin()
+			}
 			if !journal.IsUnder(full, p) {
 				return errOutside(p, full)
 			}
