@@ -85,18 +85,22 @@ func TestReadFake(t *testing.T) {
 			want:   map[string]string{},
 		},
 		{
-			name:   "the account refused: no other method tried",
-			path:   "/system",
-			answer: func(*gpb.GetRequest) (*gpb.GetResponse, error) { return nil, status.Error(codes.PermissionDenied, "no") },
-			code:   codes.PermissionDenied,
-			gets:   1,
+			name: "the account refused: no other method tried",
+			path: "/system",
+			answer: func(*gpb.GetRequest) (*gpb.GetResponse, error) {
+				return nil, status.Error(codes.PermissionDenied, "no")
+			},
+			code: codes.PermissionDenied,
+			gets: 1,
 		},
 		{
-			name:   "unreachable: no other method tried",
-			path:   "/system",
-			answer: func(*gpb.GetRequest) (*gpb.GetResponse, error) { return nil, status.Error(codes.Unavailable, "connection refused") },
-			code:   codes.Unavailable,
-			gets:   1,
+			name: "unreachable: no other method tried",
+			path: "/system",
+			answer: func(*gpb.GetRequest) (*gpb.GetResponse, error) {
+				return nil, status.Error(codes.Unavailable, "connection refused")
+			},
+			code: codes.Unavailable,
+			gets: 1,
 		},
 		{
 			name: "every Get refused, no Subscribe",
@@ -146,4 +150,3 @@ func configRefusedOr(in *gpb.GetRequest, code codes.Code) error {
 	}
 	return status.Error(code, "nothing")
 }
-
