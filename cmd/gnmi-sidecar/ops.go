@@ -41,7 +41,7 @@ const (
 	exitOK           = 0
 	exitFailed       = 1 // the sidecar refused or failed the operation
 	exitUsage        = 2 // bad command line
-	exitUnreachable  = 3 // the sidecar could not be reached, or timed out
+	exitUnreachable  = 3 // the sidecar could not be reached, or timed out; the device's configuration cannot be read
 	exitNotFound     = 4 // no such proposal, nothing to roll back
 	exitPrecondition = 5 // e.g. nothing to confirm; not the newest change
 )
@@ -50,7 +50,8 @@ const exitCodesHelp = `Exit codes:
   0  success
   1  the sidecar refused or failed the operation (any other gRPC error)
   2  bad command line (unknown command or flag, bad index, bad duration)
-  3  the sidecar could not be reached or timed out (UNAVAILABLE, DEADLINE_EXCEEDED)
+  3  the sidecar could not be reached or timed out (UNAVAILABLE, DEADLINE_EXCEEDED);
+     drift, diff and status: the device's configuration cannot be read
   4  not found (NOT_FOUND: no such proposal or tag, nothing to roll back)
   5  precondition failed (FAILED_PRECONDITION: nothing to confirm, a newer change
      must be rolled back first, ...)
@@ -930,8 +931,12 @@ func newStatusCommand(stdout, stderr io.Writer) *cobra.Command {
 		Long: `status prints, as "key: value" lines under headings, the sidecar's
 configuration state (committed and applied indexes, re-push status, the
 journal's range), its device state (connection, term, last re-push, last
-error) and the outstanding commit-confirmed, if any. Keys are the leaf
-names of docs/introspection.md.
+error; how the device's configuration is read, read-method, and why it
+cannot be, read-error) and the outstanding commit-confirmed, if any. Keys are
+the leaf names of docs/introspection.md.
+
+It exits 3 when the device's configuration cannot be read (the sidecar tried
+every kind of read; read-error says what the device answered to each).
 
 ` + exitCodesHelp,
 	})
@@ -944,12 +949,35 @@ names of docs/introspection.md.
 				return failed("read the sidecar's status", err)
 			}
 			if o.json() {
-				return o.printJSON(v)
+				if err := o.printJSON(v); err != nil {
+					return err
+				}
+				return statusUnreadable(v)
 			}
-			return printStatus(o.stdout, v, time.Now())
+			if err := printStatus(o.stdout, v, time.Now()); err != nil {
+				return err
+			}
+			return statusUnreadable(v)
 		})
 	}
 	return cmd
+}
+
+// statusUnreadable ends status with exit code 3 when the device's
+// configuration cannot be read (nil when it can, or nothing is known).
+func statusUnreadable(v *StatusView) error {
+	if d := v.Device; d.ReadError != "" && (d.Readable == nil || !*d.Readable) {
+		return &exitError{code: exitUnreachable, err: fmt.Errorf("status: %s", d.ReadError)}
+	}
+	return nil
+}
+
+// optBoolPtr is "true" or "false", or "" (left out) for nil.
+func optBoolPtr(b *bool) string {
+	if b == nil {
+		return ""
+	}
+	return strconv.FormatBool(*b)
 }
 
 // section prints a titled, indented table of rows under header; nothing
@@ -1028,6 +1056,9 @@ func printStatus(w io.Writer, v *StatusView, now time.Time) error {
 		"last-repush-duration", dur,
 		"last-repush-device-duration", onDevice,
 		"last-error", d.LastError,
+		"read-method", d.ReadMethod,
+		"readable", optBoolPtr(d.Readable),
+		"read-error", d.ReadError,
 	); err != nil {
 		return err
 	}

@@ -71,6 +71,12 @@ type DeviceState struct {
 	// waiting for the device (nanoseconds).
 	LastRepushDeviceDuration *int64 `json:"last_repush_device_duration,omitempty"`
 	LastError                string `json:"last_error,omitempty"`
+	// ReadMethod, Readable and ReadError are how the sidecar reads the
+	// device's configuration (drift/state): the method, whether the last
+	// read worked (absent before the first), and why not.
+	ReadMethod string `json:"read_method,omitempty"`
+	Readable   *bool  `json:"readable,omitempty"`
+	ReadError  string `json:"read_error,omitempty"`
 }
 
 // CommitConfirmState is commit-confirm/state: the outstanding
@@ -793,6 +799,20 @@ func fetchStatus(ctx context.Context, c gpb.GNMIClient) (*StatusView, error) {
 		return nil, err
 	}
 	v.CommitConfirm = commitConfirmState(stateLeaves(cc, introspection.CommitConfirm))
+	dr, err := getIntrospection(ctx, c, []*gpb.PathElem{elem(introspection.Drift), elem(introspection.State)})
+	switch status.Code(err) {
+	case codes.OK:
+		st := stateLeaves(dr, introspection.Drift)
+		v.Device.ReadMethod, v.Device.ReadError = stringOf(st[introspection.ReadMethod]), stringOf(st[introspection.ReadError])
+		if r := st[introspection.Readable]; r != nil {
+			b := boolOf(r)
+			v.Device.Readable = &b
+		}
+	case codes.NotFound, codes.InvalidArgument:
+		// A sidecar without drift detection: nothing known.
+	default:
+		return nil, err
+	}
 	v.OutOfSync, v.Resolutions = []OutOfSyncState{}, []ResolutionState{}
 	if v.Configuration.Resolutions > 0 {
 		if v.Resolutions, err = fetchResolutions(ctx, c); err != nil {
