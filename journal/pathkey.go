@@ -46,7 +46,7 @@ const (
 // refuses them).
 func PathKey(p *gnmi.Path) []byte {
 	var b []byte
-	b = appendEscaped(b, gnmipath.Origin(p))
+	b = appendEscaped(b, keyOrigin(p))
 	for _, e := range p.GetElem() {
 		b = append(b, sepElem)
 		b = appendEscaped(b, leaves.Name(e.GetName()))
@@ -67,6 +67,10 @@ func PathKey(p *gnmi.Path) []byte {
 	}
 	return b
 }
+
+// keyOrigin is the origin PathKey encodes. A variable only so that tests
+// can write a journal as format 4 did, with the origin as written.
+var keyOrigin = gnmipath.Origin
 
 func appendEscaped(b []byte, s string) []byte {
 	for i := 0; i < len(s); i++ {
