@@ -302,11 +302,11 @@ func TestUpgradeFormat1Refusals(t *testing.T) {
 	}
 }
 
-// TestUpgradeFormat2And3 opens a format-2 and a format-3 journal: their
-// records are kept as they are and the format becomes 4, which older
-// builds refuse.
+// TestUpgradeFormat2And3 opens a format-2, -3 and -4 journal: their
+// records are kept as they are and the format becomes the current one,
+// which older builds refuse.
 func TestUpgradeFormat2And3(t *testing.T) {
-	for _, from := range []uint32{2, 3} {
+	for _, from := range []uint32{2, 3, 4} {
 		t.Run(fmt.Sprint(from), func(t *testing.T) {
 			dir := t.TempDir()
 			j := openTest(t, dir, Options{NoSync: true})
@@ -344,8 +344,7 @@ func asFormat4(t *testing.T) {
 // writeFormat4 writes, as format 4 did, a journal in dir in which
 // /system/config/hostname was written with origin openconfig and
 // without, alternately (the leaf of issue 33), and other leaves with
-// one spelling, then closes it. It returns the term and the proposals'
-// indexes by name.
+// one spelling, then closes it.
 func writeFormat4(t *testing.T, dir string, clock *fakeClock) {
 	t.Helper()
 	asFormat4(t)
