@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/dgraph-io/badger/v4"
 	"google.golang.org/protobuf/proto"
@@ -22,16 +23,17 @@ import (
 //   - the history deltas and the kept proposals' values, where both
 //     spellings of a leaf occur, are rewritten as if format 5 had
 //     recorded them: the leaf's value at any time is whichever spelling
-//     holds the later write (originUpgrade.later), one entry per leaf in a delta,
-//     one value per leaf in a proposal, and a proposal's rollback value
-//     is what the leaf held (so merged) before it was committed. This
-//     step runs in one transaction with a marker (keyOriginsMerged), as
-//     running it twice would merge merged states again;
+//     holds the later write (originUpgrade.later), one entry per leaf in
+//     a delta, one value per leaf in a proposal, and a proposal's
+//     rollback value is what the leaf held (so merged) before it was
+//     committed. This step runs in one transaction with a marker
+//     (keyOriginsMerged), as running it twice would merge merged states
+//     again;
 //   - then every committed, applied, out-of-sync and list-keys record
 //     keyed with origin "openconfig" moves to the key without, in
 //     chunks; where a record of the other spelling is there already, the
-//     later write stays (originUpgrade.later; list keys: the record with more
-//     keys). Each chunk moves whole records, so it can run again.
+//     later write stays (originUpgrade.later; list keys: the record with
+//     more keys). Each chunk moves whole records, so it can run again.
 //
 // The last transaction flips the format and drops the marker.
 func (j *Journal) upgradeOrigins(from uint32) error {
@@ -247,34 +249,45 @@ func (u *originUpgrade) mergeSpellings() (int, error) {
 				return err
 			}
 		}
-		var all []delta
-		err = iteratePrefix(txn, nsHistory, func(key, val []byte) error {
-			d := &HistoryDelta{}
-			if err := proto.Unmarshal(val, d); err != nil {
-				return fmt.Errorf("decode %q: %w: %w", key, err, ErrCorrupt)
+		history := func(fn func(key []byte, d *HistoryDelta)) error {
+			return iteratePrefix(txn, nsHistory, func(key, val []byte) error {
+				d := &HistoryDelta{}
+				if err := proto.Unmarshal(val, d); err != nil {
+					return fmt.Errorf("decode %q: %w: %w", key, err, ErrCorrupt)
+				}
+				fn(key, d)
+				return nil
+			})
+		}
+		kept := func(fn func(p *Proposal)) error {
+			for i := max(c.GetFirstIndex(), 1); i <= c.GetLastIndex(); i++ {
+				p, err := loadProposal(txn, c, i)
+				if err != nil {
+					return err
+				}
+				fn(p)
 			}
+			return nil
+		}
+		err = history(func(_ []byte, d *HistoryDelta) {
 			for _, e := range d.GetEntries() {
 				note(e.GetBefore())
 				note(e.GetAfter())
 			}
-			all = append(all, delta{key: key, d: d})
-			return nil
 		})
 		if err != nil {
 			return err
 		}
-		for i := max(c.GetFirstIndex(), 1); i <= c.GetLastIndex(); i++ {
-			p, err := loadProposal(txn, c, i)
-			if err != nil {
-				return err
-			}
+		err = kept(func(p *Proposal) {
 			for _, pv := range p.GetChange().GetValues() {
 				note(pv)
 			}
 			for _, pv := range p.GetRollback().GetValues() {
 				note(pv)
 			}
-			proposals = append(proposals, p)
+		})
+		if err != nil {
+			return err
 		}
 		for k, mask := range seen {
 			if mask == 3 {
@@ -284,13 +297,25 @@ func (u *originUpgrade) mergeSpellings() (int, error) {
 		if len(state) == 0 {
 			return nil
 		}
-		// Each spelling's value before the oldest delta kept: the Before
-		// of its oldest entry, or its committed value if no delta kept
-		// changed it.
+		// The proposals and deltas to rewrite, and each spelling's value
+		// before the oldest delta kept: the Before of its oldest entry, or
+		// its committed value if no delta kept changed it.
+		touches := func(pv *PathValue) bool {
+			_, ok := state[string(PathKey(pv.GetPath()))]
+			return ok
+		}
+		err = kept(func(p *Proposal) {
+			if slices.ContainsFunc(p.GetChange().GetValues(), touches) || slices.ContainsFunc(p.GetRollback().GetValues(), touches) {
+				proposals = append(proposals, p)
+			}
+		})
+		if err != nil {
+			return err
+		}
 		started := map[string]*[2]bool{}
-		for _, d := range all {
+		err = history(func(key []byte, d *HistoryDelta) {
 			keep := false
-			for _, e := range d.d.GetEntries() {
+			for _, e := range d.GetEntries() {
 				pv := entryValue(e)
 				k := string(PathKey(pv.GetPath()))
 				s, ok := state[k]
@@ -307,8 +332,11 @@ func (u *originUpgrade) mergeSpellings() (int, error) {
 				}
 			}
 			if keep {
-				deltas = append(deltas, d)
+				deltas = append(deltas, delta{key: key, d: d})
 			}
+		})
+		if err != nil {
+			return err
 		}
 		for k, s := range state {
 			for n, origin := range [][]byte{nil, openconfigOrigin} {
