@@ -202,6 +202,20 @@ func TestOriginOneLeafRecords(t *testing.T) {
 			t.Errorf("the wildcard delete left %s", s)
 		}
 	}
+	// A dry run of the other spelling compares with the leaf's value.
+	applyChange(t, j, term, update(t, "/system/config/hostname", "h"))
+	for _, tc := range []struct {
+		value string
+		diffs int
+	}{{"h", 0}, {"h2", 1}} {
+		diffs, err := j.DryRun(ctx, []*Op{update(t, "openconfig:/system/config/hostname", tc.value)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(diffs) != tc.diffs || tc.diffs == 1 && diffs[0].Before.GetValue().GetStringVal() != "h" {
+			t.Errorf("dry run of openconfig:/system/config/hostname=%s: %+v, want %d diffs from h", tc.value, diffs, tc.diffs)
+		}
+	}
 	// List keys learned from one spelling serve the other.
 	if _, err := j.ProposeChange(ctx, []*Op{{Kind: OpUpdate, Path: mustPath(t, "/interfaces"), Values: []*Leaf{{
 		Path: mustPath(t, "/interfaces"), Value: jsonVal(`{"interface":[{"name":"eth2","config":{"mtu":1}}]}`)}}}}); err != nil {
