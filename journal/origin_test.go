@@ -208,7 +208,7 @@ func TestOriginOneLeafRecords(t *testing.T) {
 		value string
 		diffs int
 	}{{"h", 0}, {"h2", 1}} {
-		diffs, err := j.DryRun(ctx, []*Op{update(t, "openconfig:/system/config/hostname", tc.value)})
+		diffs, err := j.DryRun(ctx, []*Op{update(t, "openconfig:/system/config/hostname", tc.value)}, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
