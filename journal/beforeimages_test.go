@@ -930,7 +930,6 @@ func TestCommittedAtBeforeDeviceRead(t *testing.T) {
 // SyncFrom; NeedsBaseline then asks for a new one) is not part of the next
 // baseline: what only it wrote, the device no longer holding it, is
 // deleted by the next baseline like anything else it does not read.
-//
 func TestSyncFromAfterCutShortBaseline(t *testing.T) {
 	j := openTest(t, "", Options{NoSync: true})
 	ctx := context.Background()
