@@ -68,15 +68,17 @@ func (b *bencher) sidecarBinary() (string, error) {
 }
 
 // startChild runs `serve --target target --journal-dir dir` with default
-// options otherwise, and returns once it printed its address.
-func (b *bencher) startChild(ctx context.Context, target, dir string) (*child, error) {
+// options otherwise (extra, appended, override them), and returns once it
+// printed its address.
+func (b *bencher) startChild(ctx context.Context, target, dir string, extra ...string) (*child, error) {
 	bin, err := b.sidecarBinary()
 	if err != nil {
 		return nil, err
 	}
 	c := &child{stderr: &lockedBuffer{}}
-	c.cmd = exec.Command(bin, "serve", "--target", target, "--journal-dir", dir,
-		"--listen", "127.0.0.1:0", "--metrics", "127.0.0.1:0", "--log-level", "warn")
+	args := append([]string{"serve", "--target", target, "--journal-dir", dir,
+		"--listen", "127.0.0.1:0", "--metrics", "127.0.0.1:0", "--log-level", "warn"}, extra...)
+	c.cmd = exec.Command(bin, args...)
 	c.cmd.Stderr = c.stderr
 	stdout, err := c.cmd.StdoutPipe()
 	if err != nil {
