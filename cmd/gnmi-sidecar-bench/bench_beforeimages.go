@@ -171,7 +171,8 @@ func findLog(stderr, msg string) (baselineLog, bool) {
 // seeded straight with cfg.leaves leaves; serve (the child process, with
 // --baseline auto, its default) starts on a new journal in front of it.
 // The rows: from the child's start to the baseline journaled (the time of
-// its "baseline journaled" log line), split into the device read and the
+// its "baseline journaled" log line; the note gives the child's CPU time
+// until then, which a loaded machine does not stretch), split into the device read and the
 // journaling as serve logs them, the read compared with the same Get
 // straight to the device; and the child's RSS after it, once settled.
 func (b *bencher) baseline(ctx context.Context) ([]row, error) {
@@ -201,10 +202,15 @@ func (b *bencher) baseline(ctx context.Context) ([]row, error) {
 	}
 	defer c.stop()
 	var done baselineLog
-	if err := benchPoll(ctx, 10*time.Minute, "the baseline journaled", func(context.Context) (bool, error) {
+	var cpu time.Duration
+	if err := benchPoll(ctx, 30*time.Minute, "the baseline journaled", func(context.Context) (bool, error) {
 		var ok bool
-		done, ok = findLog(c.stderr.String(), baselineJournaledMsg)
-		return ok, nil
+		if done, ok = findLog(c.stderr.String(), baselineJournaledMsg); !ok {
+			return false, nil
+		}
+		var err error
+		cpu, err = c.cpu()
+		return err == nil, err
 	}); err != nil {
 		return nil, fmt.Errorf("%w; stderr: %s", err, c.stderr.String())
 	}
@@ -233,8 +239,8 @@ func (b *bencher) baseline(ctx context.Context) ([]row, error) {
 	}
 	label := fmt.Sprintf("baseline of %d leaves", n)
 	all := sidecarOnly(label+", start → journaled", "s", "lower", total.Seconds())
-	all.Note = fmt.Sprintf("serve started on a new journal in front of a device holding them (seeded straight); %d values read and journaled as proposals %d–%d, tagged baseline",
-		done.Units, done.First, done.Last)
+	all.Note = fmt.Sprintf("serve started on a new journal in front of a device holding them (seeded straight); %d values read and journaled as proposals %d–%d, tagged baseline; "+
+		"serve's CPU time until then: %.1f s", done.Units, done.First, done.Last, cpu.Seconds())
 	if conn, ok := findLog(c.stderr.String(), connectedMsg); ok {
 		all.Note += fmt.Sprintf("; connected to the device %.3f s after the start", conn.Time.Sub(c.started).Seconds())
 	}
