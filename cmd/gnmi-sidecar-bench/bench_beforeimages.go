@@ -239,7 +239,7 @@ func (b *bencher) baseline(ctx context.Context) ([]row, error) {
 	}
 	label := fmt.Sprintf("baseline of %d leaves", n)
 	all := sidecarOnly(label+", start → journaled", "s", "lower", total.Seconds())
-	all.Note = fmt.Sprintf("serve started on a new journal in front of a device holding them (seeded straight); %d values read and journaled as proposals %d–%d, tagged baseline; "+
+	all.Note = fmt.Sprintf("serve started on a new journal in front of a device holding them (seeded straight); %d units (leaves, list entries, leaf-lists) read and journaled as proposals %d–%d, tagged baseline; "+
 		"serve's CPU time until then: %.1f s", done.Units, done.First, done.Last, cpu.Seconds())
 	if conn, ok := findLog(c.stderr.String(), connectedMsg); ok {
 		all.Note += fmt.Sprintf("; connected to the device %.3f s after the start", conn.Time.Sub(c.started).Seconds())
