@@ -796,7 +796,7 @@ func (a *Agent) repush(ctx context.Context, term uint64, log *slog.Logger) error
 				held++
 				return nil
 			}
-			if device.Holds(pv) {
+			if device.Skip(pv) {
 				same++
 				return nil
 			}

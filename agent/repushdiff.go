@@ -27,7 +27,7 @@ func (a *Agent) deviceHolds(ctx context.Context, s *session, log *slog.Logger) *
 		log.Info("cannot read the device before the re-push: re-pushing the whole applied configuration", "err", err)
 		return nil
 	}
-	held, err := a.j.ReadDeviceConfig(values)
+	held, err := a.j.ReadDeviceConfig(ctx, values)
 	if err != nil {
 		log.Info("cannot record the device's configuration before the re-push: re-pushing the whole applied configuration", "err", err)
 		return nil

@@ -90,18 +90,7 @@ func (c *coverage) add(keys []string) {
 func (c *coverage) covers(key []byte) bool {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
-	if len(c.keys) == 0 {
-		return false
-	}
-	if c.keys[string(key)] {
-		return true
-	}
-	for n, b := range key {
-		if (b == sepElem || b == sepKey) && c.keys[string(key[:n])] {
-			return true
-		}
-	}
-	return false
+	return keyOrAbove(c.keys, key)
 }
 
 // Covered reports whether the journal knows the device's configuration at
@@ -411,58 +400,116 @@ func (j *Journal) learnFromDevice(updates []*gnmi.Update) []leaves.List {
 }
 
 // DeviceConfig is the device's configuration as read, leaf by leaf, for
-// telling which applied values it holds already (a re-push sends only the
-// others).
+// telling which applied values a re-push need not send (Skip).
 type DeviceConfig struct {
 	j     *Journal
 	units map[string]*gnmi.TypedValue
-	keys  []string // of units, sorted
+	// sent are the keys of the applied tombstones a re-push sends: the
+	// device holds something under them that no applied value explains.
+	// Everything applied under one of them is sent too.
+	sent map[string]bool
 }
 
 // ReadDeviceConfig decomposes the device's configuration as read (updates,
-// full paths, from a read of every read scope) leaf by leaf.
-func (j *Journal) ReadDeviceConfig(updates []*gnmi.Update) (*DeviceConfig, error) {
-	d := &DeviceConfig{j: j, units: make(map[string]*gnmi.TypedValue)}
-	if len(updates) == 0 {
-		return d, nil
+// full paths, from a read of every read scope) leaf by leaf, and compares
+// it with the applied values' tombstones.
+func (j *Journal) ReadDeviceConfig(ctx context.Context, updates []*gnmi.Update) (*DeviceConfig, error) {
+	d := &DeviceConfig{j: j, units: make(map[string]*gnmi.TypedValue), sent: make(map[string]bool)}
+	var keys []string // of units, sorted
+	if len(updates) > 0 {
+		j.learnFromDevice(updates)
+		clean, _, err := j.cleanOps(readOps(updates))
+		if err != nil {
+			return nil, err
+		}
+		for _, op := range clean {
+			for _, u := range Units(op) {
+				if containerMarker(u) {
+					continue
+				}
+				k := string(PathKey(u.GetPath()))
+				if _, ok := d.units[k]; !ok {
+					keys = append(keys, k)
+				}
+				d.units[k] = u.GetValue()
+			}
+		}
+		slices.Sort(keys)
 	}
-	j.learnFromDevice(updates)
-	clean, _, err := j.cleanOps(readOps(updates))
+	live := make(map[string]bool)
+	var tombstones []*PathValue
+	err := j.view(ctx, func(txn *badger.Txn) error {
+		return iteratePrefix(txn, nsApplied, func(key, val []byte) error {
+			pv := &PathValue{}
+			if err := proto.Unmarshal(val, pv); err != nil {
+				return fmt.Errorf("decode %q: %w", key, err)
+			}
+			if pv.GetDeleted() {
+				tombstones = append(tombstones, pv)
+			} else {
+				live[string(key[len(nsApplied):])] = true
+			}
+			return nil
+		})
+	})
 	if err != nil {
 		return nil, err
 	}
-	for _, op := range clean {
-		for _, u := range Units(op) {
-			if containerMarker(u) {
-				continue
+	// A tombstone the device holds something under that no live applied
+	// value (written after it) stands for is sent, with all under it.
+	for _, pv := range tombstones {
+		key := PathKey(pv.GetPath())
+		if !j.Covered(pv.GetPath()) {
+			d.sent[string(key)] = true
+			continue
+		}
+		sub := subtreeOf(pv.GetPath())
+		for n, _ := slices.BinarySearch(keys, string(key)); n < len(keys) && sub.contains([]byte(keys[n])); n++ {
+			if !live[keys[n]] {
+				d.sent[string(key)] = true
+				break
 			}
-			k := string(PathKey(u.GetPath()))
-			if _, ok := d.units[k]; !ok {
-				d.keys = append(d.keys, k)
-			}
-			d.units[k] = u.GetValue()
 		}
 	}
-	slices.Sort(d.keys)
 	return d, nil
 }
 
-// Holds reports whether the device holds applied value pv already: pv is
-// in a read scope, and the device holds the same value there, or, for a
-// tombstone, nothing at or under its path.
-func (d *DeviceConfig) Holds(pv *PathValue) bool {
+// Skip reports whether a re-push need not send applied value pv: it is in
+// a read scope, no tombstone the re-push sends is at or above it, and the
+// device holds the same value there (for a tombstone: nothing at or under
+// its path but what later applied values wrote).
+func (d *DeviceConfig) Skip(pv *PathValue) bool {
 	if d == nil || !d.j.Covered(pv.GetPath()) {
 		return false
 	}
 	key := PathKey(pv.GetPath())
-	if !pv.GetDeleted() {
-		v, ok := d.units[string(key)]
-		return ok && leaves.Equal(v, pv.GetValue())
+	if keyOrAbove(d.sent, key) {
+		return false
 	}
-	sub := subtreeOf(pv.GetPath())
-	n, _ := slices.BinarySearch(d.keys, string(key))
-	return n >= len(d.keys) || !sub.contains([]byte(d.keys[n]))
+	if pv.GetDeleted() {
+		return true
+	}
+	v, ok := d.units[string(key)]
+	return ok && leaves.Equal(v, pv.GetValue())
 }
 
 // Len is the number of units the device holds.
-func (d *DeviceConfig) Len() int { return len(d.keys) }
+func (d *DeviceConfig) Len() int { return len(d.units) }
+
+// keyOrAbove reports whether set holds key or the key of a path above it:
+// a prefix of it that ends where an element, or the list keys of an
+// element, begin (see subtreeOf).
+func keyOrAbove(set map[string]bool, key []byte) bool {
+	if len(set) == 0 {
+		return false
+	}
+	if set[string(key)] {
+		return true
+	}
+	for n, b := range key {
+		if (b == sepElem || b == sepKey) && set[string(key[:n])] {
+			return true
+		}
+	}
+	return false
+}

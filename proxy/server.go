@@ -143,8 +143,9 @@ func New(opts Options) (*Server, error) {
 	device := gpb.NewGNMIClient(conn)
 	reader := opts.Reader
 	if reader == nil {
-		reader = devread.NewWithOptions(devread.Options{Client: device, Schema: opts.Journal.Schema(),
-			Logger: opts.Logger.With("component", "proxy", "reads", "before-images")})
+		// No logger: the drift watcher's reader reports the device's
+		// readability; the proxy logs what it could not read, and why.
+		reader = devread.NewWithOptions(devread.Options{Client: device, Schema: opts.Journal.Schema()})
 	}
 	decided := make(chan struct{})
 	done := sync.OnceFunc(func() { close(decided) })
