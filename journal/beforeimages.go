@@ -3,6 +3,7 @@ package journal
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"sync"
@@ -145,7 +146,7 @@ func (w *writeTxn) addReadScopes(scopes []*gnmi.Path) error {
 // a restore of any earlier time finds it as it is, and the change's own
 // history entries and rollback values find it as their before-image. The
 // read scopes are recorded.
-func (w *writeTxn) takeDeviceReads(ch *Change) error {
+func (w *writeTxn) takeDeviceReads(c *Configuration, ch *Change) error {
 	target := ch.GetPrefix().GetTarget()
 	var taken []*PathValue
 	for _, op := range ch.GetDeviceReads() {
@@ -161,11 +162,11 @@ func (w *writeTxn) takeDeviceReads(ch *Change) error {
 			if prev != nil {
 				continue
 			}
-			gone, err := w.deletedAbove(u.GetPath())
+			skip, err := w.deletedOrCreatedAbove(c, u.GetPath())
 			if err != nil {
 				return err
 			}
-			if gone {
+			if skip {
 				continue
 			}
 			path := u.GetPath()
@@ -187,10 +188,14 @@ func (w *writeTxn) takeDeviceReads(ch *Change) error {
 	return w.addReadScopes(ch.GetReadScopes())
 }
 
-// deletedAbove reports whether the committed values hold a tombstone at a
+// deletedOrCreatedAbove reports whether the committed values hold, at a
 // path above p (an element prefix of it, or the whole list of a keyed
-// element on it).
-func (w *writeTxn) deletedAbove(p *gnmi.Path) (bool, error) {
+// element on it), a tombstone (an earlier proposal deleted it, committed
+// after the read: the device no longer holds p) or the marker of a list
+// entry a proposal created (what the device holds under it that the
+// journal does not, the device made with the entry: the entry's key
+// leaves in its config container, say; it was not there before).
+func (w *writeTxn) deletedOrCreatedAbove(c *Configuration, p *gnmi.Path) (bool, error) {
 	elems := p.GetElem()
 	for n := range elems {
 		above := []*gnmi.Path{{Origin: p.GetOrigin(), Elem: elems[:n]}}
@@ -203,12 +208,36 @@ func (w *writeTxn) deletedAbove(p *gnmi.Path) (bool, error) {
 			if err != nil {
 				return false, err
 			}
-			if pv != nil && pv.GetDeleted() {
+			if pv == nil {
+				continue
+			}
+			if pv.GetDeleted() {
 				return true, nil
+			}
+			if created, err := w.createdEntry(c, pv); err != nil || created {
+				return created, err
 			}
 		}
 	}
 	return false, nil
+}
+
+// createdEntry reports whether pv, a committed value, is the marker of a
+// list entry a change of the sidecar's created (not one the device held:
+// a baseline's, an adoption's, or a read's, index 0). A proposal retention
+// dropped is taken for one that did not.
+func (w *writeTxn) createdEntry(c *Configuration, pv *PathValue) (bool, error) {
+	if pv.GetIndex() == 0 || !leaves.IsMarker(pv.GetValue()) {
+		return false, nil
+	}
+	p, err := loadProposalStatus(w.txn, c, pv.GetIndex())
+	if errors.Is(err, ErrCompacted) || errors.Is(err, ErrNotFound) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	return !p.GetChange().GetAdopted(), nil
 }
 
 // unknownBefore marks, in eff's before-images, what the device held

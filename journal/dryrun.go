@@ -74,19 +74,19 @@ func (j *Journal) DryRun(ctx context.Context, ops []*Op, read *DeviceRead) ([]Le
 	}
 	var out []LeafDiff
 	err = j.scratch(ctx, func(txn *badger.Txn) error {
-		if len(ch.GetDeviceReads()) > 0 {
-			// Taken into this transaction only: it is discarded.
-			w := &writeTxn{txn: txn, now: j.opts.Clock()}
-			if err := w.takeDeviceReads(ch); err != nil {
-				return err
-			}
-		}
 		if err := commitConfirmGuard(txn, "a commit-confirmed is outstanding", "confirm or cancel it first, or wait for its rollback"); err != nil {
 			return err
 		}
 		c, err := loadConfiguration(txn)
 		if err != nil {
 			return err
+		}
+		if len(ch.GetDeviceReads()) > 0 {
+			// Taken into this transaction only: it is discarded.
+			w := &writeTxn{txn: txn, now: j.opts.Clock()}
+			if err := w.takeDeviceReads(c, ch); err != nil {
+				return err
+			}
 		}
 		out, err = j.effectDiff(txn, c.GetLastIndex()+1, clean, true)
 		return err

@@ -395,7 +395,7 @@ func commitChangeTransition(i uint64) proposalTransition {
 			return err
 		}
 		ch := p.GetChange()
-		if err := w.takeDeviceReads(ch); err != nil {
+		if err := w.takeDeviceReads(c, ch); err != nil {
 			return err
 		}
 		eff, err := w.expand(i, ch.GetOps())
