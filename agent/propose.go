@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"time"
 
+	gpb "github.com/openconfig/gnmi/proto/gnmi"
 	"google.golang.org/grpc/codes"
 
 	"github.com/gnmi-sidecar/gnmi-sidecar/journal"
@@ -26,6 +27,15 @@ func (a *Agent) ProposeChange(ctx context.Context, by journal.Sender, ops []*jou
 func (a *Agent) ProposeAdoption(ctx context.Context, by journal.Sender, ops []*journal.Op) (*journal.Proposal, error) {
 	return a.propose(ctx, func(then func(*journal.Tx) error) (*journal.Proposal, error) {
 		return a.j.ProposeAdoption(ctx, by, ops, then)
+	})
+}
+
+// ProposeBaseline is ProposeAdoption for one proposal of a baseline: the
+// device's configuration in scopes, as read from it
+// (journal.ProposeBaseline).
+func (a *Agent) ProposeBaseline(ctx context.Context, by journal.Sender, scopes []*gpb.Path, ops []*journal.Op, final bool) (*journal.Proposal, error) {
+	return a.propose(ctx, func(then func(*journal.Tx) error) (*journal.Proposal, error) {
+		return a.j.ProposeBaseline(ctx, by, scopes, ops, final, then)
 	})
 }
 

@@ -21,6 +21,10 @@ type Rest struct {
 	AtRest bool
 	// Why says what is still going on when not AtRest.
 	Why string
+	// Synced: the device is connected and holds the applied configuration
+	// under the current term (its re-push or adoption is complete); other
+	// work may still be under way.
+	Synced bool
 
 	// The fingerprint: the session, the configuration's indexes and
 	// counters, and the pushes outside the applier.
@@ -71,6 +75,7 @@ func (a *Agent) Rest(ctx context.Context) (Rest, error) {
 	case r.CommittedIndex != r.AppliedIndex:
 		r.Why = "a change is being applied"
 	}
+	r.Synced = !st.Fenced && s.up() && r.Term != 0 && !st.Repushing && r.Term == m.GetTerm() && journal.Synced(c, m) && s.synced.Load()
 	if r.Why != "" {
 		return r, nil
 	}

@@ -125,7 +125,7 @@ func RequiredAction(fullMethod string, req any) Action {
 // extensions, decoded exactly as Set decodes them:
 //
 //   - the sidecar extension with a rollback (of a proposal, or to a
-//     point), a resolve or a tag: admin;
+//     point), a resolve, a tag or a sync-from: admin;
 //   - commit-confirmed confirm, cancel or set_rollback_duration: admin;
 //   - anything else (a change, its dry run, a commit-confirmed commit):
 //     write.
@@ -144,6 +144,9 @@ func SetAction(req *gpb.SetRequest) Action {
 	}
 	if ext.GetTag() != nil {
 		return Action{"tag", RoleAdmin}
+	}
+	if ext.GetSyncFrom() != nil {
+		return Action{"sync-from", RoleAdmin}
 	}
 	if commit == nil {
 		return Action{"Set", RoleWrite}

@@ -94,6 +94,21 @@ func Tag(ctx context.Context, c gpb.GNMIClient, t *sidecarpb.Tag, comment string
 	return r.GetTag(), nil
 }
 
+// SyncFrom reads the device's configuration into the journal as a new
+// baseline (the sidecar's managed paths; proposals authored "device",
+// tagged baseline) and returns what it journaled: no proposal (indexes 0)
+// when a new journal faces a device that holds nothing there.
+func SyncFrom(ctx context.Context, c gpb.GNMIClient, comment string, opts ...grpc.CallOption) (*sidecarpb.SyncFromResult, error) {
+	r, _, err := Do(ctx, c, "sidecar sync-from", &gpb.SetRequest{}, &sidecarpb.Request{SyncFrom: &sidecarpb.SyncFrom{}, Comment: comment}, opts...)
+	if err != nil {
+		return nil, err
+	}
+	if r.GetSyncFrom() == nil {
+		return nil, fmt.Errorf("sidecar sync-from: the answer describes no baseline")
+	}
+	return r.GetSyncFrom(), nil
+}
+
 // RollbackTo rolls back every change made after a point of the journal,
 // as one new change sent to the device as one SetRequest: the point tag
 // names, or (tag "") right after proposal index's commit (0: before the

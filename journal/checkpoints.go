@@ -450,6 +450,10 @@ func (j *Journal) proposeRestore(ctx context.Context, by Sender, pt Point, then 
 		if err := restorable(txn, c, rp, pt.String()); err != nil {
 			return err
 		}
+		if b := c.GetBaselineIndex(); rp.index < b {
+			return guardf("going back to %s would undo the baseline (proposal %d, tag %q): the device's own configuration as the sidecar read it, which it would delete; go back to %q or later",
+				pt, b, BaselineTag, BaselineTag)
+		}
 		at = c.GetHistorySeq()
 		ops, err = restoreOps(ctx, txn, rp.seq)
 		return err
@@ -545,6 +549,9 @@ func restoreOps(ctx context.Context, txn *badger.Txn, seq uint64) ([]*Op, error)
 		}
 		if !found {
 			now = nil
+		}
+		if then.GetUnknown() {
+			return nil, refuseUnknown("go back", []*PathValue{then})
 		}
 		thenLive, nowLive := then != nil && !then.GetDeleted(), now != nil && !now.GetDeleted()
 		switch {

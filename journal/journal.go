@@ -187,6 +187,9 @@ type Journal struct {
 	// keptLists are the list-keys records known to be stored, by key: the
 	// number of keys each holds. The writer's alone (recordLists).
 	keptLists map[string]int
+	// coverage is the read scopes as of the newest durable transaction
+	// (beforeimages.go).
+	coverage *coverage
 
 	// keys are the list keys learned from journaled paths (persisted under
 	// nsListKeys) and from whatever else the sidecar sees; decomposer uses
@@ -237,6 +240,9 @@ func Open(dir string, opts Options) (*Journal, error) {
 	}
 	if err == nil {
 		err = j.upgrade()
+	}
+	if err == nil {
+		j.coverage, err = loadCoverage(db)
 	}
 	if err == nil {
 		j.keys, err = loadListKeys(db)
@@ -584,6 +590,7 @@ func (j *Journal) runBatch(batch []*request) int {
 	for key, n := range w.listsKept {
 		j.keptLists[key] = n
 	}
+	j.coverage.add(w.scopesAdded)
 	if j.opts.Observer != nil {
 		for _, e := range w.events {
 			j.opts.Observer(e)
@@ -633,6 +640,9 @@ type writeTxn struct {
 	// this transaction read or wrote, for it once the transaction is
 	// durable.
 	keptLists, listsKept map[string]int
+	// scopesAdded are the read scopes this transaction recorded, for
+	// Journal.coverage once it is durable.
+	scopesAdded []string
 }
 
 // emit records a transition for Options.Observer.

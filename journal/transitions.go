@@ -63,6 +63,14 @@ type Sender struct {
 	// the change's device Set has it too, and its target is the target of
 	// the values the change writes. Only a change records it.
 	Prefix *gnmi.Path
+	// Read is what the device held at the change's paths the journal
+	// knew nothing of, read just before it was journaled (nil: nothing
+	// read). Only a change records it.
+	Read *DeviceRead
+
+	// emptyOK lets a baseline of a device that holds nothing be journaled
+	// without operations.
+	emptyOK bool
 }
 
 // ProposeChangeBy is ProposeChange recording who proposed the change.
@@ -110,10 +118,23 @@ var markerValue = &gnmi.TypedValue{Value: &gnmi.TypedValue_JsonIetfVal{JsonIetfV
 // calls also (if set) with the new proposal, and the then functions.
 func (j *Journal) propose(ctx context.Context, by Sender, ops []*Op, lead, advice string, also func(w *writeTxn, p *Proposal) error, then []func(*Tx) error) (*Proposal, error) {
 	region := trace.StartRegion(ctx, "journal.clean")
-	clean, lists, err := j.cleanOps(ops)
+	var clean []*Op
+	var lists []leaves.List
+	var err error
+	if len(ops) > 0 || !by.emptyOK {
+		clean, lists, err = j.cleanOps(ops)
+	}
 	region.End()
 	if err != nil {
 		return nil, err
+	}
+	var reads []*Op
+	if by.Read != nil && len(by.Read.Values) > 0 {
+		var readLists []leaves.List
+		if reads, readLists, err = j.cleanOps(readOps(by.Read.Values)); err != nil {
+			return nil, fmt.Errorf("journal: the device's values before the change: %w", err)
+		}
+		lists = append(lists, readLists...)
 	}
 	var out *Proposal
 	err = j.submit(ctx, func(w *writeTxn) error {
@@ -124,6 +145,12 @@ func (j *Journal) propose(ctx context.Context, by Sender, ops []*Op, lead, advic
 		p, _, err := w.proposeChange(by, clean)
 		if err != nil {
 			return err
+		}
+		if by.Read != nil {
+			p.Change.DeviceReads, p.Change.ReadScopes, p.Change.Unread = reads, by.Read.Scopes, by.Read.Unread
+			if err := w.put(proposalKey(p.GetIndex()), p); err != nil {
+				return err
+			}
 		}
 		if err := w.recordLists(lists); err != nil {
 			return err
@@ -366,16 +393,34 @@ func commitChangeTransition(i uint64) proposalTransition {
 		if err := w.guardWithPrevious(c, p, CommitChangeGuard); err != nil {
 			return err
 		}
-		eff, err := w.expand(i, p.GetChange().GetOps())
+		ch := p.GetChange()
+		if err := w.takeDeviceReads(ch); err != nil {
+			return err
+		}
+		eff, err := w.expand(i, ch.GetOps())
 		if err != nil {
 			return err
 		}
-		eff.setTarget(p.GetChange().GetPrefix().GetTarget())
+		if ch.GetBaseline() && ch.GetFinalChunk() {
+			first, err := w.baselineStart(c, i)
+			if err != nil {
+				return err
+			}
+			if err := w.removeStale(eff, i, first, ch.GetReadScopes()); err != nil {
+				return err
+			}
+			slices.Sort(eff.keys)
+			c.BaselineIndex = i
+		}
+		eff.setTarget(ch.GetPrefix().GetTarget())
 		var before, undo []*PathValue
 		for _, k := range eff.keys {
 			prev, err := w.value(nsCommitted, []byte(k))
 			if err != nil {
 				return err
+			}
+			if prev == nil && len(ch.GetUnread()) > 0 {
+				prev = unknownBefore(ch.GetUnread(), eff.values[k])
 			}
 			before, undo = append(before, prev), append(undo, rollbackValue(prev, eff.values[k]))
 		}
@@ -748,6 +793,9 @@ func (w *writeTxn) proposeRollback(c *Configuration, p *Proposal) error {
 func rollbackGuard(txn *badger.Txn, c *Configuration, p *Proposal) error {
 	i := p.GetIndex()
 	switch {
+	case p.GetChange().GetBaseline():
+		return guardf("roll back proposal %d: it is the device's own configuration as the sidecar read it (a baseline, tag %q): it changed nothing on the device, and rolling it back would delete that configuration; `gnmi-sidecar rollback --to %s` goes back to it",
+			i, BaselineTag, BaselineTag)
 	case p.GetPhase() == PhaseRollback:
 		return guardf("roll back proposal %d: it is already rolled back (a rollback cannot itself be rolled back)", i)
 	case c.GetRollingBack() != 0:
@@ -769,7 +817,7 @@ func rollbackGuard(txn *badger.Txn, c *Configuration, p *Proposal) error {
 			return guardf("roll back proposal %d: proposal %d is still in progress", i, k)
 		}
 	}
-	return nil
+	return refuseUnknown(fmt.Sprintf("roll back proposal %d", i), p.GetRollback().GetValues())
 }
 
 // CommitRollback writes proposal i's rollback values into the committed

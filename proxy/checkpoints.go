@@ -18,6 +18,11 @@ import (
 // sidecar extension's Tag on a Set without operations.
 func (s *Server) tag(ctx context.Context, t *sidecarpb.Tag, by journal.Sender) (*gpb.SetResponse, error) {
 	j := s.opts.Journal
+	if t.GetName() == journal.BaselineTag {
+		return nil, status.Errorf(codes.InvalidArgument,
+			"the tag %q is the sidecar's own: it names the device's configuration as read by the newest baseline (gnmi-sidecar sync-from moves it); choose another name",
+			journal.BaselineTag)
+	}
 	var rec *journal.Tag
 	var err error
 	if t.GetDelete() {

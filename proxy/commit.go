@@ -11,6 +11,7 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/durationpb"
 
+	"github.com/gnmi-sidecar/gnmi-sidecar/gnmipath"
 	"github.com/gnmi-sidecar/gnmi-sidecar/journal"
 )
 
@@ -47,6 +48,11 @@ func (s *Server) commitConfirmed(ctx context.Context, req *gpb.SetRequest, c *gn
 		ops, err := requestOps(req)
 		if err != nil {
 			return nil, err
+		}
+		if by.Read = s.beforeImages(ctx, s.readTarget(by.Prefix), ops); len(by.Read.GetUnread()) > 0 {
+			return nil, status.Errorf(codes.FailedPrecondition,
+				"commit-confirmed: the device's configuration at %s could not be read, so its rollback could only delete what is there; nothing was journaled (retry once the device answers Get, or send the change without commit-confirmed)",
+				gnmipath.String(by.Read.Unread[0]))
 		}
 		s.log.Info("commit-confirmed requested", "id", id, "rollback_duration", d)
 		return s.propose(ctx, req, sync, func() (*journal.Proposal, error) {

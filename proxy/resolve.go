@@ -114,7 +114,7 @@ func (s *Server) adopt(ctx context.Context, action string, targets []*gpb.Path, 
 	if err != nil {
 		return nil, err
 	}
-	ops, prefix, err := AdoptionOps(s.outgoing(ctx), devread.New(s.device), s.opts.DeviceTarget, targets)
+	ops, prefix, err := AdoptionOps(s.outgoing(ctx), s.reader, s.opts.DeviceTarget, targets)
 	if err != nil {
 		return nil, err
 	}

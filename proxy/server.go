@@ -21,6 +21,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/gnmi-sidecar/gnmi-sidecar/agent"
+	"github.com/gnmi-sidecar/gnmi-sidecar/devread"
 	"github.com/gnmi-sidecar/gnmi-sidecar/gnmipath"
 	"github.com/gnmi-sidecar/gnmi-sidecar/journal"
 )
@@ -57,6 +58,15 @@ type Options struct {
 	// Introspection answers the requests of origin gnmi-sidecar
 	// (IntrospectionOrigin); nil refuses them with Unimplemented.
 	Introspection Introspection
+	// Reader reads the device's configuration (before-images, baselines,
+	// resolve); nil: one of the passthrough connection.
+	Reader *devread.Reader
+	// ManagedPaths are the subtrees a baseline reads (sync-from); none:
+	// the whole configuration tree.
+	ManagedPaths []*gpb.Path
+	// Onboard makes Sets wait for Server.Onboard (which the caller runs)
+	// to take a new journal's baseline; off, they never wait.
+	Onboard bool
 	// Logger receives structured logs (default slog.Default()).
 	Logger *slog.Logger
 }
@@ -93,6 +103,12 @@ type Server struct {
 	// caches the journaled highest election id per role.
 	electionMu sync.Mutex
 	elections  map[string]*gnmi_ext.Uint128
+	// reader reads the device's configuration (Options.Reader).
+	reader *devread.Reader
+	// baselineDecided is closed once a new journal's baseline is taken or
+	// given up (Onboard), or at once without Options.Onboard.
+	baselineDecided chan struct{}
+	baselineDone    func()
 }
 
 // New returns a Server passing reads through to opts.Target. The device
@@ -119,16 +135,29 @@ func New(opts Options) (*Server, error) {
 	}
 	streams, drain := context.WithCancel(context.Background())
 	waits, stopWaits := context.WithCancel(context.Background())
+	device := gpb.NewGNMIClient(conn)
+	reader := opts.Reader
+	if reader == nil {
+		reader = devread.New(device)
+	}
+	decided := make(chan struct{})
+	done := sync.OnceFunc(func() { close(decided) })
+	if !opts.Onboard {
+		done()
+	}
 	return &Server{
-		opts:      opts,
-		log:       opts.Logger.With("component", "proxy"),
-		device:    gpb.NewGNMIClient(conn),
-		conn:      conn,
-		streams:   streams,
-		drain:     drain,
-		waits:     waits,
-		stopWaits: stopWaits,
-		elections: map[string]*gnmi_ext.Uint128{},
+		reader:          reader,
+		baselineDecided: decided,
+		baselineDone:    done,
+		opts:            opts,
+		log:             opts.Logger.With("component", "proxy"),
+		device:          device,
+		conn:            conn,
+		streams:         streams,
+		drain:           drain,
+		waits:           waits,
+		stopWaits:       stopWaits,
+		elections:       map[string]*gnmi_ext.Uint128{},
 	}, nil
 }
 

@@ -81,11 +81,19 @@ func (s *Server) set(ctx context.Context, req *gpb.SetRequest) (*gpb.SetResponse
 	if by.Extensions, err = relayedExtensions(req.GetExtension()); err != nil {
 		return nil, err
 	}
-	if len(by.Extensions) > 0 && (ext.GetTag() != nil || ext.GetResolve() != nil || ext.GetRollback() != nil) {
+	if len(by.Extensions) > 0 && (ext.GetTag() != nil || ext.GetResolve() != nil || ext.GetRollback() != nil || ext.GetSyncFrom() != nil) {
 		return nil, status.Error(codes.InvalidArgument,
-			"a rollback, resolve or tag Set sends the device no Set of the client's: it cannot carry extensions for the device (docs/extension.md)")
+			"a rollback, resolve, tag or sync-from Set sends the device no Set of the client's: it cannot carry extensions for the device (docs/extension.md)")
+	}
+	if hasOps(req) && !ext.GetDryRun() || ext.GetRollback() != nil || ext.GetResolve() != nil || ext.GetTag() != nil {
+		// A new journal's baseline goes first (baseline.go).
+		if err := s.awaitBaseline(ctx); err != nil {
+			return nil, err
+		}
 	}
 	switch {
+	case ext.GetSyncFrom() != nil:
+		return s.syncFrom(ctx, req, by)
 	case ext.GetTag() != nil:
 		return s.tag(ctx, ext.GetTag(), by)
 	case ext.GetResolve() != nil:
@@ -116,6 +124,7 @@ func (s *Server) set(ctx context.Context, req *gpb.SetRequest) (*gpb.SetResponse
 	if ext.GetDryRun() {
 		return s.dryRun(ctx, req, ops)
 	}
+	by.Read = s.beforeImages(ctx, s.readTarget(by.Prefix), ops)
 	return s.propose(ctx, req, sync, func() (*journal.Proposal, error) {
 		return s.opts.Agent.ProposeChange(ctx, by, ops)
 	})
@@ -130,6 +139,7 @@ func checkExtensionCombination(req *gpb.SetRequest, ext *sidecarpb.Request, comm
 		name string
 		on   bool
 	}{{"a rollback", ext.GetRollback() != nil}, {"a resolve", ext.GetResolve() != nil}, {"a tag", ext.GetTag() != nil},
+		{"a sync-from", ext.GetSyncFrom() != nil},
 		{"the commit-confirmed extension", commit != nil}, {"a dry run", ext.GetDryRun()}} {
 		if a.on {
 			asked = append(asked, a.name)
@@ -149,7 +159,7 @@ func checkExtensionCombination(req *gpb.SetRequest, ext *sidecarpb.Request, comm
 		for _, a := range []struct {
 			name string
 			on   bool
-		}{{"rollback", rb != nil}, {"resolve", ext.GetResolve() != nil}, {"tag", ext.GetTag() != nil}} {
+		}{{"rollback", rb != nil}, {"resolve", ext.GetResolve() != nil}, {"tag", ext.GetTag() != nil}, {"sync-from", ext.GetSyncFrom() != nil}} {
 			if a.on {
 				return status.Errorf(codes.InvalidArgument, "a %s Set (sidecar extension with %s) must carry no operations", a.name, a.name)
 			}

@@ -21,6 +21,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	gpb "github.com/openconfig/gnmi/proto/gnmi"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 
@@ -88,6 +89,14 @@ type Config struct {
 	// DriftPolicy is what the sidecar does about configuration changed on
 	// the device behind its back ("": drift.PolicyReport; docs/drift.md).
 	DriftPolicy drift.Policy
+	// Baseline takes the onboarding baseline of a new journal: the
+	// device's configuration in ManagedPaths, read and journaled before
+	// any change (proxy.Server.Onboard). Off, each change's paths are
+	// read before it is journaled.
+	Baseline bool
+	// ManagedPaths are the subtrees a baseline reads (nil: the whole
+	// tree).
+	ManagedPaths []*gpb.Path
 	// DriftInterval is how often the configuration is compared with the
 	// device when it refuses ON_CHANGE subscriptions (0:
 	// drift.DefaultInterval).
@@ -319,6 +328,8 @@ func (s *Sidecar) assemble() error {
 		AlwaysReplyExtension:  cfg.AlwaysReplyExtension,
 		DeviceUsername:        cfg.DeviceUsername,
 		DevicePassword:        cfg.DevicePassword,
+		ManagedPaths:          cfg.ManagedPaths,
+		Onboard:               cfg.Baseline,
 		Logger:                s.log,
 	})
 	if err != nil {
@@ -426,9 +437,17 @@ func (s *Sidecar) Run(ctx context.Context) (err error) {
 		defer close(driftDone)
 		_ = s.drift.Run(agentCtx) // it logs its own trouble and returns nil
 	}()
+	onboardDone := make(chan struct{})
+	go func() {
+		defer close(onboardDone)
+		if s.cfg.Baseline {
+			s.proxy.Onboard(agentCtx)
+		}
+	}()
 	defer func() {
 		stopAgent()
 		<-driftDone
+		<-onboardDone
 	}()
 	serveDone := make(chan error, 1)
 	go func() { serveDone <- s.grpc.Serve(s.lis) }()

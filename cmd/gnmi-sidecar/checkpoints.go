@@ -438,3 +438,60 @@ func parseOriginPath(s, notInOrigin string) (p *gpb.Path, ok bool, err error) {
 	p.Origin = origin
 	return p, true, nil
 }
+
+// SyncFromState is what `sync-from -o json` prints.
+type SyncFromState struct {
+	FirstIndex uint64   `json:"first-index"`
+	LastIndex  uint64   `json:"last-index"`
+	Units      uint64   `json:"units"`
+	Scopes     []string `json:"scopes"`
+	ReadMillis float64  `json:"read-ms"`
+}
+
+func newSyncFromCommand(stdout, stderr io.Writer) *cobra.Command {
+	o := &ops{stdout: stdout, stderr: stderr}
+	var comment string
+	cmd := o.command(&cobra.Command{
+		Use:   "sync-from",
+		Short: "Read the device's configuration into the journal as a new baseline",
+		Long: `sync-from reads the device's configuration (the sidecar's --managed-paths,
+by default the whole tree) and journals it as a baseline: proposals
+authored "device", applied without a device Set, and the tag "baseline"
+moved to the last of them. From then on the journal holds exactly what the
+device holds there: values it held that the device no longer does are
+deleted from it, and "gnmi-sidecar rollback --to baseline" returns the
+device to what was read. Changes made before it can no longer be rolled
+back one by one, nor can a rollback go back past it.
+
+It waits for the device to be connected and every proposal to be finished.
+A device that cannot be read fails it with nothing journaled. A new
+sidecar in front of a device takes its baseline by itself (serve
+--baseline auto). Admin role.
+
+` + exitCodesHelp,
+	})
+	cmd.Args = o.args(cobra.NoArgs)
+	o.cfg.addFlags(cmd.Flags())
+	cmd.Flags().StringVar(&comment, "comment", "", "why: recorded with the baseline's proposals")
+	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
+		return o.run(cmd, func(ctx context.Context, c gpb.GNMIClient) error {
+			r, err := client.SyncFrom(ctx, c, comment)
+			if err != nil {
+				return failed("sync-from", err)
+			}
+			st := SyncFromState{FirstIndex: r.GetFirstIndex(), LastIndex: r.GetLastIndex(), Units: r.GetUnits(),
+				Scopes: r.GetScopes(), ReadMillis: float64(r.GetReadNanos()) / 1e6}
+			if o.json() {
+				return o.printJSON(st)
+			}
+			if st.LastIndex == 0 {
+				_, err = fmt.Fprintf(o.stdout, "the device holds no configuration in %s: nothing to journal\n", strings.Join(st.Scopes, ", "))
+				return err
+			}
+			_, err = fmt.Fprintf(o.stdout, "baseline journaled: proposals %d-%d, %d values read from %s in %.1f ms; tagged %s\n",
+				st.FirstIndex, st.LastIndex, st.Units, strings.Join(st.Scopes, ", "), st.ReadMillis, journal.BaselineTag)
+			return err
+		})
+	}
+	return cmd
+}

@@ -113,7 +113,8 @@ func failed(what string, err error) error {
 func newOpsCommands(stdout, stderr io.Writer) []*cobra.Command {
 	return []*cobra.Command{newJournalCommand(stdout, stderr), newRollbackCommand(stdout, stderr),
 		newCommitCommand(stdout, stderr), newStatusCommand(stdout, stderr), newResolveCommand(stdout, stderr),
-		newSetCommand(stdout, stderr), newDriftCommand(stdout, stderr), newDiffCommand(stdout, stderr)}
+		newSetCommand(stdout, stderr), newDriftCommand(stdout, stderr), newDiffCommand(stdout, stderr),
+		newSyncFromCommand(stdout, stderr)}
 }
 
 // --- common flags ---

@@ -14,6 +14,7 @@ import (
 	"syscall"
 	"time"
 
+	gpb "github.com/openconfig/gnmi/proto/gnmi"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 	"google.golang.org/grpc/codes"
@@ -57,6 +58,8 @@ type serveConfig struct {
 	driftPolicy           string
 	driftInterval         time.Duration
 	replyExtension        string
+	baseline              string
+	managedPaths          []string
 
 	securityConfig      // northbound TLS, client authorization, device credentials (security.go)
 	observabilityConfig // metrics, health, reflection (observe.go)
@@ -93,6 +96,10 @@ func (c *serveConfig) addFlags(f *pflag.FlagSet) {
 		"how often the configuration is compared with the device when the device refuses ON_CHANGE subscriptions (drift is then seen within this interval)")
 	f.StringVar(&c.replyExtension, "reply-extension", "asked",
 		"when a Set's reply carries the sidecar's receipt (extension 999: proposal index and statuses): asked (only for a Set that carried the sidecar's extension; the reply is otherwise the device's) or always")
+	f.StringVar(&c.baseline, "baseline", "auto",
+		"auto: on first start with an empty journal, read the device's configuration (--managed-paths) into the journal as a baseline (proposals authored \"device\", tagged baseline) before any change, so that rollbacks restore what the device held; off: read only the paths each change writes, before it (docs/values.md)")
+	f.StringSliceVar(&c.managedPaths, "managed-paths", nil,
+		"the subtrees of the device's configuration a baseline (and gnmi-sidecar sync-from) reads, comma-separated or repeated, /a/b[k=v] or origin:/a/b (default: the whole tree, /)")
 	f.StringVar(&c.configPath, configFlag, "", "YAML file of options: keys are these flags' names (listen: ..., journal-dir: ...); flags on the command line override it")
 	c.securityConfig.addFlags(f)
 	c.observabilityConfig.addFlags(f)
@@ -248,7 +255,25 @@ func (cfg *serveConfig) checkedConfig(log *slog.Logger) (sidecar.Config, error) 
 	if cfg.driftInterval <= 0 {
 		return sidecar.Config{}, fmt.Errorf("--drift-interval %v: want a positive duration, e.g. 10s", cfg.driftInterval)
 	}
+	var baseline bool
+	switch cfg.baseline {
+	case "auto":
+		baseline = true
+	case "off":
+	default:
+		return sidecar.Config{}, fmt.Errorf("--baseline %q: want auto or off", cfg.baseline)
+	}
+	var managed []*gpb.Path
+	for _, s := range cfg.managedPaths {
+		p, err := parsePathArg(s)
+		if err != nil {
+			return sidecar.Config{}, fmt.Errorf("--managed-paths: %w", err)
+		}
+		managed = append(managed, p)
+	}
 	sc := sidecar.Config{
+		Baseline:              baseline,
+		ManagedPaths:          managed,
 		Target:                cfg.target,
 		DeviceUsername:        cfg.deviceUsername,
 		DeviceTarget:          cfg.deviceTarget,

@@ -329,7 +329,11 @@ type Meta struct {
 	// out-of-sync, resolution and election records. 4: union_replace
 	// operations (OP_KIND_UNION_REPLACE), relayed extensions
 	// (Change.extensions), the client's prefix (Change.prefix) and targets
-	// on values (PathValue.path.target).
+	// on values (PathValue.path.target). 5: before-images from the device
+	// (Change.baseline, device_reads, read_scopes, unread, final_chunk;
+	// PathValue.unknown; the read scopes under their own key namespace), and
+	// a path with no origin and the same path with origin openconfig are one
+	// leaf.
 	Format        uint32 `protobuf:"varint,1,opt,name=format,proto3" json:"format,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -586,9 +590,14 @@ type PathValue struct {
 	Path  *gnmi.Path             `protobuf:"bytes,1,opt,name=path,proto3" json:"path,omitempty"`
 	// Index of the proposal that wrote it; 0 for "absent before the journal
 	// knew it" (the spec's [index |-> 0, value |-> None]).
-	Index         uint64           `protobuf:"varint,2,opt,name=index,proto3" json:"index,omitempty"`
-	Deleted       bool             `protobuf:"varint,3,opt,name=deleted,proto3" json:"deleted,omitempty"`
-	Value         *gnmi.TypedValue `protobuf:"bytes,4,opt,name=value,proto3" json:"value,omitempty"`
+	Index   uint64           `protobuf:"varint,2,opt,name=index,proto3" json:"index,omitempty"`
+	Deleted bool             `protobuf:"varint,3,opt,name=deleted,proto3" json:"deleted,omitempty"`
+	Value   *gnmi.TypedValue `protobuf:"bytes,4,opt,name=value,proto3" json:"value,omitempty"`
+	// In a rollback's values or a history entry's before-image: what the
+	// device held here before is not known (it could not be read; format 5).
+	// Deleted is set too; a rollback or restore that would write it is
+	// refused rather than delete what the sidecar never saw.
+	Unknown       bool `protobuf:"varint,5,opt,name=unknown,proto3" json:"unknown,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -649,6 +658,13 @@ func (x *PathValue) GetValue() *gnmi.TypedValue {
 		return x.Value
 	}
 	return nil
+}
+
+func (x *PathValue) GetUnknown() bool {
+	if x != nil {
+		return x.Unknown
+	}
+	return false
 }
 
 type Error struct {
@@ -747,7 +763,32 @@ type Change struct {
 	// the operations' paths relative to it. Its target is also the target of
 	// every value the change writes (PathValue.path.target), which re-pushes
 	// and rollbacks carry in their own Sets' prefixes.
-	Prefix        *gnmi.Path `protobuf:"bytes,17,opt,name=prefix,proto3" json:"prefix,omitempty"`
+	Prefix *gnmi.Path `protobuf:"bytes,17,opt,name=prefix,proto3" json:"prefix,omitempty"`
+	// The change records the device's own configuration, read from it (an
+	// onboarding baseline, `gnmi-sidecar sync-from`; format 5): adopted like
+	// an `adopted` change, it changed nothing on the device, so it is never
+	// rolled back and no restore goes back past it. Its commit also deletes
+	// from the committed values, under its read_scopes, whatever older
+	// proposals wrote that the device no longer holds (see final_chunk).
+	Baseline bool `protobuf:"varint,18,opt,name=baseline,proto3" json:"baseline,omitempty"`
+	// What the device held where the journal knew nothing, read just before
+	// the change was journaled (format 5): update operations whose units are
+	// taken into the committed and applied values at CommitChange, at every
+	// path the committed values then hold nothing at, before the change's own
+	// values, so that its rollback restores them.
+	DeviceReads []*Op `protobuf:"bytes,19,rep,name=device_reads,json=deviceReads,proto3" json:"device_reads,omitempty"`
+	// The subtrees read from the device for device_reads (or, for a
+	// baseline, its scopes): from the commit on, the journal knows the
+	// device's configuration there (Journal.Covered).
+	ReadScopes []*gnmi.Path `protobuf:"bytes,20,rep,name=read_scopes,json=readScopes,proto3" json:"read_scopes,omitempty"`
+	// Subtrees the change writes that the device could not be read at: what
+	// it held there is unknown, and a rollback that would delete it is
+	// refused (PathValue.unknown).
+	Unread []*gnmi.Path `protobuf:"bytes,21,rep,name=unread,proto3" json:"unread,omitempty"`
+	// A baseline's last (or only) proposal: a baseline too large for one
+	// journal transaction is journaled as several proposals, and only the
+	// last one's commit removes what the device no longer holds.
+	FinalChunk    bool `protobuf:"varint,22,opt,name=final_chunk,json=finalChunk,proto3" json:"final_chunk,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -899,6 +940,41 @@ func (x *Change) GetPrefix() *gnmi.Path {
 		return x.Prefix
 	}
 	return nil
+}
+
+func (x *Change) GetBaseline() bool {
+	if x != nil {
+		return x.Baseline
+	}
+	return false
+}
+
+func (x *Change) GetDeviceReads() []*Op {
+	if x != nil {
+		return x.DeviceReads
+	}
+	return nil
+}
+
+func (x *Change) GetReadScopes() []*gnmi.Path {
+	if x != nil {
+		return x.ReadScopes
+	}
+	return nil
+}
+
+func (x *Change) GetUnread() []*gnmi.Path {
+	if x != nil {
+		return x.Unread
+	}
+	return nil
+}
+
+func (x *Change) GetFinalChunk() bool {
+	if x != nil {
+		return x.FinalChunk
+	}
+	return false
 }
 
 // The point a restoring change went back to.
@@ -1335,8 +1411,8 @@ func (x *ProposalStatus) GetRollback() *StepStatus {
 }
 
 // The fields of a Change the agent's decisions and the guards read: its
-// statuses, whether it is an adoption and whether it was aborted (Change
-// fields 3, 4, 10, 12 and 13).
+// statuses, whether it is an adoption or a baseline and whether it was
+// aborted (Change fields 3, 4, 10, 12, 13 and 18).
 type ChangeStatus struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Commit        Status                 `protobuf:"varint,3,opt,name=commit,proto3,enum=gnmisidecar.journal.v1.Status" json:"commit,omitempty"`
@@ -1344,6 +1420,7 @@ type ChangeStatus struct {
 	Adopted       bool                   `protobuf:"varint,10,opt,name=adopted,proto3" json:"adopted,omitempty"`
 	AbortedBy     uint64                 `protobuf:"varint,12,opt,name=aborted_by,json=abortedBy,proto3" json:"aborted_by,omitempty"`
 	AdoptedTerm   uint64                 `protobuf:"varint,13,opt,name=adopted_term,json=adoptedTerm,proto3" json:"adopted_term,omitempty"`
+	Baseline      bool                   `protobuf:"varint,18,opt,name=baseline,proto3" json:"baseline,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1411,6 +1488,13 @@ func (x *ChangeStatus) GetAdoptedTerm() uint64 {
 		return x.AdoptedTerm
 	}
 	return 0
+}
+
+func (x *ChangeStatus) GetBaseline() bool {
+	if x != nil {
+		return x.Baseline
+	}
+	return false
 }
 
 // The commit and apply statuses of a Change or a Rollback (their fields 3
@@ -1620,7 +1704,10 @@ type Configuration struct {
 	Resolutions uint64 `protobuf:"varint,11,opt,name=resolutions,proto3" json:"resolutions,omitempty"`
 	// Counts the tags made and deleted (a reader sees that the tags
 	// changed when it did).
-	TagChanges    uint64 `protobuf:"varint,12,opt,name=tag_changes,json=tagChanges,proto3" json:"tag_changes,omitempty"`
+	TagChanges uint64 `protobuf:"varint,12,opt,name=tag_changes,json=tagChanges,proto3" json:"tag_changes,omitempty"`
+	// The newest baseline's last proposal (Change.baseline, final_chunk; 0:
+	// none): a restore never goes back to a point before it (format 5).
+	BaselineIndex uint64 `protobuf:"varint,13,opt,name=baseline_index,json=baselineIndex,proto3" json:"baseline_index,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1735,6 +1822,13 @@ func (x *Configuration) GetResolutions() uint64 {
 func (x *Configuration) GetTagChanges() uint64 {
 	if x != nil {
 		return x.TagChanges
+	}
+	return 0
+}
+
+func (x *Configuration) GetBaselineIndex() uint64 {
+	if x != nil {
+		return x.BaselineIndex
 	}
 	return 0
 }
@@ -2214,16 +2308,17 @@ const file_journal_journalpb_journal_proto_rawDesc = "" +
 	"\x05units\x18\x04 \x03(\v2\x1c.gnmisidecar.journal.v1.LeafR\x05units\x123\n" +
 	"\x0fimplied_deletes\x18\x05 \x03(\v2\n" +
 	".gnmi.PathR\x0eimpliedDeletes\x12(\n" +
-	"\x10units_are_values\x18\x06 \x01(\bR\x0eunitsAreValues\"\x83\x01\n" +
+	"\x10units_are_values\x18\x06 \x01(\bR\x0eunitsAreValues\"\x9d\x01\n" +
 	"\tPathValue\x12\x1e\n" +
 	"\x04path\x18\x01 \x01(\v2\n" +
 	".gnmi.PathR\x04path\x12\x14\n" +
 	"\x05index\x18\x02 \x01(\x04R\x05index\x12\x18\n" +
 	"\adeleted\x18\x03 \x01(\bR\adeleted\x12&\n" +
-	"\x05value\x18\x04 \x01(\v2\x10.gnmi.TypedValueR\x05value\"5\n" +
+	"\x05value\x18\x04 \x01(\v2\x10.gnmi.TypedValueR\x05value\x12\x18\n" +
+	"\aunknown\x18\x05 \x01(\bR\aunknown\"5\n" +
 	"\x05Error\x12\x12\n" +
 	"\x04code\x18\x01 \x01(\rR\x04code\x12\x18\n" +
-	"\amessage\x18\x02 \x01(\tR\amessage\"\x8c\x06\n" +
+	"\amessage\x18\x02 \x01(\tR\amessage\"\xd9\a\n" +
 	"\x06Change\x12,\n" +
 	"\x03ops\x18\x01 \x03(\v2\x1a.gnmisidecar.journal.v1.OpR\x03ops\x129\n" +
 	"\x06values\x18\x02 \x03(\v2!.gnmisidecar.journal.v1.PathValueR\x06values\x126\n" +
@@ -2246,7 +2341,16 @@ const file_journal_journalpb_journal_proto_rawDesc = "" +
 	"extensions\x18\x10 \x03(\fR\n" +
 	"extensions\x12\"\n" +
 	"\x06prefix\x18\x11 \x01(\v2\n" +
-	".gnmi.PathR\x06prefix\"R\n" +
+	".gnmi.PathR\x06prefix\x12\x1a\n" +
+	"\bbaseline\x18\x12 \x01(\bR\bbaseline\x12=\n" +
+	"\fdevice_reads\x18\x13 \x03(\v2\x1a.gnmisidecar.journal.v1.OpR\vdeviceReads\x12+\n" +
+	"\vread_scopes\x18\x14 \x03(\v2\n" +
+	".gnmi.PathR\n" +
+	"readScopes\x12\"\n" +
+	"\x06unread\x18\x15 \x03(\v2\n" +
+	".gnmi.PathR\x06unread\x12\x1f\n" +
+	"\vfinal_chunk\x18\x16 \x01(\bR\n" +
+	"finalChunk\"R\n" +
 	"\aRestore\x12\x14\n" +
 	"\x05index\x18\x01 \x01(\x04R\x05index\x12\x10\n" +
 	"\x03tag\x18\x02 \x01(\tR\x03tag\x12\x1f\n" +
@@ -2283,7 +2387,7 @@ const file_journal_journalpb_journal_proto_rawDesc = "" +
 	"\x05index\x18\x01 \x01(\x04R\x05index\x123\n" +
 	"\x05phase\x18\x02 \x01(\x0e2\x1d.gnmisidecar.journal.v1.PhaseR\x05phase\x12<\n" +
 	"\x06change\x18\x03 \x01(\v2$.gnmisidecar.journal.v1.ChangeStatusR\x06change\x12>\n" +
-	"\brollback\x18\x04 \x01(\v2\".gnmisidecar.journal.v1.StepStatusR\brollback\"\xd8\x01\n" +
+	"\brollback\x18\x04 \x01(\v2\".gnmisidecar.journal.v1.StepStatusR\brollback\"\xf4\x01\n" +
 	"\fChangeStatus\x126\n" +
 	"\x06commit\x18\x03 \x01(\x0e2\x1e.gnmisidecar.journal.v1.StatusR\x06commit\x124\n" +
 	"\x05apply\x18\x04 \x01(\x0e2\x1e.gnmisidecar.journal.v1.StatusR\x05apply\x12\x18\n" +
@@ -2291,7 +2395,8 @@ const file_journal_journalpb_journal_proto_rawDesc = "" +
 	" \x01(\bR\aadopted\x12\x1d\n" +
 	"\n" +
 	"aborted_by\x18\f \x01(\x04R\tabortedBy\x12!\n" +
-	"\fadopted_term\x18\r \x01(\x04R\vadoptedTerm\"z\n" +
+	"\fadopted_term\x18\r \x01(\x04R\vadoptedTerm\x12\x1a\n" +
+	"\bbaseline\x18\x12 \x01(\bR\bbaseline\"z\n" +
 	"\n" +
 	"StepStatus\x126\n" +
 	"\x06commit\x18\x03 \x01(\x0e2\x1e.gnmisidecar.journal.v1.StatusR\x06commit\x124\n" +
@@ -2303,7 +2408,7 @@ const file_journal_journalpb_journal_proto_rawDesc = "" +
 	"\bproposal\x18\x01 \x01(\x04R\bproposal\x12\x14\n" +
 	"\x05index\x18\x02 \x01(\x04R\x05index\x12\x12\n" +
 	"\x04term\x18\x03 \x01(\x04R\x04term\x12\x16\n" +
-	"\x06target\x18\x04 \x01(\x04R\x06target\"\xaa\x04\n" +
+	"\x06target\x18\x04 \x01(\x04R\x06target\"\xd1\x04\n" +
 	"\rConfiguration\x12?\n" +
 	"\tcommitted\x18\x01 \x01(\v2!.gnmisidecar.journal.v1.CommittedR\tcommitted\x129\n" +
 	"\aapplied\x18\x02 \x01(\v2\x1f.gnmisidecar.journal.v1.AppliedR\aapplied\x126\n" +
@@ -2321,7 +2426,8 @@ const file_journal_journalpb_journal_proto_rawDesc = "" +
 	" \x01(\x04R\toutOfSync\x12 \n" +
 	"\vresolutions\x18\v \x01(\x04R\vresolutions\x12\x1f\n" +
 	"\vtag_changes\x18\f \x01(\x04R\n" +
-	"tagChanges\"\xf7\x01\n" +
+	"tagChanges\x12%\n" +
+	"\x0ebaseline_index\x18\r \x01(\x04R\rbaselineIndex\"\xf7\x01\n" +
 	"\n" +
 	"Resolution\x12\x10\n" +
 	"\x03seq\x18\x01 \x01(\x04R\x03seq\x12.\n" +
@@ -2458,50 +2564,53 @@ var file_journal_journalpb_journal_proto_depIdxs = []int32{
 	10, // 18: gnmisidecar.journal.v1.Change.error:type_name -> gnmisidecar.journal.v1.Error
 	12, // 19: gnmisidecar.journal.v1.Change.restores:type_name -> gnmisidecar.journal.v1.Restore
 	28, // 20: gnmisidecar.journal.v1.Change.prefix:type_name -> gnmi.Path
-	30, // 21: gnmisidecar.journal.v1.Tag.time:type_name -> google.protobuf.Timestamp
-	30, // 22: gnmisidecar.journal.v1.Tag.created:type_name -> google.protobuf.Timestamp
-	9,  // 23: gnmisidecar.journal.v1.Rollback.values:type_name -> gnmisidecar.journal.v1.PathValue
-	0,  // 24: gnmisidecar.journal.v1.Rollback.commit:type_name -> gnmisidecar.journal.v1.Status
-	0,  // 25: gnmisidecar.journal.v1.Rollback.apply:type_name -> gnmisidecar.journal.v1.Status
-	30, // 26: gnmisidecar.journal.v1.Rollback.proposed:type_name -> google.protobuf.Timestamp
-	30, // 27: gnmisidecar.journal.v1.Rollback.committed:type_name -> google.protobuf.Timestamp
-	30, // 28: gnmisidecar.journal.v1.Rollback.apply_started:type_name -> google.protobuf.Timestamp
-	30, // 29: gnmisidecar.journal.v1.Rollback.applied:type_name -> google.protobuf.Timestamp
-	10, // 30: gnmisidecar.journal.v1.Rollback.error:type_name -> gnmisidecar.journal.v1.Error
-	1,  // 31: gnmisidecar.journal.v1.Proposal.phase:type_name -> gnmisidecar.journal.v1.Phase
-	11, // 32: gnmisidecar.journal.v1.Proposal.change:type_name -> gnmisidecar.journal.v1.Change
-	14, // 33: gnmisidecar.journal.v1.Proposal.rollback:type_name -> gnmisidecar.journal.v1.Rollback
-	1,  // 34: gnmisidecar.journal.v1.ProposalStatus.phase:type_name -> gnmisidecar.journal.v1.Phase
-	17, // 35: gnmisidecar.journal.v1.ProposalStatus.change:type_name -> gnmisidecar.journal.v1.ChangeStatus
-	18, // 36: gnmisidecar.journal.v1.ProposalStatus.rollback:type_name -> gnmisidecar.journal.v1.StepStatus
-	0,  // 37: gnmisidecar.journal.v1.ChangeStatus.commit:type_name -> gnmisidecar.journal.v1.Status
-	0,  // 38: gnmisidecar.journal.v1.ChangeStatus.apply:type_name -> gnmisidecar.journal.v1.Status
-	0,  // 39: gnmisidecar.journal.v1.StepStatus.commit:type_name -> gnmisidecar.journal.v1.Status
-	0,  // 40: gnmisidecar.journal.v1.StepStatus.apply:type_name -> gnmisidecar.journal.v1.Status
-	19, // 41: gnmisidecar.journal.v1.Configuration.committed:type_name -> gnmisidecar.journal.v1.Committed
-	20, // 42: gnmisidecar.journal.v1.Configuration.applied:type_name -> gnmisidecar.journal.v1.Applied
-	0,  // 43: gnmisidecar.journal.v1.Configuration.status:type_name -> gnmisidecar.journal.v1.Status
-	30, // 44: gnmisidecar.journal.v1.Configuration.history_floor:type_name -> google.protobuf.Timestamp
-	30, // 45: gnmisidecar.journal.v1.Configuration.history_time:type_name -> google.protobuf.Timestamp
-	30, // 46: gnmisidecar.journal.v1.Resolution.time:type_name -> google.protobuf.Timestamp
-	28, // 47: gnmisidecar.journal.v1.Resolution.settled:type_name -> gnmi.Path
-	28, // 48: gnmisidecar.journal.v1.Resolution.still_out_of_sync:type_name -> gnmi.Path
-	9,  // 49: gnmisidecar.journal.v1.OutOfSync.value:type_name -> gnmisidecar.journal.v1.PathValue
-	4,  // 50: gnmisidecar.journal.v1.OutOfSync.cause:type_name -> gnmisidecar.journal.v1.OutOfSyncCause
-	10, // 51: gnmisidecar.journal.v1.OutOfSync.error:type_name -> gnmisidecar.journal.v1.Error
-	30, // 52: gnmisidecar.journal.v1.OutOfSync.since:type_name -> google.protobuf.Timestamp
-	30, // 53: gnmisidecar.journal.v1.CommitConfirm.deadline:type_name -> google.protobuf.Timestamp
-	30, // 54: gnmisidecar.journal.v1.CommitConfirm.started:type_name -> google.protobuf.Timestamp
-	9,  // 55: gnmisidecar.journal.v1.HistoryEntry.before:type_name -> gnmisidecar.journal.v1.PathValue
-	9,  // 56: gnmisidecar.journal.v1.HistoryEntry.after:type_name -> gnmisidecar.journal.v1.PathValue
-	30, // 57: gnmisidecar.journal.v1.HistoryDelta.time:type_name -> google.protobuf.Timestamp
-	3,  // 58: gnmisidecar.journal.v1.HistoryDelta.kind:type_name -> gnmisidecar.journal.v1.HistoryKind
-	26, // 59: gnmisidecar.journal.v1.HistoryDelta.entries:type_name -> gnmisidecar.journal.v1.HistoryEntry
-	60, // [60:60] is the sub-list for method output_type
-	60, // [60:60] is the sub-list for method input_type
-	60, // [60:60] is the sub-list for extension type_name
-	60, // [60:60] is the sub-list for extension extendee
-	0,  // [0:60] is the sub-list for field type_name
+	8,  // 21: gnmisidecar.journal.v1.Change.device_reads:type_name -> gnmisidecar.journal.v1.Op
+	28, // 22: gnmisidecar.journal.v1.Change.read_scopes:type_name -> gnmi.Path
+	28, // 23: gnmisidecar.journal.v1.Change.unread:type_name -> gnmi.Path
+	30, // 24: gnmisidecar.journal.v1.Tag.time:type_name -> google.protobuf.Timestamp
+	30, // 25: gnmisidecar.journal.v1.Tag.created:type_name -> google.protobuf.Timestamp
+	9,  // 26: gnmisidecar.journal.v1.Rollback.values:type_name -> gnmisidecar.journal.v1.PathValue
+	0,  // 27: gnmisidecar.journal.v1.Rollback.commit:type_name -> gnmisidecar.journal.v1.Status
+	0,  // 28: gnmisidecar.journal.v1.Rollback.apply:type_name -> gnmisidecar.journal.v1.Status
+	30, // 29: gnmisidecar.journal.v1.Rollback.proposed:type_name -> google.protobuf.Timestamp
+	30, // 30: gnmisidecar.journal.v1.Rollback.committed:type_name -> google.protobuf.Timestamp
+	30, // 31: gnmisidecar.journal.v1.Rollback.apply_started:type_name -> google.protobuf.Timestamp
+	30, // 32: gnmisidecar.journal.v1.Rollback.applied:type_name -> google.protobuf.Timestamp
+	10, // 33: gnmisidecar.journal.v1.Rollback.error:type_name -> gnmisidecar.journal.v1.Error
+	1,  // 34: gnmisidecar.journal.v1.Proposal.phase:type_name -> gnmisidecar.journal.v1.Phase
+	11, // 35: gnmisidecar.journal.v1.Proposal.change:type_name -> gnmisidecar.journal.v1.Change
+	14, // 36: gnmisidecar.journal.v1.Proposal.rollback:type_name -> gnmisidecar.journal.v1.Rollback
+	1,  // 37: gnmisidecar.journal.v1.ProposalStatus.phase:type_name -> gnmisidecar.journal.v1.Phase
+	17, // 38: gnmisidecar.journal.v1.ProposalStatus.change:type_name -> gnmisidecar.journal.v1.ChangeStatus
+	18, // 39: gnmisidecar.journal.v1.ProposalStatus.rollback:type_name -> gnmisidecar.journal.v1.StepStatus
+	0,  // 40: gnmisidecar.journal.v1.ChangeStatus.commit:type_name -> gnmisidecar.journal.v1.Status
+	0,  // 41: gnmisidecar.journal.v1.ChangeStatus.apply:type_name -> gnmisidecar.journal.v1.Status
+	0,  // 42: gnmisidecar.journal.v1.StepStatus.commit:type_name -> gnmisidecar.journal.v1.Status
+	0,  // 43: gnmisidecar.journal.v1.StepStatus.apply:type_name -> gnmisidecar.journal.v1.Status
+	19, // 44: gnmisidecar.journal.v1.Configuration.committed:type_name -> gnmisidecar.journal.v1.Committed
+	20, // 45: gnmisidecar.journal.v1.Configuration.applied:type_name -> gnmisidecar.journal.v1.Applied
+	0,  // 46: gnmisidecar.journal.v1.Configuration.status:type_name -> gnmisidecar.journal.v1.Status
+	30, // 47: gnmisidecar.journal.v1.Configuration.history_floor:type_name -> google.protobuf.Timestamp
+	30, // 48: gnmisidecar.journal.v1.Configuration.history_time:type_name -> google.protobuf.Timestamp
+	30, // 49: gnmisidecar.journal.v1.Resolution.time:type_name -> google.protobuf.Timestamp
+	28, // 50: gnmisidecar.journal.v1.Resolution.settled:type_name -> gnmi.Path
+	28, // 51: gnmisidecar.journal.v1.Resolution.still_out_of_sync:type_name -> gnmi.Path
+	9,  // 52: gnmisidecar.journal.v1.OutOfSync.value:type_name -> gnmisidecar.journal.v1.PathValue
+	4,  // 53: gnmisidecar.journal.v1.OutOfSync.cause:type_name -> gnmisidecar.journal.v1.OutOfSyncCause
+	10, // 54: gnmisidecar.journal.v1.OutOfSync.error:type_name -> gnmisidecar.journal.v1.Error
+	30, // 55: gnmisidecar.journal.v1.OutOfSync.since:type_name -> google.protobuf.Timestamp
+	30, // 56: gnmisidecar.journal.v1.CommitConfirm.deadline:type_name -> google.protobuf.Timestamp
+	30, // 57: gnmisidecar.journal.v1.CommitConfirm.started:type_name -> google.protobuf.Timestamp
+	9,  // 58: gnmisidecar.journal.v1.HistoryEntry.before:type_name -> gnmisidecar.journal.v1.PathValue
+	9,  // 59: gnmisidecar.journal.v1.HistoryEntry.after:type_name -> gnmisidecar.journal.v1.PathValue
+	30, // 60: gnmisidecar.journal.v1.HistoryDelta.time:type_name -> google.protobuf.Timestamp
+	3,  // 61: gnmisidecar.journal.v1.HistoryDelta.kind:type_name -> gnmisidecar.journal.v1.HistoryKind
+	26, // 62: gnmisidecar.journal.v1.HistoryDelta.entries:type_name -> gnmisidecar.journal.v1.HistoryEntry
+	63, // [63:63] is the sub-list for method output_type
+	63, // [63:63] is the sub-list for method input_type
+	63, // [63:63] is the sub-list for extension type_name
+	63, // [63:63] is the sub-list for extension extendee
+	0,  // [0:63] is the sub-list for field type_name
 }
 
 func init() { file_journal_journalpb_journal_proto_init() }

@@ -609,7 +609,11 @@ type Request struct {
 	DryRun bool `protobuf:"varint,5,opt,name=dry_run,json=dryRun,proto3" json:"dry_run,omitempty"`
 	// Set only on a Set with no operations: that Set names (or unnames) a
 	// point of the journal.
-	Tag           *Tag `protobuf:"bytes,6,opt,name=tag,proto3" json:"tag,omitempty"`
+	Tag *Tag `protobuf:"bytes,6,opt,name=tag,proto3" json:"tag,omitempty"`
+	// Set only on a Set with no operations: that Set reads the device's
+	// configuration into the journal as a new baseline (`gnmi-sidecar
+	// sync-from`).
+	SyncFrom      *SyncFrom `protobuf:"bytes,7,opt,name=sync_from,json=syncFrom,proto3" json:"sync_from,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -686,6 +690,133 @@ func (x *Request) GetTag() *Tag {
 	return nil
 }
 
+func (x *Request) GetSyncFrom() *SyncFrom {
+	if x != nil {
+		return x.SyncFrom
+	}
+	return nil
+}
+
+// Read the device's configuration (the managed paths) into the journal as
+// a baseline: proposals authored "device", adopted (no device Set), tagged
+// "baseline".
+type SyncFrom struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SyncFrom) Reset() {
+	*x = SyncFrom{}
+	mi := &file_proxy_sidecarpb_sidecar_proto_msgTypes[6]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SyncFrom) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SyncFrom) ProtoMessage() {}
+
+func (x *SyncFrom) ProtoReflect() protoreflect.Message {
+	mi := &file_proxy_sidecarpb_sidecar_proto_msgTypes[6]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SyncFrom.ProtoReflect.Descriptor instead.
+func (*SyncFrom) Descriptor() ([]byte, []int) {
+	return file_proxy_sidecarpb_sidecar_proto_rawDescGZIP(), []int{6}
+}
+
+// The answer to a sync-from.
+type SyncFromResult struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The baseline's proposals, first to last.
+	FirstIndex uint64 `protobuf:"varint,1,opt,name=first_index,json=firstIndex,proto3" json:"first_index,omitempty"`
+	LastIndex  uint64 `protobuf:"varint,2,opt,name=last_index,json=lastIndex,proto3" json:"last_index,omitempty"`
+	// The leaves, list entries and leaf-lists read from the device.
+	Units uint64 `protobuf:"varint,3,opt,name=units,proto3" json:"units,omitempty"`
+	// The scopes read (the managed paths).
+	Scopes []string `protobuf:"bytes,4,rep,name=scopes,proto3" json:"scopes,omitempty"`
+	// How long reading the device took, in nanoseconds.
+	ReadNanos     int64 `protobuf:"varint,5,opt,name=read_nanos,json=readNanos,proto3" json:"read_nanos,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SyncFromResult) Reset() {
+	*x = SyncFromResult{}
+	mi := &file_proxy_sidecarpb_sidecar_proto_msgTypes[7]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SyncFromResult) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SyncFromResult) ProtoMessage() {}
+
+func (x *SyncFromResult) ProtoReflect() protoreflect.Message {
+	mi := &file_proxy_sidecarpb_sidecar_proto_msgTypes[7]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SyncFromResult.ProtoReflect.Descriptor instead.
+func (*SyncFromResult) Descriptor() ([]byte, []int) {
+	return file_proxy_sidecarpb_sidecar_proto_rawDescGZIP(), []int{7}
+}
+
+func (x *SyncFromResult) GetFirstIndex() uint64 {
+	if x != nil {
+		return x.FirstIndex
+	}
+	return 0
+}
+
+func (x *SyncFromResult) GetLastIndex() uint64 {
+	if x != nil {
+		return x.LastIndex
+	}
+	return 0
+}
+
+func (x *SyncFromResult) GetUnits() uint64 {
+	if x != nil {
+		return x.Units
+	}
+	return 0
+}
+
+func (x *SyncFromResult) GetScopes() []string {
+	if x != nil {
+		return x.Scopes
+	}
+	return nil
+}
+
+func (x *SyncFromResult) GetReadNanos() int64 {
+	if x != nil {
+		return x.ReadNanos
+	}
+	return 0
+}
+
 // One leaf a Set changes (or would change, for a dry run).
 type LeafChange struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -702,7 +833,7 @@ type LeafChange struct {
 
 func (x *LeafChange) Reset() {
 	*x = LeafChange{}
-	mi := &file_proxy_sidecarpb_sidecar_proto_msgTypes[6]
+	mi := &file_proxy_sidecarpb_sidecar_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -714,7 +845,7 @@ func (x *LeafChange) String() string {
 func (*LeafChange) ProtoMessage() {}
 
 func (x *LeafChange) ProtoReflect() protoreflect.Message {
-	mi := &file_proxy_sidecarpb_sidecar_proto_msgTypes[6]
+	mi := &file_proxy_sidecarpb_sidecar_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -727,7 +858,7 @@ func (x *LeafChange) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LeafChange.ProtoReflect.Descriptor instead.
 func (*LeafChange) Descriptor() ([]byte, []int) {
-	return file_proxy_sidecarpb_sidecar_proto_rawDescGZIP(), []int{6}
+	return file_proxy_sidecarpb_sidecar_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *LeafChange) GetPath() string {
@@ -766,7 +897,7 @@ type ResolveResult struct {
 
 func (x *ResolveResult) Reset() {
 	*x = ResolveResult{}
-	mi := &file_proxy_sidecarpb_sidecar_proto_msgTypes[7]
+	mi := &file_proxy_sidecarpb_sidecar_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -778,7 +909,7 @@ func (x *ResolveResult) String() string {
 func (*ResolveResult) ProtoMessage() {}
 
 func (x *ResolveResult) ProtoReflect() protoreflect.Message {
-	mi := &file_proxy_sidecarpb_sidecar_proto_msgTypes[7]
+	mi := &file_proxy_sidecarpb_sidecar_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -791,7 +922,7 @@ func (x *ResolveResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResolveResult.ProtoReflect.Descriptor instead.
 func (*ResolveResult) Descriptor() ([]byte, []int) {
-	return file_proxy_sidecarpb_sidecar_proto_rawDescGZIP(), []int{7}
+	return file_proxy_sidecarpb_sidecar_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *ResolveResult) GetSettled() uint64 {
@@ -834,14 +965,16 @@ type Response struct {
 	Tag *TagInfo `protobuf:"bytes,7,opt,name=tag,proto3" json:"tag,omitempty"`
 	// The answer to a rollback to a point; index is the change that goes
 	// back to it.
-	Restored      *Restored `protobuf:"bytes,8,opt,name=restored,proto3" json:"restored,omitempty"`
+	Restored *Restored `protobuf:"bytes,8,opt,name=restored,proto3" json:"restored,omitempty"`
+	// The answer to a sync-from (index is the baseline's last proposal).
+	SyncFrom      *SyncFromResult `protobuf:"bytes,9,opt,name=sync_from,json=syncFrom,proto3" json:"sync_from,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Response) Reset() {
 	*x = Response{}
-	mi := &file_proxy_sidecarpb_sidecar_proto_msgTypes[8]
+	mi := &file_proxy_sidecarpb_sidecar_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -853,7 +986,7 @@ func (x *Response) String() string {
 func (*Response) ProtoMessage() {}
 
 func (x *Response) ProtoReflect() protoreflect.Message {
-	mi := &file_proxy_sidecarpb_sidecar_proto_msgTypes[8]
+	mi := &file_proxy_sidecarpb_sidecar_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -866,7 +999,7 @@ func (x *Response) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Response.ProtoReflect.Descriptor instead.
 func (*Response) Descriptor() ([]byte, []int) {
-	return file_proxy_sidecarpb_sidecar_proto_rawDescGZIP(), []int{8}
+	return file_proxy_sidecarpb_sidecar_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *Response) GetIndex() uint64 {
@@ -925,6 +1058,13 @@ func (x *Response) GetRestored() *Restored {
 	return nil
 }
 
+func (x *Response) GetSyncFrom() *SyncFromResult {
+	if x != nil {
+		return x.SyncFrom
+	}
+	return nil
+}
+
 var File_proxy_sidecarpb_sidecar_proto protoreflect.FileDescriptor
 
 const file_proxy_sidecarpb_sidecar_proto_rawDesc = "" +
@@ -962,14 +1102,26 @@ const file_proxy_sidecarpb_sidecar_proto_rawDesc = "" +
 	"\x12ACTION_UNSPECIFIED\x10\x00\x12\x10\n" +
 	"\fACTION_RETRY\x10\x01\x12\x0f\n" +
 	"\vACTION_SKIP\x10\x02\x12\x10\n" +
-	"\fACTION_ADOPT\x10\x03\"\xa1\x02\n" +
+	"\fACTION_ADOPT\x10\x03\"\xe2\x02\n" +
 	"\aRequest\x125\n" +
 	"\x04mode\x18\x01 \x01(\x0e2!.gnmisidecar.extension.v1.SetModeR\x04mode\x12>\n" +
 	"\brollback\x18\x02 \x01(\v2\".gnmisidecar.extension.v1.RollbackR\brollback\x12;\n" +
 	"\aresolve\x18\x03 \x01(\v2!.gnmisidecar.extension.v1.ResolveR\aresolve\x12\x18\n" +
 	"\acomment\x18\x04 \x01(\tR\acomment\x12\x17\n" +
 	"\adry_run\x18\x05 \x01(\bR\x06dryRun\x12/\n" +
-	"\x03tag\x18\x06 \x01(\v2\x1d.gnmisidecar.extension.v1.TagR\x03tag\"h\n" +
+	"\x03tag\x18\x06 \x01(\v2\x1d.gnmisidecar.extension.v1.TagR\x03tag\x12?\n" +
+	"\tsync_from\x18\a \x01(\v2\".gnmisidecar.extension.v1.SyncFromR\bsyncFrom\"\n" +
+	"\n" +
+	"\bSyncFrom\"\x9d\x01\n" +
+	"\x0eSyncFromResult\x12\x1f\n" +
+	"\vfirst_index\x18\x01 \x01(\x04R\n" +
+	"firstIndex\x12\x1d\n" +
+	"\n" +
+	"last_index\x18\x02 \x01(\x04R\tlastIndex\x12\x14\n" +
+	"\x05units\x18\x03 \x01(\x04R\x05units\x12\x16\n" +
+	"\x06scopes\x18\x04 \x03(\tR\x06scopes\x12\x1d\n" +
+	"\n" +
+	"read_nanos\x18\x05 \x01(\x03R\treadNanos\"h\n" +
 	"\n" +
 	"LeafChange\x12\x12\n" +
 	"\x04path\x18\x01 \x01(\tR\x04path\x12\"\n" +
@@ -978,7 +1130,7 @@ const file_proxy_sidecarpb_sidecar_proto_rawDesc = "" +
 	"\rResolveResult\x12\x18\n" +
 	"\asettled\x18\x01 \x01(\x04R\asettled\x12)\n" +
 	"\x11still_out_of_sync\x18\x02 \x03(\tR\x0estillOutOfSync\x12\x1a\n" +
-	"\bproposal\x18\x03 \x01(\x04R\bproposal\"\xbb\x03\n" +
+	"\bproposal\x18\x03 \x01(\x04R\bproposal\"\x82\x04\n" +
 	"\bResponse\x12\x14\n" +
 	"\x05index\x18\x01 \x01(\x04R\x05index\x125\n" +
 	"\x05phase\x18\x02 \x01(\x0e2\x1f.gnmisidecar.extension.v1.PhaseR\x05phase\x128\n" +
@@ -987,7 +1139,8 @@ const file_proxy_sidecarpb_sidecar_proto_rawDesc = "" +
 	"\aresolve\x18\x05 \x01(\v2'.gnmisidecar.extension.v1.ResolveResultR\aresolve\x128\n" +
 	"\x04diff\x18\x06 \x03(\v2$.gnmisidecar.extension.v1.LeafChangeR\x04diff\x123\n" +
 	"\x03tag\x18\a \x01(\v2!.gnmisidecar.extension.v1.TagInfoR\x03tag\x12>\n" +
-	"\brestored\x18\b \x01(\v2\".gnmisidecar.extension.v1.RestoredR\brestored*0\n" +
+	"\brestored\x18\b \x01(\v2\".gnmisidecar.extension.v1.RestoredR\brestored\x12E\n" +
+	"\tsync_from\x18\t \x01(\v2(.gnmisidecar.extension.v1.SyncFromResultR\bsyncFrom*0\n" +
 	"\aSetMode\x12\x11\n" +
 	"\rSET_MODE_SYNC\x10\x00\x12\x12\n" +
 	"\x0eSET_MODE_ASYNC\x10\x01*D\n" +
@@ -1016,7 +1169,7 @@ func file_proxy_sidecarpb_sidecar_proto_rawDescGZIP() []byte {
 }
 
 var file_proxy_sidecarpb_sidecar_proto_enumTypes = make([]protoimpl.EnumInfo, 4)
-var file_proxy_sidecarpb_sidecar_proto_msgTypes = make([]protoimpl.MessageInfo, 9)
+var file_proxy_sidecarpb_sidecar_proto_msgTypes = make([]protoimpl.MessageInfo, 11)
 var file_proxy_sidecarpb_sidecar_proto_goTypes = []any{
 	(SetMode)(0),            // 0: gnmisidecar.extension.v1.SetMode
 	(Phase)(0),              // 1: gnmisidecar.extension.v1.Phase
@@ -1028,10 +1181,12 @@ var file_proxy_sidecarpb_sidecar_proto_goTypes = []any{
 	(*Restored)(nil),        // 7: gnmisidecar.extension.v1.Restored
 	(*Resolve)(nil),         // 8: gnmisidecar.extension.v1.Resolve
 	(*Request)(nil),         // 9: gnmisidecar.extension.v1.Request
-	(*LeafChange)(nil),      // 10: gnmisidecar.extension.v1.LeafChange
-	(*ResolveResult)(nil),   // 11: gnmisidecar.extension.v1.ResolveResult
-	(*Response)(nil),        // 12: gnmisidecar.extension.v1.Response
-	(*gnmi.TypedValue)(nil), // 13: gnmi.TypedValue
+	(*SyncFrom)(nil),        // 10: gnmisidecar.extension.v1.SyncFrom
+	(*SyncFromResult)(nil),  // 11: gnmisidecar.extension.v1.SyncFromResult
+	(*LeafChange)(nil),      // 12: gnmisidecar.extension.v1.LeafChange
+	(*ResolveResult)(nil),   // 13: gnmisidecar.extension.v1.ResolveResult
+	(*Response)(nil),        // 14: gnmisidecar.extension.v1.Response
+	(*gnmi.TypedValue)(nil), // 15: gnmi.TypedValue
 }
 var file_proxy_sidecarpb_sidecar_proto_depIdxs = []int32{
 	3,  // 0: gnmisidecar.extension.v1.Resolve.action:type_name -> gnmisidecar.extension.v1.Resolve.Action
@@ -1039,20 +1194,22 @@ var file_proxy_sidecarpb_sidecar_proto_depIdxs = []int32{
 	4,  // 2: gnmisidecar.extension.v1.Request.rollback:type_name -> gnmisidecar.extension.v1.Rollback
 	8,  // 3: gnmisidecar.extension.v1.Request.resolve:type_name -> gnmisidecar.extension.v1.Resolve
 	5,  // 4: gnmisidecar.extension.v1.Request.tag:type_name -> gnmisidecar.extension.v1.Tag
-	13, // 5: gnmisidecar.extension.v1.LeafChange.old:type_name -> gnmi.TypedValue
-	13, // 6: gnmisidecar.extension.v1.LeafChange.new:type_name -> gnmi.TypedValue
-	1,  // 7: gnmisidecar.extension.v1.Response.phase:type_name -> gnmisidecar.extension.v1.Phase
-	2,  // 8: gnmisidecar.extension.v1.Response.commit:type_name -> gnmisidecar.extension.v1.Status
-	2,  // 9: gnmisidecar.extension.v1.Response.apply:type_name -> gnmisidecar.extension.v1.Status
-	11, // 10: gnmisidecar.extension.v1.Response.resolve:type_name -> gnmisidecar.extension.v1.ResolveResult
-	10, // 11: gnmisidecar.extension.v1.Response.diff:type_name -> gnmisidecar.extension.v1.LeafChange
-	6,  // 12: gnmisidecar.extension.v1.Response.tag:type_name -> gnmisidecar.extension.v1.TagInfo
-	7,  // 13: gnmisidecar.extension.v1.Response.restored:type_name -> gnmisidecar.extension.v1.Restored
-	14, // [14:14] is the sub-list for method output_type
-	14, // [14:14] is the sub-list for method input_type
-	14, // [14:14] is the sub-list for extension type_name
-	14, // [14:14] is the sub-list for extension extendee
-	0,  // [0:14] is the sub-list for field type_name
+	10, // 5: gnmisidecar.extension.v1.Request.sync_from:type_name -> gnmisidecar.extension.v1.SyncFrom
+	15, // 6: gnmisidecar.extension.v1.LeafChange.old:type_name -> gnmi.TypedValue
+	15, // 7: gnmisidecar.extension.v1.LeafChange.new:type_name -> gnmi.TypedValue
+	1,  // 8: gnmisidecar.extension.v1.Response.phase:type_name -> gnmisidecar.extension.v1.Phase
+	2,  // 9: gnmisidecar.extension.v1.Response.commit:type_name -> gnmisidecar.extension.v1.Status
+	2,  // 10: gnmisidecar.extension.v1.Response.apply:type_name -> gnmisidecar.extension.v1.Status
+	13, // 11: gnmisidecar.extension.v1.Response.resolve:type_name -> gnmisidecar.extension.v1.ResolveResult
+	12, // 12: gnmisidecar.extension.v1.Response.diff:type_name -> gnmisidecar.extension.v1.LeafChange
+	6,  // 13: gnmisidecar.extension.v1.Response.tag:type_name -> gnmisidecar.extension.v1.TagInfo
+	7,  // 14: gnmisidecar.extension.v1.Response.restored:type_name -> gnmisidecar.extension.v1.Restored
+	11, // 15: gnmisidecar.extension.v1.Response.sync_from:type_name -> gnmisidecar.extension.v1.SyncFromResult
+	16, // [16:16] is the sub-list for method output_type
+	16, // [16:16] is the sub-list for method input_type
+	16, // [16:16] is the sub-list for extension type_name
+	16, // [16:16] is the sub-list for extension extendee
+	0,  // [0:16] is the sub-list for field type_name
 }
 
 func init() { file_proxy_sidecarpb_sidecar_proto_init() }
@@ -1068,7 +1225,7 @@ func file_proxy_sidecarpb_sidecar_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_proxy_sidecarpb_sidecar_proto_rawDesc), len(file_proxy_sidecarpb_sidecar_proto_rawDesc)),
 			NumEnums:      4,
-			NumMessages:   9,
+			NumMessages:   11,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

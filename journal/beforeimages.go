@@ -1,0 +1,361 @@
+package journal
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"sync"
+
+	"github.com/dgraph-io/badger/v4"
+	"github.com/openconfig/gnmi/proto/gnmi"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/gnmi-sidecar/gnmi-sidecar/gnmipath"
+)
+
+// Before-images from the device (docs/design.md §4, docs/values.md). The
+// journal knows the device's configuration in its read scopes: the
+// subtrees it read from the device (a baseline's scopes, and the paths read
+// before a change to a path outside them) and took into its committed and
+// applied values. Everything the sidecar writes there afterwards it
+// journals itself, so a rollback finds what the device held before in the
+// committed values. Outside them a Set's paths are read first
+// (DeviceRead): what the device holds there is taken in at the change's
+// commit, ahead of the change's own values.
+
+// BaselineTag names the newest baseline's point: the device's own
+// configuration as the sidecar read it.
+const BaselineTag = "baseline"
+
+// nsReadScope holds the read scopes, by path key; each value is the
+// scope's *gnmi.Path.
+var nsReadScope = []byte("rs/")
+
+// DeviceRead is what the device held at a change's paths before it, read
+// just before the change is journaled (Sender.Read).
+type DeviceRead struct {
+	// Values are the device's values, as a Get of Scopes answered them
+	// (full paths, the device's encodings).
+	Values []*gnmi.Update
+	// Scopes are the subtrees read: the journal knows them once the change
+	// is committed.
+	Scopes []*gnmi.Path
+	// Unread are the subtrees the change writes that the device could not
+	// be read at: a rollback that would delete what is there is refused.
+	Unread []*gnmi.Path
+}
+
+// GetUnread returns r's Unread (nil for a nil r).
+func (r *DeviceRead) GetUnread() []*gnmi.Path {
+	if r == nil {
+		return nil
+	}
+	return r.Unread
+}
+
+// coverage is the set of read scopes, by path key, as of the newest
+// durable transaction.
+type coverage struct {
+	mu   sync.RWMutex
+	keys map[string]bool
+}
+
+func loadCoverage(db *badger.DB) (*coverage, error) {
+	c := &coverage{keys: make(map[string]bool)}
+	err := db.View(func(txn *badger.Txn) error {
+		return iteratePrefix(txn, nsReadScope, func(key, _ []byte) error {
+			c.keys[string(key[len(nsReadScope):])] = true
+			return nil
+		})
+	})
+	return c, err
+}
+
+func (c *coverage) add(keys []string) {
+	if len(keys) == 0 {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, k := range keys {
+		c.keys[k] = true
+	}
+}
+
+// covers reports whether a read scope is key or an ancestor of it: its
+// own key, or any prefix of it that ends where an element, or the list
+// keys of an element, begin (see subtreeOf).
+func (c *coverage) covers(key []byte) bool {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	if len(c.keys) == 0 {
+		return false
+	}
+	if c.keys[string(key)] {
+		return true
+	}
+	for n, b := range key {
+		if (b == sepElem || b == sepKey) && c.keys[string(key[:n])] {
+			return true
+		}
+	}
+	return false
+}
+
+// Covered reports whether the journal knows the device's configuration at
+// and under p: p is in a read scope.
+func (j *Journal) Covered(p *gnmi.Path) bool {
+	return j.coverage.covers(PathKey(p))
+}
+
+// ReadScopes returns the read scopes, in path-key order.
+func (j *Journal) ReadScopes(ctx context.Context) ([]*gnmi.Path, error) {
+	var out []*gnmi.Path
+	err := j.view(ctx, func(txn *badger.Txn) error {
+		return iteratePrefix(txn, nsReadScope, func(key, val []byte) error {
+			p := &gnmi.Path{}
+			if err := proto.Unmarshal(val, p); err != nil {
+				return fmt.Errorf("decode %q: %w", key, err)
+			}
+			out = append(out, p)
+			return nil
+		})
+	})
+	return out, err
+}
+
+// addReadScopes records scopes as read scopes, once this transaction is
+// durable.
+func (w *writeTxn) addReadScopes(scopes []*gnmi.Path) error {
+	for _, p := range scopes {
+		key := PathKey(p)
+		if err := w.put(valueKey(nsReadScope, key), p); err != nil {
+			return err
+		}
+		w.scopesAdded = append(w.scopesAdded, string(key))
+	}
+	return nil
+}
+
+// takeDeviceReads takes what the device held where the journal knew
+// nothing, read before change ch of proposal i was journaled, into the
+// committed and applied values: a unit is taken where the committed
+// values hold nothing at its path and nothing above it was deleted (an
+// earlier proposal's delete, committed after the read: the device no
+// longer holds it). Its index is 0 (no proposal wrote it) and no history
+// delta records it: the device held it all along, so a History snapshot or
+// a restore of any earlier time finds it as it is, and the change's own
+// history entries and rollback values find it as their before-image. The
+// read scopes are recorded.
+func (w *writeTxn) takeDeviceReads(ch *Change) error {
+	target := ch.GetPrefix().GetTarget()
+	var taken []*PathValue
+	for _, op := range ch.GetDeviceReads() {
+		for _, u := range Units(op) {
+			key := PathKey(u.GetPath())
+			prev, err := w.value(nsCommitted, key)
+			if err != nil {
+				return err
+			}
+			if prev != nil {
+				continue
+			}
+			gone, err := w.deletedAbove(u.GetPath())
+			if err != nil {
+				return err
+			}
+			if gone {
+				continue
+			}
+			path := u.GetPath()
+			if path.GetTarget() != target {
+				path = proto.CloneOf(path)
+				path.Target = target
+			}
+			pv := &PathValue{Path: path, Value: u.GetValue()}
+			if err := w.put(valueKey(nsCommitted, key), pv); err != nil {
+				return err
+			}
+			taken = append(taken, pv)
+		}
+	}
+	if err := w.writeApplied(taken); err != nil {
+		return err
+	}
+	return w.addReadScopes(ch.GetReadScopes())
+}
+
+// deletedAbove reports whether the committed values hold a tombstone at a
+// path above p (an element prefix of it, or the whole list of a keyed
+// element on it).
+func (w *writeTxn) deletedAbove(p *gnmi.Path) (bool, error) {
+	elems := p.GetElem()
+	for n := range elems {
+		above := []*gnmi.Path{{Origin: p.GetOrigin(), Elem: elems[:n]}}
+		if len(elems[n].GetKey()) > 0 {
+			list := append(append([]*gnmi.PathElem{}, elems[:n]...), &gnmi.PathElem{Name: elems[n].GetName()})
+			above = append(above, &gnmi.Path{Origin: p.GetOrigin(), Elem: list})
+		}
+		for _, a := range above {
+			pv, err := w.value(nsCommitted, PathKey(a))
+			if err != nil {
+				return false, err
+			}
+			if pv != nil && pv.GetDeleted() {
+				return true, nil
+			}
+		}
+	}
+	return false, nil
+}
+
+// unknownBefore marks, in eff's before-images, what the device held
+// where it could not be read: a path the change writes under one of
+// unread whose committed value is nil gets a tombstone marked unknown, so
+// that a rollback or a restore that would write it is refused (see
+// refuseUnknown) instead of deleting what the sidecar never saw.
+func unknownBefore(unread []*gnmi.Path, pv *PathValue) *PathValue {
+	key := PathKey(pv.GetPath())
+	for _, u := range unread {
+		if subtreeOf(u).contains(key) {
+			return &PathValue{Path: pv.GetPath(), Deleted: true, Unknown: true}
+		}
+	}
+	return nil
+}
+
+// refuseUnknown returns the refusal of an undo that would write values of
+// which one is unknown (nil if none is).
+func refuseUnknown(what string, values []*PathValue) error {
+	for _, pv := range values {
+		if pv.GetUnknown() {
+			return guardf("%s: what the device held at %s before the change is not known (the device could not be read when the change was made), and the undo would delete it; write the value you want there with a Set instead",
+				what, gnmipath.String(pv.GetPath()))
+		}
+	}
+	return nil
+}
+
+// removeStale is a baseline's last commit's own step: under the
+// baseline's read scopes, every value the committed configuration holds
+// that the baseline's proposals (from first on) did not write is one the
+// device no longer holds: it gets a tombstone in eff, so that the journal
+// holds exactly what the device does.
+func (w *writeTxn) removeStale(eff *effective, i, first uint64, scopes []*gnmi.Path) error {
+	for _, scope := range scopes {
+		sub := subtreeOf(scope)
+		stale := func(key []byte, val []byte) error {
+			pv := &PathValue{}
+			if err := proto.Unmarshal(val, pv); err != nil {
+				return fmt.Errorf("decode %q: %w", key, err)
+			}
+			k := key[len(nsCommitted):]
+			if pv.GetDeleted() || pv.GetIndex() >= first {
+				return nil
+			}
+			if _, ok := eff.values[string(k)]; ok {
+				return nil
+			}
+			eff.put(bytes.Clone(k), &PathValue{Path: pv.GetPath(), Index: i, Deleted: true})
+			return nil
+		}
+		if pv, err := w.value(nsCommitted, sub.key); err != nil {
+			return err
+		} else if pv != nil {
+			b, err := proto.Marshal(pv)
+			if err != nil {
+				return err
+			}
+			if err := stale(valueKey(nsCommitted, sub.key), b); err != nil {
+				return err
+			}
+		}
+		for _, prefix := range sub.prefixes {
+			if err := iteratePrefix(w.txn, valueKey(nsCommitted, prefix), stale); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// baselineStart returns the index of the first proposal of the baseline
+// whose last proposal is i: the baseline proposals journaled right before
+// it that are not a last one themselves.
+func (w *writeTxn) baselineStart(c *Configuration, i uint64) (uint64, error) {
+	first := i
+	for k := i - 1; k >= c.GetFirstIndex() && k > 0; k-- {
+		p, err := w.proposal(c, k)
+		if err != nil {
+			return 0, err
+		}
+		if p == nil || !p.GetChange().GetBaseline() || p.GetChange().GetFinalChunk() {
+			break
+		}
+		first = k
+	}
+	return first, nil
+}
+
+// ProposeBaseline journals one proposal of a baseline: ops, which write
+// the device's configuration in scopes as read from it (a client's Set
+// would send them; journal.BaselineChunks splits a large read into
+// several), adopted under the applied term like ProposeAdoption, marked
+// baseline, and final on the baseline's last proposal, whose commit also
+// removes from the committed values in scopes what the device no longer
+// holds and makes it Configuration.baseline_index.
+func (j *Journal) ProposeBaseline(ctx context.Context, by Sender, scopes []*gnmi.Path, ops []*Op, final bool, then ...func(*Tx) error) (*Proposal, error) {
+	by.emptyOK, by.Read = true, nil
+	return j.propose(ctx, by, ops, "a commit-confirmed is outstanding", "confirm or cancel it first, or wait for its rollback",
+		func(w *writeTxn, p *Proposal) error {
+			c, err := w.configuration()
+			if err != nil {
+				return err
+			}
+			p.Change.Adopted = true
+			p.Change.AdoptedTerm = c.GetApplied().GetTerm()
+			p.Change.Baseline = true
+			p.Change.FinalChunk = final
+			p.Change.ReadScopes = scopes
+			return w.put(proposalKey(p.GetIndex()), p)
+		}, then)
+}
+
+// BaselineChunks decomposes the device's configuration as read (updates,
+// full paths) leaf by leaf and returns it as the operations of one or more
+// baseline proposals (ProposeBaseline), each of at most max units, so that
+// every one fits in a journal transaction. Each operation is an update of
+// one unit at its own path.
+func (j *Journal) BaselineChunks(updates []*gnmi.Update, max int) ([][]*Op, error) {
+	if len(updates) == 0 {
+		return [][]*Op{nil}, nil
+	}
+	clean, _, err := j.cleanOps(readOps(updates))
+	if err != nil {
+		return nil, err
+	}
+	var chunks [][]*Op
+	var cur []*Op
+	for _, op := range clean {
+		for _, u := range Units(op) {
+			cur = append(cur, &Op{Kind: OpUpdate, Path: u.GetPath(), Values: []*Leaf{u}})
+			if len(cur) == max {
+				chunks, cur = append(chunks, cur), nil
+			}
+		}
+	}
+	if len(cur) > 0 || len(chunks) == 0 {
+		chunks = append(chunks, cur)
+	}
+	return chunks, nil
+}
+
+// readOps returns the device's values as read (full paths) as the update
+// operations a client would send to write them.
+func readOps(updates []*gnmi.Update) []*Op {
+	ops := make([]*Op, 0, len(updates))
+	for _, u := range updates {
+		ops = append(ops, &Op{Kind: OpUpdate, Path: u.GetPath(), Values: []*Leaf{{Path: u.GetPath(), Value: u.GetVal()}}})
+	}
+	return ops
+}
