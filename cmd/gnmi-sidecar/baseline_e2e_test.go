@@ -335,21 +335,54 @@ var baselineRows = []baselineRow{
 // TestBaselineRestoresStartupConfig is the issue's table: each row on a
 // freshly seeded device, with --baseline auto, and the rows marked off also
 // with --baseline off; after the undo the device holds exactly its startup
-// configuration.
+// configuration. Each runs without --yang (as the issue reproduced it: the
+// device's JSON lists read back with keys the sidecar learns from paths)
+// and with the device's YANG.
 func TestBaselineRestoresStartupConfig(t *testing.T) {
+	yang := testbedYANG(t)
 	for _, mode := range []string{baselineAuto, baselineOff} {
-		for _, row := range baselineRows {
-			if mode == baselineOff && !row.off {
-				continue
+		for _, withYANG := range []bool{false, true} {
+			for _, row := range baselineRows {
+				if mode == baselineOff && !row.off {
+					continue
+				}
+				var extra []string
+				name := mode
+				if withYANG {
+					extra, name = []string{"--yang", yang}, mode+"+yang"
+				}
+				t.Run(name+"/"+row.name, func(t *testing.T) {
+					t.Parallel()
+					s, startup := seededStack(t, mode, nil, extra...)
+					row.run(t, s, mode, startup)
+					s.expectDevice(t, "after the undo", startup, 10*time.Second)
+				})
 			}
-			t.Run(mode+"/"+row.name, func(t *testing.T) {
-				t.Parallel()
-				s, startup := seededStack(t, mode, nil)
-				row.run(t, s, mode, startup)
-				s.expectDevice(t, "after the undo", startup, 10*time.Second)
-			})
 		}
 	}
+}
+
+var (
+	yangOnce sync.Once
+	yangDir  string
+	yangErr  error
+)
+
+// testbedYANG writes the simulated device's YANG (gnmi-testbed yang) once
+// per test binary and returns its directory, for the sidecar's --yang.
+func testbedYANG(t *testing.T) string {
+	t.Helper()
+	_, tb := binaries(t)
+	yangOnce.Do(func() {
+		yangDir = filepath.Join(binDir, "yang")
+		if out, err := exec.Command(tb, "yang", "--out", yangDir).CombinedOutput(); err != nil {
+			yangErr = fmt.Errorf("gnmi-testbed yang: %v\n%s", err, out)
+		}
+	})
+	if yangErr != nil {
+		t.Fatal(yangErr)
+	}
+	return yangDir
 }
 
 // journalListJSON is `journal list -o json` as these tests read it.
@@ -392,9 +425,18 @@ func (s *stack) tagIndex(t *testing.T, name string) (uint64, bool) {
 // it cannot be rolled back (it changed nothing on the device), nor can the
 // point before it; a restarted sidecar does not journal it again; and
 // sync-from journals a new baseline and moves the tag to it.
-func TestBaselineJournaled(t *testing.T) {
-	t.Parallel()
-	s, startup := seededStack(t, baselineAuto, nil)
+func TestBaselineJournaled(t *testing.T) { withAndWithoutYANG(t, testBaselineJournaled) }
+
+// withAndWithoutYANG runs test as two parallel subtests: the sidecar
+// without --yang, and with the device's YANG (extra sidecar arguments).
+func withAndWithoutYANG(t *testing.T, test func(t *testing.T, extra ...string)) {
+	yang := testbedYANG(t)
+	t.Run("without-yang", func(t *testing.T) { t.Parallel(); test(t) })
+	t.Run("with-yang", func(t *testing.T) { t.Parallel(); test(t, "--yang", yang) })
+}
+
+func testBaselineJournaled(t *testing.T, extra ...string) {
+	s, startup := seededStack(t, baselineAuto, nil, extra...)
 
 	l := s.journalList(t)
 	if len(l.Proposals) != 1 || l.Proposals[0].Index != 1 || l.Proposals[0].Author != "device" {
@@ -462,8 +504,11 @@ func TestBaselineJournaled(t *testing.T) {
 // configuration lost) gets it back with the re-push, and a later rollback
 // still restores it.
 func TestBaselineSurvivesDeviceRestartEmpty(t *testing.T) {
-	t.Parallel()
-	s, startup := seededStack(t, baselineAuto, nil)
+	withAndWithoutYANG(t, testBaselineSurvivesDeviceRestartEmpty)
+}
+
+func testBaselineSurvivesDeviceRestartEmpty(t *testing.T, extra ...string) {
+	s, startup := seededStack(t, baselineAuto, nil, extra...)
 	s.mustCLI(t, "set", "--update", eth0DescPath+`="changed"`)
 	changed := mustDeviceConfig(t, s.devAdmin)
 
@@ -474,4 +519,77 @@ func TestBaselineSurvivesDeviceRestartEmpty(t *testing.T) {
 	s.expectDevice(t, "after the empty device was re-pushed", changed, 30*time.Second)
 	s.mustCLI(t, "rollback")
 	s.expectDevice(t, "after the rollback", startup, 10*time.Second)
+}
+
+var (
+	testbedHelpOnce sync.Once
+	testbedHelp     string
+)
+
+// testbedHasFlag reports whether gnmi-testbed has the flag name (the
+// read-refusal options land in the simulated device while these tests
+// exist already).
+func testbedHasFlag(t *testing.T, bin, name string) bool {
+	t.Helper()
+	testbedHelpOnce.Do(func() {
+		out, _ := exec.Command(bin, "--help").CombinedOutput()
+		testbedHelp = string(out)
+	})
+	return strings.Contains(testbedHelp, "--"+name+" ")
+}
+
+// TestBaselineDeviceRefusingGetConfig is the first rows of the table (and
+// the rollback to point 0) against a device that refuses a Get of type
+// CONFIG with UNIMPLEMENTED, as gnxi's gnmi_target does: the sidecar reads
+// it another way (Get ALL, state pruned), and nothing is lost either.
+func TestBaselineDeviceRefusingGetConfig(t *testing.T) {
+	_, tb := binaries(t)
+	if !testbedHasFlag(t, tb, "refuse-get-config") {
+		t.Skip("gnmi-testbed has no --refuse-get-config yet")
+	}
+	yang := testbedYANG(t)
+	for _, mode := range []string{baselineAuto, baselineOff} {
+		for _, withYANG := range []bool{false, true} {
+			for _, row := range baselineRows[:4] {
+				var extra []string
+				name := mode
+				if withYANG {
+					extra, name = []string{"--yang", yang}, mode+"+yang"
+				}
+				t.Run(name+"/"+row.name, func(t *testing.T) {
+					t.Parallel()
+					s, startup := seededStack(t, mode, []string{"--refuse-get-config"}, extra...)
+					row.run(t, s, mode, startup)
+					s.expectDevice(t, "after the undo", startup, 10*time.Second)
+				})
+			}
+		}
+	}
+}
+
+// TestBeforeImageUnreadableRefusesRollback: with --baseline off, in front
+// of a device that cannot be read at all (every Get refused, and every
+// encoding for Subscribe), the sidecar cannot know what its change
+// replaced; a rollback that would delete what it could not see is refused
+// with FAILED_PRECONDITION naming the path, and the device keeps what it
+// holds (never the startup value deleted).
+func TestBeforeImageUnreadableRefusesRollback(t *testing.T) {
+	_, tb := binaries(t)
+	if !testbedHasFlag(t, tb, "refuse-get") || !testbedHasFlag(t, tb, "refuse-encoding") {
+		t.Skip("gnmi-testbed has no --refuse-get and --refuse-encoding yet")
+	}
+	t.Parallel()
+	s, _ := seededStack(t, baselineOff, []string{"--refuse-get",
+		"--refuse-encoding", "JSON", "--refuse-encoding", "JSON_IETF", "--refuse-encoding", "PROTO"}, "--drift-policy", "off")
+	s.mustCLI(t, "set", "--update", hostnamePath+`="h1"`)
+	changed := mustDeviceConfig(t, s.devAdmin)
+	if v, err := scalar(changed[hostnamePath]); err != nil || v != "h1" {
+		t.Fatalf("the device holds hostname %v, want h1: the change did not take effect", changed[hostnamePath])
+	}
+	code, out, errOut := s.runCLI(t, "rollback")
+	if code != exitPrecondition || !strings.Contains(out+errOut, hostnamePath) {
+		t.Fatalf("rollback of a change whose before-image could not be read: exit code %d, %q %q; want %d (FAILED_PRECONDITION) naming %s",
+			code, out, errOut, exitPrecondition, hostnamePath)
+	}
+	s.expectDevice(t, "after the refused rollback", changed, 5*time.Second)
 }
