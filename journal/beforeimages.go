@@ -11,6 +11,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/gnmi-sidecar/gnmi-sidecar/gnmipath"
+	"github.com/gnmi-sidecar/gnmi-sidecar/leaves"
 )
 
 // Before-images from the device (docs/design.md §4, docs/values.md). The
@@ -330,6 +331,7 @@ func (j *Journal) BaselineChunks(updates []*gnmi.Update, max int) ([][]*Op, erro
 	if len(updates) == 0 {
 		return [][]*Op{nil}, nil
 	}
+	j.learnFromDevice(updates)
 	clean, _, err := j.cleanOps(readOps(updates))
 	if err != nil {
 		return nil, err
@@ -358,4 +360,25 @@ func readOps(updates []*gnmi.Update) []*Op {
 		ops = append(ops, &Op{Kind: OpUpdate, Path: u.GetPath(), Values: []*Leaf{{Path: u.GetPath(), Value: u.GetVal()}}})
 	}
 	return ops
+}
+
+// learnFromDevice learns the keys of the lists in the device's JSON values
+// that follow OpenConfig's convention (leaves.Keys.LearnOpenConfig), so
+// that its configuration can be recorded leaf by leaf without its YANG,
+// and returns them.
+func (j *Journal) learnFromDevice(updates []*gnmi.Update) []leaves.List {
+	var learned []leaves.List
+	for _, u := range updates {
+		var data []byte
+		switch v := u.GetVal().GetValue().(type) {
+		case *gnmi.TypedValue_JsonIetfVal:
+			data = v.JsonIetfVal
+		case *gnmi.TypedValue_JsonVal:
+			data = v.JsonVal
+		default:
+			continue
+		}
+		learned = append(learned, j.keys.LearnOpenConfig(u.GetPath(), data)...)
+	}
+	return learned
 }

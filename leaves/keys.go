@@ -1,7 +1,9 @@
 package leaves
 
 import (
+	"encoding/json"
 	"maps"
+	"reflect"
 	"slices"
 	"strings"
 	"sync"
@@ -200,4 +202,106 @@ func KeepsEntry(p *gpb.Path) bool {
 	}
 	_, ok := KeyMirror(p)
 	return ok
+}
+
+// LearnOpenConfig learns, from data, the JSON or JSON_IETF value a device
+// answered a read of at with, the keys of the lists it holds that follow
+// OpenConfig's convention (the OpenConfig style guide): an entry's direct
+// leaves are exactly its keys, each repeated with the same value in the
+// entry's config container. A list whose entries do not all follow it is
+// left unknown. It returns the lists it did not know.
+func (k *Keys) LearnOpenConfig(at *gpb.Path, data []byte) []List {
+	var v any
+	if k == nil || json.Unmarshal(data, &v) != nil {
+		return nil
+	}
+	elems := make([]*gpb.PathElem, len(at.GetElem()))
+	for n, e := range at.GetElem() {
+		elems[n] = &gpb.PathElem{Name: Name(e.GetName())}
+	}
+	var learned []List
+	var walk func(elems []*gpb.PathElem, v any)
+	walk = func(elems []*gpb.PathElem, v any) {
+		switch v := v.(type) {
+		case map[string]any:
+			for name, child := range v {
+				walk(append(slices.Clip(elems), &gpb.PathElem{Name: Name(name)}), child)
+			}
+		case []any:
+			if len(elems) == 0 {
+				return
+			}
+			keys := openConfigKeys(v)
+			if keys == nil {
+				return
+			}
+			l := List{Path: &gpb.Path{Origin: at.GetOrigin(), Elem: elems}, Keys: keys}
+			k.mu.Lock()
+			if k.add(l) {
+				learned = append(learned, l)
+			}
+			k.mu.Unlock()
+			for _, entry := range v {
+				walk(elems, entry)
+			}
+		}
+	}
+	walk(elems, v)
+	return learned
+}
+
+// openConfigKeys returns the key names of a JSON list whose entries follow
+// OpenConfig's convention (see LearnOpenConfig), sorted; nil if they do not.
+func openConfigKeys(entries []any) []string {
+	var keys []string
+	for n, e := range entries {
+		entry, ok := e.(map[string]any)
+		if !ok {
+			return nil
+		}
+		var config map[string]any
+		var direct []string
+		for name, v := range entry {
+			switch v := v.(type) {
+			case map[string]any:
+				if Name(name) == "config" {
+					config = v
+				}
+			case []any:
+			default:
+				direct = append(direct, name)
+			}
+		}
+		if config == nil || len(direct) == 0 {
+			return nil
+		}
+		for _, name := range direct {
+			mirror, ok := lookupMember(config, Name(name))
+			if !ok || !reflect.DeepEqual(mirror, entry[name]) {
+				return nil
+			}
+		}
+		names := make([]string, len(direct))
+		for i, d := range direct {
+			names[i] = Name(d)
+		}
+		slices.Sort(names)
+		if n == 0 {
+			keys = names
+		} else if !slices.Equal(keys, names) {
+			return nil
+		}
+	}
+	return keys
+}
+
+// lookupMember returns the member of obj named name, with or without a
+// module prefix.
+func lookupMember(obj map[string]any, name string) (any, bool) {
+	for k, v := range obj {
+		if Name(k) == name {
+			return v, true
+		}
+	}
+	return nil, false
 }

@@ -196,6 +196,8 @@ type gatedDevice struct {
 	addr     string
 	dev      gpb.GNMIClient
 	afterGet func()
+	// getErr, if set, answers every Get.
+	getErr error
 
 	mu      sync.Mutex
 	down    bool
@@ -248,9 +250,22 @@ func (d *gatedDevice) Capabilities(ctx context.Context, req *gpb.CapabilityReque
 	return d.dev.Capabilities(ctx, req)
 }
 
+// refuseGets answers every Get with err from now on (nil: relays them).
+func (d *gatedDevice) refuseGets(err error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.getErr = err
+}
+
 func (d *gatedDevice) Get(ctx context.Context, req *gpb.GetRequest) (*gpb.GetResponse, error) {
 	if err := d.gate(ctx); err != nil {
 		return nil, err
+	}
+	d.mu.Lock()
+	refused := d.getErr
+	d.mu.Unlock()
+	if refused != nil {
+		return nil, refused
 	}
 	resp, err := d.dev.Get(ctx, req)
 	d.mu.Lock()

@@ -57,6 +57,14 @@ type Options struct {
 	// Schema is the device's YANG schema (sidecar.Config.Schema); nil:
 	// none.
 	Schema *leaves.Schema
+	// Seed are Sets sent to the simulated device directly before the
+	// sidecar starts: configuration the device holds that the sidecar did
+	// not write.
+	Seed []*gpb.SetRequest
+	// Baseline and ManagedPaths are sidecar.Config's (the onboarding
+	// baseline); Start then also waits for the baseline to be decided.
+	Baseline     bool
+	ManagedPaths []*gpb.Path
 }
 
 // Sidecar is a whole sidecar in-process, built by sidecar.New as
@@ -101,6 +109,14 @@ func Start(t testing.TB, opts Options) *Sidecar {
 		}
 		s.Dev = testbed.StartT(t, devOpts)
 		s.Target = s.Dev.Addr()
+		if len(opts.Seed) > 0 {
+			dev := Dial(t, s.Target)
+			for _, req := range opts.Seed {
+				if _, err := dev.Set(context.Background(), req); err != nil {
+					t.Fatalf("seeding the device: %v", err)
+				}
+			}
+		}
 	}
 	sc, err := sidecar.New(sidecar.Config{
 		Target:                s.Target,
@@ -112,6 +128,8 @@ func Start(t testing.TB, opts Options) *Sidecar {
 		DriftPolicy:           opts.DriftPolicy,
 		DriftInterval:         opts.DriftInterval,
 		Schema:                opts.Schema,
+		Baseline:              opts.Baseline,
+		ManagedPaths:          opts.ManagedPaths,
 		JournalDir:            t.TempDir(),
 		JournalNoSync:         true,
 		JournalRetain:         opts.Retain,

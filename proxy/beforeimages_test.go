@@ -1,0 +1,224 @@
+package proxy_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	gpb "github.com/openconfig/gnmi/proto/gnmi"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/testing/protocmp"
+
+	"github.com/gnmi-sidecar/gnmi-sidecar/client"
+	"github.com/gnmi-sidecar/gnmi-sidecar/journal"
+	"github.com/gnmi-sidecar/gnmi-sidecar/proxy/sidecarpb"
+	"github.com/gnmi-sidecar/gnmi-sidecar/sidecar/sidecartest"
+	"github.com/gnmi-sidecar/gnmi-sidecar/testbed"
+)
+
+// configuredDevice is configuration a device holds before the sidecar
+// arrives: a hostname, two banners, a domain, and eth0 with a description
+// and an mtu.
+func configuredDevice(t *testing.T) []*gpb.SetRequest {
+	return []*gpb.SetRequest{{
+		Update: []*gpb.Update{{
+			Path: sidecartest.Path(t, "/system/config"),
+			Val: &gpb.TypedValue{Value: &gpb.TypedValue_JsonIetfVal{JsonIetfVal: []byte(
+				`{"hostname":"zz-dev01","domain-name":"lab.example","login-banner":"authorized only","motd-banner":"welcome"}`)}},
+		}, {
+			Path: sidecartest.Path(t, "/interfaces/interface[name=eth0]"),
+			Val: &gpb.TypedValue{Value: &gpb.TypedValue_JsonIetfVal{JsonIetfVal: []byte(
+				`{"name":"eth0","config":{"name":"eth0","description":"uplink to core","mtu":1500}}`)}},
+		}},
+	}}
+}
+
+// TestConfiguredDevice undoes changes made through the sidecar in front of
+// a device that held configuration before it: every undo restores what the
+// device held, whether the journal took a baseline or read each change's
+// paths before it.
+func TestConfiguredDevice(t *testing.T) {
+	for _, baseline := range []bool{true, false} {
+		t.Run(fmt.Sprintf("baseline=%v", baseline), func(t *testing.T) {
+			for _, tc := range []struct {
+				name string
+				set  func(t *testing.T) *gpb.SetRequest
+			}{{
+				name: "a leaf's value",
+				set: func(t *testing.T) *gpb.SetRequest {
+					return sidecartest.UpdateRequest(t, "/system/config/hostname", sidecartest.StringVal("r1"))
+				},
+			}, {
+				name: "a leaf in an existing list entry",
+				set: func(t *testing.T) *gpb.SetRequest {
+					return sidecartest.UpdateRequest(t, descPath, sidecartest.StringVal("changed"))
+				},
+			}, {
+				name: "a new leaf in an existing list entry, as JSON",
+				set: func(t *testing.T) *gpb.SetRequest {
+					return &gpb.SetRequest{Update: []*gpb.Update{{Path: sidecartest.Path(t, "/interfaces/interface[name=eth0]/config"),
+						Val: jsonIETF(`{"enabled":false,"mtu":9000}`)}}}
+				},
+			}, {
+				name: "a Replace of a container",
+				set: func(t *testing.T) *gpb.SetRequest {
+					return &gpb.SetRequest{Replace: []*gpb.Update{{Path: sidecartest.Path(t, "/system/config"), Val: jsonIETF(`{"hostname":"r"}`)}}}
+				},
+			}, {
+				name: "a Delete of a leaf",
+				set: func(t *testing.T) *gpb.SetRequest {
+					return &gpb.SetRequest{Delete: []*gpb.Path{sidecartest.Path(t, "/system/config/login-banner")}}
+				},
+			}, {
+				name: "a Delete of a list entry",
+				set: func(t *testing.T) *gpb.SetRequest {
+					return &gpb.SetRequest{Delete: []*gpb.Path{sidecartest.Path(t, "/interfaces/interface[name=eth0]")}}
+				},
+			}, {
+				name: "a Replace at the root",
+				set: func(t *testing.T) *gpb.SetRequest {
+					return &gpb.SetRequest{Replace: []*gpb.Update{{Path: &gpb.Path{}, Val: jsonIETF(`{"openconfig-system:system":{"config":{"hostname":"only"}}}`)}}}
+				},
+			}} {
+				t.Run(tc.name, func(t *testing.T) {
+					r := sidecartest.Start(t, sidecartest.Options{Seed: configuredDevice(t), Baseline: baseline})
+					before := sidecartest.DeviceLeaves(t, r.Dev)
+					r.MustSet(t, tc.set(t))
+					if cmp.Equal(before, sidecartest.DeviceLeaves(t, r.Dev), protocmp.Transform()) {
+						t.Fatal("the change did not change the device")
+					}
+					r.MustSet(t, sidecartest.RollbackRequest(t, 0))
+					if diff := cmp.Diff(before, sidecartest.DeviceLeaves(t, r.Dev), protocmp.Transform()); diff != "" {
+						t.Errorf("the device after the rollback differs from before the change (-before +after):\n%s", diff)
+					}
+				})
+			}
+
+			t.Run("commit-confirmed expiry", func(t *testing.T) {
+				r := sidecartest.Start(t, sidecartest.Options{Seed: configuredDevice(t), Baseline: baseline})
+				before := sidecartest.DeviceLeaves(t, r.Dev)
+				req := sidecartest.UpdateRequest(t, "/system/config/hostname", sidecartest.StringVal("temporary"),
+					sidecartest.CommitExtension("c1", sidecartest.CommitFor(time.Second)))
+				r.MustSet(t, req)
+				sidecartest.Eventually(t, 30*time.Second, "the commit-confirmed to expire and its rollback to be applied", func() bool {
+					return r.OutstandingCommit(t) == nil && cmp.Equal(before, sidecartest.DeviceLeaves(t, r.Dev), protocmp.Transform())
+				})
+			})
+		})
+	}
+}
+
+// TestBaseline onboards a configured device: its configuration is
+// journaled first as proposals authored device and tagged baseline; a
+// rollback to the tag returns the device to it exactly; neither the
+// baseline nor a point before it can be rolled back to.
+func TestBaseline(t *testing.T) {
+	r := sidecartest.Start(t, sidecartest.Options{Seed: configuredDevice(t), Baseline: true})
+	before := sidecartest.DeviceLeaves(t, r.Dev)
+	r.MustSet(t, sidecartest.UpdateRequest(t, "/system/config/hostname", sidecartest.StringVal("r1")))
+	p := r.Proposal(t, 1)
+	if !p.GetChange().GetBaseline() || p.GetChange().GetAuthor() != "device" {
+		t.Fatalf("proposal 1 is not the baseline authored device: %v", p.GetChange())
+	}
+	if got := r.LastIndex(t); got != 2 {
+		t.Fatalf("last index %d, want 2: the baseline, then the change", got)
+	}
+	r.MustSet(t, &gpb.SetRequest{Replace: []*gpb.Update{{Path: sidecartest.Path(t, "/system/config"), Val: jsonIETF(`{"hostname":"r2"}`)}}})
+	r.MustSet(t, &gpb.SetRequest{Delete: []*gpb.Path{sidecartest.Path(t, "/interfaces/interface[name=eth0]")}})
+	r.MustSet(t, sidecartest.UpdateRequest(t, "/interfaces/interface[name=eth1]/config/description", sidecartest.StringVal("new")))
+
+	ctx := context.Background()
+	_, _, err := client.RollbackTo(ctx, r.Client, "", 0, sidecarpb.SetMode_SET_MODE_SYNC, "")
+	sidecartest.WantStatus(t, err, codes.FailedPrecondition, "baseline")
+	_, err = r.Set(t, sidecartest.RollbackRequest(t, 1))
+	sidecartest.WantStatus(t, err, codes.FailedPrecondition, "roll back proposal 1", "baseline")
+
+	if _, _, err := client.RollbackTo(ctx, r.Client, journal.BaselineTag, 0, sidecarpb.SetMode_SET_MODE_SYNC, "back"); err != nil {
+		t.Fatalf("rollback --to baseline: %v", err)
+	}
+	if diff := cmp.Diff(before, sidecartest.DeviceLeaves(t, r.Dev), protocmp.Transform()); diff != "" {
+		t.Errorf("after rollback --to baseline the device differs from before the sidecar (-before +after):\n%s", diff)
+	}
+	_, err = client.Tag(ctx, r.Client, &sidecarpb.Tag{Name: journal.BaselineTag}, "")
+	sidecartest.WantStatus(t, err, codes.InvalidArgument, "the sidecar's own")
+}
+
+// TestSyncFrom re-reads a device changed behind the sidecar's back: the
+// journal then holds exactly what the device holds, and the tag baseline
+// names the new point.
+func TestSyncFrom(t *testing.T) {
+	r := sidecartest.Start(t, sidecartest.Options{Seed: configuredDevice(t), Baseline: true})
+	r.MustSet(t, sidecartest.UpdateRequest(t, "/system/config/hostname", sidecartest.StringVal("r1")))
+	dev := sidecartest.Dial(t, r.Target)
+	ctx := context.Background()
+	// Behind the sidecar's back: a banner gone, a new interface.
+	if _, err := dev.Set(ctx, &gpb.SetRequest{Delete: []*gpb.Path{sidecartest.Path(t, "/system/config/motd-banner")},
+		Update: []*gpb.Update{{Path: sidecartest.Path(t, "/interfaces/interface[name=eth7]/config/mtu"), Val: sidecartest.UintVal(1400)}}}); err != nil {
+		t.Fatal(err)
+	}
+	res, err := client.SyncFrom(ctx, r.Client, "re-read")
+	if err != nil {
+		t.Fatalf("sync-from: %v", err)
+	}
+	if res.GetFirstIndex() != 3 || res.GetUnits() == 0 {
+		t.Errorf("sync-from journaled %v, want proposals from 3 with units", res)
+	}
+	synced := sidecartest.DeviceLeaves(t, r.Dev)
+	// A change and its rollback now come back to the device as synced.
+	r.MustSet(t, &gpb.SetRequest{Replace: []*gpb.Update{{Path: sidecartest.Path(t, "/system/config"), Val: jsonIETF(`{"hostname":"x"}`)}}})
+	if _, _, err := client.RollbackTo(ctx, r.Client, journal.BaselineTag, 0, sidecarpb.SetMode_SET_MODE_SYNC, ""); err != nil {
+		t.Fatalf("rollback --to baseline: %v", err)
+	}
+	if diff := cmp.Diff(synced, sidecartest.DeviceLeaves(t, r.Dev), protocmp.Transform()); diff != "" {
+		t.Errorf("after rollback --to baseline the device differs from what sync-from read (-synced +after):\n%s", diff)
+	}
+	var stale int
+	if err := r.Journal.Committed(ctx, sidecartest.Path(t, "/system/config/motd-banner"), func(pv *journal.PathValue) error {
+		if !pv.GetDeleted() {
+			stale++
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if stale != 0 {
+		t.Error("the journal still holds the banner the device lost before sync-from")
+	}
+}
+
+// TestUnreadableBeforeImage: a change to a path the device cannot be read
+// at goes ahead, but its rollback, which would delete what the sidecar
+// never saw, is refused naming the path, and a commit-confirmed there is
+// refused before anything is journaled.
+func TestUnreadableBeforeImage(t *testing.T) {
+	dev := testbed.StartT(t, testbed.Options{Logger: sidecartest.Logger(t)})
+	seed := sidecartest.Dial(t, dev.Addr())
+	for _, req := range configuredDevice(t) {
+		if _, err := seed.Set(context.Background(), req); err != nil {
+			t.Fatal(err)
+		}
+	}
+	gated := newGatedDevice(t, dev.Addr())
+	gated.refuseGets(status.Error(codes.Unavailable, "reads are down"))
+	r := sidecartest.Start(t, sidecartest.Options{Target: gated.addr})
+	r.WaitConnected(t, true)
+	r.MustSet(t, sidecartest.UpdateRequest(t, "/system/config/hostname", sidecartest.StringVal("r1")))
+	_, err := r.Set(t, sidecartest.RollbackRequest(t, 0))
+	sidecartest.WantStatus(t, err, codes.FailedPrecondition, "/system/config/hostname", "not known")
+	if got := sidecartest.DeviceLeaves(t, dev)["/system/config/hostname"]; !proto.Equal(got, sidecartest.StringVal("r1")) {
+		t.Errorf("hostname %v after a refused rollback, want r1", got)
+	}
+
+	req := sidecartest.UpdateRequest(t, "/system/config/login-banner", sidecartest.StringVal("x"),
+		sidecartest.CommitExtension("c1", sidecartest.CommitFor(time.Minute)))
+	last := r.LastIndex(t)
+	_, err = r.Set(t, req)
+	sidecartest.WantStatus(t, err, codes.FailedPrecondition, "could not be read")
+	if got := r.LastIndex(t); got != last {
+		t.Errorf("a refused commit-confirmed journaled proposal %d", got)
+	}
+}
