@@ -438,7 +438,12 @@ func withAndWithoutYANG(t *testing.T, test func(t *testing.T, extra ...string)) 
 func testBaselineJournaled(t *testing.T, extra ...string) {
 	s, startup := seededStack(t, baselineAuto, nil, extra...)
 
-	l := s.journalList(t)
+	// The baseline is taken once the sidecar is connected: wait for it.
+	var l journalListJSON
+	poll(t, 20*time.Second, "the baseline to be journaled", func() (bool, string) {
+		l = s.journalList(t)
+		return len(l.Proposals) > 0, "the journal is empty"
+	})
 	if len(l.Proposals) != 1 || l.Proposals[0].Index != 1 || l.Proposals[0].Author != "device" {
 		t.Fatalf("journal list after start: %+v; want one proposal, 1, authored device (the baseline)", l.Proposals)
 	}

@@ -22,6 +22,7 @@ import (
 	gpb "github.com/openconfig/gnmi/proto/gnmi"
 	"github.com/openconfig/gnmi/proto/gnmi_ext"
 	"github.com/openconfig/ygot/ygot"
+	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
@@ -301,11 +302,18 @@ func (d *diffRun) seedDevice(t *testing.T) {
 		d.model.write(u.path, u.val)
 	}
 	d.logf("device seeded directly: %s", showSet(req))
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	if _, err := d.h.devClient.Set(ctx, req); err != nil {
-		t.Fatalf("seeding the device: %v", err)
-	}
+	// The device has just restarted: the client's connection to it may be
+	// the old one, or not up yet. The Set is an Update, so sent again it
+	// changes nothing more.
+	poll(t, 30*time.Second, "the device to take the seed", func() (bool, string) {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		_, err := d.h.devClient.Set(ctx, req, grpc.WaitForReady(true))
+		if err != nil && status.Code(err) != codes.Unavailable {
+			t.Fatalf("seeding the device: %v", err)
+		}
+		return err == nil, fmt.Sprint(err)
+	})
 	d.startup = d.model.clone()
 	d.counts[countSeeded] += len(d.startup.leaves)
 	// The device holds it before the sidecar starts.
@@ -321,18 +329,26 @@ func (d *diffRun) checkBaselineProposal(t *testing.T) {
 		t.Fatal(err)
 	}
 	p.Origin = "gnmi-sidecar"
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	resp, err := d.client.Get(ctx, &gpb.GetRequest{Path: []*gpb.Path{p}})
-	if err != nil {
-		t.Fatalf("reading proposal 1's author (the baseline): %v", err)
-	}
+	// The baseline is taken once the sidecar is connected, after the
+	// re-push: wait for it.
 	var author string
-	for _, n := range resp.GetNotification() {
-		for _, u := range n.GetUpdate() {
-			author = u.GetVal().GetStringVal()
+	poll(t, 20*time.Second, "the baseline to be journaled as proposal 1", func() (bool, string) {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		resp, err := d.client.Get(ctx, &gpb.GetRequest{Path: []*gpb.Path{p}})
+		if status.Code(err) == codes.NotFound {
+			return false, err.Error()
 		}
-	}
+		if err != nil {
+			t.Fatalf("reading proposal 1's author (the baseline): %v", err)
+		}
+		for _, n := range resp.GetNotification() {
+			for _, u := range n.GetUpdate() {
+				author = u.GetVal().GetStringVal()
+			}
+		}
+		return true, ""
+	})
 	if author != "device" {
 		t.Fatalf("proposal 1 authored %q, want device (the baseline journaled before any client's Set)", author)
 	}
