@@ -598,3 +598,17 @@ func TestBeforeImageUnreadableRefusesRollback(t *testing.T) {
 	}
 	s.expectDevice(t, "after the refused rollback", changed, 5*time.Second)
 }
+
+// TestBaselineManagedPaths is the table with a baseline of /system only
+// (--managed-paths): a change under /interfaces, outside it, has its
+// before-images read from the device per Set, and is undone as exactly.
+func TestBaselineManagedPaths(t *testing.T) {
+	for _, row := range baselineRows {
+		t.Run(row.name, func(t *testing.T) {
+			t.Parallel()
+			s, startup := seededStack(t, baselineAuto, nil, "--managed-paths", "/system")
+			row.run(t, s, baselineAuto, startup)
+			s.expectDevice(t, "after the undo", startup, 10*time.Second)
+		})
+	}
+}
