@@ -195,6 +195,7 @@ func configurationFields() []field[*journal.Configuration] {
 		{HistoryFloor, func(c c) *gpb.TypedValue { return nanos(c.GetHistoryFloor()) }},
 		{OutOfSync, func(c c) *gpb.TypedValue { return scalar(c.GetOutOfSync()) }},
 		{Resolutions, func(c c) *gpb.TypedValue { return scalar(c.GetResolutions()) }},
+		{BaselineIndex, func(c c) *gpb.TypedValue { return nonZero(c.GetBaselineIndex()) }},
 	}
 }
 

@@ -282,7 +282,7 @@ func TestSchemaMatchesRenderer(t *testing.T) {
 	p.Change.Prefix = &gpb.Path{Target: "dev1"}
 	p.Rollback.Author, p.Rollback.Comment = "bob", "undo"
 	var leaves []treeLeaf
-	leaves = append(leaves, configurationLeaves(&journal.Configuration{Status: journal.StatusComplete, RollingBack: 2, HistoryFloor: stamp(1)})...)
+	leaves = append(leaves, configurationLeaves(&journal.Configuration{Status: journal.StatusComplete, RollingBack: 2, HistoryFloor: stamp(1), BaselineIndex: 3})...)
 	leaves = append(leaves, deviceLeaves("a", agent.Status{Connected: true, Term: 1, LastRepush: fixtureTime, LastError: "e",
 		Fenced: true, FencedBy: "f"})...)
 	leaves = append(leaves, commitConfirmLeaves(&journal.CommitConfirm{Id: "c", Started: stamp(1), Deadline: stamp(2)})...)

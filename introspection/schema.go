@@ -69,6 +69,7 @@ const (
 	Operation                = "operation"
 	Operations               = "operations"
 	OutOfSync                = "out-of-sync"
+	BaselineIndex            = "baseline-index"
 	Path                     = "path"
 	Paths                    = "paths"
 	Phase                    = "phase"

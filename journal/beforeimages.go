@@ -125,6 +125,13 @@ func (j *Journal) ReadScopes(ctx context.Context) ([]*gnmi.Path, error) {
 	return out, err
 }
 
+// RecordReadScopes records scopes as read scopes on their own: the device
+// was read there and held nothing, and the journal holds nothing there
+// either (a new journal's baseline of a device that holds nothing).
+func (j *Journal) RecordReadScopes(ctx context.Context, scopes []*gnmi.Path) error {
+	return j.submit(ctx, func(w *writeTxn) error { return w.addReadScopes(scopes) })
+}
+
 // addReadScopes records scopes as read scopes, once this transaction is
 // durable.
 func (w *writeTxn) addReadScopes(scopes []*gnmi.Path) error {
@@ -153,6 +160,9 @@ func (w *writeTxn) takeDeviceReads(ch *Change) error {
 	var taken []*PathValue
 	for _, op := range ch.GetDeviceReads() {
 		for _, u := range Units(op) {
+			if containerMarker(u) {
+				continue
+			}
 			key := PathKey(u.GetPath())
 			prev, err := w.value(nsCommitted, key)
 			if err != nil {
@@ -183,6 +193,7 @@ func (w *writeTxn) takeDeviceReads(ch *Change) error {
 	if err := w.writeApplied(taken); err != nil {
 		return err
 	}
+	w.read = taken
 	return w.addReadScopes(ch.GetReadScopes())
 }
 
@@ -340,6 +351,9 @@ func (j *Journal) BaselineChunks(updates []*gnmi.Update, max int) ([][]*Op, erro
 	var cur []*Op
 	for _, op := range clean {
 		for _, u := range Units(op) {
+			if containerMarker(u) {
+				continue
+			}
 			cur = append(cur, &Op{Kind: OpUpdate, Path: u.GetPath(), Values: []*Leaf{u}})
 			if len(cur) == max {
 				chunks, cur = append(chunks, cur), nil
@@ -350,6 +364,17 @@ func (j *Journal) BaselineChunks(updates []*gnmi.Update, max int) ([][]*Op, erro
 		chunks = append(chunks, cur)
 	}
 	return chunks, nil
+}
+
+// containerMarker reports whether u, a unit of the device's answer, is the
+// marker of a container rather than of a list entry: an empty container a
+// device shows in its answers whether or not anything was configured
+// there. (A presence container the device holds empty is therefore not
+// known to a baseline: a rollback of a change that writes under it leaves
+// it, empty, in place.)
+func containerMarker(u *Leaf) bool {
+	elems := u.GetPath().GetElem()
+	return leaves.IsMarker(u.GetValue()) && (len(elems) == 0 || len(elems[len(elems)-1].GetKey()) == 0)
 }
 
 // readOps returns the device's values as read (full paths) as the update

@@ -67,6 +67,10 @@ type Event struct {
 	// failed one: their commit is undone (Change.aborted_by) and their
 	// apply is aborted in its turn (AbortApply).
 	Aborted []uint64
+	// Read, for CommitChange, are the device's values the commit took into
+	// the committed and applied configuration where the journal knew
+	// nothing (before-images read from the device, index 0).
+	Read []*PathValue
 	// CommitConfirm is set by the commit-confirmed events: the record
 	// written (ActionSetCommitConfirm) or removed (ActionClearCommitConfirm).
 	// Index is then the record's proposal.

@@ -629,6 +629,8 @@ type writeTxn struct {
 	observed bool    // an Observer is set: collect events
 	// aborted collects FailApply's aborted proposals for its event.
 	aborted []uint64
+	// read collects the device's values CommitChange took, for its event.
+	read []*PathValue
 	// followUps are events a proposal transition queues to be emitted
 	// after its own (see proposalTransition).
 	followUps []Event

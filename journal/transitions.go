@@ -353,7 +353,7 @@ func (w *writeTxn) proposalTransition(t proposalTransition) (*Proposal, *Configu
 	if err != nil {
 		return nil, nil, err
 	}
-	w.aborted, w.followUps = nil, nil
+	w.aborted, w.followUps, w.read = nil, nil, nil
 	switch err := t.fn(w, c, p); {
 	case errors.Is(err, errUnchanged):
 	case err != nil:
@@ -362,7 +362,7 @@ func (w *writeTxn) proposalTransition(t proposalTransition) (*Proposal, *Configu
 		if err := w.putProposalAndConfiguration(p, c); err != nil {
 			return nil, nil, err
 		}
-		w.emit(Event{Action: t.action, Index: t.index, Proposal: p, Configuration: c, Aborted: w.aborted})
+		w.emit(Event{Action: t.action, Index: t.index, Proposal: p, Configuration: c, Aborted: w.aborted, Read: w.read})
 		for _, e := range w.followUps {
 			w.emit(e)
 		}

@@ -61,6 +61,8 @@ func (s *Server) SyncFrom(ctx context.Context, by journal.Sender) (*SyncResult, 
 	if err := s.waitSynced(ctx); err != nil {
 		return nil, err
 	}
+	s.syncMu.Lock()
+	defer s.syncMu.Unlock()
 	if err := s.atRest(ctx); err != nil {
 		return nil, err
 	}
@@ -75,21 +77,28 @@ func (s *Server) SyncFrom(ctx context.Context, by journal.Sender) (*SyncResult, 
 	}
 	read := time.Since(start)
 	j := s.opts.Journal
-	if len(values) == 0 {
+	chunks, err := j.BaselineChunks(values, baselineChunk)
+	if err != nil {
+		return nil, JournalError(fmt.Errorf("the device's configuration: %w", err))
+	}
+	units := 0
+	for _, ops := range chunks {
+		units += len(ops)
+	}
+	if units == 0 {
 		c, err := j.Configuration(ctx)
 		if err != nil {
 			return nil, JournalError(err)
 		}
 		if c.GetLastIndex() == 0 {
 			// A new journal in front of a device that holds nothing: the
-			// journal already holds exactly what the device does.
+			// journal already holds exactly what the device does there.
+			if err := j.RecordReadScopes(ctx, scopes); err != nil {
+				return nil, JournalError(err)
+			}
 			s.log.Info("the device holds no configuration in the managed paths: no baseline to journal", "scopes", len(scopes))
 			return &SyncResult{Scopes: scopes, Read: read, Took: time.Since(start)}, nil
 		}
-	}
-	chunks, err := j.BaselineChunks(values, baselineChunk)
-	if err != nil {
-		return nil, JournalError(fmt.Errorf("the device's configuration: %w", err))
 	}
 	by.Author = BaselineAuthor
 	by.Prefix = gnmipath.TargetPrefix(target)
@@ -149,8 +158,19 @@ func (s *Server) syncFrom(ctx context.Context, req *gpb.SetRequest, by journal.S
 
 // NeedsBaseline reports whether the journal wants an onboarding baseline:
 // nothing was ever journaled but baseline proposals (a baseline cut short
-// by a stop), and no baseline is tagged.
+// by a stop), no baseline is tagged, and the device was never found
+// holding nothing (read scopes recorded without a proposal).
 func NeedsBaseline(ctx context.Context, j *journal.Journal) (bool, error) {
+	c, err := j.Configuration(ctx)
+	if err != nil {
+		return false, err
+	}
+	if c.GetLastIndex() == 0 {
+		scopes, err := j.ReadScopes(ctx)
+		if err != nil || len(scopes) > 0 {
+			return false, err
+		}
+	}
 	tags, err := j.Tags(ctx)
 	if err != nil {
 		return false, err
@@ -159,10 +179,6 @@ func NeedsBaseline(ctx context.Context, j *journal.Journal) (bool, error) {
 		if t.GetName() == journal.BaselineTag {
 			return false, nil
 		}
-	}
-	c, err := j.Configuration(ctx)
-	if err != nil {
-		return false, err
 	}
 	need := true
 	err = j.Proposals(ctx, c.GetFirstIndex(), c.GetLastIndex(), func(p *journal.Proposal) error {

@@ -222,3 +222,22 @@ func TestUnreadableBeforeImage(t *testing.T) {
 		t.Errorf("a refused commit-confirmed journaled proposal %d", got)
 	}
 }
+
+// TestBaselineOfAnEmptyDevice: a new journal in front of a device that
+// holds nothing journals no baseline proposal, yet knows the device holds
+// nothing: a change then reads nothing from the device first.
+func TestBaselineOfAnEmptyDevice(t *testing.T) {
+	r := sidecartest.Start(t, sidecartest.Options{Baseline: true})
+	sidecartest.Eventually(t, 30*time.Second, "the baseline read of the empty device", func() bool {
+		return r.Journal.Covered(&gpb.Path{})
+	})
+	r.MustSet(t, sidecartest.UpdateRequest(t, descPath, sidecartest.StringVal("first")))
+	if got := r.LastIndex(t); got != 1 {
+		t.Fatalf("last index %d, want 1: no baseline proposal for an empty device; 1: %v", got, r.Proposal(t, 1).GetChange().GetOps())
+	}
+	if reads := r.Proposal(t, 1).GetChange().GetDeviceReads(); len(reads) != 0 {
+		t.Errorf("the change read the device first: %v", reads)
+	}
+	r.MustSet(t, sidecartest.RollbackRequest(t, 0))
+	r.WantDeviceLeaf(t, descPath, nil)
+}

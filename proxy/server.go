@@ -109,6 +109,11 @@ type Server struct {
 	// given up (Onboard), or at once without Options.Onboard.
 	baselineDecided chan struct{}
 	baselineDone    func()
+	// syncMu is held for writing by SyncFrom from its wait for the
+	// pipeline at rest to its last proposal, and for reading by every
+	// other write Set: no change is journaled between the device's read
+	// and the baseline made of it.
+	syncMu sync.RWMutex
 }
 
 // New returns a Server passing reads through to opts.Target. The device

@@ -86,10 +86,13 @@ func (s *Server) set(ctx context.Context, req *gpb.SetRequest) (*gpb.SetResponse
 			"a rollback, resolve, tag or sync-from Set sends the device no Set of the client's: it cannot carry extensions for the device (docs/extension.md)")
 	}
 	if hasOps(req) && !ext.GetDryRun() || ext.GetRollback() != nil || ext.GetResolve() != nil || ext.GetTag() != nil {
-		// A new journal's baseline goes first (baseline.go).
+		// A new journal's baseline goes first (baseline.go), and a
+		// sync-from reads the device with no write in between.
 		if err := s.awaitBaseline(ctx); err != nil {
 			return nil, err
 		}
+		s.syncMu.RLock()
+		defer s.syncMu.RUnlock()
 	}
 	switch {
 	case ext.GetSyncFrom() != nil:

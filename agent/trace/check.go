@@ -323,6 +323,9 @@ func (c *checker) commit() {
 		return
 	}
 	c.lastCommit = i
+	for _, v := range c.l.Read {
+		c.r.Applied[v.Path] = v
+	}
 }
 
 func (c *checker) startApply() {

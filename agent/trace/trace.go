@@ -67,7 +67,11 @@ type Line struct {
 	// values for CommitChange and CompleteApply, the rollback values for
 	// CommitRollback and CompleteApplyRollback.
 	Values []Value `json:"values,omitempty"`
-	Error  *Error  `json:"error,omitempty"`
+	// Read, for CommitChange, are the device's values the commit took
+	// into the configuration where the journal knew nothing (before-images
+	// read from the device): they are applied values from then on.
+	Read  []Value `json:"read,omitempty"`
+	Error *Error  `json:"error,omitempty"`
 	// Recovered marks a line Recover put back: the transition is in the
 	// journal, its line was lost when the sidecar was killed. A Tracer
 	// never writes it.
@@ -189,6 +193,7 @@ func (t *Tracer) Observe(e journal.Event) {
 		switch e.Action {
 		case journal.ActionCommitChange, journal.ActionCompleteApply:
 			l.Values = traceValues(ch.GetValues())
+			l.Read = traceValues(e.Read)
 		case journal.ActionCommitRollback, journal.ActionCompleteApplyRollback, journal.ActionFailApplyRollback:
 			l.Values = traceValues(rb.GetValues())
 		}

@@ -953,6 +953,7 @@ func printStatus(w io.Writer, v *StatusView, now time.Time) error {
 		"rolling-back", optUintText(c.RollingBack),
 		"history-floor", optTime(c.HistoryFloor),
 		"out-of-sync", strconv.FormatUint(c.OutOfSync, 10),
+		"baseline-index", optUintText(c.BaselineIndex),
 	); err != nil {
 		return err
 	}

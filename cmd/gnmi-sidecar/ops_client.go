@@ -53,6 +53,7 @@ type ConfigurationState struct {
 	HistoryFloor      time.Time `json:"history_floor,omitzero"`
 	OutOfSync         uint64    `json:"out_of_sync"`
 	Resolutions       uint64    `json:"resolutions"`
+	BaselineIndex     *uint64   `json:"baseline_index,omitempty"`
 }
 
 // DeviceState is device/state.
@@ -606,6 +607,7 @@ func configurationState(m map[string]*gpb.TypedValue) ConfigurationState {
 		HistoryFloor:      timeOf(m[introspection.HistoryFloor]),
 		OutOfSync:         uintOf(m[introspection.OutOfSync]),
 		Resolutions:       uintOf(m[introspection.Resolutions]),
+		BaselineIndex:     optUint(m[introspection.BaselineIndex]),
 	}
 }
 
