@@ -33,9 +33,9 @@ func (a *Agent) ProposeAdoption(ctx context.Context, by journal.Sender, ops []*j
 // ProposeBaseline is ProposeAdoption for one proposal of a baseline: the
 // device's configuration in scopes, as read from it
 // (journal.ProposeBaseline).
-func (a *Agent) ProposeBaseline(ctx context.Context, by journal.Sender, scopes []*gpb.Path, ops []*journal.Op, final bool) (*journal.Proposal, error) {
+func (a *Agent) ProposeBaseline(ctx context.Context, by journal.Sender, scopes []*gpb.Path, ops []*journal.Op, part journal.BaselinePart) (*journal.Proposal, error) {
 	return a.propose(ctx, func(then func(*journal.Tx) error) (*journal.Proposal, error) {
-		return a.j.ProposeBaseline(ctx, by, scopes, ops, final, then)
+		return a.j.ProposeBaseline(ctx, by, scopes, ops, part, then)
 	})
 }
 

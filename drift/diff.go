@@ -15,6 +15,7 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/encoding/prototext"
 
+	"github.com/gnmi-sidecar/gnmi-sidecar/devread"
 	"github.com/gnmi-sidecar/gnmi-sidecar/gnmipath"
 	"github.com/gnmi-sidecar/gnmi-sidecar/journal"
 	"github.com/gnmi-sidecar/gnmi-sidecar/leaves"
@@ -81,10 +82,14 @@ func (w *Watcher) Diff(ctx context.Context, paths []*gpb.Path) ([]Diff, time.Tim
 	}
 }
 
-// readError is a failed comparison's error: a gRPC status with the
-// device's code when reading the device failed, the journal's error as
-// it is.
+// readError is a failed comparison's error: Unavailable when the device's
+// configuration cannot be read (devread.ErrUnreadable: whatever the
+// reason, nothing could be compared; gnmi-sidecar diff exits 3), else a
+// gRPC status with the device's code, the journal's error as it is.
 func readError(err error) error {
+	if errors.Is(err, devread.ErrUnreadable) {
+		return status.Errorf(codes.Unavailable, "%v; nothing compared", err)
+	}
 	var se interface{ GRPCStatus() *status.Status }
 	if errors.As(err, &se) {
 		return status.Errorf(se.GRPCStatus().Code(), "%v", err)

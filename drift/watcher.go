@@ -160,6 +160,14 @@ type Status struct {
 	// Notes counts the device's notifications looked at (Explained),
 	// which need no comparison when the journal explains them.
 	Notes uint64
+	// ReadMethod is how the device's configuration was last read
+	// (devread.Method: get-config/JSON_IETF, get-all/JSON, ...; "" before
+	// the first read that worked).
+	ReadMethod string
+	// ReadChecked: a read of the device's configuration has ended.
+	// Readable: the last one worked; else ReadError says why not.
+	ReadChecked, Readable bool
+	ReadError             string
 }
 
 // Watcher watches the device for drift and acts on it (see the package
@@ -168,8 +176,11 @@ type Watcher struct {
 	opts Options
 	log  *slog.Logger
 	dev  Device
-	conn *grpc.ClientConn // when New dialed Target
-	dec  *leaves.Decomposer
+	// reader reads the device's configuration, for comparisons and
+	// adoptions, with the method that works (package devread).
+	reader *devread.Reader
+	conn   *grpc.ClientConn // when New dialed Target
+	dec    *leaves.Decomposer
 
 	pokes    chan struct{} // new suspects
 	checkNow chan struct{}
@@ -226,6 +237,7 @@ func New(opts Options) (*Watcher, error) {
 		}
 		w.conn, w.dev = conn, gpb.NewGNMIClient(conn)
 	}
+	w.reader = devread.NewWithOptions(devread.Options{Client: w.dev, Schema: opts.Schema, Logger: opts.Logger})
 	return w, nil
 }
 
@@ -243,6 +255,11 @@ func (w *Watcher) Status() Status {
 	defer w.mu.Unlock()
 	st := w.status
 	st.Paths = w.tracker.Len()
+	rs := w.reader.Status()
+	st.ReadMethod, st.ReadChecked, st.Readable = rs.Method.String(), rs.Checked, rs.Readable()
+	if rs.Err != nil {
+		st.ReadError = rs.Err.Error()
+	}
 	return st
 }
 
@@ -311,6 +328,15 @@ func (w *Watcher) Run(ctx context.Context) error {
 			continue
 		case errors.Is(err, journal.ErrClosed), errors.Is(err, journal.ErrFailed), errors.Is(err, journal.ErrCorrupt):
 			return nil // the sidecar is stopping; the agent reports it
+		case errors.Is(err, devread.ErrUnreadable):
+			// The reader logged it once and Status shows it (ReadError):
+			// try again after the backoff, quietly.
+			d := bo.NextBackOff()
+			w.log.Debug("cannot read the device's configuration; comparing again later", "err", err, "retry_in", d)
+			if err := sleep(ctx, d); err != nil {
+				return nil
+			}
+			continue
 		case errors.Is(err, errBroken):
 			// It worked until now: subscribe again soon, quietly (the
 			// agent reports a device that went away).
@@ -828,13 +854,9 @@ var errBusy = errors.New("the sidecar is applying changes to the device")
 // and compares them, if the pipeline is at rest as before throughout
 // (else errBusy).
 func (w *Watcher) compare(ctx context.Context, scope *gpb.Path, before agent.Rest) ([]Diff, []*journal.OutOfSync, error) {
-	resp, err := w.dev.Get(w.outgoing(ctx), &gpb.GetRequest{Prefix: w.prefix(), Path: []*gpb.Path{scope}, Type: gpb.GetRequest_CONFIG,
-		Encoding: gpb.Encoding_JSON_IETF})
-	switch {
-	case status.Code(err) == codes.NotFound:
-		resp = &gpb.GetResponse{}
-	case err != nil:
-		return nil, nil, fmt.Errorf("reading the device's configuration at %s: %w", gnmipath.String(scope), err)
+	values, err := w.reader.Read(w.outgoing(ctx), w.opts.DeviceTarget, scope)
+	if err != nil {
+		return nil, nil, err
 	}
 	var applied []*journal.PathValue
 	above, err := w.opts.Journal.AppliedAt(ctx, coveringPaths(scope))
@@ -864,7 +886,8 @@ func (w *Watcher) compare(ctx context.Context, scope *gpb.Path, before agent.Res
 	if !before.Same(after) {
 		return nil, nil, errBusy
 	}
-	diffs := Compare(Input{Scope: scope, Applied: applied, Device: resp.GetNotification(), OutOfSync: oos, Decomposer: w.dec})
+	device := []*gpb.Notification{{Update: values}} // full paths
+	diffs := Compare(Input{Scope: scope, Applied: applied, Device: device, OutOfSync: oos, Decomposer: w.dec})
 	return diffs, oos, nil
 }
 
@@ -954,7 +977,7 @@ func (w *Watcher) adopt(ctx context.Context, ps []*gpb.Path) {
 	err := func() error {
 		ctx, cancel := context.WithTimeout(ctx, adoptTimeout)
 		defer cancel()
-		ops, prefix, err := proxy.AdoptionOps(w.outgoing(ctx), devread.New(w.dev), w.opts.DeviceTarget, ps)
+		ops, prefix, err := proxy.AdoptionOps(w.outgoing(ctx), w.reader, w.opts.DeviceTarget, ps)
 		if err != nil {
 			return err
 		}

@@ -514,6 +514,14 @@ func driftFields() []field[driftState] {
 		{Paths, func(s s) *gpb.TypedValue { return scalar(uint64(s.Paths)) }},
 		{LastCheck, func(s s) *gpb.TypedValue { return timeNanos(s.LastCheck) }},
 		{WatchError, func(s s) *gpb.TypedValue { return text(s.WatchError) }},
+		{ReadMethod, func(s s) *gpb.TypedValue { return text(s.ReadMethod) }},
+		{Readable, func(s s) *gpb.TypedValue {
+			if !s.ReadChecked {
+				return nil
+			}
+			return scalar(s.Readable)
+		}},
+		{ReadError, func(s s) *gpb.TypedValue { return text(s.ReadError) }},
 		{Checks, func(s s) *gpb.TypedValue { return scalar(s.Checks) }},
 		{Detected, func(s s) *gpb.TypedValue { return scalar(s.Detected) }},
 		{Reverts, func(s s) *gpb.TypedValue { return scalar(s.Reverts) }},

@@ -295,7 +295,7 @@ func TestSchemaMatchesRenderer(t *testing.T) {
 		Value: &gpb.TypedValue{Value: &gpb.TypedValue_UintVal{UintVal: 1}}}, Proposal: 1, Error: &journalpb.Error{Code: 3, Message: "m"}, Since: stamp(1)}})...)
 	d := drift.Diff{Path: fixture.Path(t, "/a"), Kind: drift.Changed, Journal: &gpb.TypedValue{Value: &gpb.TypedValue_UintVal{UintVal: 1}}, Device: &gpb.TypedValue{Value: &gpb.TypedValue_UintVal{UintVal: 2}}, Index: 1}
 	leaves = append(leaves, driftLeaves(drift.Status{Policy: drift.PolicyRevert, Mode: drift.ModeOnChange, Interval: time.Second,
-		Paths: 1, LastCheck: fixtureTime, WatchError: "e", Checks: 1}, []drift.Record{{Diff: d, Since: fixtureTime, Reverts: 3, Capped: true}})...)
+		Paths: 1, LastCheck: fixtureTime, WatchError: "e", Checks: 1, ReadMethod: "get-all/JSON", ReadChecked: true, ReadError: "r"}, []drift.Record{{Diff: d, Since: fixtureTime, Reverts: 3, Capped: true}})...)
 	leaves = append(leaves, diffLeaves([]drift.Diff{d}, fixtureTime)...)
 
 	rendered := map[string]bool{}

@@ -30,7 +30,7 @@ const BaselineTag = "baseline"
 
 // nsReadScope holds the read scopes, by path key; each value is the
 // scope's *gnmi.Path.
-var nsReadScope = []byte("rs/")
+var nsReadScope = []byte("sc/")
 
 // DeviceRead is what the device held at a change's paths before it, read
 // just before the change is journaled (Sender.Read).
@@ -292,31 +292,31 @@ func (w *writeTxn) removeStale(eff *effective, i, first uint64, scopes []*gnmi.P
 }
 
 // baselineStart returns the index of the first proposal of the baseline
-// whose last proposal is i: the baseline proposals journaled right before
-// it that are not a last one themselves.
-func (w *writeTxn) baselineStart(c *Configuration, i uint64) (uint64, error) {
-	first := i
-	for k := i - 1; k >= c.GetFirstIndex() && k > 0; k-- {
-		p, err := w.proposal(c, k)
-		if err != nil {
-			return 0, err
-		}
-		if p == nil || !p.GetChange().GetBaseline() || p.GetChange().GetFinalChunk() {
-			break
-		}
-		first = k
+// whose last proposal is p.
+func baselineStart(p *Proposal) uint64 {
+	if first := p.GetChange().GetBaselineFirst(); first != 0 {
+		return first
 	}
-	return first, nil
+	return p.GetIndex()
+}
+
+// BaselinePart says which part of a baseline a proposal is.
+type BaselinePart struct {
+	// First is the baseline's first proposal; 0 for the first itself.
+	First uint64
+	// Final marks the baseline's last proposal.
+	Final bool
 }
 
 // ProposeBaseline journals one proposal of a baseline: ops, which write
 // the device's configuration in scopes as read from it (a client's Set
 // would send them; journal.BaselineChunks splits a large read into
-// several), adopted under the applied term like ProposeAdoption, marked
-// baseline, and final on the baseline's last proposal, whose commit also
+// several, each naming the first: part), adopted under the applied term
+// like ProposeAdoption, marked baseline, and final on the baseline's last
+// proposal, whose commit also
 // removes from the committed values in scopes what the device no longer
 // holds and makes it Configuration.baseline_index.
-func (j *Journal) ProposeBaseline(ctx context.Context, by Sender, scopes []*gnmi.Path, ops []*Op, final bool, then ...func(*Tx) error) (*Proposal, error) {
+func (j *Journal) ProposeBaseline(ctx context.Context, by Sender, scopes []*gnmi.Path, ops []*Op, part BaselinePart, then ...func(*Tx) error) (*Proposal, error) {
 	by.emptyOK, by.Read = true, nil
 	return j.propose(ctx, by, ops, "a commit-confirmed is outstanding", "confirm or cancel it first, or wait for its rollback",
 		func(w *writeTxn, p *Proposal) error {
@@ -327,7 +327,8 @@ func (j *Journal) ProposeBaseline(ctx context.Context, by Sender, scopes []*gnmi
 			p.Change.Adopted = true
 			p.Change.AdoptedTerm = c.GetApplied().GetTerm()
 			p.Change.Baseline = true
-			p.Change.FinalChunk = final
+			p.Change.FinalChunk = part.Final
+			p.Change.BaselineFirst = part.First
 			p.Change.ReadScopes = scopes
 			return w.put(proposalKey(p.GetIndex()), p)
 		}, then)

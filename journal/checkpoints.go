@@ -22,7 +22,6 @@ import (
 	"time"
 
 	"github.com/dgraph-io/badger/v4"
-	"github.com/openconfig/gnmi/proto/gnmi"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
@@ -602,53 +601,4 @@ func changesSince(ctx context.Context, txn *badger.Txn, after func(seq uint64, d
 		return true
 	})
 	return undo, err
-}
-
-// LeafDiff is one path a Set would change (DryRun): what the committed
-// configuration holds there and what it would hold; nil or a tombstone
-// for nothing.
-type LeafDiff struct {
-	Path          *gnmi.Path
-	Before, After *PathValue
-}
-
-// DryRun validates ops as ProposeChange would (refused the same way,
-// commit-confirmed included) and returns the leaf-level changes they would
-// make to the committed configuration, in path order, without writing
-// anything. Paths whose value would stay the same are left out.
-func (j *Journal) DryRun(ctx context.Context, ops []*Op) ([]LeafDiff, error) {
-	clean, _, err := j.cleanOps(ops)
-	if err != nil {
-		return nil, err
-	}
-	var out []LeafDiff
-	err = j.view(ctx, func(txn *badger.Txn) error {
-		if err := commitConfirmGuard(txn, "a commit-confirmed is outstanding", "confirm or cancel it first, or wait for its rollback"); err != nil {
-			return err
-		}
-		c, err := loadConfiguration(txn)
-		if err != nil {
-			return err
-		}
-		// expand only reads: a read-only transaction serves.
-		w := &writeTxn{txn: txn, now: j.opts.Clock()}
-		eff, err := w.expand(c.GetLastIndex()+1, clean)
-		if err != nil {
-			return err
-		}
-		for _, k := range eff.keys {
-			before, err := w.value(nsCommitted, []byte(k))
-			if err != nil {
-				return err
-			}
-			after := eff.values[k]
-			beforeLive, afterLive := before != nil && !before.GetDeleted(), !after.GetDeleted()
-			if beforeLive == afterLive && (!afterLive || leaves.Equal(before.GetValue(), after.GetValue())) {
-				continue
-			}
-			out = append(out, LeafDiff{Path: after.GetPath(), Before: before, After: after})
-		}
-		return nil
-	})
-	return out, err
 }

@@ -144,7 +144,11 @@ func TestRestoreModel(t *testing.T) {
 					if _, err := j.NewestRollbackable(ctx); err != nil {
 						continue
 					}
+					predicted := predictRollback(t, j, i)
 					rollback(t, j, term, i)
+					if got := liveValues(t, j); !maps.Equal(got, predicted) {
+						t.Fatalf("step %d: rollback of %d: the dry run predicted %v, the rollback made %v", step, i, predicted, got)
+					}
 				default:
 					var pt Point
 					var want map[string]string
@@ -162,6 +166,17 @@ func TestRestoreModel(t *testing.T) {
 						pt, want = Point{Index: i}, st
 					}
 					before := liveValues(t, j)
+					keys := dump(t, j)
+					diff, _, err := j.RestoreDiff(ctx, pt)
+					if err != nil {
+						t.Fatalf("step %d: dry run of the restore to %s: %v", step, pt, err)
+					}
+					if !maps.Equal(keys, dump(t, j)) {
+						t.Fatal("the restore's dry run wrote to the journal")
+					}
+					if got := applyDiff(before, diff); !maps.Equal(got, want) {
+						t.Fatalf("step %d: restore to %s: the dry run predicts %v, want %v", step, pt, got, want)
+					}
 					p, err := j.ProposeRestore(ctx, Sender{Author: "bob", Comment: "back"}, pt)
 					if errors.Is(err, ErrNoChange) {
 						if !maps.Equal(before, want) {
@@ -195,6 +210,31 @@ func TestRestoreModel(t *testing.T) {
 			}
 		})
 	}
+}
+
+// applyDiff returns live values as a dry run's diff says they become.
+func applyDiff(live map[string]string, diff []LeafDiff) map[string]string {
+	out := maps.Clone(live)
+	for _, d := range diff {
+		delete(out, gnmipath.String(d.Path))
+		addLive(out, d.After)
+	}
+	return out
+}
+
+// predictRollback returns the live values the rollback of proposal i
+// would leave, by its dry run, checking that the dry run writes nothing.
+func predictRollback(t *testing.T, j *Journal, i uint64) map[string]string {
+	t.Helper()
+	before, keys := liveValues(t, j), dump(t, j)
+	diff, got, err := j.RollbackDiff(context.Background(), i)
+	if err != nil || got != i {
+		t.Fatalf("dry run of the rollback of %d: %v (proposal %d)", i, err, got)
+	}
+	if !maps.Equal(keys, dump(t, j)) {
+		t.Fatal("the rollback's dry run wrote to the journal")
+	}
+	return applyDiff(before, diff)
 }
 
 func TestTags(t *testing.T) {
@@ -329,7 +369,7 @@ func TestDryRun(t *testing.T) {
 			ops := randomSet(t, r, 4)
 			before := liveValues(t, j)
 			keys := dump(t, j)
-			diff, err := j.DryRun(ctx, ops)
+			diff, err := j.DryRun(ctx, ops, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -347,8 +387,11 @@ func TestDryRun(t *testing.T) {
 				t.Fatalf("seed %d: dry run predicted %v, the commit made %v (ops %v)", seed, predicted, got, ops)
 			}
 			for _, d := range diff {
-				if d.After.GetDeleted() && (d.Before == nil || d.Before.GetDeleted()) {
+				if d.After.GetDeleted() && (d.Before == nil || d.Before.GetDeleted()) && !d.Unknown {
 					t.Fatalf("dry run reports a delete of nothing at %v", d.Path)
+				}
+				if d.Unknown && d.Before != nil && !d.Before.GetDeleted() {
+					t.Fatalf("dry run reports %v as unknown, where the journal holds %v", d.Path, d.Before)
 				}
 			}
 			if !slices.IsSortedFunc(diff, func(a, b LeafDiff) int { return strings.Compare(string(PathKey(a.Path)), string(PathKey(b.Path))) }) {
@@ -396,7 +439,7 @@ func TestUnionReplace(t *testing.T) {
 			term := synced(t, j)
 			applyChange(t, j, term, update(t, "/t/a", "1", "/t/b", "2", "/t/c/e", "0", "/u/x", "1"))
 			before := liveValues(t, j)
-			diff, err := j.DryRun(context.Background(), tt.ops)
+			diff, err := j.DryRun(context.Background(), tt.ops, nil)
 			if err != nil {
 				t.Fatal(err)
 			}

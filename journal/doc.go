@@ -56,6 +56,7 @@
 //	at/<index u64be><pathkey> (empty) applied tombstones by writer index, for retention
 //	h/<seq u64be>            HistoryDelta{time, proposal, kind, entries}: one change of the committed values
 //	tg/<name>                Tag{name, index, history_seq, time, created, author, comment}: a named point (checkpoints.go)
+//	sc/<pathkey>             gnmi.Path: a read scope, a subtree read from the device (beforeimages.go)
 //
 // Records are protobuf messages (journalpb/journal.proto). Path keys are
 // PathKey's order-preserving encoding, so a subtree is a key range and a

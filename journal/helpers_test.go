@@ -326,7 +326,8 @@ func invariants(j *Journal) error {
 			return fmt.Errorf("proposal %d missing", i)
 		}
 		ch := p.GetChange()
-		if p.Phase == journalpb.Phase_PHASE_UNSET || ch == nil || len(ch.Ops) == 0 || ch.Proposed == nil ||
+		// (A baseline of a device that holds nothing has no operations.)
+		if p.Phase == journalpb.Phase_PHASE_UNSET || ch == nil || (len(ch.Ops) == 0 && !ch.Baseline) || ch.Proposed == nil ||
 			ch.Commit == StatusUnset || ch.Apply == StatusUnset {
 			return fmt.Errorf("proposal %d is incomplete: %v", i, p)
 		}
@@ -403,8 +404,16 @@ func invariants(j *Journal) error {
 				return fmt.Errorf("%s value %s stored under another key", name, gnmipath.String(pv.Path))
 			}
 			if pv.Index == 0 {
-				if !pv.Deleted {
-					return fmt.Errorf("%s value %s with index 0 is not a tombstone", name, render(pv))
+				// A live value with index 0 is the device's own, read before
+				// a change and taken in at its commit (takeDeviceReads), or
+				// put back by a rollback of one: some kept proposal's device
+				// reads hold it (unless the proposals that did are
+				// compacted away).
+				if !pv.Deleted && !isDeviceRead(props, pv) && c.FirstIndex <= 1 {
+					return fmt.Errorf("%s value %s with index 0 is not a tombstone nor a device read", name, render(pv))
+				}
+				if pv.Unknown {
+					return fmt.Errorf("%s value %s is marked unknown: only before-images are", name, render(pv))
 				}
 				continue
 			}
@@ -471,6 +480,14 @@ func invariants(j *Journal) error {
 						p = e.GetBefore().GetPath()
 					}
 					k := string(PathKey(p))
+					if state[k] == nil && e.Before.GetIndex() == 0 &&
+						((!e.Before.GetDeleted() && (isDeviceRead(props, e.Before) || c.FirstIndex > 1)) || e.Before.GetUnknown()) {
+						// What the device held there, read before the
+						// change and taken in at its commit with no
+						// delta of its own, or what it held there that
+						// could not be read.
+						state[k] = e.Before
+					}
 					if !proto.Equal(state[k], e.Before) && !(state[k] == nil && e.Before == nil) {
 						return fmt.Errorf("history delta %q: %s held %v, delta says before was %v", key, gnmipath.String(p), state[k], e.Before)
 					}
@@ -489,6 +506,13 @@ func invariants(j *Journal) error {
 		if seq != c.HistorySeq {
 			return fmt.Errorf("%d history deltas, configuration says %d", seq, c.HistorySeq)
 		}
+		// The device's values taken in where no change wrote since: no
+		// delta records them.
+		for k, pv := range committed {
+			if _, ok := state[k]; !ok && pv.Index == 0 && !pv.Deleted {
+				state[k] = pv
+			}
+		}
 		if err := sameValues(state, committed); err != nil {
 			return fmt.Errorf("history replay vs committed: %w", err)
 		}
@@ -499,6 +523,22 @@ func invariants(j *Journal) error {
 		}
 	}
 	return nil
+}
+
+// isDeviceRead reports whether pv (index 0) is a unit of a kept proposal's
+// device reads: the device's value, taken in at that proposal's commit.
+func isDeviceRead(props map[uint64]*Proposal, pv *PathValue) bool {
+	key := string(PathKey(pv.GetPath()))
+	for _, p := range props {
+		for _, op := range p.GetChange().GetDeviceReads() {
+			for _, u := range Units(op) {
+				if string(PathKey(u.GetPath())) == key && proto.Equal(u.GetValue(), pv.GetValue()) {
+					return true
+				}
+			}
+		}
+	}
+	return false
 }
 
 // keySet returns every key with the prefix ns.

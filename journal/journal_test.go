@@ -1138,9 +1138,9 @@ func TestProposalStatusMatchesProposal(t *testing.T) {
 			}
 			ch, sc := full.GetChange(), st.GetChange()
 			want := []any{full.GetIndex(), full.GetPhase(), ch.GetCommit(), ch.GetApply(), ch.GetAdopted(), ch.GetAdoptedTerm(),
-				ch.GetAbortedBy(), full.GetRollback().GetCommit(), full.GetRollback().GetApply()}
+				ch.GetAbortedBy(), ch.GetBaseline(), full.GetRollback().GetCommit(), full.GetRollback().GetApply()}
 			got := []any{st.GetIndex(), st.GetPhase(), sc.GetCommit(), sc.GetApply(), sc.GetAdopted(), sc.GetAdoptedTerm(),
-				sc.GetAbortedBy(), st.GetRollback().GetCommit(), st.GetRollback().GetApply()}
+				sc.GetAbortedBy(), sc.GetBaseline(), st.GetRollback().GetCommit(), st.GetRollback().GetApply()}
 			if !slices.Equal(got, want) {
 				t.Errorf("%s: proposal %d: status view %v, proposal %v", when, i, got, want)
 			}
@@ -1170,6 +1170,10 @@ func TestProposalStatusMatchesProposal(t *testing.T) {
 		t.Fatal(err)
 	}
 	check("adopted")
+	if _, err := j.ProposeBaseline(ctx, Sender{Author: "device"}, []*gnmi.Path{mustPath(t, "/c")}, []*Op{update(t, "/c", "6")}, BaselinePart{Final: true}); err != nil {
+		t.Fatal(err)
+	}
+	check("baseline")
 	if _, _, err := j.ProposeRollback(ctx, 1); err == nil {
 		check("rolling back")
 	}

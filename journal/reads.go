@@ -43,6 +43,16 @@ func (j *Journal) view(ctx context.Context, fn func(txn *badger.Txn) error) (err
 	return j.db.View(fn)
 }
 
+// scratch is view with a read-write transaction that is discarded: fn may
+// write to it to see what a transition would read afterwards.
+func (j *Journal) scratch(ctx context.Context, fn func(txn *badger.Txn) error) error {
+	return j.view(ctx, func(*badger.Txn) error {
+		txn := j.db.NewTransaction(true)
+		defer txn.Discard()
+		return fn(txn)
+	})
+}
+
 // Configuration returns the configuration record.
 func (j *Journal) Configuration(ctx context.Context) (*Configuration, error) {
 	if h, err := j.publishedHeads(ctx); err != nil {

@@ -402,12 +402,25 @@ func commitChangeTransition(i uint64) proposalTransition {
 		if err != nil {
 			return err
 		}
-		if ch.GetBaseline() && ch.GetFinalChunk() {
-			first, err := w.baselineStart(c, i)
-			if err != nil {
-				return err
+		if ch.GetBaseline() {
+			// A baseline records every node the device holds: a marker
+			// the committed values hold already (which expand leaves
+			// out, see writeUnit) is the baseline's too, or removeStale
+			// would take the entry for one the device no longer holds
+			// and tombstone it above its live values. A baseline is never
+			// rolled back, so the marker's before-image is never undone.
+			for _, op := range ch.GetOps() {
+				for _, u := range Units(op) {
+					key := PathKey(u.GetPath())
+					if _, ok := eff.values[string(key)]; !ok && leaves.IsMarker(u.GetValue()) {
+						eff.put(key, &PathValue{Path: u.GetPath(), Index: i, Value: u.GetValue()})
+					}
+				}
 			}
-			if err := w.removeStale(eff, i, first, ch.GetReadScopes()); err != nil {
+			slices.Sort(eff.keys)
+		}
+		if ch.GetBaseline() && ch.GetFinalChunk() {
+			if err := w.removeStale(eff, i, baselineStart(p), ch.GetReadScopes()); err != nil {
 				return err
 			}
 			slices.Sort(eff.keys)
@@ -1115,7 +1128,7 @@ func loadProposalStatus(txn *badger.Txn, c *Configuration, i uint64) (*Proposal,
 	ch := st.GetChange()
 	return &Proposal{Index: st.GetIndex(), Phase: st.GetPhase(),
 		Change: &Change{Commit: ch.GetCommit(), Apply: ch.GetApply(), Adopted: ch.GetAdopted(),
-			AbortedBy: ch.GetAbortedBy(), AdoptedTerm: ch.GetAdoptedTerm()},
+			AbortedBy: ch.GetAbortedBy(), AdoptedTerm: ch.GetAdoptedTerm(), Baseline: ch.GetBaseline()},
 		Rollback: &Rollback{Commit: st.GetRollback().GetCommit(), Apply: st.GetRollback().GetApply()}}, nil
 }
 

@@ -18,6 +18,8 @@ type Drift struct {
 	revertsDesc   *prometheus.Desc
 	adoptionsDesc *prometheus.Desc
 	watchingDesc  *prometheus.Desc
+	readableDesc  *prometheus.Desc
+	methodDesc    *prometheus.Desc
 
 	mu     sync.Mutex
 	status func() drift.Status
@@ -38,8 +40,13 @@ func NewDrift() *Drift {
 		adoptionsDesc: desc("drift_adoptions_total",
 			"Drifted paths whose device values the sidecar journaled as an adopted proposal authored \"device\" (--drift-policy adopt) since it started."),
 		watchingDesc: desc("drift_watching",
-			"1 for the way the sidecar watches the device for drift (mode: on-change, poll or off), with the policy; 0 for the others. 0 for every mode while it cannot watch (a watch error).",
+			"1 for the way the sidecar watches the device for drift (mode: on-change, poll or off), with the policy; 0 for the others. 0 for every mode while it cannot watch (a watch error, or the device's configuration cannot be read).",
 			"mode", "policy"),
+		readableDesc: desc("device_readable",
+			"1 while the device's configuration can be read (the last read worked, by one method or another), 0 while it cannot (gnmi-sidecar drift and diff say why); absent before the first read."),
+		methodDesc: desc("device_read_method",
+			"1 for the method the device's configuration is read with (method: get-config/JSON_IETF, get-all/JSON, subscribe-once/PROTO, ...): the last that worked; absent before one did.",
+			"method"),
 	}
 }
 
@@ -52,7 +59,7 @@ func (d *Drift) Attach(status func() drift.Status) {
 
 // Describe implements prometheus.Collector.
 func (d *Drift) Describe(ch chan<- *prometheus.Desc) {
-	for _, desc := range []*prometheus.Desc{d.pathsDesc, d.checksDesc, d.detectedDesc, d.revertsDesc, d.adoptionsDesc, d.watchingDesc} {
+	for _, desc := range []*prometheus.Desc{d.pathsDesc, d.checksDesc, d.detectedDesc, d.revertsDesc, d.adoptionsDesc, d.watchingDesc, d.readableDesc, d.methodDesc} {
 		ch <- desc
 	}
 }
@@ -73,6 +80,12 @@ func (d *Drift) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(d.adoptionsDesc, prometheus.CounterValue, float64(st.Adoptions))
 	for _, m := range []drift.Mode{drift.ModeOnChange, drift.ModePoll, drift.ModeOff} {
 		ch <- prometheus.MustNewConstMetric(d.watchingDesc, prometheus.GaugeValue,
-			boolValue(m == st.Mode && st.WatchError == ""), string(m), string(st.Policy))
+			boolValue(m == st.Mode && st.WatchError == "" && (st.Readable || !st.ReadChecked)), string(m), string(st.Policy))
+	}
+	if st.ReadChecked {
+		ch <- prometheus.MustNewConstMetric(d.readableDesc, prometheus.GaugeValue, boolValue(st.Readable))
+	}
+	if st.ReadMethod != "" {
+		ch <- prometheus.MustNewConstMetric(d.methodDesc, prometheus.GaugeValue, 1, st.ReadMethod)
 	}
 }

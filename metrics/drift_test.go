@@ -38,3 +38,33 @@ func TestDriftMetrics(t *testing.T) {
 		}
 	}
 }
+
+// TestDeviceReadableMetrics: the readability gauge and the read method,
+// absent before the first read.
+func TestDeviceReadableMetrics(t *testing.T) {
+	d := NewDrift()
+	st := drift.Status{Policy: drift.PolicyReport, Mode: drift.ModePoll}
+	d.Attach(func() drift.Status { return st })
+	if got := series(t, d, "gnmi_sidecar_device_readable"); len(got) != 0 {
+		t.Errorf("before any read: %v", got)
+	}
+	if got := series(t, d, "gnmi_sidecar_device_read_method"); len(got) != 0 {
+		t.Errorf("before any read: %v", got)
+	}
+	st.ReadChecked, st.Readable, st.ReadMethod = true, true, "get-all/JSON_IETF"
+	if got := one(t, d, "gnmi_sidecar_device_readable"); got != 1 {
+		t.Errorf("readable = %v", got)
+	}
+	if got := series(t, d, "gnmi_sidecar_device_read_method"); len(got) != 1 || got["method=get-all/JSON_IETF"] != 1 {
+		t.Errorf("read method %v", got)
+	}
+	st.Readable, st.ReadError = false, "the device refused every method"
+	if got := one(t, d, "gnmi_sidecar_device_readable"); got != 0 {
+		t.Errorf("readable = %v while it is not", got)
+	}
+	for k, v := range series(t, d, "gnmi_sidecar_drift_watching") {
+		if v != 0 {
+			t.Errorf("watching %s = %v while the device cannot be read", k, v)
+		}
+	}
+}

@@ -106,7 +106,7 @@ func (s *Server) SyncFrom(ctx context.Context, by journal.Sender) (*SyncResult, 
 	var last *journal.Proposal
 	for n, ops := range chunks {
 		res.Units += len(ops)
-		p, err := s.opts.Agent.ProposeBaseline(ctx, by, scopes, ops, n == len(chunks)-1)
+		p, err := s.opts.Agent.ProposeBaseline(ctx, by, scopes, ops, journal.BaselinePart{First: res.First, Final: n == len(chunks)-1})
 		if err != nil {
 			return nil, JournalError(err)
 		}

@@ -9,7 +9,6 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
-	"github.com/gnmi-sidecar/gnmi-sidecar/gnmipath"
 	"github.com/gnmi-sidecar/gnmi-sidecar/journal"
 	"github.com/gnmi-sidecar/gnmi-sidecar/proxy/sidecarpb"
 )
@@ -110,29 +109,4 @@ func (s *Server) restore(ctx context.Context, rb *sidecarpb.Rollback, sync bool,
 		return resp, nil
 	}
 	return resp, err
-}
-
-// dryRun answers a Set carrying the extension's dry_run: the leaf-level
-// changes its operations would make to the committed configuration, in
-// path order, with nothing journaled or sent to the device.
-func (s *Server) dryRun(ctx context.Context, req *gpb.SetRequest, ops []*journal.Op) (*gpb.SetResponse, error) {
-	diff, err := s.opts.Journal.DryRun(ctx, ops)
-	if err != nil {
-		return nil, JournalError(err)
-	}
-	r := &sidecarpb.Response{Diff: make([]*sidecarpb.LeafChange, 0, len(diff))}
-	for _, d := range diff {
-		r.Diff = append(r.Diff, &sidecarpb.LeafChange{Path: gnmipath.String(d.Path), Old: liveValue(d.Before), New: liveValue(d.After)})
-	}
-	resp := &gpb.SetResponse{Prefix: req.GetPrefix(), Timestamp: time.Now().UnixNano()}
-	resp.Extension = append(resp.Extension, responseExtension(r))
-	return resp, nil
-}
-
-// liveValue is pv's value, nil for nothing or a tombstone.
-func liveValue(pv *journal.PathValue) *gpb.TypedValue {
-	if pv == nil || pv.GetDeleted() {
-		return nil
-	}
-	return pv.GetValue()
 }

@@ -103,6 +103,9 @@ func (s *Server) set(ctx context.Context, req *gpb.SetRequest) (*gpb.SetResponse
 		return s.resolve(ctx, ext.GetResolve(), by)
 	case ext.GetRollback() != nil:
 		rb := ext.GetRollback()
+		if ext.GetDryRun() {
+			return s.dryRunRollback(ctx, rb)
+		}
 		if rb.GetToTag() != "" || rb.ToIndex != nil {
 			return s.restore(ctx, rb, sync, by)
 		}
@@ -134,8 +137,8 @@ func (s *Server) set(ctx context.Context, req *gpb.SetRequest) (*gpb.SetResponse
 }
 
 // checkExtensionCombination refuses, with InvalidArgument, a Set asking
-// for two things at once, or for an operation-less one (rollback, resolve,
-// tag) with operations.
+// for two things at once (but a dry run of a rollback), or for an
+// operation-less one (rollback, resolve, tag) with operations.
 func checkExtensionCombination(req *gpb.SetRequest, ext *sidecarpb.Request, commit *gnmi_ext.Commit) error {
 	var asked []string
 	for _, a := range []struct {
@@ -143,7 +146,7 @@ func checkExtensionCombination(req *gpb.SetRequest, ext *sidecarpb.Request, comm
 		on   bool
 	}{{"a rollback", ext.GetRollback() != nil}, {"a resolve", ext.GetResolve() != nil}, {"a tag", ext.GetTag() != nil},
 		{"a sync-from", ext.GetSyncFrom() != nil},
-		{"the commit-confirmed extension", commit != nil}, {"a dry run", ext.GetDryRun()}} {
+		{"the commit-confirmed extension", commit != nil}, {"a dry run", ext.GetDryRun() && ext.GetRollback() == nil}} {
 		if a.on {
 			asked = append(asked, a.name)
 		}

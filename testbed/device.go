@@ -58,6 +58,18 @@ type Options struct {
 	// refused with NotFound, as by a server of several targets (SONiC's
 	// routes on OC-YANG and CONFIG_DB).
 	RequireTarget string
+	// RefuseGetConfig makes Get refuse the data type CONFIG with
+	// Unimplemented ("unsupported request type: CONFIG"), as gnxi's
+	// gnmi_target does; ALL, STATE and OPERATIONAL work.
+	RefuseGetConfig bool
+	// RefuseGet makes every Get fail with Unimplemented, like a device
+	// read only with Subscribe.
+	RefuseGet bool
+	// RefuseEncodings are encodings that Get and Subscribe refuse, each
+	// with its code (Unimplemented, as gnxi's gnmi_target refuses PROTO,
+	// or InvalidArgument) and the message "unsupported encoding: NAME";
+	// Capabilities does not list them.
+	RefuseEncodings map[gpb.Encoding]codes.Code
 	// Users, if set, are the accounts (username → password) the device
 	// accepts: every RPC must carry matching username and password
 	// metadata, else it is refused with Unauthenticated.

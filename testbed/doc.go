@@ -73,6 +73,14 @@
 // identityref, leafref, union, ...). goyang reads it with no other module.
 // exampleoc has no presence containers and no choice/case.
 //
+// Like real devices, it can refuse some kinds of read, for tests of the
+// sidecar's reader (package devread): Options.RefuseGetConfig answers a Get
+// of type CONFIG with Unimplemented "unsupported request type: CONFIG", as
+// gnxi's gnmi_target does; Options.RefuseGet refuses every Get (a device
+// read only with Subscribe); Options.RefuseEncodings refuses Get and
+// Subscribe in the given encodings, each with its code ("unsupported
+// encoding: PROTO", as gnxi's), and Capabilities no longer lists them.
+//
 // Like a device that routes and authenticates each request, it can insist
 // (Options.RequireTarget, Options.Users): a Get, Set or Subscribe whose
 // prefix does not name the one target it serves is NotFound, and any RPC

@@ -37,18 +37,27 @@ func gnmiVersion() string {
 func (s *gnmiServer) Capabilities(ctx context.Context, req *gpb.CapabilityRequest) (*gpb.CapabilityResponse, error) {
 	return &gpb.CapabilityResponse{
 		SupportedModels:    s.d.model.Models(),
-		SupportedEncodings: []gpb.Encoding{gpb.Encoding_JSON, gpb.Encoding_JSON_IETF, gpb.Encoding_PROTO},
+		SupportedEncodings: s.d.encodings(),
 		GNMIVersion:        gnmiVersion(),
 		Extension:          s.d.echoed(req.GetExtension()),
 	}, nil
 }
 
 func (s *gnmiServer) Get(ctx context.Context, req *gpb.GetRequest) (*gpb.GetResponse, error) {
+	if s.d.opts.RefuseGet {
+		return nil, status.Error(codes.Unimplemented, "Get is not supported by this device; use Subscribe ONCE")
+	}
+	if s.d.opts.RefuseGetConfig && req.GetType() == gpb.GetRequest_CONFIG {
+		return nil, status.Errorf(codes.Unimplemented, "unsupported request type: %s", req.GetType())
+	}
 	enc := req.GetEncoding()
 	switch enc {
 	case gpb.Encoding_JSON, gpb.Encoding_JSON_IETF, gpb.Encoding_PROTO:
 	default:
 		return nil, status.Errorf(codes.Unimplemented, "encoding %v is not supported; use JSON, JSON_IETF or PROTO", enc)
+	}
+	if err := s.d.refusedEncoding(enc); err != nil {
+		return nil, err
 	}
 	dt := req.GetType()
 	if _, ok := gpb.GetRequest_DataType_name[int32(dt)]; !ok {
@@ -455,6 +464,27 @@ func (d *Device) arbitrate(exts []*gnmi_ext.Extension) error {
 			d.election = &id
 		}
 		return nil
+	}
+	return nil
+}
+
+// encodings are the encodings the device supports: all but
+// Options.RefuseEncodings.
+func (d *Device) encodings() []gpb.Encoding {
+	var out []gpb.Encoding
+	for _, e := range []gpb.Encoding{gpb.Encoding_JSON, gpb.Encoding_JSON_IETF, gpb.Encoding_PROTO} {
+		if _, refused := d.opts.RefuseEncodings[e]; !refused {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// refusedEncoding is the refusal of enc (Options.RefuseEncodings), nil if
+// the device takes it.
+func (d *Device) refusedEncoding(enc gpb.Encoding) error {
+	if code, refused := d.opts.RefuseEncodings[enc]; refused {
+		return status.Errorf(code, "unsupported encoding: %s", enc)
 	}
 	return nil
 }

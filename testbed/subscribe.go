@@ -240,6 +240,9 @@ func (s *gnmiServer) Subscribe(srv gpb.GNMI_SubscribeServer) error {
 	default:
 		return status.Errorf(codes.Unimplemented, "encoding %v is not supported; use JSON, JSON_IETF or PROTO", sl.GetEncoding())
 	}
+	if err := s.d.refusedEncoding(sl.GetEncoding()); err != nil {
+		return err
+	}
 	depth, err := checkExtensions(rpcSubscribe, req.GetExtension())
 	if err != nil {
 		return err

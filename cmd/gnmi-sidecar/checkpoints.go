@@ -220,10 +220,12 @@ type SetResult struct {
 }
 
 // DryRunResult is what `set --dry-run -o json` prints: the leaf-level
-// changes the Set would make, in path order (empty: none).
+// changes the Set would make, in path order (empty: none), and whether its
+// values were checked against the device's YANG.
 type DryRunResult struct {
-	DryRun bool        `json:"dry_run"`
-	Diff   []DiffEntry `json:"diff"`
+	DryRun        bool        `json:"dry_run"`
+	Diff          []DiffEntry `json:"diff"`
+	SchemaChecked bool        `json:"schema_checked"`
 }
 
 func newSetCommand(stdout, stderr io.Writer) *cobra.Command {
@@ -250,8 +252,13 @@ show), like a commit message.
 
 --dry-run validates the Set as the sidecar would, and prints the
 leaf-level changes it would make to the committed configuration ("- PATH:
-OLD", "+ PATH: NEW"), without journaling or applying anything. A Set the
-device refuses fails with exit code 1 and the device's message.
+OLD", "+ PATH: NEW"), without journaling or applying anything: every leaf
+a Delete or Replace removes, with its value, and a path it removes where
+the journal holds nothing shows as "- PATH: (whatever the device holds
+there...)". With the device's YANG (serve --yang) it also refuses, as the
+device would, a path or a value the schema does not allow; without it,
+a note on stderr says the values were not checked. A Set the device
+refuses fails with exit code 1 and the device's message.
 
 ` + exitCodesHelp,
 	})
@@ -310,7 +317,7 @@ device refuses fails with exit code 1 and the device's message.
 				}
 				return nil
 			case dryRun:
-				return o.printSetDiff(ext.GetDiff())
+				return o.printSetDiff(ext)
 			}
 			v := responseView(ext)
 			if o.json() {
@@ -323,19 +330,86 @@ device refuses fails with exit code 1 and the device's message.
 	return cmd
 }
 
-func (o *ops) printSetDiff(changes []*sidecarpb.LeafChange) error {
-	diff := make([]DiffEntry, 0, len(changes))
-	for _, c := range changes {
-		diff = append(diff, DiffEntry{Path: c.GetPath(), Old: newValue(c.GetOld()), New: newValue(c.GetNew())})
+// noSchemaNote is what set --dry-run says when the sidecar could not check
+// the Set's values against the device's YANG.
+const noSchemaNote = "gnmi-sidecar: set --dry-run: the values were not checked against the device's YANG (the sidecar runs without --yang): the device may still refuse them"
+
+func (o *ops) printSetDiff(r *sidecarpb.Response) error {
+	diff := diffEntries(r.GetDiff())
+	if !r.GetSchemaChecked() {
+		fmt.Fprintln(o.stderr, noSchemaNote)
 	}
 	if o.json() {
-		return o.printJSON(DryRunResult{DryRun: true, Diff: diff})
+		return o.printJSON(DryRunResult{DryRun: true, Diff: diff, SchemaChecked: r.GetSchemaChecked()})
 	}
 	if len(diff) == 0 {
 		_, err := fmt.Fprintln(o.stdout, "no changes: the committed configuration holds what this Set writes")
 		return err
 	}
 	return printLeafChanges(o.stdout, diff)
+}
+
+// diffEntries is a dry run's answer as DiffEntries.
+func diffEntries(changes []*sidecarpb.LeafChange) []DiffEntry {
+	diff := make([]DiffEntry, 0, len(changes))
+	for _, c := range changes {
+		diff = append(diff, DiffEntry{Path: c.GetPath(), Old: newValue(c.GetOld()), New: newValue(c.GetNew()), OldUnknown: c.GetOldUnknown()})
+	}
+	return diff
+}
+
+// RollbackDryRunResult is what `rollback --dry-run -o json` prints: the
+// proposal the rollback would roll back (index; 0 for --to), the point
+// (--to) and the leaf-level changes it would make, in path order.
+type RollbackDryRunResult struct {
+	DryRun     bool        `json:"dry_run"`
+	Index      uint64      `json:"index,omitempty"`
+	Tag        string      `json:"tag,omitempty"`
+	PointIndex *uint64     `json:"point_index,omitempty"`
+	Unchanged  bool        `json:"unchanged"`
+	Diff       []DiffEntry `json:"diff"`
+}
+
+// rollbackDryRun prints what a rollback (of proposal index, 0: the newest
+// change in effect) or, with to, a rollback to a point would change.
+func (o *ops) rollbackDryRun(ctx context.Context, c gpb.GNMIClient, index uint64, to bool, tag string, point uint64) error {
+	rb := &sidecarpb.Rollback{Index: index}
+	what := "rollback --dry-run"
+	if to {
+		rb = &sidecarpb.Rollback{ToTag: tag}
+		if tag == "" {
+			rb.ToIndex = proto.Uint64(point)
+		}
+		what = "rollback --to --dry-run"
+	}
+	r, _, err := client.Do(ctx, c, what, &gpb.SetRequest{}, &sidecarpb.Request{Rollback: rb, DryRun: true})
+	if err != nil {
+		return failed(what, err)
+	}
+	res := RollbackDryRunResult{DryRun: true, Index: r.GetIndex(), Diff: diffEntries(r.GetDiff()), Unchanged: len(r.GetDiff()) == 0}
+	var subject string
+	if to {
+		res.Tag = r.GetRestored().GetTag()
+		res.PointIndex = proto.Uint64(r.GetRestored().GetPointIndex())
+		res.Unchanged = r.GetRestored().GetUnchanged()
+		subject = fmt.Sprintf("rolling back to proposal %d", r.GetRestored().GetPointIndex())
+		if tag != "" {
+			subject = fmt.Sprintf("rolling back to tag %s (proposal %d)", tag, r.GetRestored().GetPointIndex())
+		}
+	} else {
+		subject = fmt.Sprintf("rolling back proposal %d", r.GetIndex())
+	}
+	if o.json() {
+		return o.printJSON(res)
+	}
+	if len(res.Diff) == 0 {
+		_, err := fmt.Fprintf(o.stdout, "%s would change nothing: the committed configuration is as it would leave it (dry run: nothing was journaled)\n", subject)
+		return err
+	}
+	if _, err := fmt.Fprintf(o.stdout, "%s would change (dry run: nothing was journaled):\n", subject); err != nil {
+		return err
+	}
+	return printLeafChanges(o.stdout, res.Diff)
 }
 
 // buildSetRequest builds the SetRequest of `set`'s flags.

@@ -87,10 +87,16 @@ type DriftView struct {
 	Paths      uint64    `json:"paths"`
 	LastCheck  time.Time `json:"last_check,omitzero"`
 	WatchError string    `json:"watch_error,omitempty"`
-	Checks     uint64    `json:"checks"`
-	Detected   uint64    `json:"detected"`
-	Reverts    uint64    `json:"reverts"`
-	Adoptions  uint64    `json:"adoptions"`
+	// ReadMethod is how the sidecar reads the device's configuration;
+	// Readable whether its last read worked (absent before the first),
+	// ReadError why not.
+	ReadMethod string `json:"read_method,omitempty"`
+	Readable   *bool  `json:"readable,omitempty"`
+	ReadError  string `json:"read_error,omitempty"`
+	Checks     uint64 `json:"checks"`
+	Detected   uint64 `json:"detected"`
+	Reverts    uint64 `json:"reverts"`
+	Adoptions  uint64 `json:"adoptions"`
 	// Drift are the drifted paths, in path order.
 	Drift []DriftPath `json:"drift"`
 }
@@ -136,7 +142,12 @@ func fetchDrift(ctx context.Context, c gpb.GNMIClient) (*DriftView, error) {
 		Paths: uintOf(st[introspection.Paths]), LastCheck: timeOf(st[introspection.LastCheck]), WatchError: stringOf(st[introspection.WatchError]),
 		Checks: uintOf(st[introspection.Checks]), Detected: uintOf(st[introspection.Detected]),
 		Reverts: uintOf(st[introspection.Reverts]), Adoptions: uintOf(st[introspection.Adoptions]),
+		ReadMethod: stringOf(st[introspection.ReadMethod]), ReadError: stringOf(st[introspection.ReadError]),
 		Drift: []DriftPath{},
+	}
+	if r, ok := st[introspection.Readable]; ok && r != nil {
+		b := boolOf(r)
+		v.Readable = &b
 	}
 	for _, k := range slices.Sorted(maps.Keys(entries)) {
 		m := entries[k]
@@ -205,7 +216,10 @@ SINCE (when the sidecar first saw it, UTC), after a line with the policy
 when the configuration was last compared. What the sidecar does about drift
 depends on the policy: report, revert or adopt (docs/drift.md).
 
-It exits 6 when paths drift, 0 when none does.
+It exits 6 when paths drift, 0 when none does, and 3 when the sidecar cannot
+tell: the device's configuration cannot be read (the device refuses every kind
+of read the sidecar tries, or cannot be reached) or the device cannot be
+watched; a line says why, and the drifted paths shown are the last known.
 
 ` + exitCodesHelp,
 	})
@@ -213,16 +227,18 @@ It exits 6 when paths drift, 0 when none does.
 	o.cfg.addFlags(cmd.Flags())
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
 		return runDiffering(o, cmd, "read the drift watcher's state", fetchDrift,
-			func(v *DriftView) bool { return len(v.Drift) > 0 }, printDrift)
+			func(v *DriftView) bool { return len(v.Drift) > 0 }, driftUnknown, printDrift)
 	}
 	return cmd
 }
 
 // runDiffering runs the call of drift and diff: it reads a view with fetch
 // (what names the read in its error) and prints it, as JSON or with show,
-// then exits 6 (exitDifferences) if the view differs.
+// then exits 3 (exitUnreachable) if unknown says why the view tells
+// nothing of the device now (nil: it does), else 6 (exitDifferences) if
+// the view differs.
 func runDiffering[V any](o *ops, cmd *cobra.Command, what string, fetch func(context.Context, gpb.GNMIClient) (V, error),
-	differs func(V) bool, show func(io.Writer, V) error) error {
+	differs func(V) bool, unknown func(V) error, show func(io.Writer, V) error) error {
 	var differ bool
 	err := o.run(cmd, func(ctx context.Context, c gpb.GNMIClient) error {
 		v, err := fetch(ctx, c)
@@ -231,14 +247,35 @@ func runDiffering[V any](o *ops, cmd *cobra.Command, what string, fetch func(con
 		}
 		differ = differs(v)
 		if o.json() {
-			return o.printJSON(v)
+			err = o.printJSON(v)
+		} else {
+			err = show(o.stdout, v)
 		}
-		return show(o.stdout, v)
+		if err != nil {
+			return err
+		}
+		if why := unknown(v); why != nil {
+			return &exitError{code: exitUnreachable, err: fmt.Errorf("%s: %w", cmd.Name(), why)}
+		}
+		return nil
 	})
 	if err == nil && differ {
 		return &exitError{code: exitDifferences, err: errDifferences}
 	}
 	return err
+}
+
+// driftUnknown says why the watcher's view tells nothing of the device
+// now (nil when it does): its configuration cannot be read, or the
+// device cannot be watched.
+func driftUnknown(v *DriftView) error {
+	switch {
+	case v.ReadError != "" && (v.Readable == nil || !*v.Readable):
+		return errors.New(v.ReadError) // "the device's configuration at P cannot be read: why"
+	case v.WatchError != "":
+		return fmt.Errorf("cannot watch the device: %s", v.WatchError)
+	}
+	return nil
 }
 
 func printDrift(w io.Writer, v *DriftView) error {
@@ -248,12 +285,23 @@ func printDrift(w io.Writer, v *DriftView) error {
 	}
 	head += "  last check: " + fmtTime(v.LastCheck)
 	fmt.Fprintln(w, head)
-	if v.WatchError != "" {
-		fmt.Fprintf(w, "cannot watch the device: %s\n", v.WatchError)
+	if v.ReadMethod != "" {
+		fmt.Fprintf(w, "read with: %s\n", v.ReadMethod)
+	}
+	unknown := driftUnknown(v)
+	if unknown != nil {
+		fmt.Fprintln(w, unknown)
 	}
 	if len(v.Drift) == 0 {
+		if unknown != nil {
+			_, err := fmt.Fprintln(w, "drift unknown: nothing is compared until then")
+			return err
+		}
 		_, err := fmt.Fprintln(w, "no drift: the device holds the journal's configuration")
 		return err
+	}
+	if unknown != nil {
+		fmt.Fprintln(w, "last known drift:")
 	}
 	tw := newTable(w)
 	fmt.Fprintln(tw, "PATH\tJOURNAL\tDEVICE\tSINCE")
@@ -286,7 +334,9 @@ journal's value, "(deleted)") and DEVICE (the device's value, "(absent)").
 The comparison waits until the sidecar is applying nothing (within
 --timeout). It reads only: nothing is reverted or adopted.
 
-It exits 6 when paths differ, 0 when none does.
+It exits 6 when paths differ, 0 when none does, 3 when the device's
+configuration cannot be read (the message says why: the device refuses every
+kind of read the sidecar tries, or cannot be reached).
 
 ` + exitCodesHelp,
 	})
@@ -307,7 +357,7 @@ It exits 6 when paths differ, 0 when none does.
 		}
 		fetch := func(ctx context.Context, c gpb.GNMIClient) (*DiffView, error) { return fetchDiff(ctx, c, paths) }
 		return runDiffering(o, cmd, "compare the device with the journal", fetch,
-			func(v *DiffView) bool { return len(v.Differences) > 0 }, printDiff)
+			func(v *DiffView) bool { return len(v.Differences) > 0 }, func(*DiffView) error { return nil }, printDiff)
 	}
 	return cmd
 }

@@ -41,7 +41,7 @@ const (
 	exitOK           = 0
 	exitFailed       = 1 // the sidecar refused or failed the operation
 	exitUsage        = 2 // bad command line
-	exitUnreachable  = 3 // the sidecar could not be reached, or timed out
+	exitUnreachable  = 3 // the sidecar could not be reached, or timed out; the device's configuration cannot be read
 	exitNotFound     = 4 // no such proposal, nothing to roll back
 	exitPrecondition = 5 // e.g. nothing to confirm; not the newest change
 )
@@ -50,7 +50,8 @@ const exitCodesHelp = `Exit codes:
   0  success
   1  the sidecar refused or failed the operation (any other gRPC error)
   2  bad command line (unknown command or flag, bad index, bad duration)
-  3  the sidecar could not be reached or timed out (UNAVAILABLE, DEADLINE_EXCEEDED)
+  3  the sidecar could not be reached or timed out (UNAVAILABLE, DEADLINE_EXCEEDED);
+     drift, diff and status: the device's configuration cannot be read
   4  not found (NOT_FOUND: no such proposal or tag, nothing to roll back)
   5  precondition failed (FAILED_PRECONDITION: nothing to confirm, a newer change
      must be rolled back first, ...)
@@ -542,11 +543,18 @@ func (o *ops) printProposalDiff(d *ProposalDetail) error {
 	return printLeafChanges(o.stdout, out.Diff)
 }
 
+// unknownOld is what a dry run shows as the old value of a path its Delete
+// or Replace removes and the journal holds nothing at or under.
+const unknownOld = "(whatever the device holds there; the journal holds nothing here)"
+
 // printLeafChanges prints leaf changes as "- PATH: OLD" / "+ PATH: NEW" lines.
 func printLeafChanges(w io.Writer, diff []DiffEntry) error {
 	for _, e := range diff {
-		if e.Old != nil {
+		switch {
+		case e.Old != nil:
 			fmt.Fprintf(w, "- %s: %s\n", e.Path, truncate(e.Old.Text(), 0))
+		case e.OldUnknown:
+			fmt.Fprintf(w, "- %s: %s\n", e.Path, unknownOld)
 		}
 		if e.New != nil {
 			if _, err := fmt.Fprintf(w, "+ %s: %s\n", e.Path, truncate(e.New.Text(), 0)); err != nil {
@@ -617,10 +625,10 @@ func printProposal(w io.Writer, d *ProposalDetail) error {
 
 func newRollbackCommand(stdout, stderr io.Writer) *cobra.Command {
 	o := &ops{stdout: stdout, stderr: stderr}
-	var async bool
+	var async, dryRun bool
 	var to, comment string
 	cmd := o.command(&cobra.Command{
-		Use:   "rollback [INDEX] | rollback --to TAG|INDEX",
+		Use:   "rollback [INDEX] | rollback --to TAG|INDEX [--dry-run]",
 		Short: "Roll back a proposal (default: the newest change in effect), or every change since a point",
 		Long: `rollback rolls back proposal INDEX, or without INDEX the newest change not
 yet rolled back, and by default returns once the device holds the
@@ -640,6 +648,10 @@ A point older than the history retention keeps fails with exit code 5.
 
 --comment is recorded with the rollback (journal show).
 
+--dry-run prints what the rollback would change, leaf by leaf ("- PATH:
+VALUE NOW", "+ PATH: VALUE AFTER"), without journaling or applying
+anything; a rollback that would be refused fails the same way.
+
 ` + exitCodesHelp,
 	})
 	cmd.Args = o.args(cobra.MatchAll(cobra.MaximumNArgs(1), indexArg(0), func(cmd *cobra.Command, args []string) error {
@@ -652,10 +664,28 @@ A point older than the history retention keeps fails with exit code 5.
 	cmd.Flags().BoolVar(&async, "async", false, "return once the rollback is committed, before the device applied it")
 	cmd.Flags().StringVar(&to, "to", "", "roll back every change made after this point: a tag name, or a proposal index (0: every change)")
 	cmd.Flags().StringVar(&comment, "comment", "", "why: recorded with the rollback in the journal")
+	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "print what the rollback would change; journal and apply nothing")
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
 		var index uint64
 		if len(args) == 1 {
 			index, _ = parseIndex(args[0]) // checked by Args
+		}
+		if dryRun {
+			if async {
+				return o.usage(cmd, errors.New("--dry-run applies nothing: --async means nothing with it"))
+			}
+			var tag string
+			var point uint64
+			toPoint := cmd.Flags().Changed("to")
+			if toPoint {
+				var err error
+				if tag, point, err = parsePoint(to); err != nil {
+					return o.usage(cmd, fmt.Errorf("--to %q: %w", to, err))
+				}
+			}
+			return o.run(cmd, func(ctx context.Context, c gpb.GNMIClient) error {
+				return o.rollbackDryRun(ctx, c, index, toPoint, tag, point)
+			})
 		}
 		mode := sidecarpb.SetMode_SET_MODE_SYNC
 		if async {
@@ -901,8 +931,12 @@ func newStatusCommand(stdout, stderr io.Writer) *cobra.Command {
 		Long: `status prints, as "key: value" lines under headings, the sidecar's
 configuration state (committed and applied indexes, re-push status, the
 journal's range), its device state (connection, term, last re-push, last
-error) and the outstanding commit-confirmed, if any. Keys are the leaf
-names of docs/introspection.md.
+error; how the device's configuration is read, read-method, and why it
+cannot be, read-error) and the outstanding commit-confirmed, if any. Keys are
+the leaf names of docs/introspection.md.
+
+It exits 3 when the device's configuration cannot be read (the sidecar tried
+every kind of read; read-error says what the device answered to each).
 
 ` + exitCodesHelp,
 	})
@@ -915,12 +949,35 @@ names of docs/introspection.md.
 				return failed("read the sidecar's status", err)
 			}
 			if o.json() {
-				return o.printJSON(v)
+				if err := o.printJSON(v); err != nil {
+					return err
+				}
+				return statusUnreadable(v)
 			}
-			return printStatus(o.stdout, v, time.Now())
+			if err := printStatus(o.stdout, v, time.Now()); err != nil {
+				return err
+			}
+			return statusUnreadable(v)
 		})
 	}
 	return cmd
+}
+
+// statusUnreadable ends status with exit code 3 when the device's
+// configuration cannot be read (nil when it can, or nothing is known).
+func statusUnreadable(v *StatusView) error {
+	if d := v.Device; d.ReadError != "" && (d.Readable == nil || !*d.Readable) {
+		return &exitError{code: exitUnreachable, err: fmt.Errorf("status: %s", d.ReadError)}
+	}
+	return nil
+}
+
+// optBoolPtr is "true" or "false", or "" (left out) for nil.
+func optBoolPtr(b *bool) string {
+	if b == nil {
+		return ""
+	}
+	return strconv.FormatBool(*b)
 }
 
 // section prints a titled, indented table of rows under header; nothing
@@ -999,6 +1056,9 @@ func printStatus(w io.Writer, v *StatusView, now time.Time) error {
 		"last-repush-duration", dur,
 		"last-repush-device-duration", onDevice,
 		"last-error", d.LastError,
+		"read-method", d.ReadMethod,
+		"readable", optBoolPtr(d.Readable),
+		"read-error", d.ReadError,
 	); err != nil {
 		return err
 	}

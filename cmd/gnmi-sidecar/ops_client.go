@@ -71,6 +71,12 @@ type DeviceState struct {
 	// waiting for the device (nanoseconds).
 	LastRepushDeviceDuration *int64 `json:"last_repush_device_duration,omitempty"`
 	LastError                string `json:"last_error,omitempty"`
+	// ReadMethod, Readable and ReadError are how the sidecar reads the
+	// device's configuration (drift/state): the method, whether the last
+	// read worked (absent before the first), and why not.
+	ReadMethod string `json:"read_method,omitempty"`
+	Readable   *bool  `json:"readable,omitempty"`
+	ReadError  string `json:"read_error,omitempty"`
 }
 
 // CommitConfirmState is commit-confirm/state: the outstanding
@@ -231,12 +237,15 @@ type ProposalDetail struct {
 }
 
 // DiffEntry is one leaf a change makes (journal show --diff) or would make
-// (set --dry-run): what the path held before and what it holds after;
-// absent (null in JSON) for nothing.
+// (set --dry-run, rollback --dry-run): what the path held before and what
+// it holds after; absent (null in JSON) for nothing. OldUnknown: a dry
+// run's Delete or Replace removes the path, where the journal holds
+// nothing: the device loses whatever it holds there.
 type DiffEntry struct {
-	Path string `json:"path"`
-	Old  *Value `json:"old"`
-	New  *Value `json:"new"`
+	Path       string `json:"path"`
+	Old        *Value `json:"old"`
+	New        *Value `json:"new"`
+	OldUnknown bool   `json:"old_unknown,omitempty"`
 }
 
 // TagState is tags/tag[name=N]/state: a named point of the journal.
@@ -790,6 +799,20 @@ func fetchStatus(ctx context.Context, c gpb.GNMIClient) (*StatusView, error) {
 		return nil, err
 	}
 	v.CommitConfirm = commitConfirmState(stateLeaves(cc, introspection.CommitConfirm))
+	dr, err := getIntrospection(ctx, c, []*gpb.PathElem{elem(introspection.Drift), elem(introspection.State)})
+	switch status.Code(err) {
+	case codes.OK:
+		st := stateLeaves(dr, introspection.Drift)
+		v.Device.ReadMethod, v.Device.ReadError = stringOf(st[introspection.ReadMethod]), stringOf(st[introspection.ReadError])
+		if r := st[introspection.Readable]; r != nil {
+			b := boolOf(r)
+			v.Device.Readable = &b
+		}
+	case codes.NotFound, codes.InvalidArgument:
+		// A sidecar without drift detection: nothing known.
+	default:
+		return nil, err
+	}
 	v.OutOfSync, v.Resolutions = []OutOfSyncState{}, []ResolutionState{}
 	if v.Configuration.Resolutions > 0 {
 		if v.Resolutions, err = fetchResolutions(ctx, c); err != nil {

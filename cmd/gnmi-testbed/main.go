@@ -19,6 +19,7 @@ import (
 	"syscall"
 	"time"
 
+	gpb "github.com/openconfig/gnmi/proto/gnmi"
 	"github.com/spf13/cobra"
 	"google.golang.org/grpc/codes"
 
@@ -36,6 +37,9 @@ type config struct {
 	persistent  bool
 	noOnChange  bool
 	noUnion     bool
+	noGetConfig bool
+	noGet       bool
+	refuseEncs  []string
 	echoExts    bool
 	target      string
 	users       []string
@@ -75,6 +79,13 @@ endpoint (--admin):
   POST /faults/hang   POST /faults/drop   POST /faults/clear   POST /restart
   GET  /config        GET  /status   GET  /requests (the last request of each RPC, with its metadata)
 
+A device can refuse reads as real ones do: --refuse-get-config (a Get of type
+CONFIG is UNIMPLEMENTED "unsupported request type: CONFIG", as gnxi's
+gnmi_target answers), --refuse-get (every Get is UNIMPLEMENTED: read it with
+Subscribe ONCE), --refuse-encoding PROTO (Get and Subscribe in that encoding
+are UNIMPLEMENTED "unsupported encoding: PROTO"; PROTO:INVALID_ARGUMENT for
+another code; Capabilities no longer lists it).
+
 A device can insist on what real ones do: --require-target NAME (the prefix
 target of every Get, Set and Subscribe, else NOT_FOUND) and --user NAME:PASSWORD
 (username/password metadata on every RPC, else UNAUTHENTICATED).
@@ -94,6 +105,9 @@ module (gnmi-testbed.yang) for tools that load YANG at run time.`,
 	f.BoolVar(&cfg.persistent, "persistent", false, "keep the configuration in --state-file across restarts")
 	f.BoolVar(&cfg.noOnChange, "refuse-on-change", false, "refuse STREAM subscriptions in mode ON_CHANGE (and TARGET_DEFINED) with UNIMPLEMENTED, like a device that only samples")
 	f.BoolVar(&cfg.noUnion, "no-union-replace", false, "refuse every Set with union_replace operations with UNIMPLEMENTED, like a device older than gNMI 0.10")
+	f.BoolVar(&cfg.noGetConfig, "refuse-get-config", false, "refuse a Get of type CONFIG with UNIMPLEMENTED (\"unsupported request type: CONFIG\"), as gnxi's gnmi_target does")
+	f.BoolVar(&cfg.noGet, "refuse-get", false, "refuse every Get with UNIMPLEMENTED, like a device read only with Subscribe")
+	f.StringArrayVar(&cfg.refuseEncs, "refuse-encoding", nil, "ENCODING[:CODE]: refuse Get and Subscribe in this encoding (JSON, JSON_IETF or PROTO) with CODE (default UNIMPLEMENTED; repeatable)")
 	f.BoolVar(&cfg.echoExts, "echo-extensions", false, "answer every request with the registered extensions it carried (Subscribe: with each sync_response), to test a proxy's relay of response extensions")
 	f.StringVar(&cfg.target, "require-target", "", "serve only this target: a Get, Set or Subscribe whose prefix names another, or none, is refused with NOT_FOUND (a multi-target server such as SONiC's, e.g. OC-YANG)")
 	f.StringArrayVar(&cfg.users, "user", nil, "NAME:PASSWORD of an account the device accepts (repeatable); with any, every RPC needs matching username/password metadata, else UNAUTHENTICATED")
@@ -171,7 +185,17 @@ func run(ctx context.Context, cfg config, stdout, stderr io.Writer) error {
 	}
 
 	opts := testbed.Options{Persistent: cfg.persistent, RefuseOnChange: cfg.noOnChange, NoUnionReplace: cfg.noUnion, EchoExtensions: cfg.echoExts,
-		RequireTarget: cfg.target, Logger: log}
+		RequireTarget: cfg.target, Logger: log, RefuseGetConfig: cfg.noGetConfig, RefuseGet: cfg.noGet}
+	for _, r := range cfg.refuseEncs {
+		enc, code, err := parseRefusedEncoding(r)
+		if err != nil {
+			return fmt.Errorf("--refuse-encoding %q: %w", r, err)
+		}
+		if opts.RefuseEncodings == nil {
+			opts.RefuseEncodings = map[gpb.Encoding]codes.Code{}
+		}
+		opts.RefuseEncodings[enc] = code
+	}
 	for _, u := range cfg.users {
 		name, password, ok := strings.Cut(u, ":")
 		if !ok || name == "" {
@@ -276,4 +300,29 @@ func printBanner(w io.Writer, addr string, cfg config) {
 	fmt.Fprintf(w, "  %s -address %s -insecure -get -proto '%s'\n\n", cli, addr,
 		`path: <`+descriptionPath+`> encoding: JSON_IETF`)
 	fmt.Fprintf(w, "  %s -address %s -insecure -target testbed -query_type streaming -query '/interfaces/interface[name=eth0]/config/description'\n\n", cli, addr)
+}
+
+// parseRefusedEncoding parses --refuse-encoding's ENCODING[:CODE].
+func parseRefusedEncoding(s string) (gpb.Encoding, codes.Code, error) {
+	name, codeName, withCode := strings.Cut(s, ":")
+	var enc gpb.Encoding
+	switch strings.ToUpper(name) {
+	case "JSON":
+		enc = gpb.Encoding_JSON
+	case "JSON_IETF":
+		enc = gpb.Encoding_JSON_IETF
+	case "PROTO":
+		enc = gpb.Encoding_PROTO
+	default:
+		return 0, 0, errors.New("want JSON, JSON_IETF or PROTO, optionally :CODE")
+	}
+	code := codes.Unimplemented
+	if withCode {
+		c, err := testbed.ParseCode(codeName)
+		if err != nil || c == codes.OK {
+			return 0, 0, fmt.Errorf("%q: not a gRPC error code", codeName)
+		}
+		code = c
+	}
+	return enc, code, nil
 }

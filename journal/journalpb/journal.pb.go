@@ -788,7 +788,10 @@ type Change struct {
 	// A baseline's last (or only) proposal: a baseline too large for one
 	// journal transaction is journaled as several proposals, and only the
 	// last one's commit removes what the device no longer holds.
-	FinalChunk    bool `protobuf:"varint,22,opt,name=final_chunk,json=finalChunk,proto3" json:"final_chunk,omitempty"`
+	FinalChunk bool `protobuf:"varint,22,opt,name=final_chunk,json=finalChunk,proto3" json:"final_chunk,omitempty"`
+	// A baseline's first proposal, on each later one of the same baseline
+	// (0 on the first): the last one's commit keeps what they all wrote.
+	BaselineFirst uint64 `protobuf:"varint,23,opt,name=baseline_first,json=baselineFirst,proto3" json:"baseline_first,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -975,6 +978,13 @@ func (x *Change) GetFinalChunk() bool {
 		return x.FinalChunk
 	}
 	return false
+}
+
+func (x *Change) GetBaselineFirst() uint64 {
+	if x != nil {
+		return x.BaselineFirst
+	}
+	return 0
 }
 
 // The point a restoring change went back to.
@@ -2318,7 +2328,7 @@ const file_journal_journalpb_journal_proto_rawDesc = "" +
 	"\aunknown\x18\x05 \x01(\bR\aunknown\"5\n" +
 	"\x05Error\x12\x12\n" +
 	"\x04code\x18\x01 \x01(\rR\x04code\x12\x18\n" +
-	"\amessage\x18\x02 \x01(\tR\amessage\"\xd9\a\n" +
+	"\amessage\x18\x02 \x01(\tR\amessage\"\x80\b\n" +
 	"\x06Change\x12,\n" +
 	"\x03ops\x18\x01 \x03(\v2\x1a.gnmisidecar.journal.v1.OpR\x03ops\x129\n" +
 	"\x06values\x18\x02 \x03(\v2!.gnmisidecar.journal.v1.PathValueR\x06values\x126\n" +
@@ -2350,7 +2360,8 @@ const file_journal_journalpb_journal_proto_rawDesc = "" +
 	"\x06unread\x18\x15 \x03(\v2\n" +
 	".gnmi.PathR\x06unread\x12\x1f\n" +
 	"\vfinal_chunk\x18\x16 \x01(\bR\n" +
-	"finalChunk\"R\n" +
+	"finalChunk\x12%\n" +
+	"\x0ebaseline_first\x18\x17 \x01(\x04R\rbaselineFirst\"R\n" +
 	"\aRestore\x12\x14\n" +
 	"\x05index\x18\x01 \x01(\x04R\x05index\x12\x10\n" +
 	"\x03tag\x18\x02 \x01(\tR\x03tag\x12\x1f\n" +

@@ -605,7 +605,8 @@ type Request struct {
 	Comment string `protobuf:"bytes,4,opt,name=comment,proto3" json:"comment,omitempty"`
 	// Validate the Set and answer with the leaf-level changes it would make
 	// to the committed configuration (Response.diff), without journaling or
-	// applying anything.
+	// applying anything. With rollback: answer with the changes the rollback
+	// (of a proposal, or to a point) would make, refused as it would be.
 	DryRun bool `protobuf:"varint,5,opt,name=dry_run,json=dryRun,proto3" json:"dry_run,omitempty"`
 	// Set only on a Set with no operations: that Set names (or unnames) a
 	// point of the journal.
@@ -825,8 +826,12 @@ type LeafChange struct {
 	// What it holds before and after; unset: nothing there (absent or
 	// deleted). A list entry or presence container that is created shows as
 	// new = JSON_IETF {}.
-	Old           *gnmi.TypedValue `protobuf:"bytes,2,opt,name=old,proto3" json:"old,omitempty"`
-	New           *gnmi.TypedValue `protobuf:"bytes,3,opt,name=new,proto3" json:"new,omitempty"`
+	Old *gnmi.TypedValue `protobuf:"bytes,2,opt,name=old,proto3" json:"old,omitempty"`
+	New *gnmi.TypedValue `protobuf:"bytes,3,opt,name=new,proto3" json:"new,omitempty"`
+	// A dry run's Delete or Replace removes path, where the journal holds
+	// nothing (old unset): the device loses whatever it holds there, which
+	// the sidecar does not know.
+	OldUnknown    bool `protobuf:"varint,4,opt,name=old_unknown,json=oldUnknown,proto3" json:"old_unknown,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -880,6 +885,13 @@ func (x *LeafChange) GetNew() *gnmi.TypedValue {
 		return x.New
 	}
 	return nil
+}
+
+func (x *LeafChange) GetOldUnknown() bool {
+	if x != nil {
+		return x.OldUnknown
+	}
+	return false
 }
 
 // What a resolve did.
@@ -959,15 +971,21 @@ type Response struct {
 	// Set on the answer to a resolve.
 	Resolve *ResolveResult `protobuf:"bytes,5,opt,name=resolve,proto3" json:"resolve,omitempty"`
 	// A dry run's answer: the leaf-level changes the Set would make, in path
-	// order (index is then 0: nothing was journaled).
+	// order (index is then 0: nothing was journaled; for a dry run of a
+	// rollback of one proposal, index names it and phase is PHASE_ROLLBACK,
+	// with commit and apply unspecified).
 	Diff []*LeafChange `protobuf:"bytes,6,rep,name=diff,proto3" json:"diff,omitempty"`
 	// The answer to a tag Set: the tag made or removed.
 	Tag *TagInfo `protobuf:"bytes,7,opt,name=tag,proto3" json:"tag,omitempty"`
 	// The answer to a rollback to a point; index is the change that goes
 	// back to it.
 	Restored *Restored `protobuf:"bytes,8,opt,name=restored,proto3" json:"restored,omitempty"`
+	// A dry run's values were checked against the device's YANG (the
+	// sidecar runs with --yang). Unset: they were not, and the device may
+	// still refuse them.
+	SchemaChecked bool `protobuf:"varint,9,opt,name=schema_checked,json=schemaChecked,proto3" json:"schema_checked,omitempty"`
 	// The answer to a sync-from (index is the baseline's last proposal).
-	SyncFrom      *SyncFromResult `protobuf:"bytes,9,opt,name=sync_from,json=syncFrom,proto3" json:"sync_from,omitempty"`
+	SyncFrom      *SyncFromResult `protobuf:"bytes,10,opt,name=sync_from,json=syncFrom,proto3" json:"sync_from,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1058,6 +1076,13 @@ func (x *Response) GetRestored() *Restored {
 	return nil
 }
 
+func (x *Response) GetSchemaChecked() bool {
+	if x != nil {
+		return x.SchemaChecked
+	}
+	return false
+}
+
 func (x *Response) GetSyncFrom() *SyncFromResult {
 	if x != nil {
 		return x.SyncFrom
@@ -1121,16 +1146,18 @@ const file_proxy_sidecarpb_sidecar_proto_rawDesc = "" +
 	"\x05units\x18\x03 \x01(\x04R\x05units\x12\x16\n" +
 	"\x06scopes\x18\x04 \x03(\tR\x06scopes\x12\x1d\n" +
 	"\n" +
-	"read_nanos\x18\x05 \x01(\x03R\treadNanos\"h\n" +
+	"read_nanos\x18\x05 \x01(\x03R\treadNanos\"\x89\x01\n" +
 	"\n" +
 	"LeafChange\x12\x12\n" +
 	"\x04path\x18\x01 \x01(\tR\x04path\x12\"\n" +
 	"\x03old\x18\x02 \x01(\v2\x10.gnmi.TypedValueR\x03old\x12\"\n" +
-	"\x03new\x18\x03 \x01(\v2\x10.gnmi.TypedValueR\x03new\"p\n" +
+	"\x03new\x18\x03 \x01(\v2\x10.gnmi.TypedValueR\x03new\x12\x1f\n" +
+	"\vold_unknown\x18\x04 \x01(\bR\n" +
+	"oldUnknown\"p\n" +
 	"\rResolveResult\x12\x18\n" +
 	"\asettled\x18\x01 \x01(\x04R\asettled\x12)\n" +
 	"\x11still_out_of_sync\x18\x02 \x03(\tR\x0estillOutOfSync\x12\x1a\n" +
-	"\bproposal\x18\x03 \x01(\x04R\bproposal\"\x82\x04\n" +
+	"\bproposal\x18\x03 \x01(\x04R\bproposal\"\xa9\x04\n" +
 	"\bResponse\x12\x14\n" +
 	"\x05index\x18\x01 \x01(\x04R\x05index\x125\n" +
 	"\x05phase\x18\x02 \x01(\x0e2\x1f.gnmisidecar.extension.v1.PhaseR\x05phase\x128\n" +
@@ -1139,8 +1166,10 @@ const file_proxy_sidecarpb_sidecar_proto_rawDesc = "" +
 	"\aresolve\x18\x05 \x01(\v2'.gnmisidecar.extension.v1.ResolveResultR\aresolve\x128\n" +
 	"\x04diff\x18\x06 \x03(\v2$.gnmisidecar.extension.v1.LeafChangeR\x04diff\x123\n" +
 	"\x03tag\x18\a \x01(\v2!.gnmisidecar.extension.v1.TagInfoR\x03tag\x12>\n" +
-	"\brestored\x18\b \x01(\v2\".gnmisidecar.extension.v1.RestoredR\brestored\x12E\n" +
-	"\tsync_from\x18\t \x01(\v2(.gnmisidecar.extension.v1.SyncFromResultR\bsyncFrom*0\n" +
+	"\brestored\x18\b \x01(\v2\".gnmisidecar.extension.v1.RestoredR\brestored\x12%\n" +
+	"\x0eschema_checked\x18\t \x01(\bR\rschemaChecked\x12E\n" +
+	"\tsync_from\x18\n" +
+	" \x01(\v2(.gnmisidecar.extension.v1.SyncFromResultR\bsyncFrom*0\n" +
 	"\aSetMode\x12\x11\n" +
 	"\rSET_MODE_SYNC\x10\x00\x12\x12\n" +
 	"\x0eSET_MODE_ASYNC\x10\x01*D\n" +
