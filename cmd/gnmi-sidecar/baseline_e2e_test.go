@@ -309,6 +309,19 @@ var baselineRows = []baselineRow{
 		s.expectLeaf(t, "/interfaces/interface[name=eth3]/config/description", "temporary")
 		s.mustCLI(t, "rollback")
 	}},
+	{name: "entry created inside, then /interfaces replaced, then rollback to the start", off: true, run: func(t *testing.T, s *stack, mode string, _ map[string]*gpb.TypedValue) {
+		// eth4 comes to exist with a change inside it (the device adds its
+		// key leaves); the Replace then reads it from the device as it is.
+		// At the start it did not exist: going back there deletes it.
+		s.mustCLI(t, "set", "--update", `/interfaces/interface[name=eth4]/subinterfaces/subinterface[index=0]/config/description="x"`)
+		s.mustCLI(t, "set", "--replace", `/interfaces={"interface":[{"name":"eth1","config":{"name":"eth1","mtu":7403}}]}`)
+		s.expectLeaf(t, "/interfaces/interface[name=eth1]/config/mtu", "7403")
+		point := "baseline"
+		if mode == baselineOff {
+			point = "0"
+		}
+		s.mustCLI(t, "rollback", "--to", point)
+	}},
 	{name: "four changes then rollback --to baseline", run: func(t *testing.T, s *stack, _ string, _ map[string]*gpb.TypedValue) {
 		fourChanges(t, s)
 		s.mustCLI(t, "rollback", "--to", "baseline")

@@ -112,11 +112,12 @@ func TestDifferential(t *testing.T) {
 		})
 	}
 	t.Cleanup(func() {
-		seeded, checked := counts[countSeeded], counts[countPreChecked]
+		seeded, checked, refusing := counts[countSeeded], counts[countPreChecked], counts[countRefusing]
 		delete(counts, countSeeded)
 		delete(counts, countPreChecked)
-		summary := fmt.Sprintf("differential: %d seeds passed (half with --yang, %d with --baseline off); pre-existing leaves: %d seeded on the device, %d checked unchanged or restored; steps by kind: %v",
-			passed, off, seeded, checked, counts)
+		delete(counts, countRefusing)
+		summary := fmt.Sprintf("differential: %d seeds passed (half with --yang, %d with --baseline off, %d against a device refusing Get CONFIG); pre-existing leaves: %d seeded on the device, %d checked unchanged or restored; steps by kind: %v",
+			passed, off, refusing, seeded, checked, counts)
 		t.Log(summary)
 		if *diffReport {
 			fmt.Println(summary)
@@ -128,28 +129,57 @@ func TestDifferential(t *testing.T) {
 // binaries; each seed gets a sidecar with a journal of its own.
 type diffHarness struct {
 	sidecarBin string
-	dev        *process // nil with -diff.target
-	devAddr    string
-	devAdmin   string
-	devClient  gpb.GNMIClient
-	yang       []string // for --yang
+	// devs are the devices: the simulated one (or the external target),
+	// and, if gnmi-testbed can, one that refuses a Get of type CONFIG as
+	// gnxi's gnmi_target does (the sidecar must read it another way).
+	devs []*diffDevice
+	yang []string // for --yang
 	// unionReplace: the device takes union_replace, so the test sends it.
 	unionReplace bool
 	// baselineFlag: gnmi-sidecar serve has --baseline (issue 33).
 	baselineFlag bool
 }
 
+// diffDevice is one device a seed runs against.
+type diffDevice struct {
+	proc   *process // nil with -diff.target
+	addr   string
+	admin  string
+	client gpb.GNMIClient
+	// refusesGetConfig: the device answers a Get of type CONFIG with
+	// UNIMPLEMENTED; the test reads it with Get ALL (state left out).
+	refusesGetConfig bool
+}
+
+// seedRefusesGetConfig reports whether a seed runs against the device that
+// refuses Get CONFIG (about a quarter of them, when there is one).
+func seedRefusesGetConfig(seed uint64) bool { return (seed*0x9E3779B97F4A7C15)>>62 == 1 }
+
+// device returns the device seed runs against.
+func (h *diffHarness) device(seed uint64) *diffDevice {
+	if len(h.devs) > 1 && seedRefusesGetConfig(seed) {
+		return h.devs[1]
+	}
+	return h.devs[0]
+}
+
 func newDiffHarness(t *testing.T) *diffHarness {
 	sb, tb := binaries(t)
 	h := &diffHarness{sidecarBin: sb, baselineFlag: serveHasFlag(t, sb, "baseline")}
 	if *diffTarget != "" {
-		h.devAddr = *diffTarget
+		h.devs = []*diffDevice{{addr: *diffTarget}}
 		if *diffYANG != "" {
 			h.yang = strings.Split(*diffYANG, ",")
 		}
 	} else {
-		h.dev = startProcess(t, "gnmi-testbed", tb, "--listen", "127.0.0.1:0", "--admin", "127.0.0.1:0", "--log-level", "warn")
-		h.devAddr, h.devAdmin = h.dev.addr, h.dev.adminURL(t)
+		variants := [][]string{nil}
+		if testbedHasFlag(t, tb, "refuse-get-config") {
+			variants = append(variants, []string{"--refuse-get-config"})
+		}
+		for n, extra := range variants {
+			proc := startProcess(t, "gnmi-testbed", tb, append([]string{"--listen", "127.0.0.1:0", "--admin", "127.0.0.1:0", "--log-level", "warn"}, extra...)...)
+			h.devs = append(h.devs, &diffDevice{proc: proc, addr: proc.addr, admin: proc.adminURL(t), refusesGetConfig: n == 1})
+		}
 		dir := t.TempDir()
 		if out, err := exec.Command(tb, "yang", "--out", dir).CombinedOutput(); err != nil {
 			t.Fatalf("gnmi-testbed yang: %v\n%s", err, out)
@@ -160,7 +190,9 @@ func newDiffHarness(t *testing.T) *diffHarness {
 	if *diffTarget != "" {
 		h.unionReplace = *diffUnion
 	}
-	h.devClient = dial(t, h.devAddr)
+	for _, dev := range h.devs {
+		dev.client = dial(t, dev.addr)
+	}
 	return h
 }
 
@@ -169,13 +201,13 @@ func newDiffHarness(t *testing.T) *diffHarness {
 func (h *diffHarness) run(t *testing.T, seed uint64) (map[string]int, bool) {
 	var counts map[string]int
 	ok := t.Run(fmt.Sprintf("seed%d", seed), func(t *testing.T) {
-		d := &diffRun{h: h, seed: seed, rng: rand.New(rand.NewPCG(seed, 0xd1ff)), model: newDiffModel(), counts: map[string]int{}}
+		d := &diffRun{h: h, dev: h.device(seed), seed: seed, rng: rand.New(rand.NewPCG(seed, 0xd1ff)), model: newDiffModel(), counts: map[string]int{}}
 		d.withYANG = seed%2 == 0 && len(h.yang) > 0
 		d.baselineOff = seedBaselineOff(seed)
 		t.Cleanup(func() {
 			if t.Failed() {
-				t.Logf("differential seed %d (with --yang: %v, --baseline off: %v) FAILED after these steps:\n\t%s\nreplay: go test -tags devtools ./cmd/gnmi-sidecar -run 'TestDifferential$' -diff.seed=%d -diff.steps=%d%s",
-					seed, d.withYANG, d.baselineOff, strings.Join(d.log, "\n\t"), seed, *diffSteps, targetFlags())
+				t.Logf("differential seed %d (with --yang: %v, --baseline off: %v, device refusing Get CONFIG: %v) FAILED after these steps:\n\t%s\nreplay: go test -tags devtools ./cmd/gnmi-sidecar -run 'TestDifferential$' -diff.seed=%d -diff.steps=%d%s",
+					seed, d.withYANG, d.baselineOff, d.dev.refusesGetConfig, strings.Join(d.log, "\n\t"), seed, *diffSteps, targetFlags())
 			}
 		})
 		d.start(t)
@@ -198,6 +230,7 @@ func targetFlags() string {
 // diffRun is one seed.
 type diffRun struct {
 	h        *diffHarness
+	dev      *diffDevice
 	seed     uint64
 	rng      *rand.Rand
 	withYANG bool
@@ -236,14 +269,17 @@ func (d *diffRun) logf(format string, args ...any) {
 // start clears the device, writes a random startup configuration to it
 // directly, and starts a sidecar with a new journal in front of it.
 func (d *diffRun) start(t *testing.T) {
-	if d.h.dev != nil {
+	if d.dev.proc != nil {
 		d.restartDevice(t)
 	} else {
 		// An external target: remove what the test writes.
 		req := &gpb.SetRequest{Delete: []*gpb.Path{diffPath(t, "/interfaces"), diffPath(t, "/system/config"), diffPath(t, "/system/dns")}}
-		if _, err := d.h.devClient.Set(context.Background(), req); err != nil {
+		if _, err := d.dev.client.Set(context.Background(), req); err != nil {
 			t.Fatalf("clearing the target: %v", err)
 		}
+	}
+	if d.dev.refusesGetConfig {
+		d.counts[countRefusing]++
 	}
 	d.seedDevice(t)
 	dir := t.TempDir()
@@ -308,7 +344,7 @@ func (d *diffRun) seedDevice(t *testing.T) {
 	poll(t, 30*time.Second, "the device to take the seed", func() (bool, string) {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
-		_, err := d.h.devClient.Set(ctx, req, grpc.WaitForReady(true))
+		_, err := d.dev.client.Set(ctx, req, grpc.WaitForReady(true))
 		if err != nil && status.Code(err) != codes.Unavailable {
 			t.Fatalf("seeding the device: %v", err)
 		}
@@ -358,6 +394,7 @@ func (d *diffRun) checkBaselineProposal(t *testing.T) {
 const (
 	countSeeded     = "pre-existing leaves seeded"
 	countPreChecked = "pre-existing leaves checked"
+	countRefusing   = "seeds against a device refusing Get CONFIG"
 )
 
 // seedBaselineOff reports whether a seed runs the sidecar with --baseline
@@ -366,7 +403,7 @@ const (
 func seedBaselineOff(seed uint64) bool { return (seed/2)%4 == 3 }
 
 func (d *diffRun) startSidecar(t *testing.T) {
-	args := []string{"serve", "--listen", "127.0.0.1:0", "--target", d.h.devAddr, "--journal-dir", d.journal,
+	args := []string{"serve", "--listen", "127.0.0.1:0", "--target", d.dev.addr, "--journal-dir", d.journal,
 		"--trace", d.trace, "--metrics", "127.0.0.1:0", "--log-level", "warn", "--journal-min-free", "0"}
 	if d.withYANG {
 		args = append(args, "--yang", strings.Join(d.h.yang, ","))
@@ -399,7 +436,7 @@ func (d *diffRun) step(t *testing.T) {
 	t.Helper()
 	// With --baseline off the sidecar journals only what it wrote (and what
 	// the device held there): a device restarted empty would lose the rest.
-	restartable := d.h.dev != nil && !(d.baselineOff && d.h.baselineFlag)
+	restartable := d.dev.proc != nil && !(d.baselineOff && d.h.baselineFlag)
 	switch n := d.rng.IntN(100); {
 	case n < 52:
 		d.set(t)
@@ -433,7 +470,7 @@ func (d *diffRun) step(t *testing.T) {
 // restartDevice restarts the simulated device (empty) through its admin
 // endpoint.
 func (d *diffRun) restartDevice(t *testing.T) {
-	resp, err := http.Post(d.h.devAdmin+"/restart", "", nil)
+	resp, err := http.Post(d.dev.admin+"/restart", "", nil)
 	if err != nil {
 		t.Fatalf("restarting the device: %v", err)
 	}
@@ -682,7 +719,10 @@ func (d *diffRun) expect(t *testing.T, what string, wait time.Duration) {
 	t.Helper()
 	deadline := time.Now().Add(max(wait, 200*time.Millisecond))
 	for {
-		got, err := readDevice(d.h.devClient)
+		got, err := readDevice(d.dev.client)
+		if d.dev.refusesGetConfig {
+			got, err = readDeviceAs(d.dev.client, gpb.GetRequest_ALL)
+		}
 		diff := ""
 		if err == nil {
 			diff = d.model.diff(got)
@@ -820,8 +860,8 @@ func (d *diffRun) finish(t *testing.T) {
 	}
 	proposals, applied := readJournal(t, d.journal)
 	opts := trace.VerifyOptions{Quiescent: true, Applied: applied, Proposals: proposals}
-	if d.h.devAdmin != "" {
-		cfg, err := deviceConfig(t, d.h.devAdmin)
+	if d.dev.admin != "" {
+		cfg, err := deviceConfig(t, d.dev.admin)
 		if err != nil {
 			t.Fatal(err)
 		}
