@@ -181,6 +181,8 @@ type Agent struct {
 	// pushes counts the starts and ends of the pushes made outside the
 	// applier (RetryOutOfSync, RevertDrift): odd while one runs (see Rest).
 	pushes atomic.Uint64
+	// busy counts the Busy holds under way (Rest is not at rest).
+	busy atomic.Int64
 
 	mu         sync.Mutex
 	sess       *session
@@ -765,7 +767,8 @@ func (a *Agent) repush(ctx context.Context, term uint64, log *slog.Logger) error
 	if err != nil {
 		return err
 	}
-	var values, held int
+	device := a.deviceHolds(ctx, s, log)
+	var values, held, same int
 	var onDevice time.Duration
 	out := a.newPushOutcome(nil)
 	batches := make(chan *valueBatch, 1)
@@ -791,6 +794,10 @@ func (a *Agent) repush(ctx context.Context, term uint64, log *slog.Logger) error
 		err := a.j.ScanAppliedByIndex(gctx, func(pv *journal.PathValue) error {
 			if doubt.holds(pv) {
 				held++
+				return nil
+			}
+			if device.Holds(pv) {
+				same++
 				return nil
 			}
 			return order.add(pv)
@@ -839,7 +846,7 @@ func (a *Agent) repush(ctx context.Context, term uint64, log *slog.Logger) error
 	a.mu.Unlock()
 	a.broadcast()
 	log.Info("re-pushed applied configuration", "values", values, "sets", out.sets, "took", took, "device", onDevice,
-		"held_for_proposals_in_doubt", held, "refused", len(out.refused))
+		"held_for_proposals_in_doubt", held, "refused", len(out.refused), "device_held_already", same)
 	if values >= largeRepush {
 		// The Sets of a large re-push are garbage now, tens of MB that
 		// would stay resident until the runtime's scavenger returned them

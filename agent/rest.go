@@ -3,6 +3,7 @@ package agent
 import (
 	"context"
 	"errors"
+	"sync"
 
 	"github.com/gnmi-sidecar/gnmi-sidecar/journal"
 )
@@ -40,6 +41,16 @@ func (r Rest) Same(o Rest) bool {
 	return r.AtRest && o.AtRest && r == o
 }
 
+// Busy keeps the pipeline from being at rest (Rest) until done is called:
+// the journal is about to change without a device Set (a baseline's
+// proposals), so that no comparison of the device with the journal
+// (package drift) runs in between.
+func (a *Agent) Busy() (done func()) {
+	a.busy.Add(1)
+	var once sync.Once
+	return func() { once.Do(func() { a.busy.Add(-1); a.broadcast() }) }
+}
+
 // Rest returns the pipeline's state now (see Rest).
 func (a *Agent) Rest(ctx context.Context) (Rest, error) {
 	a.mu.Lock()
@@ -68,6 +79,8 @@ func (a *Agent) Rest(ctx context.Context) (Rest, error) {
 		r.Why = "the device is not connected"
 	case st.Repushing || r.Term != m.GetTerm() || !journal.Synced(c, m) || !s.synced.Load():
 		r.Why = "the configuration is being re-pushed"
+	case a.busy.Load() > 0:
+		r.Why = "the journal is taking the device's configuration in (a baseline)"
 	case r.Pushes%2 == 1:
 		r.Why = "values are being pushed to the device (a retry or a revert)"
 	case r.RollingBack != 0:

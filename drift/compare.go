@@ -546,18 +546,9 @@ func coveringPaths(p *gpb.Path) []*gpb.Path {
 	return out
 }
 
-// normal returns p with the device's default origin, "openconfig", as no
-// origin: the two name the same tree.
-func normal(p *gpb.Path) *gpb.Path {
-	if p.GetOrigin() == "openconfig" {
-		return &gpb.Path{Elem: p.GetElem()}
-	}
-	return p
-}
+// key is p's journal key (journal.PathKey: origin "openconfig" is none).
+func key(p *gpb.Path) string { return string(journal.PathKey(p)) }
 
-// key is p's journal key (journal.PathKey), origin "openconfig" as none.
-func key(p *gpb.Path) string { return string(journal.PathKey(normal(p))) }
-
-// under reports whether p is q or lies under it (journal.IsUnder), origin
-// "openconfig" as none.
-func under(p, q *gpb.Path) bool { return journal.IsUnder(normal(p), normal(q)) }
+// under reports whether p is q or lies under it (journal.IsUnder: origin
+// "openconfig" is none).
+func under(p, q *gpb.Path) bool { return journal.IsUnder(p, q) }

@@ -188,3 +188,29 @@ func TargetPrefix(target string) *gpb.Path {
 	}
 	return &gpb.Path{Target: target}
 }
+
+// DefaultOrigin is the origin of a path that names none: the gNMI
+// mixed-schema rules (rpc/gnmi/mixed-schema.md) say "where the origin field
+// is unspecified, its value should default to openconfig".
+const DefaultOrigin = "openconfig"
+
+// Origin returns p's origin as the sidecar compares origins: "" both for
+// none and for DefaultOrigin, which name the same tree. Other origins are
+// returned as they are.
+func Origin(p *gpb.Path) string {
+	return CanonicalOrigin(p.GetOrigin())
+}
+
+// CanonicalOrigin returns origin, or "" for DefaultOrigin (see Origin).
+func CanonicalOrigin(origin string) string {
+	if origin == DefaultOrigin {
+		return ""
+	}
+	return origin
+}
+
+// SameOrigin reports whether a and b have the same origin, no origin and
+// DefaultOrigin being the same.
+func SameOrigin(a, b *gpb.Path) bool {
+	return Origin(a) == Origin(b)
+}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 
 	"github.com/dgraph-io/badger/v4"
@@ -408,3 +409,60 @@ func (j *Journal) learnFromDevice(updates []*gnmi.Update) []leaves.List {
 	}
 	return learned
 }
+
+// DeviceConfig is the device's configuration as read, leaf by leaf, for
+// telling which applied values it holds already (a re-push sends only the
+// others).
+type DeviceConfig struct {
+	j     *Journal
+	units map[string]*gnmi.TypedValue
+	keys  []string // of units, sorted
+}
+
+// ReadDeviceConfig decomposes the device's configuration as read (updates,
+// full paths, from a read of every read scope) leaf by leaf.
+func (j *Journal) ReadDeviceConfig(updates []*gnmi.Update) (*DeviceConfig, error) {
+	d := &DeviceConfig{j: j, units: make(map[string]*gnmi.TypedValue)}
+	if len(updates) == 0 {
+		return d, nil
+	}
+	j.learnFromDevice(updates)
+	clean, _, err := j.cleanOps(readOps(updates))
+	if err != nil {
+		return nil, err
+	}
+	for _, op := range clean {
+		for _, u := range Units(op) {
+			if containerMarker(u) {
+				continue
+			}
+			k := string(PathKey(u.GetPath()))
+			if _, ok := d.units[k]; !ok {
+				d.keys = append(d.keys, k)
+			}
+			d.units[k] = u.GetValue()
+		}
+	}
+	slices.Sort(d.keys)
+	return d, nil
+}
+
+// Holds reports whether the device holds applied value pv already: pv is
+// in a read scope, and the device holds the same value there, or, for a
+// tombstone, nothing at or under its path.
+func (d *DeviceConfig) Holds(pv *PathValue) bool {
+	if d == nil || !d.j.Covered(pv.GetPath()) {
+		return false
+	}
+	key := PathKey(pv.GetPath())
+	if !pv.GetDeleted() {
+		v, ok := d.units[string(key)]
+		return ok && leaves.Equal(v, pv.GetValue())
+	}
+	sub := subtreeOf(pv.GetPath())
+	n, _ := slices.BinarySearch(d.keys, string(key))
+	return n >= len(d.keys) || !sub.contains([]byte(d.keys[n]))
+}
+
+// Len is the number of units the device holds.
+func (d *DeviceConfig) Len() int { return len(d.keys) }

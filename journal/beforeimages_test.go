@@ -930,7 +930,6 @@ func TestCommittedAtBeforeDeviceRead(t *testing.T) {
 // SyncFrom; NeedsBaseline then asks for a new one) is not part of the next
 // baseline: what only it wrote, the device no longer holding it, is
 // deleted by the next baseline like anything else it does not read.
-//
 func TestSyncFromAfterCutShortBaseline(t *testing.T) {
 	j := openTest(t, "", Options{NoSync: true})
 	ctx := context.Background()
@@ -954,10 +953,6 @@ func TestSyncFromAfterCutShortBaseline(t *testing.T) {
 // "openconfig" (in its notification's prefix) for a change sent without
 // an origin: journal.proto (Meta, format 5) says the two are one leaf, so
 // the change's before-image is the device's value.
-//
-// BUG (open): PathKey keeps the origin and formatVersion is still 4: the
-// read is taken at another key, the change's rollback value is a
-// tombstone, and its rollback would delete the device's hostname.
 func TestDeviceReadOpenConfigOrigin(t *testing.T) {
 	j := openTest(t, "", Options{NoSync: true})
 	term := synced(t, j)

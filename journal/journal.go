@@ -27,10 +27,13 @@ import (
 // without a device Set (Change.adopted) or aborted in their turn
 // (Change.aborted_by), and the out-of-sync, resolution and election
 // records. Format 4 adds union_replace operations and the client's
-// relayed extensions, which format-3 code would drop. A format-2 or -3
-// journal is format-4 data as it is: opening it flips the format (see
-// upgrade).
-const formatVersion = 4
+// relayed extensions, which format-3 code would drop. Format 5 keys a
+// path without origin and the same path with origin "openconfig" as one
+// leaf (PathKey), which format-4 code would read as two (and later
+// additions). A format-2, -3 or -4 journal is format-5 data once the
+// records of such paths are re-keyed: opening it does so and flips the
+// format (see upgrade and upgradeOrigins).
+const formatVersion = 5
 
 // Errors callers branch on. Returned errors wrap them; use errors.Is.
 var (
@@ -294,8 +297,8 @@ func (j *Journal) initialize() error {
 			return err
 		}
 		if found {
-			if f := meta.GetFormat(); f != formatVersion && f != 1 && f != 2 && f != 3 {
-				return fmt.Errorf("format %d, this build reads %d (and upgrades 1, 2 and 3): %w", f, formatVersion, ErrFormat)
+			if f := meta.GetFormat(); f != formatVersion && (f < 1 || f > 4) {
+				return fmt.Errorf("format %d, this build reads %d (and upgrades 1 to 4): %w", f, formatVersion, ErrFormat)
 			}
 			return nil
 		}

@@ -32,6 +32,10 @@ const (
 //     name, the origin is part of the key, the target is ignored, and
 //     element names are taken without module prefix
 //     ("openconfig-system:config" is "config", as devices read it);
+//   - a path without origin and the same path with origin "openconfig"
+//     have the same key: the gNMI mixed-schema rules default an
+//     unspecified origin to openconfig (gnmipath.Origin), so they name one
+//     leaf. Other origins stay distinct;
 //   - the key of every path under P (see IsUnder) starts with PathKey(P)
 //     followed by an element or list-key separator, so /a/bc is not under
 //     /a/b;
@@ -42,7 +46,7 @@ const (
 // refuses them).
 func PathKey(p *gnmi.Path) []byte {
 	var b []byte
-	b = appendEscaped(b, p.GetOrigin())
+	b = appendEscaped(b, keyOrigin(p))
 	for _, e := range p.GetElem() {
 		b = append(b, sepElem)
 		b = appendEscaped(b, leaves.Name(e.GetName()))
@@ -63,6 +67,10 @@ func PathKey(p *gnmi.Path) []byte {
 	}
 	return b
 }
+
+// keyOrigin is the origin PathKey encodes. A variable only so that tests
+// can write a journal as format 4 did, with the origin as written.
+var keyOrigin = gnmipath.Origin
 
 func appendEscaped(b []byte, s string) []byte {
 	for i := 0; i < len(s); i++ {

@@ -10,6 +10,8 @@ import (
 	"github.com/openconfig/gnmi/proto/gnmi"
 	"github.com/openconfig/ygot/ygot"
 	"google.golang.org/protobuf/proto"
+
+	"github.com/gnmi-sidecar/gnmi-sidecar/gnmipath"
 )
 
 // FuzzPathKeyRoundTrip checks PathKey's guarantees on two paths decoded from the
@@ -25,6 +27,9 @@ func FuzzPathKeyRoundTrip(f *testing.F) {
 		{"/a/b[k=v]", "/a/b[k=v2]"},
 		{"/a/b[x=1][y=2]/c", "/a/b[x=1]"},
 		{"openconfig:/system", "/system"},
+		{"openconfig:/system/config/hostname", "/system"},
+		{"/system/config/hostname", "openconfig:/system"},
+		{"cli:/system", "/system"},
 		{"/", "/a"},
 		{"/a[k=\x01\x04]", "/a[k=\x02]"},
 		{"/a/*/c", "/a/.../c"},
@@ -84,7 +89,7 @@ func checkUnder(t *testing.T, child, parent *gnmi.Path) {
 // list it names.
 func underByElems(child, parent *gnmi.Path) bool {
 	ce, pe := child.GetElem(), parent.GetElem()
-	if child.GetOrigin() != parent.GetOrigin() || len(pe) > len(ce) {
+	if !gnmipath.SameOrigin(child, parent) || len(pe) > len(ce) {
 		return false
 	}
 	for n, e := range pe {
@@ -101,10 +106,11 @@ func underByElems(child, parent *gnmi.Path) bool {
 	return true
 }
 
-// keyedPath is what PathKey encodes of p: its origin and elements (no
-// target, no deprecated element field, no unknown fields).
+// keyedPath is what PathKey encodes of p: its origin ("" for
+// "openconfig") and elements (no target, no deprecated element field, no
+// unknown fields).
 func keyedPath(p *gnmi.Path) *gnmi.Path {
-	out := &gnmi.Path{Origin: p.GetOrigin()}
+	out := &gnmi.Path{Origin: gnmipath.Origin(p)}
 	for _, e := range p.GetElem() {
 		out.Elem = append(out.Elem, &gnmi.PathElem{Name: e.GetName(), Key: e.GetKey()})
 	}

@@ -1451,7 +1451,7 @@ func (w *writeTxn) deleteMatches(eff *effective, i uint64, pattern *gnmi.Path) e
 	under := &gnmi.Path{Origin: pattern.GetOrigin(), Elem: elems[:n]}
 	matches := map[string]*gnmi.Path{}
 	note := func(p *gnmi.Path) {
-		if len(p.GetElem()) < len(elems) || p.GetOrigin() != pattern.GetOrigin() {
+		if len(p.GetElem()) < len(elems) || !gnmipath.SameOrigin(p, pattern) {
 			return
 		}
 		m := &gnmi.Path{Origin: p.GetOrigin(), Elem: p.GetElem()[:len(elems)]}

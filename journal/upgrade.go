@@ -45,17 +45,14 @@ func (j *Journal) upgrade() error {
 	if meta.GetFormat() == formatVersion {
 		return j.dropFormat1()
 	}
-	if f := meta.GetFormat(); f == 2 || f == 3 {
-		// Format 2's and 3's records are format 4's: only the format
-		// moves, so that older code no longer opens the journal.
-		err := j.db.Update(func(txn *badger.Txn) error {
-			w := &writeTxn{txn: txn, now: j.opts.Clock()}
-			return w.put(keyMeta, &journalpb.Meta{Format: formatVersion})
-		})
-		if err != nil {
+	if f := meta.GetFormat(); f >= 2 && f <= 4 {
+		// Format 2's and 3's records are format 4's, and format 4's are
+		// format 5's but for the keys of paths with origin openconfig
+		// (upgrade5.go). The format moves, so that older code no longer
+		// opens the journal.
+		if err := j.upgradeOrigins(f); err != nil {
 			return fmt.Errorf("upgrading the journal from format %d to %d: %w", f, formatVersion, err)
 		}
-		j.log.Info("journal upgraded", "from", f, "format", formatVersion)
 		return nil
 	}
 	start := time.Now()

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/dgraph-io/badger/v4"
+	"github.com/openconfig/gnmi/proto/gnmi"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
@@ -301,11 +302,11 @@ func TestUpgradeFormat1Refusals(t *testing.T) {
 	}
 }
 
-// TestUpgradeFormat2And3 opens a format-2 and a format-3 journal: their
-// records are kept as they are and the format becomes 4, which older
-// builds refuse.
+// TestUpgradeFormat2And3 opens a format-2, -3 and -4 journal: their
+// records are kept as they are and the format becomes the current one,
+// which older builds refuse.
 func TestUpgradeFormat2And3(t *testing.T) {
-	for _, from := range []uint32{2, 3} {
+	for _, from := range []uint32{2, 3, 4} {
 		t.Run(fmt.Sprint(from), func(t *testing.T) {
 			dir := t.TempDir()
 			j := openTest(t, dir, Options{NoSync: true})
@@ -327,6 +328,179 @@ func TestUpgradeFormat2And3(t *testing.T) {
 				t.Errorf("committed after the upgrade: %v", got)
 			}
 			checkInvariants(t, j)
+		})
+	}
+}
+
+// asFormat4 makes PathKey key paths as format 4 did (the origin as
+// written) until the test ends: what the test writes meanwhile is a
+// format-4 journal. Not for parallel tests.
+func asFormat4(t *testing.T) {
+	t.Helper()
+	keyOrigin = (*gnmi.Path).GetOrigin
+	t.Cleanup(func() { keyOrigin = gnmipath.Origin })
+}
+
+// writeFormat4 writes, as format 4 did, a journal in dir in which
+// /system/config/hostname was written with origin openconfig and
+// without, alternately (the leaf of issue 33), and other leaves with
+// one spelling, then closes it.
+func writeFormat4(t *testing.T, dir string, clock *fakeClock) {
+	t.Helper()
+	asFormat4(t)
+	ctx := context.Background()
+	j, err := Open(dir, Options{NoSync: true, Clock: clock.now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	term := synced(t, j)
+	const host = "/system/config/hostname"
+	for n, ops := range [][]*Op{
+		{update(t, "openconfig:"+host, "a"), update(t, "openconfig:/interfaces/interface[name=eth0]/config/mtu", "1500")}, // 1
+		{update(t, host, "b"), update(t, "/system/config/domain-name", "d")},                                              // 2
+		{update(t, "openconfig:"+host, "c")},                                                                              // 3
+		{update(t, "/interfaces/interface[name=eth0]/config/mtu", "9000")},                                                // 4
+		{update(t, host, "e"), update(t, "openconfig:"+host, "f")},                                                        // 5, rolled back
+	} {
+		clock.sec.Store(int64(10 * (n + 1)))
+		applyChange(t, j, term, ops...)
+	}
+	clock.sec.Store(60)
+	rollback(t, j, term, 5)
+	// Both spellings of one leaf out of sync.
+	oos := func(origin string) *PathValue {
+		p := mustPath(t, "/interfaces/interface[name=eth0]/config/mtu")
+		p.Origin = origin
+		return &PathValue{Path: p, Index: 4, Value: strVal("9000")}
+	}
+	if _, err := j.MarkOutOfSync(ctx, []*PathValue{oos(""), oos("openconfig")}, CauseRepush, 0, 3, "refused"); err != nil {
+		t.Fatal(err)
+	}
+	if err := j.submit(ctx, func(w *writeTxn) error {
+		return w.put(keyMeta, &journalpb.Meta{Format: 4})
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := j.Close(); err != nil {
+		t.Fatal(err)
+	}
+	keyOrigin = gnmipath.Origin
+}
+
+// TestUpgradeFormat4Origins opens a format-4 journal holding one leaf
+// under both spellings (issue 33: rolled back, it put back an older
+// value) and checks that it is one leaf afterwards, with the history and
+// the rollback values format 5 would have recorded; also when the
+// upgrade was interrupted after rewriting the history.
+func TestUpgradeFormat4Origins(t *testing.T) {
+	const host = "/system/config/hostname"
+	for _, interrupted := range []bool{false, true} {
+		t.Run(fmt.Sprintf("interrupted=%v", interrupted), func(t *testing.T) {
+			ctx := context.Background()
+			dir := t.TempDir()
+			clock := &fakeClock{}
+			writeFormat4(t, dir, clock)
+			if interrupted {
+				db, err := badger.Open(Options{NoSync: true}.withDefaults().badgerOptions(dir))
+				if err != nil {
+					t.Fatal(err)
+				}
+				u := &originUpgrade{j: &Journal{db: db, opts: Options{Clock: clock.now}.withDefaults()}}
+				if err := u.lastSpellings(); err != nil {
+					t.Fatal(err)
+				}
+				if _, err := u.mergeSpellings(); err != nil {
+					t.Fatal(err)
+				}
+				if _, err := u.moveOpenconfigKeys(nsCommitted); err != nil {
+					t.Fatal(err)
+				}
+				if err := db.Close(); err != nil {
+					t.Fatal(err)
+				}
+			}
+			clock.sec.Store(100)
+			j := openTest(t, dir, Options{NoSync: true, Clock: clock.now})
+			if f := metaFormat(t, j); f != formatVersion {
+				t.Fatalf("format %d after the upgrade, want %d", f, formatVersion)
+			}
+			want := []string{
+				// Proposal 4 created the entry again for format 4: the
+				// later write.
+				`/interfaces/interface[name=eth0]={}@4`,
+				`/interfaces/interface[name=eth0]/config/mtu=9000@4`,
+				`/system/config/domain-name=d@2`,
+				`openconfig:` + host + `=c@3`,
+			}
+			if got := committedList(t, j, nil); !slices.Equal(got, want) {
+				t.Fatalf("committed after the upgrade:\n got %v\nwant %v", got, want)
+			}
+			if got := appliedList(t, j); !slices.Equal(got, want) {
+				t.Fatalf("applied after the upgrade:\n got %v\nwant %v", got, want)
+			}
+			var pushed []string
+			if err := j.ScanAppliedByIndex(ctx, func(pv *PathValue) error {
+				pushed = append(pushed, render(pv))
+				return nil
+			}); err != nil {
+				t.Fatal(err)
+			}
+			if !slices.Equal(pushed, []string{want[2], want[3], want[0], want[1]}) {
+				t.Errorf("re-push after the upgrade: %v", pushed)
+			}
+			recs, err := j.OutOfSync(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			c, err := j.Configuration(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(recs) != 1 || c.GetOutOfSync() != 1 {
+				t.Errorf("%d out-of-sync records (configuration counts %d), want 1", len(recs), c.GetOutOfSync())
+			}
+			if n := len(j.Keys().Lists()); n != 1 {
+				t.Errorf("%d lists known after the upgrade, want 1: %v", n, j.Keys().Lists())
+			}
+			// No record is left under a format-4 key, nor the marker.
+			for k := range dump(t, j) {
+				for _, ns := range [][]byte{nsCommitted, nsApplied, nsOutOfSync, nsListKeys} {
+					if _, moved := format4Canonical([]byte(k)[min(len(k), len(ns)):]); moved && strings.HasPrefix(k, string(ns)) {
+						t.Errorf("key %q left", k)
+					}
+				}
+				if k == string(keyOriginsMerged) {
+					t.Error("the upgrade's marker is left")
+				}
+			}
+			checkInvariants(t, j)
+			// History: each point in time reads the value the device held.
+			for _, at := range []struct {
+				sec  int64
+				want string
+			}{{15, `openconfig:` + host + `=a@1`}, {25, host + `=b@2`}, {35, `openconfig:` + host + `=c@3`},
+				{55, `openconfig:` + host + `=f@5`}, {65, `openconfig:` + host + `=c@3`}} {
+				got, err := committedAtList(t, j, at.sec, mustPath(t, host))
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !slices.Equal(got, []string{at.want}) {
+					t.Errorf("hostname at %d: %v, want %s", at.sec, got, at.want)
+				}
+			}
+			// Each rollback puts back what the device held before.
+			term := synced(t, j)
+			for _, step := range []struct {
+				i    uint64
+				want string
+			}{{4, `openconfig:` + host + `=c@3`}, {3, host + `=b@2`}, {2, `openconfig:` + host + `=a@1`}, {1, `openconfig:` + host + `=deleted@0`}} {
+				clock.sec.Add(10)
+				rollback(t, j, term, step.i)
+				if got := committedList(t, j, mustPath(t, host)); !slices.Equal(got, []string{step.want}) {
+					t.Errorf("hostname after rolling back %d: %v, want %s", step.i, got, step.want)
+				}
+				checkInvariants(t, j)
+			}
 		})
 	}
 }

@@ -9,6 +9,8 @@ import (
 	"sync"
 
 	gpb "github.com/openconfig/gnmi/proto/gnmi"
+
+	"github.com/gnmi-sidecar/gnmi-sidecar/gnmipath"
 )
 
 // List names a list of the device's data tree and its key names: Path is
@@ -53,9 +55,10 @@ func NewKeys(lists ...List) *Keys {
 	return k
 }
 
-// listID identifies a list by its origin and element names.
+// listID identifies a list by its origin (none and "openconfig" being one,
+// gnmipath.Origin) and element names.
 func listID(origin string, names []string) string {
-	return origin + "\x00" + strings.Join(names, "/")
+	return gnmipath.CanonicalOrigin(origin) + "\x00" + strings.Join(names, "/")
 }
 
 // pathID identifies the list p names (origin and element names without

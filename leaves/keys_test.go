@@ -110,9 +110,9 @@ func TestLearnOpenConfig(t *testing.T) {
 		},
 		{
 			name: "origin kept",
-			at:   "openconfig:/interfaces",
+			at:   "vendor:/interfaces",
 			data: `{"interface":[{"name":"eth0","config":{"name":"eth0"}}]}`,
-			want: []string{"openconfig:/interfaces/interface[name]"},
+			want: []string{"vendor:/interfaces/interface[name]"},
 		},
 		{
 			name: "a direct leaf not mirrored in config",

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime/debug"
 	"time"
 
 	gpb "github.com/openconfig/gnmi/proto/gnmi"
@@ -29,6 +30,10 @@ const BaselineAuthor = "device"
 // baselineChunk bounds the units of one baseline proposal: one journal
 // transaction holds it (a larger baseline takes several proposals).
 const baselineChunk = 4096
+
+// largeBaseline is the number of units from which a baseline returns the
+// memory it used to the operating system.
+const largeBaseline = 10_000
 
 // SyncResult describes a baseline journaled by SyncFrom.
 type SyncResult struct {
@@ -66,6 +71,8 @@ func (s *Server) SyncFrom(ctx context.Context, by journal.Sender) (*SyncResult, 
 	if err := s.atRest(ctx); err != nil {
 		return nil, err
 	}
+	// No drift comparison between the read and the last proposal.
+	defer s.opts.Agent.Busy()()
 	scopes := s.managedPaths()
 	target := s.opts.DeviceTarget
 	values, err := s.reader.Read(s.outgoing(ctx), target, scopes...)
@@ -134,6 +141,11 @@ func (s *Server) SyncFrom(ctx context.Context, by journal.Sender) (*SyncResult, 
 		return nil, JournalError(err)
 	}
 	res.Took = time.Since(start)
+	if res.Units >= largeBaseline {
+		// The device's answer and its units are garbage now, hundreds of
+		// MB for a large device: give them back at once.
+		debug.FreeOSMemory()
+	}
 	s.log.Info("baseline journaled: the device's configuration as read from it", "first", res.First, "last", res.Last,
 		"units", res.Units, "scopes", len(scopes), "read", res.Read, "took", res.Took)
 	return res, nil

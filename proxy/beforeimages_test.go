@@ -241,3 +241,44 @@ func TestBaselineOfAnEmptyDevice(t *testing.T) {
 	r.MustSet(t, sidecartest.RollbackRequest(t, 0))
 	r.WantDeviceLeaf(t, descPath, nil)
 }
+
+// TestRepushWhereTheDeviceDiffers: a device that comes back from a restart
+// with its startup configuration is re-pushed only what it does not hold
+// as the journal says: a change made through the sidecar that it lost,
+// and a value changed behind the sidecar's back; the rest, read from it,
+// is not sent again.
+func TestRepushWhereTheDeviceDiffers(t *testing.T) {
+	r := sidecartest.Start(t, sidecartest.Options{Seed: configuredDevice(t), Baseline: true, Device: testbed.Options{Persistent: true}})
+	r.MustSet(t, sidecartest.UpdateRequest(t, "/system/config/hostname", sidecartest.StringVal("r1")))
+	want := sidecartest.DeviceLeaves(t, r.Dev)
+	dev := sidecartest.Dial(t, r.Target)
+	repushes := r.Agent.Status().Repushes
+	r.Dev.Stop()
+	if err := r.Dev.Start(t.Context(), ""); err != nil {
+		t.Fatal(err)
+	}
+	sidecartest.Eventually(t, 30*time.Second, "a re-push after the device's restart", func() bool {
+		return r.Agent.Status().Repushes > repushes
+	})
+	if got := r.Agent.Status().LastRepushValues; got != 0 {
+		t.Errorf("the re-push after a restart with everything saved sent %d values, want none", got)
+	}
+	// Behind the sidecar's back.
+	if _, err := dev.Set(context.Background(), &gpb.SetRequest{Update: []*gpb.Update{
+		{Path: sidecartest.Path(t, "/system/config/motd-banner"), Val: sidecartest.StringVal("changed")},
+		{Path: sidecartest.Path(t, "/system/config/hostname"), Val: sidecartest.StringVal("zz-dev01")},
+	}}); err != nil {
+		t.Fatal(err)
+	}
+	repushes = r.Agent.Status().Repushes
+	r.Dev.DropConnections()
+	sidecartest.Eventually(t, 30*time.Second, "a re-push after the reconnect", func() bool {
+		return r.Agent.Status().Repushes > repushes
+	})
+	if diff := cmp.Diff(want, sidecartest.DeviceLeaves(t, r.Dev), protocmp.Transform()); diff != "" {
+		t.Errorf("after the re-push the device differs from the journal (-journal +device):\n%s", diff)
+	}
+	if got := r.Agent.Status().LastRepushValues; got != 2 {
+		t.Errorf("the re-push sent %d values, want 2: the hostname and the banner the device held otherwise", got)
+	}
+}

@@ -294,7 +294,7 @@ func deltaNotification(d *journal.HistoryDelta, patterns []*gpb.Path, prefix *gp
 
 func matchesAny(patterns []*gpb.Path, p *gpb.Path) bool {
 	for _, pattern := range patterns {
-		if pattern.GetOrigin() == p.GetOrigin() && gnmipath.MatchesOrUnder(pattern.GetElem(), p.GetElem()) {
+		if gnmipath.SameOrigin(pattern, p) && gnmipath.MatchesOrUnder(pattern.GetElem(), p.GetElem()) {
 			return true
 		}
 	}

@@ -143,7 +143,8 @@ func New(opts Options) (*Server, error) {
 	device := gpb.NewGNMIClient(conn)
 	reader := opts.Reader
 	if reader == nil {
-		reader = devread.New(device)
+		reader = devread.NewWithOptions(devread.Options{Client: device, Schema: opts.Journal.Schema(),
+			Logger: opts.Logger.With("component", "proxy", "reads", "before-images")})
 	}
 	decided := make(chan struct{})
 	done := sync.OnceFunc(func() { close(decided) })

@@ -27,7 +27,7 @@ type benchConfig struct {
 	sets          int           // Sets per latency measurement
 	duration      time.Duration // per throughput and subscribe row
 	subscribeRate int           // Sets offered per second in the paced subscribe rows
-	leaves        int           // the large configuration (size, re-push, RSS)
+	leaves        int           // the large configuration (size, re-push, RSS, baseline)
 	proposals     int           // journal size of the reopen row
 	scenarios     []string      // subset to run; empty: all
 	short         bool
@@ -40,7 +40,7 @@ type benchConfig struct {
 }
 
 // benchScenarios are the scenario names --scenarios accepts, in run order.
-var benchScenarios = []string{"latency", "throughput", "coalesce", "size", "repush", "subscribe", "rss", "reopen"}
+var benchScenarios = []string{"latency", "throughput", "coalesce", "size", "beforeimage", "repush", "subscribe", "rss", "baseline", "reopen"}
 
 // full and short sizes; flags given explicitly override either.
 func (c *benchConfig) applyShort(cmd *cobra.Command) {
@@ -109,7 +109,7 @@ two cores). docs/bench.md explains every row.`,
 	f.IntVar(&cfg.sets, "sets", 2000, "Sets per latency measurement (1 client, one leaf per Set)")
 	f.DurationVar(&cfg.duration, "duration", 5*time.Second, "how long each throughput and subscribe row runs (per side)")
 	f.IntVar(&cfg.subscribeRate, "subscribe-rate", 2000, "Sets per second offered to the device in the paced subscribe rows")
-	f.IntVar(&cfg.leaves, "leaves", 100_000, "the large configuration: Set p50 at this size vs 100 leaves, re-push, RSS")
+	f.IntVar(&cfg.leaves, "leaves", 100_000, "the large configuration: Set p50 at this size vs 100 leaves, re-push, RSS, baseline")
 	f.IntVar(&cfg.proposals, "proposals", 1_000_000, "proposals in the journal of the reopen row")
 	f.StringSliceVar(&cfg.scenarios, "scenarios", nil, "run only these scenarios: "+strings.Join(benchScenarios, ","))
 	f.BoolVar(&cfg.short, "short", false, "small sizes (300 Sets, 1 s rows, 1,000 paced Sets/s, 3,000 leaves, 50,000 proposals) unless set explicitly")

@@ -68,15 +68,17 @@ func (b *bencher) sidecarBinary() (string, error) {
 }
 
 // startChild runs `serve --target target --journal-dir dir` with default
-// options otherwise, and returns once it printed its address.
-func (b *bencher) startChild(ctx context.Context, target, dir string) (*child, error) {
+// options otherwise (extra, appended, override them), and returns once it
+// printed its address.
+func (b *bencher) startChild(ctx context.Context, target, dir string, extra ...string) (*child, error) {
 	bin, err := b.sidecarBinary()
 	if err != nil {
 		return nil, err
 	}
 	c := &child{stderr: &lockedBuffer{}}
-	c.cmd = exec.Command(bin, "serve", "--target", target, "--journal-dir", dir,
-		"--listen", "127.0.0.1:0", "--metrics", "127.0.0.1:0", "--log-level", "warn")
+	args := append([]string{"serve", "--target", target, "--journal-dir", dir,
+		"--listen", "127.0.0.1:0", "--metrics", "127.0.0.1:0", "--log-level", "warn"}, extra...)
+	c.cmd = exec.Command(bin, args...)
 	c.cmd.Stderr = c.stderr
 	stdout, err := c.cmd.StdoutPipe()
 	if err != nil {
@@ -246,6 +248,27 @@ func (c *child) rss() (rss, error) {
 		return rss{}, err
 	}
 	return out, nil
+}
+
+// cpu is the CPU time, user and system, the child has used so far
+// (/proc/PID/stat, in clock ticks of 1/100 s).
+func (c *child) cpu() (time.Duration, error) {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", c.cmd.Process.Pid))
+	if err != nil {
+		return 0, fmt.Errorf("reading the child's CPU time: %w", err)
+	}
+	// After the command's name in parentheses: state is field 3, utime 14
+	// and stime 15.
+	_, rest, _ := strings.Cut(string(data), ") ")
+	fields := strings.Fields(rest)
+	if len(fields) < 13 {
+		return 0, fmt.Errorf("/proc/%d/stat: too few fields", c.cmd.Process.Pid)
+	}
+	var utime, stime int64
+	if _, err := fmt.Sscan(fields[11]+" "+fields[12], &utime, &stime); err != nil {
+		return 0, fmt.Errorf("/proc/%d/stat utime, stime: %w", c.cmd.Process.Pid, err)
+	}
+	return time.Duration(utime+stime) * 10 * time.Millisecond, nil
 }
 
 // rssSettle is how long the child idles after its work before its RSS is

@@ -37,6 +37,7 @@ func (b *bencher) steps() []step {
 			func(ctx context.Context) ([]row, error) { return b.coalesce(ctx, clients) })
 	}
 	add("size", fmt.Sprintf("Set p50 at 100 vs %d leaves", b.cfg.leaves), b.configSize)
+	add("beforeimage", fmt.Sprintf("Set p50, path not read yet vs read, %d Sets", b.cfg.sets), b.beforeImage)
 	add("repush", fmt.Sprintf("re-push of %d leaves after a device restart", b.cfg.leaves), b.repush)
 	for _, n := range []int{1, 16} {
 		add("subscribe", fmt.Sprintf("Subscribe STREAM, %d subscriber(s)", n),
@@ -47,6 +48,7 @@ func (b *bencher) steps() []step {
 			func(ctx context.Context) ([]row, error) { return b.subscribe(ctx, n, true) })
 	}
 	add("rss", fmt.Sprintf("RSS of serve (child process), idle and with %d leaves", b.cfg.leaves), b.rss)
+	add("baseline", fmt.Sprintf("baseline of %d leaves (child process)", b.cfg.leaves), b.baseline)
 	add("reopen", fmt.Sprintf("serve restart with %d proposals (child process)", b.cfg.proposals), b.reopen)
 	return out
 }

@@ -69,10 +69,13 @@ var wantBenchRows = []string{
 	"Set throughput, 1 clients, 2ms + 1ms/update device", "Set throughput, 8 clients, 2ms + 1ms/update device",
 	"Set throughput, 64 clients, 2ms + 1ms/update device",
 	"Set p50 at 100 leaves", "Set p50 at 200 leaves",
+	"Set p50, path not read yet (before-image Get)", "Set p50, path already read",
 	"re-push 200 leaves, sidecar-side", "re-push 200 leaves, restart → Set ok",
 	"Subscribe STREAM, 1 subscriber(s)", "Subscribe STREAM, 16 subscriber(s)",
 	"Subscribe STREAM, 1 subscriber(s), paced", "Subscribe STREAM, 16 subscriber(s), paced",
 	"RSS of serve, idle", "RSS of serve, 200 leaves journaled",
+	"baseline of 200 leaves, start → journaled", "baseline of 200 leaves, device read", "baseline of 200 leaves, journaling",
+	"RSS of serve, after a baseline of 200 leaves",
 	"restart with 300 proposals → Capabilities", "restart with 300 proposals → Set ok",
 }
 
@@ -87,10 +90,15 @@ var floorNotes = map[string]*regexp.Regexp{
 // checkFloorNote checks the note of row scenario if floorNotes has it.
 func checkFloorNote(t *testing.T, scenario, note string) {
 	t.Helper()
-	re, ok := floorNotes[scenario]
-	if !ok {
-		return
+	if re, ok := floorNotes[scenario]; ok {
+		checkNote(t, scenario, note, re)
 	}
+}
+
+// checkNote checks that note matches re and every figure it captures is
+// positive.
+func checkNote(t *testing.T, scenario, note string, re *regexp.Regexp) {
+	t.Helper()
 	m := re.FindStringSubmatch(note)
 	if m == nil {
 		t.Errorf("row %q: note %q does not match %q", scenario, note, re)
@@ -102,6 +110,21 @@ func checkFloorNote(t *testing.T, scenario, note string) {
 		}
 	}
 }
+
+// hasDirect reports whether the row scenario has a direct figure: all but
+// the sidecar-only rows (re-push, RSS, restart, and the baseline's but its
+// device read).
+func hasDirect(scenario string) bool {
+	if strings.HasPrefix(scenario, "baseline") {
+		return strings.HasSuffix(scenario, ", device read")
+	}
+	return !strings.HasPrefix(scenario, "re-push") && !strings.HasPrefix(scenario, "RSS") && !strings.HasPrefix(scenario, "restart")
+}
+
+// beforeImageNote is what the note of the before-image row says of the
+// Sets to paths already read and of the Get; the figures it captures are
+// positive.
+var beforeImageNote = regexp.MustCompile(`path read: p50 (\d+\.\d+) ms; the read's cost: -?\d+\.\d+ ms; .*straight to the direct device: p50 (\d+\.\d+) ms`)
 
 // TestBenchJSON runs every scenario at tiny sizes and checks that the JSON
 // document has every row with figures (no timing assertions).
@@ -131,8 +154,7 @@ func TestBenchJSON(t *testing.T) {
 		if r.Sidecar == nil || *r.Sidecar <= 0 {
 			t.Errorf("row %q: no sidecar figure", r.Scenario)
 		}
-		direct := !strings.HasPrefix(r.Scenario, "re-push") && !strings.HasPrefix(r.Scenario, "RSS") && !strings.HasPrefix(r.Scenario, "restart")
-		if direct && (r.Direct == nil || *r.Direct <= 0 || r.Ratio == nil) {
+		if hasDirect(r.Scenario) && (r.Direct == nil || *r.Direct <= 0 || r.Ratio == nil) {
 			t.Errorf("row %q: no direct figure or ratio", r.Scenario)
 		}
 		if r.Better != "lower" && r.Better != "higher" {
@@ -140,8 +162,11 @@ func TestBenchJSON(t *testing.T) {
 		}
 		// The floor proxies measured beside the sidecar, with figures.
 		checkFloorNote(t, r.Scenario, r.Note)
+		if r.Scenario == "Set p50, path not read yet (before-image Get)" {
+			checkNote(t, r.Scenario, r.Note, beforeImageNote)
+		}
 	}
-	if !strings.Contains(stderr, "[1/18] Set latency") || !strings.Contains(stderr, "[18/18] serve restart") {
+	if !strings.Contains(stderr, "[1/20] Set latency") || !strings.Contains(stderr, "[20/20] serve restart") {
 		t.Errorf("no progress lines on stderr:\n%s", stderr)
 	}
 }

@@ -1,0 +1,36 @@
+package agent
+
+import (
+	"context"
+	"log/slog"
+
+	"github.com/gnmi-sidecar/gnmi-sidecar/devread"
+	"github.com/gnmi-sidecar/gnmi-sidecar/journal"
+)
+
+// deviceHolds reads what the device holds in the journal's read scopes
+// before a re-push (docs/values.md, before-images): a device that came
+// back with its startup configuration, or that a sidecar restart finds as
+// it was, is then sent only the applied values it does not hold. Nil when
+// the journal has no read scopes or the device cannot be read: everything
+// is re-pushed, as always.
+func (a *Agent) deviceHolds(ctx context.Context, s *session, log *slog.Logger) *journal.DeviceConfig {
+	scopes, err := a.j.ReadScopes(ctx)
+	if err != nil || len(scopes) == 0 {
+		return nil
+	}
+	r := devread.NewWithOptions(devread.Options{Client: s.client, Schema: a.j.Schema()})
+	rctx, cancel := context.WithTimeout(s.ctx, a.opts.ApplyTimeout)
+	defer cancel()
+	values, err := r.Read(rctx, a.opts.DeviceTarget, scopes...)
+	if err != nil {
+		log.Info("cannot read the device before the re-push: re-pushing the whole applied configuration", "err", err)
+		return nil
+	}
+	held, err := a.j.ReadDeviceConfig(values)
+	if err != nil {
+		log.Info("cannot record the device's configuration before the re-push: re-pushing the whole applied configuration", "err", err)
+		return nil
+	}
+	return held
+}
