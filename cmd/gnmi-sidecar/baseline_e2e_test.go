@@ -368,11 +368,22 @@ func TestBaselineRestoresStartupConfig(t *testing.T) {
 					t.Parallel()
 					s, startup := seededStack(t, mode, nil, extra...)
 					row.run(t, s, mode, startup)
-					s.expectDevice(t, "after the undo", startup, 10*time.Second)
+					expectUndone(t, s, startup)
 				})
 			}
 		}
 	}
+}
+
+// expectUndone checks the device after a row's undo: its startup
+// configuration exactly, and still after the sidecar is killed (SIGKILL)
+// and started again on the same journal, re-pushing what it applied.
+func expectUndone(t *testing.T, s *stack, startup map[string]*gpb.TypedValue) {
+	t.Helper()
+	s.expectDevice(t, "after the undo", startup, 10*time.Second)
+	s.sidecar.kill(t)
+	s.startSidecar(t, "127.0.0.1:0")
+	s.expectDevice(t, "after the undo and a sidecar restart (SIGKILL, same journal, re-push)", startup, 10*time.Second)
 }
 
 var (
@@ -571,7 +582,7 @@ func TestBaselineDeviceRefusingGetConfig(t *testing.T) {
 				t.Parallel()
 				s, startup := seededStack(t, mode, []string{"--refuse-get-config"})
 				row.run(t, s, mode, startup)
-				s.expectDevice(t, "after the undo", startup, 10*time.Second)
+				expectUndone(t, s, startup)
 			})
 		}
 	}
@@ -618,7 +629,7 @@ func TestBaselineManagedPaths(t *testing.T) {
 			t.Parallel()
 			s, startup := seededStack(t, baselineAuto, nil, "--managed-paths", "/system")
 			row.run(t, s, baselineAuto, startup)
-			s.expectDevice(t, "after the undo", startup, 10*time.Second)
+			expectUndone(t, s, startup)
 		})
 	}
 }
