@@ -22,6 +22,7 @@ import (
 	gpb "github.com/openconfig/gnmi/proto/gnmi"
 	"github.com/openconfig/gnmi/proto/gnmi_ext"
 	"github.com/openconfig/ygot/ygot"
+	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
@@ -82,7 +83,7 @@ func TestDifferential(t *testing.T) {
 	}()
 	var mu sync.Mutex
 	counts := map[string]int{}
-	passed := 0
+	passed, off := 0, 0
 	workers := max(1, *diffParallel)
 	if *diffTarget != "" {
 		workers = 1 // one target
@@ -99,6 +100,9 @@ func TestDifferential(t *testing.T) {
 				}
 				if ok {
 					passed++
+					if seedBaselineOff(seed) && h.baselineFlag {
+						off++
+					}
 				}
 				mu.Unlock()
 				if !ok {
@@ -108,7 +112,12 @@ func TestDifferential(t *testing.T) {
 		})
 	}
 	t.Cleanup(func() {
-		summary := fmt.Sprintf("differential: %d seeds passed (half with --yang); steps by kind: %v", passed, counts)
+		seeded, checked, refusing := counts[countSeeded], counts[countPreChecked], counts[countRefusing]
+		delete(counts, countSeeded)
+		delete(counts, countPreChecked)
+		delete(counts, countRefusing)
+		summary := fmt.Sprintf("differential: %d seeds passed (half with --yang, %d with --baseline off, %d against a device refusing Get CONFIG); pre-existing leaves: %d seeded on the device, %d checked unchanged or restored; steps by kind: %v",
+			passed, off, refusing, seeded, checked, counts)
 		t.Log(summary)
 		if *diffReport {
 			fmt.Println(summary)
@@ -120,26 +129,57 @@ func TestDifferential(t *testing.T) {
 // binaries; each seed gets a sidecar with a journal of its own.
 type diffHarness struct {
 	sidecarBin string
-	dev        *process // nil with -diff.target
-	devAddr    string
-	devAdmin   string
-	devClient  gpb.GNMIClient
-	yang       []string // for --yang
+	// devs are the devices: the simulated one (or the external target),
+	// and, if gnmi-testbed can, one that refuses a Get of type CONFIG as
+	// gnxi's gnmi_target does (the sidecar must read it another way).
+	devs []*diffDevice
+	yang []string // for --yang
 	// unionReplace: the device takes union_replace, so the test sends it.
 	unionReplace bool
+	// baselineFlag: gnmi-sidecar serve has --baseline (issue 33).
+	baselineFlag bool
+}
+
+// diffDevice is one device a seed runs against.
+type diffDevice struct {
+	proc   *process // nil with -diff.target
+	addr   string
+	admin  string
+	client gpb.GNMIClient
+	// refusesGetConfig: the device answers a Get of type CONFIG with
+	// UNIMPLEMENTED; the test reads it with Get ALL (state left out).
+	refusesGetConfig bool
+}
+
+// seedRefusesGetConfig reports whether a seed runs against the device that
+// refuses Get CONFIG (about a quarter of them, when there is one).
+func seedRefusesGetConfig(seed uint64) bool { return (seed*0x9E3779B97F4A7C15)>>62 == 1 }
+
+// device returns the device seed runs against.
+func (h *diffHarness) device(seed uint64) *diffDevice {
+	if len(h.devs) > 1 && seedRefusesGetConfig(seed) {
+		return h.devs[1]
+	}
+	return h.devs[0]
 }
 
 func newDiffHarness(t *testing.T) *diffHarness {
 	sb, tb := binaries(t)
-	h := &diffHarness{sidecarBin: sb}
+	h := &diffHarness{sidecarBin: sb, baselineFlag: serveHasFlag(t, sb, "baseline")}
 	if *diffTarget != "" {
-		h.devAddr = *diffTarget
+		h.devs = []*diffDevice{{addr: *diffTarget}}
 		if *diffYANG != "" {
 			h.yang = strings.Split(*diffYANG, ",")
 		}
 	} else {
-		h.dev = startProcess(t, "gnmi-testbed", tb, "--listen", "127.0.0.1:0", "--admin", "127.0.0.1:0", "--log-level", "warn")
-		h.devAddr, h.devAdmin = h.dev.addr, h.dev.adminURL(t)
+		variants := [][]string{nil}
+		if testbedHasFlag(t, tb, "refuse-get-config") {
+			variants = append(variants, []string{"--refuse-get-config"})
+		}
+		for n, extra := range variants {
+			proc := startProcess(t, "gnmi-testbed", tb, append([]string{"--listen", "127.0.0.1:0", "--admin", "127.0.0.1:0", "--log-level", "warn"}, extra...)...)
+			h.devs = append(h.devs, &diffDevice{proc: proc, addr: proc.addr, admin: proc.adminURL(t), refusesGetConfig: n == 1})
+		}
 		dir := t.TempDir()
 		if out, err := exec.Command(tb, "yang", "--out", dir).CombinedOutput(); err != nil {
 			t.Fatalf("gnmi-testbed yang: %v\n%s", err, out)
@@ -150,7 +190,9 @@ func newDiffHarness(t *testing.T) *diffHarness {
 	if *diffTarget != "" {
 		h.unionReplace = *diffUnion
 	}
-	h.devClient = dial(t, h.devAddr)
+	for _, dev := range h.devs {
+		dev.client = dial(t, dev.addr)
+	}
 	return h
 }
 
@@ -159,12 +201,13 @@ func newDiffHarness(t *testing.T) *diffHarness {
 func (h *diffHarness) run(t *testing.T, seed uint64) (map[string]int, bool) {
 	var counts map[string]int
 	ok := t.Run(fmt.Sprintf("seed%d", seed), func(t *testing.T) {
-		d := &diffRun{h: h, seed: seed, rng: rand.New(rand.NewPCG(seed, 0xd1ff)), model: newDiffModel(), counts: map[string]int{}}
+		d := &diffRun{h: h, dev: h.device(seed), seed: seed, rng: rand.New(rand.NewPCG(seed, 0xd1ff)), model: newDiffModel(), counts: map[string]int{}}
 		d.withYANG = seed%2 == 0 && len(h.yang) > 0
+		d.baselineOff = seedBaselineOff(seed)
 		t.Cleanup(func() {
 			if t.Failed() {
-				t.Logf("differential seed %d (with --yang: %v) FAILED after these steps:\n\t%s\nreplay: go test -tags devtools ./cmd/gnmi-sidecar -run 'TestDifferential$' -diff.seed=%d -diff.steps=%d%s",
-					seed, d.withYANG, strings.Join(d.log, "\n\t"), seed, *diffSteps, targetFlags())
+				t.Logf("differential seed %d (with --yang: %v, --baseline off: %v, device refusing Get CONFIG: %v) FAILED after these steps:\n\t%s\nreplay: go test -tags devtools ./cmd/gnmi-sidecar -run 'TestDifferential$' -diff.seed=%d -diff.steps=%d%s",
+					seed, d.withYANG, d.baselineOff, d.dev.refusesGetConfig, strings.Join(d.log, "\n\t"), seed, *diffSteps, targetFlags())
 			}
 		})
 		d.start(t)
@@ -187,10 +230,19 @@ func targetFlags() string {
 // diffRun is one seed.
 type diffRun struct {
 	h        *diffHarness
+	dev      *diffDevice
 	seed     uint64
 	rng      *rand.Rand
 	withYANG bool
-	model    *diffModel
+	// baselineOff: the sidecar runs with --baseline off (before-images
+	// read from the device per Set) instead of the default auto (the
+	// device's configuration journaled as proposal 1, tagged baseline).
+	baselineOff bool
+	model       *diffModel
+	// startup is what the device held before the sidecar started (the
+	// seed's random configuration, written to the device directly): the
+	// baseline, and what a rollback to point 0 must bring back.
+	startup *diffModel
 	// changes are the model before each change in effect, newest last: a
 	// rollback goes back to the last one.
 	changes []*diffModel
@@ -214,28 +266,150 @@ func (d *diffRun) logf(format string, args ...any) {
 	d.log = append(d.log, fmt.Sprintf("%d: %s", len(d.log)+1, fmt.Sprintf(format, args...)))
 }
 
-// start clears the device and starts a sidecar with a new journal.
+// start clears the device, writes a random startup configuration to it
+// directly, and starts a sidecar with a new journal in front of it.
 func (d *diffRun) start(t *testing.T) {
-	if d.h.dev != nil {
+	if d.dev.proc != nil {
 		d.restartDevice(t)
 	} else {
 		// An external target: remove what the test writes.
 		req := &gpb.SetRequest{Delete: []*gpb.Path{diffPath(t, "/interfaces"), diffPath(t, "/system/config"), diffPath(t, "/system/dns")}}
-		if _, err := d.h.devClient.Set(context.Background(), req); err != nil {
+		if _, err := d.dev.client.Set(context.Background(), req); err != nil {
 			t.Fatalf("clearing the target: %v", err)
 		}
 	}
+	if d.dev.refusesGetConfig {
+		d.counts[countRefusing]++
+	}
+	d.seedDevice(t)
 	dir := t.TempDir()
 	d.journal, d.trace = filepath.Join(dir, "journal"), filepath.Join(dir, "trace.jsonl")
 	d.startSidecar(t)
 	d.expect(t, "start", 0)
+	if d.h.baselineFlag && !d.baselineOff {
+		// The baseline: proposal 1, authored device, tagged baseline. A
+		// rollback to it brings back the startup configuration.
+		d.checkBaselineProposal(t)
+		d.tags = append(d.tags, diffTag{name: "baseline", model: d.startup})
+	}
 }
 
+// Untouched interfaces: the startup configuration has them, the random
+// Sets never name them (only a Set of /interfaces or / changes them).
+var diffUntouchedIntfs = []string{"eth8", "eth9"}
+
+// seedDevice writes a random configuration to the device itself (not
+// through the sidecar): leaves of /system/config, the DNS leaf-list, list
+// entries with several leaves, some of the interfaces the Sets write and
+// the untouched ones, nested subinterfaces. The model starts as it.
+func (d *diffRun) seedDevice(t *testing.T) {
+	t.Helper()
+	sys := map[string]any{"config": d.systemConfig()}
+	if d.rng.IntN(3) > 0 {
+		sys["dns"] = map[string]any{"config": map[string]any{"search": d.search()}}
+	}
+	var entries []map[string]any
+	for _, intf := range append(slices.Clone(diffIntfs), diffUntouchedIntfs...) {
+		if slices.Contains(diffIntfs, intf) && d.rng.IntN(3) == 0 {
+			continue
+		}
+		e := map[string]any{"name": intf, "config": map[string]any{"name": intf, "description": d.word(),
+			"mtu": uint64(1280 + d.rng.IntN(8000)), "enabled": d.rng.IntN(2) == 0}}
+		if d.rng.IntN(2) == 0 {
+			var subs []map[string]any
+			for k := range 1 + d.rng.IntN(2) {
+				subs = append(subs, map[string]any{"index": uint64(k), "config": map[string]any{"index": uint64(k), "description": d.word()}})
+			}
+			e["subinterfaces"] = map[string]any{"subinterface": subs}
+		}
+		entries = append(entries, e)
+	}
+	ifs := map[string]any{"interface": entries}
+	req := &gpb.SetRequest{}
+	for _, u := range []struct {
+		path string
+		val  map[string]any
+	}{{"/system", sys}, {"/interfaces", ifs}} {
+		b, err := json.Marshal(u.val)
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Update = append(req.Update, &gpb.Update{Path: diffPath(t, u.path), Val: &gpb.TypedValue{Value: &gpb.TypedValue_JsonIetfVal{JsonIetfVal: b}}})
+		d.model.write(u.path, u.val)
+	}
+	d.logf("device seeded directly: %s", showSet(req))
+	// The device has just restarted: the client's connection to it may be
+	// the old one, or not up yet. The Set is an Update, so sent again it
+	// changes nothing more.
+	poll(t, 30*time.Second, "the device to take the seed", func() (bool, string) {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		_, err := d.dev.client.Set(ctx, req, grpc.WaitForReady(true))
+		if err != nil && status.Code(err) != codes.Unavailable {
+			t.Fatalf("seeding the device: %v", err)
+		}
+		return err == nil, fmt.Sprint(err)
+	})
+	d.startup = d.model.clone()
+	d.counts[countSeeded] += len(d.startup.leaves)
+	// The device holds it before the sidecar starts.
+	d.expect(t, "seeded", 0)
+}
+
+// checkBaselineProposal checks that the journal's proposal 1 is the
+// baseline: authored device.
+func (d *diffRun) checkBaselineProposal(t *testing.T) {
+	t.Helper()
+	p, err := ygot.StringToStructuredPath("/proposals/proposal[index=1]/state/author")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.Origin = "gnmi-sidecar"
+	// The baseline is taken once the sidecar is connected, after the
+	// re-push: wait for it.
+	var author string
+	poll(t, 20*time.Second, "the baseline to be journaled as proposal 1", func() (bool, string) {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		resp, err := d.client.Get(ctx, &gpb.GetRequest{Path: []*gpb.Path{p}})
+		if status.Code(err) == codes.NotFound {
+			return false, err.Error()
+		}
+		if err != nil {
+			t.Fatalf("reading proposal 1's author (the baseline): %v", err)
+		}
+		for _, n := range resp.GetNotification() {
+			for _, u := range n.GetUpdate() {
+				author = u.GetVal().GetStringVal()
+			}
+		}
+		return true, ""
+	})
+	if author != "device" {
+		t.Fatalf("proposal 1 authored %q, want device (the baseline journaled before any client's Set)", author)
+	}
+}
+
+// Counts of the report that are not steps.
+const (
+	countSeeded     = "pre-existing leaves seeded"
+	countPreChecked = "pre-existing leaves checked"
+	countRefusing   = "seeds against a device refusing Get CONFIG"
+)
+
+// seedBaselineOff reports whether a seed runs the sidecar with --baseline
+// off: a quarter of them (independent of --yang), without device restarts
+// (a device restarted empty loses what the sidecar never journaled).
+func seedBaselineOff(seed uint64) bool { return (seed/2)%4 == 3 }
+
 func (d *diffRun) startSidecar(t *testing.T) {
-	args := []string{"serve", "--listen", "127.0.0.1:0", "--target", d.h.devAddr, "--journal-dir", d.journal,
+	args := []string{"serve", "--listen", "127.0.0.1:0", "--target", d.dev.addr, "--journal-dir", d.journal,
 		"--trace", d.trace, "--metrics", "127.0.0.1:0", "--log-level", "warn", "--journal-min-free", "0"}
 	if d.withYANG {
 		args = append(args, "--yang", strings.Join(d.h.yang, ","))
+	}
+	if d.h.baselineFlag {
+		args = append(args, "--baseline", map[bool]string{false: "auto", true: "off"}[d.baselineOff])
 	}
 	d.sidecar = startProcess(t, "gnmi-sidecar", d.h.sidecarBin, args...)
 	d.client = dial(t, d.sidecar.addr)
@@ -260,13 +434,15 @@ func (d *diffRun) startSidecar(t *testing.T) {
 // step takes one random step and checks the device against the model.
 func (d *diffRun) step(t *testing.T) {
 	t.Helper()
-	restartable := d.h.dev != nil
+	// With --baseline off the sidecar journals only what it wrote (and what
+	// the device held there): a device restarted empty would lose the rest.
+	restartable := d.dev.proc != nil && !(d.baselineOff && d.h.baselineFlag)
 	switch n := d.rng.IntN(100); {
 	case n < 52:
 		d.set(t)
 	case n < 55:
 		d.tag(t)
-	case n < 60 && len(d.tags) > 0:
+	case n < 60:
 		d.rollbackTo(t)
 	case n < 62:
 		d.dryRun(t)
@@ -294,7 +470,7 @@ func (d *diffRun) step(t *testing.T) {
 // restartDevice restarts the simulated device (empty) through its admin
 // endpoint.
 func (d *diffRun) restartDevice(t *testing.T) {
-	resp, err := http.Post(d.h.devAdmin+"/restart", "", nil)
+	resp, err := http.Post(d.dev.admin+"/restart", "", nil)
 	if err != nil {
 		t.Fatalf("restarting the device: %v", err)
 	}
@@ -341,10 +517,14 @@ func (d *diffRun) tag(t *testing.T) {
 	d.tags = append(d.tags, diffTag{name: name, model: d.model})
 }
 
-// rollbackTo goes back to a random tag: every change since is undone by
-// one new change (itself rolled back like any other).
+// rollbackTo goes back to a random tag, or to point 0: every change since
+// is undone by one new change (itself rolled back like any other).
 func (d *diffRun) rollbackTo(t *testing.T) {
 	t.Helper()
+	if len(d.tags) == 0 || d.rng.IntN(4) == 0 {
+		d.rollbackToZero(t)
+		return
+	}
 	tag := d.tags[d.rng.IntN(len(d.tags))]
 	d.logf("rollback to tag %s", tag.name)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -365,6 +545,41 @@ func (d *diffRun) rollbackTo(t *testing.T) {
 	}
 	d.model = tag.model
 	d.expect(t, "rollback to tag "+tag.name, 0)
+}
+
+// rollbackToZero goes back to point 0, before the journal's first change:
+// with a baseline (proposal 1) that is refused with FAILED_PRECONDITION
+// naming the tag baseline, and nothing changes; without one the device
+// gets its startup configuration back (the before-images read from it).
+func (d *diffRun) rollbackToZero(t *testing.T) {
+	t.Helper()
+	d.logf("rollback to point 0")
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	r, _, err := client.RollbackTo(ctx, d.client, "", 0, sidecarpb.SetMode_SET_MODE_SYNC, "differential")
+	if status.Code(err) == codes.Unavailable {
+		d.logf("  refused while the device reconnects: %v", err)
+		return
+	}
+	if d.h.baselineFlag && !d.baselineOff {
+		if status.Code(err) != codes.FailedPrecondition || !strings.Contains(err.Error(), "baseline") {
+			t.Fatalf("step %d: rollback to point 0 with a baseline: %v; want FAILED_PRECONDITION naming the tag baseline", len(d.log), err)
+		}
+		d.counts["rollback to point 0 refused (baseline)"]++
+		d.expect(t, "refused rollback to point 0", 0)
+		return
+	}
+	if err != nil {
+		t.Fatalf("step %d: rollback to point 0: %v", len(d.log), err)
+	}
+	if r.GetRestored().GetUnchanged() {
+		d.counts["rollback to point 0: nothing to change"]++
+	} else {
+		d.counts["rollback to point 0"]++
+		d.changes = append(d.changes, d.model)
+	}
+	d.model = d.startup
+	d.expect(t, "rollback to point 0", 0)
 }
 
 // dryRun sends a random Set as a dry run: nothing may change.
@@ -426,9 +641,12 @@ func (d *diffRun) rollback(t *testing.T) {
 	d.logf("rollback of the newest change (%d in effect)", len(d.changes))
 	err := d.send(&gpb.SetRequest{Extension: []*gnmi_ext.Extension{rollbackExt(0)}})
 	if len(d.changes) == 0 {
-		if status.Code(err) != codes.NotFound {
-			t.Fatalf("step %d: rollback with nothing in effect: %v, want NOT_FOUND", len(d.log), err)
+		// Nothing in effect but (with a baseline) the baseline, which
+		// changed nothing on the device and cannot be rolled back.
+		if c := status.Code(err); c != codes.NotFound && c != codes.FailedPrecondition {
+			t.Fatalf("step %d: rollback with nothing in effect: %v, want NOT_FOUND (or FAILED_PRECONDITION: the baseline)", len(d.log), err)
 		}
+		d.expect(t, "refused rollback", 0)
 		return
 	}
 	if err != nil {
@@ -501,11 +719,15 @@ func (d *diffRun) expect(t *testing.T, what string, wait time.Duration) {
 	t.Helper()
 	deadline := time.Now().Add(max(wait, 200*time.Millisecond))
 	for {
-		got, err := readDevice(d.h.devClient)
+		got, err := readDevice(d.dev.client)
+		if d.dev.refusesGetConfig {
+			got, err = readDeviceAs(d.dev.client, gpb.GetRequest_ALL)
+		}
 		diff := ""
 		if err == nil {
 			diff = d.model.diff(got)
 			if diff == "" {
+				d.countPreExisting()
 				return
 			}
 		} else {
@@ -517,6 +739,20 @@ func (d *diffRun) expect(t *testing.T, what string, wait time.Duration) {
 			t.FailNow()
 		}
 		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// countPreExisting counts the leaves of the startup configuration the
+// model (and so the device, just checked) holds with their startup value:
+// never changed through the sidecar, or restored.
+func (d *diffRun) countPreExisting() {
+	if d.startup == nil {
+		return
+	}
+	for p, v := range d.startup.leaves {
+		if d.model.leaves[p] == v {
+			d.counts[countPreChecked]++
+		}
 	}
 }
 
@@ -576,6 +812,9 @@ func atRest(c gpb.GNMIClient) (bool, string) {
 // dumpJournal logs what the journal holds, to explain a failure: the
 // sidecar is killed first (the journal takes one process).
 func (d *diffRun) dumpJournal(t *testing.T) {
+	if d.sidecar == nil {
+		return // not started yet
+	}
 	_ = d.sidecar.cmd.Process.Signal(syscall.SIGKILL)
 	<-d.sidecar.done
 	proposals, applied := readJournal(t, d.journal)
@@ -621,8 +860,8 @@ func (d *diffRun) finish(t *testing.T) {
 	}
 	proposals, applied := readJournal(t, d.journal)
 	opts := trace.VerifyOptions{Quiescent: true, Applied: applied, Proposals: proposals}
-	if d.h.devAdmin != "" {
-		cfg, err := deviceConfig(t, d.h.devAdmin)
+	if d.dev.admin != "" {
+		cfg, err := deviceConfig(t, d.dev.admin)
 		if err != nil {
 			t.Fatal(err)
 		}
