@@ -334,18 +334,7 @@ func TestReadNothingThere(t *testing.T) {
 }
 
 func TestReadPrunesStateWithSchema(t *testing.T) {
-	dev, err := testbed.New(testbed.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	files, err := dev.WriteYANG(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	schema, err := leaves.LoadYANG(files, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	schema := testbed.SchemaT(t)
 	_, c := startDevice(t, testbed.Options{RefuseGetConfig: true})
 	r := devread.NewWithOptions(devread.Options{Client: noCaps{c}, Schema: schema})
 	ups, err := r.Read(context.Background(), "", mustPath(t, "/system"))

@@ -115,22 +115,7 @@ func TestWatcherReports(t *testing.T) {
 
 // testbedSchema is the simulated device's YANG schema, as make run gives
 // it to the sidecar.
-func testbedSchema(t *testing.T) *leaves.Schema {
-	t.Helper()
-	dev, err := testbed.New(testbed.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	files, err := dev.WriteYANG(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	schema, err := leaves.LoadYANG(files, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return schema
-}
+func testbedSchema(t *testing.T) *leaves.Schema { return testbed.SchemaT(t) }
 
 // TestWatcherOwnSetsAreNotDrift: 200 Sets of JSON lists and containers,
 // Replaces and Deletes, from four clients at once in rounds of 40 with a

@@ -19,22 +19,7 @@ import (
 
 // testbedSchema is the simulated device's own YANG, as make run gives it to
 // the sidecar (--yang).
-func testbedSchema(t *testing.T) *leavespkg.Schema {
-	t.Helper()
-	dev, err := testbed.New(testbed.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	files, err := dev.WriteYANG(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	schema, err := leavespkg.LoadYANG(files, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return schema
-}
+func testbedSchema(t *testing.T) *leavespkg.Schema { return testbed.SchemaT(t) }
 
 func ietf(s string) *gpb.TypedValue {
 	return &gpb.TypedValue{Value: &gpb.TypedValue_JsonIetfVal{JsonIetfVal: []byte(s)}}

@@ -3,6 +3,8 @@ package testbed
 import (
 	"context"
 	"testing"
+
+	"github.com/gnmi-sidecar/gnmi-sidecar/leaves"
 )
 
 // StartT starts a device on 127.0.0.1:0 for a test and stops it when the
@@ -19,4 +21,23 @@ func StartT(t testing.TB, opts Options) *Device {
 	}
 	t.Cleanup(d.Stop)
 	return d
+}
+
+// SchemaT returns the simulated device's own YANG, loaded as the sidecar
+// loads --yang (make run gives it the same files).
+func SchemaT(t testing.TB) *leaves.Schema {
+	t.Helper()
+	dev, err := New(Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	files, err := dev.WriteYANG(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	schema, err := leaves.LoadYANG(files, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return schema
 }

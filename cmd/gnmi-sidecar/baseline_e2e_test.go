@@ -11,9 +11,7 @@ package main
 // --baseline off it reads the device at the paths each Set writes.
 
 import (
-	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"maps"
 	"os/exec"
@@ -190,20 +188,9 @@ func (s *stack) expectLeaf(t *testing.T, path, want string) {
 // stack's sidecar: its exit code, stdout and stderr.
 func (s *stack) runCLI(t *testing.T, args ...string) (int, string, string) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, s.sidecarBin, append(args, "--address", s.sidecar.addr, "--timeout", "60s")...)
-	var out, errOut bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errOut
-	err := cmd.Run()
-	code := 0
-	if exit, ok := errors.AsType[*exec.ExitError](err); ok {
-		code = exit.ExitCode()
-	} else if err != nil {
-		t.Fatalf("gnmi-sidecar %q: %v", args, err)
-	}
-	t.Logf("gnmi-sidecar %q: exit %d\n%s%s", args, code, out.String(), errOut.String())
-	return code, out.String(), errOut.String()
+	code, out, errOut := runCLI(t, s.sidecarBin, s.sidecar.addr, append(args, "--timeout", "60s")...)
+	t.Logf("gnmi-sidecar %q: exit %d\n%s%s", args, code, out, errOut)
+	return code, out, errOut
 }
 
 // mustCLI is runCLI requiring exit code 0; it returns stdout.

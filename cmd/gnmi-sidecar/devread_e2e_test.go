@@ -26,7 +26,7 @@ import (
 // the sidecar at addr and returns its exit code, stdout and stderr.
 func runCLI(t *testing.T, bin, addr string, args ...string) (int, string, string) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, bin, append(args, "--address", addr)...)
 	var out, errOut bytes.Buffer

@@ -6,12 +6,9 @@ package main
 // sidecar's back by a gNMI client of its own address.
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"os/exec"
 	"strings"
 	"testing"
 	"time"
@@ -25,22 +22,11 @@ const driftWithin = 5 * time.Second
 // stack's sidecar and returns its exit code and stdout.
 func (s *stack) cli(t *testing.T, args ...string) (int, string) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, s.sidecarBin, append(args, "--address", s.sidecar.addr)...)
-	var out, errOut bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errOut
-	err := cmd.Run()
-	code := 0
-	if exit, ok := errors.AsType[*exec.ExitError](err); ok {
-		code = exit.ExitCode()
-	} else if err != nil {
-		t.Fatalf("gnmi-sidecar %v: %v", args, err)
+	code, out, errOut := runCLI(t, s.sidecarBin, s.sidecar.addr, args...)
+	if errOut != "" {
+		t.Logf("gnmi-sidecar %v: stderr %s", args, errOut)
 	}
-	if errOut.Len() > 0 {
-		t.Logf("gnmi-sidecar %v: stderr %s", args, errOut.String())
-	}
-	return code, out.String()
+	return code, out
 }
 
 // driftJSON is `gnmi-sidecar drift -o json` as the tests read it: values

@@ -16,22 +16,7 @@ import (
 
 // deviceYANG is the simulated device's own YANG, as make run gives it to
 // the sidecar (--yang).
-func deviceYANG(t *testing.T) *leaves.Schema {
-	t.Helper()
-	dev, err := testbed.New(testbed.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	files, err := dev.WriteYANG(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	schema, err := leaves.LoadYANG(files, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return schema
-}
+func deviceYANG(t *testing.T) *leaves.Schema { return testbed.SchemaT(t) }
 
 // unchanged runs fn and checks that it journaled nothing and sent the
 // device no Set.
