@@ -72,12 +72,16 @@ func (a *Agent) Rest(ctx context.Context) (Rest, error) {
 	r.AppliedIndex, r.AppliedProposal = c.GetApplied().GetIndex(), c.GetApplied().GetProposal()
 	r.CommittedIndex, r.LastIndex = c.GetCommitted().GetIndex(), c.GetLastIndex()
 	r.RollingBack, r.OutOfSync, r.Resolutions = c.GetRollingBack(), c.GetOutOfSync(), c.GetResolutions()
+	// Not connected is caught first below; here it only keeps s from
+	// being read when there is no session.
+	repushing := !s.up() || st.Repushing || r.Term != m.GetTerm() || !journal.Synced(c, m) || !s.synced.Load()
+	r.Synced = !st.Fenced && r.Term != 0 && !repushing
 	switch {
 	case st.Fenced:
 		r.Why = "fenced"
 	case !s.up() || r.Term == 0:
 		r.Why = "the device is not connected"
-	case st.Repushing || r.Term != m.GetTerm() || !journal.Synced(c, m) || !s.synced.Load():
+	case repushing:
 		r.Why = "the configuration is being re-pushed"
 	case a.busy.Load() > 0:
 		r.Why = "the journal is taking the device's configuration in (a baseline)"
@@ -88,7 +92,6 @@ func (a *Agent) Rest(ctx context.Context) (Rest, error) {
 	case r.CommittedIndex != r.AppliedIndex:
 		r.Why = "a change is being applied"
 	}
-	r.Synced = !st.Fenced && s.up() && r.Term != 0 && !st.Repushing && r.Term == m.GetTerm() && journal.Synced(c, m) && s.synced.Load()
 	if r.Why != "" {
 		return r, nil
 	}
