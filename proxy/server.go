@@ -58,9 +58,6 @@ type Options struct {
 	// Introspection answers the requests of origin gnmi-sidecar
 	// (IntrospectionOrigin); nil refuses them with Unimplemented.
 	Introspection Introspection
-	// Reader reads the device's configuration (before-images, baselines,
-	// resolve); nil: one of the passthrough connection.
-	Reader *devread.Reader
 	// ManagedPaths are the subtrees a baseline reads (sync-from); none:
 	// the whole configuration tree.
 	ManagedPaths []*gpb.Path
@@ -103,7 +100,8 @@ type Server struct {
 	// caches the journaled highest election id per role.
 	electionMu sync.Mutex
 	elections  map[string]*gnmi_ext.Uint128
-	// reader reads the device's configuration (Options.Reader).
+	// reader reads the device's configuration over the passthrough
+	// connection: before-images, baselines, resolve.
 	reader *devread.Reader
 	// baselineDecided is closed once a new journal's baseline is taken or
 	// given up (Onboard), or at once without Options.Onboard.
@@ -141,12 +139,9 @@ func New(opts Options) (*Server, error) {
 	streams, drain := context.WithCancel(context.Background())
 	waits, stopWaits := context.WithCancel(context.Background())
 	device := gpb.NewGNMIClient(conn)
-	reader := opts.Reader
-	if reader == nil {
-		// No logger: the drift watcher's reader reports the device's
-		// readability; the proxy logs what it could not read, and why.
-		reader = devread.NewWithOptions(devread.Options{Client: device, Schema: opts.Journal.Schema()})
-	}
+	// No logger: the drift watcher's reader reports the device's
+	// readability; the proxy logs what it could not read, and why.
+	reader := devread.NewWithOptions(devread.Options{Client: device, Schema: opts.Journal.Schema()})
 	decided := make(chan struct{})
 	done := sync.OnceFunc(func() { close(decided) })
 	if !opts.Onboard {
