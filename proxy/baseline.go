@@ -109,10 +109,9 @@ func (s *Server) SyncFrom(ctx context.Context, by journal.Sender) (*SyncResult, 
 	}
 	by.Author = BaselineAuthor
 	by.Prefix = gnmipath.TargetPrefix(target)
-	res := &SyncResult{Scopes: scopes, Read: read}
+	res := &SyncResult{Scopes: scopes, Read: read, Units: units}
 	var last *journal.Proposal
 	for n, ops := range chunks {
-		res.Units += len(ops)
 		p, err := s.opts.Agent.ProposeBaseline(ctx, by, scopes, ops, journal.BaselinePart{First: res.First, Final: n == len(chunks)-1})
 		if err != nil {
 			return nil, JournalError(err)
