@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"iter"
 	"slices"
 	"sync"
 
@@ -162,7 +163,7 @@ func (w *writeTxn) takeDeviceReads(c *Configuration, ch *Change) error {
 			if prev != nil {
 				continue
 			}
-			skip, err := w.deletedOrCreatedAbove(c, u.GetPath())
+			skip, err := w.deletedOrCreatedAbove(c, key)
 			if err != nil {
 				return err
 			}
@@ -195,28 +196,20 @@ func (w *writeTxn) takeDeviceReads(c *Configuration, ch *Change) error {
 // entry a proposal created (what the device holds under it that the
 // journal does not, the device made with the entry: the entry's key
 // leaves in its config container, say; it was not there before).
-func (w *writeTxn) deletedOrCreatedAbove(c *Configuration, p *gnmi.Path) (bool, error) {
-	elems := p.GetElem()
-	for n := range elems {
-		above := []*gnmi.Path{{Origin: p.GetOrigin(), Elem: elems[:n]}}
-		if len(elems[n].GetKey()) > 0 {
-			list := append(append([]*gnmi.PathElem{}, elems[:n]...), &gnmi.PathElem{Name: elems[n].GetName()})
-			above = append(above, &gnmi.Path{Origin: p.GetOrigin(), Elem: list})
+func (w *writeTxn) deletedOrCreatedAbove(c *Configuration, key []byte) (bool, error) {
+	for above := range keysAbove(key) {
+		pv, err := w.value(nsCommitted, above)
+		if err != nil {
+			return false, err
 		}
-		for _, a := range above {
-			pv, err := w.value(nsCommitted, PathKey(a))
-			if err != nil {
-				return false, err
-			}
-			if pv == nil {
-				continue
-			}
-			if pv.GetDeleted() {
-				return true, nil
-			}
-			if created, err := w.createdEntry(c, pv); err != nil || created {
-				return created, err
-			}
+		if pv == nil {
+			continue
+		}
+		if pv.GetDeleted() {
+			return true, nil
+		}
+		if created, err := w.createdEntry(c, pv); err != nil || created {
+			return created, err
 		}
 	}
 	return false, nil
@@ -525,9 +518,8 @@ func (d *DeviceConfig) Skip(pv *PathValue) bool {
 // Len is the number of units the device holds.
 func (d *DeviceConfig) Len() int { return len(d.units) }
 
-// keyOrAbove reports whether set holds key or the key of a path above it:
-// a prefix of it that ends where an element, or the list keys of an
-// element, begin (see subtreeOf).
+// keyOrAbove reports whether set holds key or the key of a path above it
+// (keysAbove).
 func keyOrAbove(set map[string]bool, key []byte) bool {
 	if len(set) == 0 {
 		return false
@@ -535,10 +527,25 @@ func keyOrAbove(set map[string]bool, key []byte) bool {
 	if set[string(key)] {
 		return true
 	}
-	for n, b := range key {
-		if (b == sepElem || b == sepKey) && set[string(key[:n])] {
+	for above := range keysAbove(key) {
+		if set[string(above)] {
 			return true
 		}
 	}
 	return false
+}
+
+// keysAbove yields the keys of the paths above the path of key, shortest
+// first: the prefixes of key that end where an element, or the list keys
+// of an element, begin — each element prefix of the path, and the whole
+// list of each keyed element on it (see subtreeOf). They share key's
+// bytes.
+func keysAbove(key []byte) iter.Seq[[]byte] {
+	return func(yield func([]byte) bool) {
+		for n, b := range key {
+			if (b == sepElem || b == sepKey) && !yield(key[:n]) {
+				return
+			}
+		}
+	}
 }
