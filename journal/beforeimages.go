@@ -150,37 +150,32 @@ func (w *writeTxn) addReadScopes(scopes []*gnmi.Path) error {
 func (w *writeTxn) takeDeviceReads(c *Configuration, ch *Change) error {
 	target := ch.GetPrefix().GetTarget()
 	var taken []*PathValue
-	for _, op := range ch.GetDeviceReads() {
-		for _, u := range Units(op) {
-			if containerMarker(u) {
-				continue
-			}
-			key := PathKey(u.GetPath())
-			prev, err := w.value(nsCommitted, key)
-			if err != nil {
-				return err
-			}
-			if prev != nil {
-				continue
-			}
-			skip, err := w.deletedOrCreatedAbove(c, key)
-			if err != nil {
-				return err
-			}
-			if skip {
-				continue
-			}
-			path := u.GetPath()
-			if path.GetTarget() != target {
-				path = proto.CloneOf(path)
-				path.Target = target
-			}
-			pv := &PathValue{Path: path, Value: u.GetValue()}
-			if err := w.put(valueKey(nsCommitted, key), pv); err != nil {
-				return err
-			}
-			taken = append(taken, pv)
+	for u := range deviceUnits(ch.GetDeviceReads()) {
+		key := PathKey(u.GetPath())
+		prev, err := w.value(nsCommitted, key)
+		if err != nil {
+			return err
 		}
+		if prev != nil {
+			continue
+		}
+		skip, err := w.deletedOrCreatedAbove(c, key)
+		if err != nil {
+			return err
+		}
+		if skip {
+			continue
+		}
+		path := u.GetPath()
+		if path.GetTarget() != target {
+			path = proto.CloneOf(path)
+			path.Target = target
+		}
+		pv := &PathValue{Path: path, Value: u.GetValue()}
+		if err := w.put(valueKey(nsCommitted, key), pv); err != nil {
+			return err
+		}
+		taken = append(taken, pv)
 	}
 	if err := w.writeApplied(taken); err != nil {
 		return err
@@ -355,22 +350,16 @@ func (j *Journal) BaselineChunks(updates []*gnmi.Update, max int) ([][]*Op, erro
 	if len(updates) == 0 {
 		return [][]*Op{nil}, nil
 	}
-	j.learnFromDevice(updates)
-	clean, _, err := j.cleanOps(readOps(updates))
+	clean, _, err := j.deviceOps(updates)
 	if err != nil {
 		return nil, err
 	}
 	var chunks [][]*Op
 	var cur []*Op
-	for _, op := range clean {
-		for _, u := range Units(op) {
-			if containerMarker(u) {
-				continue
-			}
-			cur = append(cur, &Op{Kind: OpUpdate, Path: u.GetPath(), Values: []*Leaf{u}})
-			if len(cur) == max {
-				chunks, cur = append(chunks, cur), nil
-			}
+	for u := range deviceUnits(clean) {
+		cur = append(cur, &Op{Kind: OpUpdate, Path: u.GetPath(), Values: []*Leaf{u}})
+		if len(cur) == max {
+			chunks, cur = append(chunks, cur), nil
 		}
 	}
 	if len(cur) > 0 || len(chunks) == 0 {
@@ -390,14 +379,35 @@ func containerMarker(u *Leaf) bool {
 	return leaves.IsMarker(u.GetValue()) && (len(elems) == 0 || len(elems[len(elems)-1].GetKey()) == 0)
 }
 
-// readOps returns the device's values as read (full paths) as the update
-// operations a client would send to write them.
-func readOps(updates []*gnmi.Update) []*Op {
+// deviceOps returns the device's values as read (full paths) as the
+// update operations a client would send to write them, cleaned and
+// decomposed (cleanOps), with the lists their keyed paths name and those
+// learned from the device's JSON (learnFromDevice).
+func (j *Journal) deviceOps(updates []*gnmi.Update) ([]*Op, []leaves.List, error) {
+	learned := j.learnFromDevice(updates)
 	ops := make([]*Op, 0, len(updates))
 	for _, u := range updates {
 		ops = append(ops, &Op{Kind: OpUpdate, Path: u.GetPath(), Values: []*Leaf{{Path: u.GetPath(), Value: u.GetVal()}}})
 	}
-	return ops
+	clean, lists, err := j.cleanOps(ops)
+	if err != nil {
+		return nil, nil, fmt.Errorf("the device's values: %w", err)
+	}
+	return clean, append(learned, lists...), nil
+}
+
+// deviceUnits yields the units of ops, the device's values (deviceOps),
+// but the markers of containers (containerMarker).
+func deviceUnits(ops []*Op) iter.Seq[*Leaf] {
+	return func(yield func(*Leaf) bool) {
+		for _, op := range ops {
+			for _, u := range Units(op) {
+				if !containerMarker(u) && !yield(u) {
+					return
+				}
+			}
+		}
+	}
 }
 
 // learnFromDevice learns the keys of the lists in the device's JSON values
@@ -439,22 +449,16 @@ func (j *Journal) ReadDeviceConfig(ctx context.Context, updates []*gnmi.Update) 
 	d := &DeviceConfig{j: j, units: make(map[string]*gnmi.TypedValue), sent: make(map[string]bool)}
 	var keys []string // of units, sorted
 	if len(updates) > 0 {
-		j.learnFromDevice(updates)
-		clean, _, err := j.cleanOps(readOps(updates))
+		clean, _, err := j.deviceOps(updates)
 		if err != nil {
 			return nil, err
 		}
-		for _, op := range clean {
-			for _, u := range Units(op) {
-				if containerMarker(u) {
-					continue
-				}
-				k := string(PathKey(u.GetPath()))
-				if _, ok := d.units[k]; !ok {
-					keys = append(keys, k)
-				}
-				d.units[k] = u.GetValue()
+		for u := range deviceUnits(clean) {
+			k := string(PathKey(u.GetPath()))
+			if _, ok := d.units[k]; !ok {
+				keys = append(keys, k)
 			}
+			d.units[k] = u.GetValue()
 		}
 		slices.Sort(keys)
 	}

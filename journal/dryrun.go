@@ -67,9 +67,8 @@ func (j *Journal) DryRun(ctx context.Context, ops []*Op, read *DeviceRead) ([]Le
 	}
 	ch := &Change{}
 	if read != nil && len(read.Values) > 0 {
-		j.learnFromDevice(read.Values)
-		if ch.DeviceReads, _, err = j.cleanOps(readOps(read.Values)); err != nil {
-			return nil, fmt.Errorf("journal: the device's values before the change: %w", err)
+		if ch.DeviceReads, _, err = j.deviceOps(read.Values); err != nil {
+			return nil, fmt.Errorf("journal: before the change: %w", err)
 		}
 	}
 	var out []LeafDiff

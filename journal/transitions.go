@@ -130,10 +130,9 @@ func (j *Journal) propose(ctx context.Context, by Sender, ops []*Op, lead, advic
 	}
 	var reads []*Op
 	if by.Read != nil && len(by.Read.Values) > 0 {
-		lists = append(lists, j.learnFromDevice(by.Read.Values)...)
 		var readLists []leaves.List
-		if reads, readLists, err = j.cleanOps(readOps(by.Read.Values)); err != nil {
-			return nil, fmt.Errorf("journal: the device's values before the change: %w", err)
+		if reads, readLists, err = j.deviceOps(by.Read.Values); err != nil {
+			return nil, fmt.Errorf("journal: before the change: %w", err)
 		}
 		lists = append(lists, readLists...)
 	}
