@@ -330,22 +330,13 @@ func errOutside(p, full *gpb.Path) error {
 	return status.Errorf(codes.FailedPrecondition, "the device answered with a value at %s, outside %s", gnmipath.String(full), gnmipath.String(p))
 }
 
-// normalOrigin is origin with the default origin "openconfig" as none.
-func normalOrigin(origin string) string {
-	if origin == "openconfig" {
-		return ""
-	}
-	return origin
-}
-
 // readWith reads p with m.
 func (r *Reader) readWith(ctx context.Context, m Method, target string, p *gpb.Path) ([]*gpb.Update, error) {
 	var out []*gpb.Update
 	add := func(n *gpb.Notification) error {
 		for _, u := range n.GetUpdate() {
-			full := gnmipath.Join(n.GetPrefix(), u.GetPath())
-			full.Target = ""
-			if full.Origin == "" || (normalOrigin(full.Origin) == normalOrigin(p.GetOrigin())) {
+			full := gnmipath.Join(n.GetPrefix(), u.GetPath()) // no target
+			if full.Origin == "" || gnmipath.SameOrigin(full, p) {
 				// No origin is the origin asked; so is "openconfig" for
 				// none (the default origin of most devices).
 				full.Origin = p.GetOrigin()
@@ -432,7 +423,7 @@ func (r *Reader) subscribeOnce(ctx context.Context, enc gpb.Encoding, target str
 func prune(ups []*gpb.Update, schema *leaves.Schema) []*gpb.Update {
 	out := ups[:0]
 	for _, u := range ups {
-		if isState(u.GetPath().GetElem(), schema) {
+		if leaves.IsState(u.GetPath(), schema) {
 			continue
 		}
 		out = append(out, &gpb.Update{Path: u.GetPath(), Val: pruneValue(u.GetPath(), u.GetVal(), schema)})
@@ -481,7 +472,7 @@ func pruneJSON(doc any, elems []*gpb.PathElem, schema *leaves.Schema) bool {
 	case map[string]any:
 		for name, child := range x {
 			sub := append(elems[:len(elems):len(elems)], &gpb.PathElem{Name: name})
-			if isState(sub, schema) {
+			if leaves.IsState(&gpb.Path{Elem: sub}, schema) {
 				delete(x, name)
 				changed = true
 				continue
@@ -498,22 +489,6 @@ func pruneJSON(doc any, elems []*gpb.PathElem, schema *leaves.Schema) bool {
 		}
 	}
 	return changed
-}
-
-// isState reports whether the node at elems is state data: the schema
-// says so (config false), or, where it does not know the node, one of the
-// elements is named "state" (OpenConfig's state containers), as drift's
-// comparison decides.
-func isState(elems []*gpb.PathElem, schema *leaves.Schema) bool {
-	if info := schema.Node(&gpb.Path{Elem: elems}); info.Known {
-		return info.ReadOnly
-	}
-	for _, e := range elems {
-		if leaves.Name(e.GetName()) == "state" {
-			return true
-		}
-	}
-	return false
 }
 
 // unreadableError is a gRPC status that wraps ErrUnreadable.

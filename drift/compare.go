@@ -135,7 +135,7 @@ func Compare(in Input) []Diff {
 	kept := make([]bool, len(all))
 	var under, underKept map[string]bool // keys above a unit, a kept one
 	for n, u := range all {
-		kept[n] = inScope(u.path) && !excluded(u.path) && !isState(u.path, schema)
+		kept[n] = inScope(u.path) && !excluded(u.path) && !leaves.IsState(u.path, schema)
 		if u.marker {
 			continue
 		}
@@ -451,21 +451,6 @@ func isOpaque(v *gpb.TypedValue) bool {
 func isEntry(p *gpb.Path) bool {
 	elems := p.GetElem()
 	return len(elems) > 0 && len(elems[len(elems)-1].GetKey()) > 0
-}
-
-// isState reports whether p is state data: the schema says so (config
-// false), or, where the schema does not know the path, one of its
-// elements is named "state" (OpenConfig's state containers).
-func isState(p *gpb.Path, schema *leaves.Schema) bool {
-	if info := schema.Node(p); info.Known {
-		return info.ReadOnly
-	}
-	for _, e := range p.GetElem() {
-		if leaves.Name(e.GetName()) == "state" {
-			return true
-		}
-	}
-	return false
 }
 
 // keyOf reports whether p, holding v, is a list key leaf of the entry

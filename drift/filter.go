@@ -42,7 +42,7 @@ func NotePaths(p *gpb.Path) []*gpb.Path {
 // not explained.
 func Explained(n Note, lookup Lookup, schema *leaves.Schema) bool {
 	p := n.Path
-	if isState(p, schema) {
+	if leaves.IsState(p, schema) {
 		return true
 	}
 	if n.Value == nil {

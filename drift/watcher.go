@@ -508,7 +508,7 @@ func (w *Watcher) suspect(notes []Note, scopes []*gpb.Path) {
 	added := false
 	w.mu.Lock()
 	for _, n := range notes {
-		if isState(n.Path, w.opts.Schema) {
+		if leaves.IsState(n.Path, w.opts.Schema) {
 			continue
 		}
 		scope := scopeOf(n.Path, scopes)

@@ -104,3 +104,18 @@ func scalarText(v *gpb.TypedValue) (string, bool) {
 	}
 	return fmt.Sprint(s), true
 }
+
+// IsState reports whether p is state data: the schema says so (config
+// false), or, where it does not know the path (or there is none), one of
+// its elements is named "state" (OpenConfig's state containers).
+func IsState(p *gpb.Path, schema *Schema) bool {
+	if info := schema.Node(p); info.Known {
+		return info.ReadOnly
+	}
+	for _, e := range p.GetElem() {
+		if Name(e.GetName()) == "state" {
+			return true
+		}
+	}
+	return false
+}
