@@ -308,13 +308,15 @@ func (r *Reader) worked(m Method, refused []string) {
 }
 
 // failed records that the device could not be read, logs it when it
-// could be before, and returns err.
+// could be before or failed for another reason (a device unreachable at
+// first that then refuses every read is still warned about), and returns
+// err.
 func (r *Reader) failed(err error) error {
 	r.mu.Lock()
 	wasErr, wasChecked := r.err, r.checked
 	r.err, r.checked = err, true
 	r.mu.Unlock()
-	if r.log == nil || (wasChecked && wasErr != nil) {
+	if r.log == nil || (wasChecked && wasErr != nil && status.Code(wasErr) == status.Code(err)) {
 		return err
 	}
 	if status.Code(err) == codes.Unavailable {

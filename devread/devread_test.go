@@ -351,3 +351,45 @@ func TestReadPrunesStateWithSchema(t *testing.T) {
 		}
 	}
 }
+
+// scripted answers every Get with the next of its errors (the last one
+// from then on), and serves no Subscribe nor Capabilities.
+type scripted struct {
+	mu   sync.Mutex
+	errs []error
+}
+
+func (c *scripted) Get(context.Context, *gpb.GetRequest, ...grpc.CallOption) (*gpb.GetResponse, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	err := c.errs[0]
+	if len(c.errs) > 1 {
+		c.errs = c.errs[1:]
+	}
+	return nil, err
+}
+
+func (c *scripted) Subscribe(context.Context, ...grpc.CallOption) (gpb.GNMI_SubscribeClient, error) {
+	return nil, status.Error(codes.Unimplemented, "no Subscribe")
+}
+
+// TestReadWarnsAfterUnreachable: a device unreachable at first (INFO) that
+// then answers and refuses every read is warned about.
+func TestReadWarnsAfterUnreachable(t *testing.T) {
+	client := &scripted{errs: []error{status.Error(codes.Unavailable, "connection refused"),
+		status.Error(codes.PermissionDenied, "not allowed")}}
+	var logs logBuffer
+	r := devread.NewWithOptions(devread.Options{Client: client, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	for range 3 {
+		if _, err := r.Read(context.Background(), "", mustPath(t, "/system")); !errors.Is(err, devread.ErrUnreadable) {
+			t.Fatalf("read: %v, want unreadable", err)
+		}
+	}
+	out := logs.String()
+	if n := strings.Count(out, "level=INFO"); n != 1 {
+		t.Errorf("%d INFO lines, want 1 (unreachable):\n%s", n, out)
+	}
+	if n := strings.Count(out, "level=WARN"); n != 1 {
+		t.Errorf("%d WARN lines, want 1 (refused after it was reachable):\n%s", n, out)
+	}
+}
