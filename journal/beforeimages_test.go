@@ -563,7 +563,8 @@ func TestUnread(t *testing.T) {
 			before := dump(t, j)
 			_, _, err := j.ProposeRollback(ctx, i)
 			restore, rerr := j.ProposeRestore(ctx, Sender{}, Point{Index: first})
-			for what, err := range map[string]error{"ProposeRollback": err, "ProposeRestore": rerr} {
+			_, _, derr := j.RestoreDiff(ctx, Point{Index: first})
+			for what, err := range map[string]error{"ProposeRollback": err, "ProposeRestore": rerr, "RestoreDiff": derr} {
 				if !errors.Is(err, ErrGuard) {
 					t.Errorf("%s = %v, want ErrGuard", what, err)
 					continue
@@ -713,6 +714,10 @@ func TestBaseline(t *testing.T) {
 	for _, pt := range []Point{{Index: 0}, {Index: indexes[0]}, {Index: last - 1}} {
 		if _, err := j.ProposeRestore(ctx, Sender{}, pt); !errors.Is(err, ErrGuard) || !strings.Contains(err.Error(), "baseline") {
 			t.Errorf("ProposeRestore(%v) = %v, want ErrGuard mentioning the baseline", pt, err)
+		}
+		// Its dry run is refused the same way.
+		if _, _, err := j.RestoreDiff(ctx, pt); !errors.Is(err, ErrGuard) || !strings.Contains(err.Error(), "baseline") {
+			t.Errorf("RestoreDiff(%v) = %v, want ErrGuard mentioning the baseline", pt, err)
 		}
 	}
 	// A restore to it is allowed, by index and by tag.

@@ -443,18 +443,8 @@ func (j *Journal) proposeRestore(ctx context.Context, by Sender, pt Point, then 
 		if err != nil {
 			return err
 		}
-		if rp, err = resolvePoint(ctx, txn, c, pt, j.opts.Clock()); err != nil {
-			return err
-		}
-		if err := restorable(txn, c, rp, pt.String()); err != nil {
-			return err
-		}
-		if b := c.GetBaselineIndex(); rp.index < b {
-			return guardf("going back to %s would undo the baseline (proposal %d, tag %q): the device's own configuration as the sidecar read it, which it would delete; go back to %q or later",
-				pt, b, BaselineTag, BaselineTag)
-		}
 		at = c.GetHistorySeq()
-		ops, err = restoreOps(ctx, txn, rp.seq)
+		rp, ops, err = restorePlan(ctx, txn, c, pt, j.opts.Clock())
 		return err
 	})
 	if err != nil {
@@ -463,20 +453,13 @@ func (j *Journal) proposeRestore(ctx context.Context, by Sender, pt Point, then 
 	if len(ops) == 0 {
 		return nil, fmt.Errorf("journal: the committed configuration is as it was at %s: %w", pt, ErrNoChange)
 	}
-	// One Set has one target: that of the values it writes back. The
-	// operations' paths are full: the proposal's prefix names that target
-	// and nothing else (nothing of the prefix of the Set that asked).
-	targets := map[string]bool{}
-	for _, op := range ops {
-		targets[op.GetPath().GetTarget()] = true
+	// The operations' paths are full: the proposal's prefix names their
+	// target and nothing else (nothing of the prefix of the Set that asked).
+	target, err := restoreTarget(pt, ops)
+	if err != nil {
+		return nil, err
 	}
-	if len(targets) > 1 {
-		return nil, guardf("the changes since %s were made under %d different targets (%v): one Set cannot go back to it; roll them back one by one",
-			pt, len(targets), slices.Sorted(maps.Keys(targets)))
-	}
-	for target := range targets {
-		by.Prefix = gnmipath.TargetPrefix(target)
-	}
+	by.Prefix = gnmipath.TargetPrefix(target)
 	return j.propose(ctx, by, ops, "a commit-confirmed is outstanding", "confirm or cancel it first, or wait for its rollback",
 		func(w *writeTxn, p *Proposal) error {
 			c, err := w.configuration()
@@ -494,6 +477,43 @@ func (j *Journal) proposeRestore(ctx context.Context, by Sender, pt Point, then 
 			p.Change.Restores = &Restore{Index: rp.index, Tag: rp.tag, HistorySeq: rp.seq}
 			return w.put(proposalKey(p.GetIndex()), p)
 		}, then)
+}
+
+// restorePlan locates pt, checks that the configuration can go back to it
+// (its history is kept, no baseline since, nothing unknown to write back)
+// and returns it with the operations that go back to it (restoreOps):
+// what ProposeRestore proposes and RestoreDiff shows.
+func restorePlan(ctx context.Context, txn *badger.Txn, c *Configuration, pt Point, now time.Time) (resolvedPoint, []*Op, error) {
+	rp, err := resolvePoint(ctx, txn, c, pt, now)
+	if err != nil {
+		return rp, nil, err
+	}
+	if err := restorable(txn, c, rp, pt.String()); err != nil {
+		return rp, nil, err
+	}
+	if b := c.GetBaselineIndex(); rp.index < b {
+		return rp, nil, guardf("going back to %s would undo the baseline (proposal %d, tag %q): the device's own configuration as the sidecar read it, which it would delete; go back to %q or later",
+			pt, b, BaselineTag, BaselineTag)
+	}
+	ops, err := restoreOps(ctx, txn, rp.seq)
+	return rp, ops, err
+}
+
+// restoreTarget returns the one gNMI target of the values ops write back
+// to go back to pt: one Set has one target.
+func restoreTarget(pt Point, ops []*Op) (string, error) {
+	targets := map[string]bool{}
+	for _, op := range ops {
+		targets[op.GetPath().GetTarget()] = true
+	}
+	if len(targets) > 1 {
+		return "", guardf("the changes since %s were made under %d different targets (%v): one Set cannot go back to it; roll them back one by one",
+			pt, len(targets), slices.Sorted(maps.Keys(targets)))
+	}
+	for target := range targets {
+		return target, nil
+	}
+	return "", nil
 }
 
 // commitsSettled reports whether, for proposal i being journaled, every

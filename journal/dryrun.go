@@ -7,7 +7,6 @@ package journal
 import (
 	"context"
 	"fmt"
-	"maps"
 	"slices"
 
 	"github.com/dgraph-io/badger/v4"
@@ -254,25 +253,13 @@ func (j *Journal) RestoreDiff(ctx context.Context, pt Point) ([]LeafDiff, uint64
 		if err != nil {
 			return err
 		}
-		rp, err := resolvePoint(ctx, txn, c, pt, j.opts.Clock())
-		if err != nil {
-			return err
-		}
+		rp, ops, err := restorePlan(ctx, txn, c, pt, j.opts.Clock())
 		index = rp.index
-		if err := restorable(txn, c, rp, pt.String()); err != nil {
-			return err
-		}
-		ops, err := restoreOps(ctx, txn, rp.seq)
 		if err != nil || len(ops) == 0 {
 			return err
 		}
-		targets := map[string]bool{}
-		for _, op := range ops {
-			targets[op.GetPath().GetTarget()] = true
-		}
-		if len(targets) > 1 {
-			return guardf("the changes since %s were made under %d different targets (%v): one Set cannot go back to it; roll them back one by one",
-				pt, len(targets), slices.Sorted(maps.Keys(targets)))
+		if _, err := restoreTarget(pt, ops); err != nil {
+			return err
 		}
 		if err := commitConfirmGuard(txn, "a commit-confirmed is outstanding", "confirm or cancel it first, or wait for its rollback"); err != nil {
 			return err
