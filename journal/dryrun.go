@@ -8,6 +8,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/dgraph-io/badger/v4"
 	"github.com/openconfig/gnmi/proto/gnmi"
@@ -160,7 +161,7 @@ func (j *Journal) effectDiff(txn *badger.Txn, i uint64, ops []*Op, unknown bool)
 		}
 		key := string(sub.key)
 		n, found := slices.BinarySearchFunc(out, key, func(d LeafDiff, k string) int {
-			return compareStrings(string(PathKey(d.Path)), k)
+			return strings.Compare(string(PathKey(d.Path)), k)
 		})
 		if found {
 			out[n].Unknown = true
@@ -173,16 +174,6 @@ func (j *Journal) effectDiff(txn *badger.Txn, i uint64, ops []*Op, unknown bool)
 		out = slices.Insert(out, n, LeafDiff{Path: op.GetPath(), After: after, Unknown: true})
 	}
 	return out, nil
-}
-
-func compareStrings(a, b string) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // RollbackDiff returns what rolling back proposal i (0: the newest change
@@ -218,7 +209,7 @@ func (j *Journal) RollbackDiff(ctx context.Context, i uint64) ([]LeafDiff, uint6
 		}
 		values := slices.Clone(p.GetRollback().GetValues())
 		slices.SortStableFunc(values, func(a, b *PathValue) int {
-			return compareStrings(string(PathKey(a.GetPath())), string(PathKey(b.GetPath())))
+			return strings.Compare(string(PathKey(a.GetPath())), string(PathKey(b.GetPath())))
 		})
 		for _, after := range values {
 			before := &PathValue{}

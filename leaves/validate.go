@@ -11,8 +11,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
+	"github.com/gnmi-sidecar/gnmi-sidecar/gnmipath"
 	gpb "github.com/openconfig/gnmi/proto/gnmi"
 	"github.com/openconfig/goyang/pkg/yang"
 )
@@ -100,7 +102,7 @@ func (s *Schema) CheckWrite(opPath, p *gpb.Path, v *gpb.TypedValue) error {
 // checks reports whether s judges paths like p: a schema is set and p is of
 // its origin.
 func (s *Schema) checks(p *gpb.Path) bool {
-	return s != nil && (p.GetOrigin() == "" || p.GetOrigin() == "openconfig")
+	return s != nil && gnmipath.Origin(p) == ""
 }
 
 // checkKeys refuses keys on a node that is not a list, and key names the
@@ -114,20 +116,11 @@ func checkKeys(p *gpb.Path, e *gpb.PathElem, n node) error {
 	}
 	keys := n.keys()
 	for name := range e.GetKey() {
-		if !containsName(keys, Name(name)) {
+		if !slices.Contains(keys, Name(name)) {
 			return &Error{Path: p, kind: ErrInvalid, Reason: fmt.Sprintf("list %q has no key %q in the device's YANG (its keys: %s)", e.GetName(), name, strings.Join(keys, ", "))}
 		}
 	}
 	return nil
-}
-
-func containsName(names []string, name string) bool {
-	for _, n := range names {
-		if n == name {
-			return true
-		}
-	}
-	return false
 }
 
 func under(elems []*gpb.PathElem) string {

@@ -164,7 +164,7 @@ func checkDevice(applied []*journal.PathValue, device map[string]*gnmi.TypedValu
 			if underDevice == nil {
 				underDevice = coveredBy(held)
 			}
-			if !underDevice[deviceKey(pv.GetPath())] {
+			if !underDevice[string(journal.PathKey(pv.GetPath()))] {
 				out = append(out, consistency("%s: the device has no such list entry, the applied values create it (proposal %d)",
 					gnmipath.String(pv.GetPath()), pv.GetIndex()))
 			}
@@ -172,7 +172,7 @@ func checkDevice(applied []*journal.PathValue, device map[string]*gnmi.TypedValu
 			stats.opaque++
 		default:
 			stats.compared++
-			if msg := diffDevice(pv, onDevice[deviceKey(pv.GetPath())]); msg != "" {
+			if msg := diffDevice(pv, onDevice[string(journal.PathKey(pv.GetPath()))]); msg != "" {
 				out = append(out, consistency("%s", msg))
 			}
 		}
@@ -190,7 +190,7 @@ func checkDevice(applied []*journal.PathValue, device map[string]*gnmi.TypedValu
 type deviceLeaf struct {
 	name  string // the path string the device gave
 	path  *gnmi.Path
-	key   string // deviceKey(path)
+	key   string // journal.PathKey(path)
 	value *gnmi.TypedValue
 }
 
@@ -205,7 +205,7 @@ func parseLeaves(device map[string]*gnmi.TypedValue) ([]deviceLeaf, []Violation)
 			bad = append(bad, consistency("device leaf %q: %v", name, err))
 			continue
 		}
-		leaves = append(leaves, deviceLeaf{name: name, path: p, key: deviceKey(p), value: device[name]})
+		leaves = append(leaves, deviceLeaf{name: name, path: p, key: string(journal.PathKey(p)), value: device[name]})
 	}
 	return leaves, bad
 }
@@ -236,7 +236,7 @@ type appliedIndex struct {
 func indexApplied(applied []*journal.PathValue) appliedIndex {
 	ix := appliedIndex{at: make(map[string]*journal.PathValue, len(applied)), covers: make(map[string]*journal.PathValue)}
 	for _, pv := range applied {
-		key := deviceKey(pv.GetPath())
+		key := string(journal.PathKey(pv.GetPath()))
 		ix.at[key] = pv
 		if pv.GetDeleted() || isOpaque(pv.GetValue()) {
 			ix.covers[key] = pv
@@ -266,7 +266,7 @@ func (ix appliedIndex) unaccounted(l deviceLeaf) string {
 	consider(ix.at[l.key])
 	if len(ix.covers) > 0 {
 		for _, p := range coveringPaths(l.path) {
-			consider(ix.covers[deviceKey(p)])
+			consider(ix.covers[string(journal.PathKey(p))])
 		}
 	}
 	switch {
@@ -382,19 +382,10 @@ func coveredBy(device []deviceLeaf) map[string]bool {
 	for _, l := range device {
 		out[l.key] = true
 		for _, p := range coveringPaths(l.path) {
-			out[deviceKey(p)] = true
+			out[string(journal.PathKey(p))] = true
 		}
 	}
 	return out
-}
-
-// deviceKey is p's path key on the device, which serves origin
-// "openconfig" as its default origin.
-func deviceKey(p *gnmi.Path) string {
-	if p.GetOrigin() == "openconfig" {
-		p = &gnmi.Path{Elem: p.GetElem()}
-	}
-	return string(journal.PathKey(p))
 }
 
 // parsePath parses a path as gnmipath.String renders it:
