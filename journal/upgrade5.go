@@ -520,6 +520,26 @@ func (u *originUpgrade) moveOpenconfigKeys(ns []byte) (int, error) {
 	return moved, err
 }
 
+// moveKeeping moves the record at ns+old (decoded into from) to
+// ns+canon (decoded into to, if found), unless keep(found) says the record
+// there wins.
+func (w *writeTxn) moveKeeping(ns, old, canon []byte, from, to proto.Message, keep func(found bool) bool) error {
+	if _, err := w.get(valueKey(ns, old), from); err != nil {
+		return err
+	}
+	found, err := w.get(valueKey(ns, canon), to)
+	if err != nil {
+		return err
+	}
+	if err := w.delete(valueKey(ns, old)); err != nil {
+		return err
+	}
+	if keep(found) {
+		return nil
+	}
+	return w.put(valueKey(ns, canon), from)
+}
+
 // moveRecord moves the record at ns+old to ns+canon, keeping the later
 // one if there is one there already; c is the configuration, whose count
 // of out-of-sync records it keeps (ns is nsOutOfSync).
@@ -527,41 +547,20 @@ func (u *originUpgrade) moveRecord(w *writeTxn, ns, old, canon []byte, c *Config
 	switch {
 	case bytes.Equal(ns, nsListKeys):
 		var from, to ListKeys
-		if _, err := w.get(valueKey(ns, old), &from); err != nil {
-			return err
-		}
-		found, err := w.get(valueKey(ns, canon), &to)
-		if err != nil {
-			return err
-		}
-		if err := w.delete(valueKey(ns, old)); err != nil {
-			return err
-		}
-		if found && len(to.GetKeys()) >= len(from.GetKeys()) {
-			return nil
-		}
-		return w.put(valueKey(ns, canon), &from)
+		return w.moveKeeping(ns, old, canon, &from, &to, func(found bool) bool {
+			return found && len(to.GetKeys()) >= len(from.GetKeys())
+		})
 	case bytes.Equal(ns, nsOutOfSync):
 		var from, to OutOfSync
-		if _, err := w.get(valueKey(ns, old), &from); err != nil {
-			return err
-		}
-		found, err := w.get(valueKey(ns, canon), &to)
-		if err != nil {
-			return err
-		}
-		if err := w.delete(valueKey(ns, old)); err != nil {
-			return err
-		}
-		if found {
+		return w.moveKeeping(ns, old, canon, &from, &to, func(found bool) bool {
+			if !found {
+				return false
+			}
 			if c.OutOfSync > 0 {
 				c.OutOfSync--
 			}
-			if u.later(to.GetValue(), from.GetValue()) == to.GetValue() {
-				return nil
-			}
-		}
-		return w.put(valueKey(ns, canon), &from)
+			return u.later(to.GetValue(), from.GetValue()) == to.GetValue()
+		})
 	}
 	from, err := w.value(ns, old)
 	if err != nil {
