@@ -73,17 +73,36 @@ func TagInfo(ctx context.Context, j *journal.Journal, t *journal.Tag) (*sidecarp
 	}, nil
 }
 
+// restorePoint is the point a rollback's to_tag or to_index names; a
+// to_tag that is no tag name is refused.
+func restorePoint(rb *sidecarpb.Rollback) (journal.Point, error) {
+	pt := journal.Point{Tag: rb.GetToTag(), Index: rb.GetToIndex()}
+	if pt.Tag != "" {
+		if err := journal.ValidateTagName(pt.Tag); err != nil {
+			return pt, JournalError(err)
+		}
+	}
+	return pt, nil
+}
+
+// rollbackNotFound is the refusal of a rollback of proposal i, asked for
+// as requested (0: the newest change), that found nothing to roll back.
+func rollbackNotFound(requested, i uint64) error {
+	if requested == 0 {
+		return status.Error(codes.NotFound, "nothing to roll back: no change is in effect")
+	}
+	return status.Errorf(codes.NotFound, "cannot roll back proposal %d: it does not exist", i)
+}
+
 // restore goes back to the point a rollback's to_tag or to_index names:
 // every change made since is undone by one new change, sent to the device
 // as one SetRequest, and the Set is answered as a change is (the Response
 // also names the point). When the configuration is as at the point
 // already, nothing is journaled and the answer says so.
 func (s *Server) restore(ctx context.Context, rb *sidecarpb.Rollback, sync bool, by journal.Sender) (*gpb.SetResponse, error) {
-	pt := journal.Point{Tag: rb.GetToTag(), Index: rb.GetToIndex()}
-	if pt.Tag != "" {
-		if err := journal.ValidateTagName(pt.Tag); err != nil {
-			return nil, JournalError(err)
-		}
+	pt, err := restorePoint(rb)
+	if err != nil {
+		return nil, err
 	}
 	if err := s.beforeRollback(ctx, sync); err != nil {
 		return nil, err

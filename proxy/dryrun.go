@@ -61,11 +61,9 @@ func (s *Server) dryRunRollback(ctx context.Context, rb *sidecarpb.Rollback) (*g
 	j := s.opts.Journal
 	r := &sidecarpb.Response{}
 	if rb.GetToTag() != "" || rb.ToIndex != nil {
-		pt := journal.Point{Tag: rb.GetToTag(), Index: rb.GetToIndex()}
-		if pt.Tag != "" {
-			if err := journal.ValidateTagName(pt.Tag); err != nil {
-				return nil, JournalError(err)
-			}
+		pt, err := restorePoint(rb)
+		if err != nil {
+			return nil, err
 		}
 		diff, index, err := j.RestoreDiff(ctx, pt)
 		if err != nil {
@@ -76,10 +74,8 @@ func (s *Server) dryRunRollback(ctx context.Context, rb *sidecarpb.Rollback) (*g
 	} else {
 		diff, i, err := j.RollbackDiff(ctx, rb.GetIndex())
 		switch {
-		case errors.Is(err, journal.ErrNotFound) && rb.GetIndex() == 0:
-			return nil, status.Error(codes.NotFound, "nothing to roll back: no change is in effect")
 		case errors.Is(err, journal.ErrNotFound):
-			return nil, status.Errorf(codes.NotFound, "cannot roll back proposal %d: it does not exist", i)
+			return nil, rollbackNotFound(rb.GetIndex(), i)
 		case err != nil:
 			return nil, JournalError(err)
 		}

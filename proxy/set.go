@@ -256,7 +256,7 @@ func (s *Server) rollback(ctx context.Context, i uint64, sync bool, by journal.S
 	if i == 0 {
 		newest, err := j.NewestRollbackable(ctx)
 		if errors.Is(err, journal.ErrNotFound) {
-			return nil, status.Error(codes.NotFound, "nothing to roll back: no change is in effect")
+			return nil, rollbackNotFound(0, 0)
 		}
 		if err != nil {
 			return nil, JournalError(err)
@@ -265,7 +265,7 @@ func (s *Server) rollback(ctx context.Context, i uint64, sync bool, by journal.S
 	}
 	if _, err := s.opts.Agent.ProposeRollback(ctx, i, by); err != nil {
 		if errors.Is(err, journal.ErrNotFound) {
-			return nil, status.Errorf(codes.NotFound, "cannot roll back proposal %d: it does not exist", i)
+			return nil, rollbackNotFound(i, i)
 		}
 		return nil, JournalError(err)
 	}
