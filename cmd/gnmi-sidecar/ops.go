@@ -670,18 +670,18 @@ anything; a rollback that would be refused fails the same way.
 		if len(args) == 1 {
 			index, _ = parseIndex(args[0]) // checked by Args
 		}
+		var tag string
+		var point uint64
+		toPoint := cmd.Flags().Changed("to")
+		if toPoint {
+			var err error
+			if tag, point, err = parsePoint(to); err != nil {
+				return o.usage(cmd, fmt.Errorf("--to %q: %w", to, err))
+			}
+		}
 		if dryRun {
 			if async {
 				return o.usage(cmd, errors.New("--dry-run applies nothing: --async means nothing with it"))
-			}
-			var tag string
-			var point uint64
-			toPoint := cmd.Flags().Changed("to")
-			if toPoint {
-				var err error
-				if tag, point, err = parsePoint(to); err != nil {
-					return o.usage(cmd, fmt.Errorf("--to %q: %w", to, err))
-				}
 			}
 			return o.run(cmd, func(ctx context.Context, c gpb.GNMIClient) error {
 				return o.rollbackDryRun(ctx, c, index, toPoint, tag, point)
@@ -691,11 +691,7 @@ anything; a rollback that would be refused fails the same way.
 		if async {
 			mode = sidecarpb.SetMode_SET_MODE_ASYNC
 		}
-		if cmd.Flags().Changed("to") {
-			tag, point, err := parsePoint(to)
-			if err != nil {
-				return o.usage(cmd, fmt.Errorf("--to %q: %w", to, err))
-			}
+		if toPoint {
 			return o.run(cmd, func(ctx context.Context, c gpb.GNMIClient) error {
 				return o.rollbackTo(ctx, c, tag, point, mode, comment)
 			})
