@@ -87,16 +87,11 @@ type DriftView struct {
 	Paths      uint64    `json:"paths"`
 	LastCheck  time.Time `json:"last_check,omitzero"`
 	WatchError string    `json:"watch_error,omitempty"`
-	// ReadMethod is how the sidecar reads the device's configuration;
-	// Readable whether its last read worked (absent before the first),
-	// ReadError why not.
-	ReadMethod string `json:"read_method,omitempty"`
-	Readable   *bool  `json:"readable,omitempty"`
-	ReadError  string `json:"read_error,omitempty"`
-	Checks     uint64 `json:"checks"`
-	Detected   uint64 `json:"detected"`
-	Reverts    uint64 `json:"reverts"`
-	Adoptions  uint64 `json:"adoptions"`
+	ReadState
+	Checks    uint64 `json:"checks"`
+	Detected  uint64 `json:"detected"`
+	Reverts   uint64 `json:"reverts"`
+	Adoptions uint64 `json:"adoptions"`
 	// Drift are the drifted paths, in path order.
 	Drift []DriftPath `json:"drift"`
 }
@@ -142,12 +137,7 @@ func fetchDrift(ctx context.Context, c gpb.GNMIClient) (*DriftView, error) {
 		Paths: uintOf(st[introspection.Paths]), LastCheck: timeOf(st[introspection.LastCheck]), WatchError: stringOf(st[introspection.WatchError]),
 		Checks: uintOf(st[introspection.Checks]), Detected: uintOf(st[introspection.Detected]),
 		Reverts: uintOf(st[introspection.Reverts]), Adoptions: uintOf(st[introspection.Adoptions]),
-		ReadMethod: stringOf(st[introspection.ReadMethod]), ReadError: stringOf(st[introspection.ReadError]),
-		Drift: []DriftPath{},
-	}
-	if r, ok := st[introspection.Readable]; ok && r != nil {
-		b := boolOf(r)
-		v.Readable = &b
+		ReadState: readState(st), Drift: []DriftPath{},
 	}
 	for _, k := range slices.Sorted(maps.Keys(entries)) {
 		m := entries[k]
@@ -269,10 +259,10 @@ func runDiffering[V any](o *ops, cmd *cobra.Command, what string, fetch func(con
 // now (nil when it does): its configuration cannot be read, or the
 // device cannot be watched.
 func driftUnknown(v *DriftView) error {
-	switch {
-	case v.ReadError != "" && (v.Readable == nil || !*v.Readable):
-		return errors.New(v.ReadError) // "the device's configuration at P cannot be read: why"
-	case v.WatchError != "":
+	if err := v.unreadable(); err != nil {
+		return err
+	}
+	if v.WatchError != "" {
 		return fmt.Errorf("cannot watch the device: %s", v.WatchError)
 	}
 	return nil

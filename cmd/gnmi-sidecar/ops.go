@@ -962,8 +962,8 @@ every kind of read; read-error says what the device answered to each).
 // statusUnreadable ends status with exit code 3 when the device's
 // configuration cannot be read (nil when it can, or nothing is known).
 func statusUnreadable(v *StatusView) error {
-	if d := v.Device; d.ReadError != "" && (d.Readable == nil || !*d.Readable) {
-		return &exitError{code: exitUnreachable, err: fmt.Errorf("status: %s", d.ReadError)}
+	if err := v.Device.unreadable(); err != nil {
+		return &exitError{code: exitUnreachable, err: fmt.Errorf("status: %w", err)}
 	}
 	return nil
 }

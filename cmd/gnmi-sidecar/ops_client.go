@@ -10,6 +10,7 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
 	"math"
@@ -71,12 +72,35 @@ type DeviceState struct {
 	// waiting for the device (nanoseconds).
 	LastRepushDeviceDuration *int64 `json:"last_repush_device_duration,omitempty"`
 	LastError                string `json:"last_error,omitempty"`
-	// ReadMethod, Readable and ReadError are how the sidecar reads the
-	// device's configuration (drift/state): the method, whether the last
-	// read worked (absent before the first), and why not.
+	ReadState
+}
+
+// ReadState is how the sidecar reads the device's configuration
+// (drift/state): the method, whether the last read worked (absent before
+// the first), and why not.
+type ReadState struct {
 	ReadMethod string `json:"read_method,omitempty"`
 	Readable   *bool  `json:"readable,omitempty"`
 	ReadError  string `json:"read_error,omitempty"`
+}
+
+// readState reads a ReadState from drift/state's leaves.
+func readState(st map[string]*gpb.TypedValue) ReadState {
+	r := ReadState{ReadMethod: stringOf(st[introspection.ReadMethod]), ReadError: stringOf(st[introspection.ReadError])}
+	if v := st[introspection.Readable]; v != nil {
+		b := boolOf(v)
+		r.Readable = &b
+	}
+	return r
+}
+
+// unreadable is why the device's configuration cannot be read now (nil
+// if its last read worked, or none was made).
+func (r ReadState) unreadable() error {
+	if r.ReadError != "" && (r.Readable == nil || !*r.Readable) {
+		return errors.New(r.ReadError) // "the device's configuration at P cannot be read: why"
+	}
+	return nil
 }
 
 // CommitConfirmState is commit-confirm/state: the outstanding
@@ -803,11 +827,7 @@ func fetchStatus(ctx context.Context, c gpb.GNMIClient) (*StatusView, error) {
 	switch status.Code(err) {
 	case codes.OK:
 		st := stateLeaves(dr, introspection.Drift)
-		v.Device.ReadMethod, v.Device.ReadError = stringOf(st[introspection.ReadMethod]), stringOf(st[introspection.ReadError])
-		if r := st[introspection.Readable]; r != nil {
-			b := boolOf(r)
-			v.Device.Readable = &b
-		}
+		v.Device.ReadState = readState(st)
 	case codes.NotFound, codes.InvalidArgument:
 		// A sidecar without drift detection: nothing known.
 	default:
