@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"runtime/debug"
 	"runtime/trace"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -19,6 +20,7 @@ import (
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 
+	"github.com/gnmi-sidecar/gnmi-sidecar/devread"
 	"github.com/gnmi-sidecar/gnmi-sidecar/journal"
 )
 
@@ -53,17 +55,25 @@ type Options struct {
 	WatchConnectionState bool
 	// DialTimeout bounds establishing a session (default 10 s).
 	DialTimeout time.Duration
-	// ApplyTimeout bounds one device Set; past it the Set counts as a
-	// transient failure (default 30 s).
+	// ApplyTimeout bounds one device Set (default 30 s). A change's Set
+	// whose client waits for its answer (SYNC) goes with the client's
+	// remaining deadline instead when it is sooner, less ClientMargin.
+	// A Set that times out is in doubt: the device is read back.
 	ApplyTimeout time.Duration
+	// RetryCodes are the device answers after which a change no client
+	// waits for (acknowledged: ASYNC, or one whose client a restart lost)
+	// is sent again, at most RetryAttempts times in all (default 5) and
+	// for at most RetryFor (default 1 min), after a backoff from
+	// BackoffInitial doubling up to BackoffMax; past that it is recorded
+	// applied with its paths out of sync (journal.CauseChange), to be
+	// settled with resolve. Default none: every answer is the change's
+	// outcome.
+	RetryCodes    []codes.Code
+	RetryAttempts int
+	RetryFor      time.Duration
 	// BackoffInitial and BackoffMax bound the reconnect delay (defaults
 	// 100 ms and 10 s); it doubles per failed attempt, ±50 % jitter.
 	BackoffInitial, BackoffMax time.Duration
-	// TransientCodes are the gRPC codes of a device answer that leaves a
-	// Set's outcome open (lost connection, timeout, overload): the Set is
-	// sent again on a new session after a backoff. Every other error code
-	// is a definitive refusal. Default DefaultTransientCodes.
-	TransientCodes []codes.Code
 	// MaxSetBytes caps one re-push or rollback SetRequest (default 3 MiB,
 	// under gRPC's default 4 MiB message limit).
 	MaxSetBytes int
@@ -101,6 +111,7 @@ func (o Options) withDefaults() Options {
 		{&o.BackoffInitial, 100 * time.Millisecond},
 		{&o.BackoffMax, 10 * time.Second},
 		{&o.Resync, time.Second},
+		{&o.RetryFor, time.Minute},
 	}
 	for _, d := range defaults {
 		if *d.v <= 0 {
@@ -122,8 +133,8 @@ func (o Options) withDefaults() Options {
 	if o.Logger == nil {
 		o.Logger = slog.Default()
 	}
-	if o.TransientCodes == nil {
-		o.TransientCodes = DefaultTransientCodes
+	if o.RetryAttempts <= 0 {
+		o.RetryAttempts = 5
 	}
 	return o
 }
@@ -151,12 +162,15 @@ type Status struct {
 	Repushes uint64
 	// LastError is the newest device error the agent met ("" if none).
 	LastError string
-	// SetRetries counts the device Sets whose outcome was left open
-	// (transient answers): each is sent again on a new session after a
-	// backoff.
+	// SetRetries counts the device Sets sent again: after a lost
+	// connection (on a new session, after a backoff), or after an answer
+	// with one of Options.RetryCodes.
 	SetRetries uint64
 	// SetsRefused counts the device's definitive refusals.
 	SetsRefused uint64
+	// Retrying is the acknowledged change the agent is sending again after
+	// an answer with one of Options.RetryCodes, nil if none.
+	Retrying *Retrying
 	// Fenced: with Options.Fencing, the device refused a Set because
 	// another client holds a higher election id. The agent no longer
 	// connects or writes; FencedBy is the device's answer.
@@ -208,6 +222,9 @@ type Agent struct {
 	// rollbackCreds is creds for the rollbacks clients asked for, by the
 	// index of the proposal rolled back.
 	rollbackCreds map[uint64]metadata.MD
+	// clients holds the waiting clients of proposals not yet applied
+	// (clients.go).
+	clients map[uint64]*waitingClient
 
 	// Only the applier goroutine uses these. reached is the newest
 	// proposal an earlier Set may have carried to the device without its
@@ -218,6 +235,8 @@ type Agent struct {
 	// one at a time until the offending one is found.
 	reached        uint64
 	isolateThrough uint64
+	// retry is the change being sent, attempt by attempt (answers.go).
+	retry retryState
 
 	// progress is the newest index up to which every proposal's commit
 	// (committed) and change apply (applied) are Finished; both only grow,
@@ -242,6 +261,7 @@ func New(j *journal.Journal, opts Options) (*Agent, error) {
 		accepted:      make(map[uint64]*journal.Proposal),
 		creds:         make(map[uint64]metadata.MD),
 		rollbackCreds: make(map[uint64]metadata.MD),
+		clients:       make(map[uint64]*waitingClient),
 	}
 	if opts.TLS == nil && (opts.Username != "" || opts.Password != "") {
 		a.log.Warn("device credentials are sent over a plaintext connection")
@@ -517,8 +537,8 @@ func (a *Agent) view(ctx context.Context) (View, error) {
 
 // policy is what the core knows of the options.
 func (a *Agent) policy() Policy {
-	return Policy{Persistent: a.opts.Persistent, Fencing: a.opts.Fencing, TransientCodes: a.opts.TransientCodes,
-		DeviceAccount: a.deviceAccount()}
+	return Policy{Persistent: a.opts.Persistent, Fencing: a.opts.Fencing,
+		RetryCodes: a.opts.RetryCodes, RetryAttempts: a.opts.RetryAttempts, RetryFor: a.opts.RetryFor}
 }
 
 // answered is the core's decision on a device's answer.
@@ -998,13 +1018,22 @@ func (a *Agent) send(s *session, term uint64, req *gpb.SetRequest) (*gpb.SetResp
 }
 
 // sendAs is send with a client's request metadata md (nil: none; see
-// credentials.go).
+// credentials.go), within ApplyTimeout.
 func (a *Agent) sendAs(s *session, term uint64, req *gpb.SetRequest, md metadata.MD) (*gpb.SetResponse, error) {
-	if a.opts.Fencing {
-		req.Extension = append(req.Extension, fencing(s.electionID()))
-	}
 	ctx, cancel := context.WithTimeout(s.ctx, a.opts.ApplyTimeout)
 	defer cancel()
+	return a.sendWith(ctx, s, req, md)
+}
+
+// sendWith sends req on session s within ctx (a context of s.ctx), with
+// request metadata md (nil: none) and, with fencing, the session's
+// election id. req itself is left as it is: it may be sent again.
+func (a *Agent) sendWith(ctx context.Context, s *session, req *gpb.SetRequest, md metadata.MD) (*gpb.SetResponse, error) {
+	if a.opts.Fencing {
+		req = &gpb.SetRequest{Prefix: req.GetPrefix(), Delete: req.GetDelete(), Replace: req.GetReplace(),
+			Update: req.GetUpdate(), UnionReplace: req.GetUnionReplace(),
+			Extension: append(slices.Clip(req.GetExtension()), fencing(s.electionID()))}
+	}
 	if md != nil {
 		ctx = metadata.NewOutgoingContext(ctx, md)
 	}
@@ -1080,6 +1109,7 @@ func (a *Agent) connect(ctx context.Context) (*session, error) {
 	a.mu.Lock()
 	a.sessions++
 	s := &session{id: a.sessions, conn: conn, client: gpb.NewGNMIClient(conn), ctx: sctx, cancel: cancel}
+	s.reader = devread.NewWithOptions(devread.Options{Client: s.client, Schema: a.j.Schema()})
 	noLiveness := a.noLiveness || a.opts.LivenessPath == ""
 	a.mu.Unlock()
 

@@ -116,34 +116,6 @@ func TestRejectFailsProposalAndAbortsTheLaterOnesThatDependOnIt(t *testing.T) {
 	r.verify()
 }
 
-func TestTransientFailureIsNotAFailure(t *testing.T) {
-	for _, tc := range []struct {
-		name  string
-		fault func(r *rig)
-	}{
-		{"unavailable", func(r *rig) { r.dev.RejectNextSets(1, codes.Unavailable) }},
-		{"resource exhausted", func(r *rig) { r.dev.RejectNextSets(1, codes.ResourceExhausted) }},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			r := newRig(t, testbed.Options{}, agent.Options{})
-			r.waitQuiescent()
-			term := r.a.Status().Term
-			tc.fault(r)
-			i := r.propose(updateOp(t, descPath("eth0"), str("retried")))
-			p := r.waitApplied(i)
-			if got := p.GetChange().GetApply(); got != journal.StatusComplete {
-				t.Fatalf("apply = %v, want COMPLETE after a retry on a new term", got)
-			}
-			if now := r.config().GetApplied().GetTerm(); now <= term {
-				t.Errorf("applied term %d, want a new term after %d (reconnect and re-push)", now, term)
-			}
-			wantLeaf(t, r, descPath("eth0"), str("retried"))
-			r.waitQuiescent()
-			r.verify()
-		})
-	}
-}
-
 func TestHangThenDisconnectReappliesAfterReconnect(t *testing.T) {
 	r := newRig(t, testbed.Options{}, agent.Options{})
 	first := r.propose(updateOp(t, descPath("eth0"), str("first")))

@@ -3,6 +3,7 @@ package agent
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"runtime/trace"
 	"time"
@@ -18,7 +19,11 @@ import (
 // sendChanges sends proposal step.Index, in progress, to the device
 // together with the consecutive proposals committed after it that one Set
 // can carry (batchChanges), and records the outcome (spec ApplyChange,
-// second branch, once per proposal in index order).
+// second branch, once per proposal in index order). The Set goes with its
+// waiting clients' deadline and is cancelled if one gives up
+// (changeContext); a proposal whose client gave up before it was sent is
+// withdrawn (withdraw). An answer in doubt is settled by reading the
+// device back (readBack), never by sending the Set again.
 func (a *Agent) sendChanges(ctx context.Context, step Step, log *slog.Logger) error {
 	s := a.termSession(step.Term)
 	if s == nil {
@@ -30,7 +35,12 @@ func (a *Agent) sendChanges(ctx context.Context, step Step, log *slog.Logger) er
 		region.End()
 		return err
 	}
-	b, err := batchChanges(ps, a.opts.MaxSetBytes, a.credentials)
+	mayHaveReached := step.Index <= a.reached
+	if why := a.client(step.Index).gaveUp(time.Now()); why != nil {
+		region.End()
+		return a.withdraw(ctx, s, step, why, mayHaveReached, log)
+	}
+	b, err := batchChanges(a.whileWaited(ps), a.opts.MaxSetBytes, a.credentials)
 	region.End()
 	if err != nil {
 		log.Error("proposal cannot be sent", "err", err)
@@ -39,50 +49,120 @@ func (a *Agent) sendChanges(ctx context.Context, step Step, log *slog.Logger) er
 	}
 	// A proposal sent before without an answer, or by an earlier run, may
 	// have reached the device.
-	mayHaveReached := b.first <= a.reached
 	reachedBefore := a.reached
 	a.reached = max(a.reached, b.last)
-	resp, err := a.sendAs(s, step.Term, b.req, b.creds)
-	r := a.answered(Event{Kind: EventChangeAnswer, Err: err,
-		Batch: Batch{First: b.first, Last: b.last, MayHaveReached: mayHaveReached}})
+	ev := Event{Kind: EventChangeAnswer, Batch: Batch{First: b.first, Last: b.last, MayHaveReached: mayHaveReached},
+		Waiting: b.size() == 1 && a.client(b.first) != nil}
+	var resp *gpb.SetResponse
+	var r Ready
+	for {
+		resp, ev.Err = a.sendChange(s, step.Term, b)
+		ev.Attempt, ev.Elapsed = a.attempted(b.first)
+		ev.ReadBack = NotRead
+		r = a.answered(ev)
+		if r.ReadBack {
+			ev.ReadBack = a.readBack(ctx, s, ps[:b.size()], b, log)
+			r = a.answered(ev)
+		}
+		if !r.Retry {
+			break
+		}
+		if !a.retryAfter(ctx, s, ev, log) {
+			return ctx.Err() // the session ended: the next one sends it again
+		}
+	}
+	a.retried(b.first)
 	if r.Answer == Refused {
 		// A Set is atomic: a rejected one left the device as it was.
 		a.reached = reachedBefore
 	}
 	if r.Isolate != 0 {
-		if r.Answer == Refused {
-			log.Info("device rejected a batch; sending its proposals one at a time",
-				"first", b.first, "last", b.last, "code", status.Code(err))
-		} else {
-			// A batch the device could not finish within ApplyTimeout
-			// would time out again.
-			log.Info("device timed out on a batch; its proposals go one at a time on the next session",
-				"first", b.first, "last", b.last)
-		}
+		log.Info("the device did not apply a batch; sending its proposals one at a time",
+			"first", b.first, "last", b.last, "code", status.Code(ev.Err), "read_back", ev.ReadBack != NotRead)
 		a.isolateThrough = r.Isolate
 	}
 	switch {
 	case r.Session != SessionKeep:
-		return a.endSession(ctx, s, err, log)
+		return a.endSession(ctx, s, ev.Err, log)
 	case r.Record == RecordNone:
 		return nil
 	case r.Record == RecordCompleteApply:
 		return a.completeBatch(ctx, ps[:b.size()], b, resp, step.Term, log)
+	case r.Record == RecordGiveUp:
+		return a.giveUp(ctx, step, ev, log)
 	}
-	st := status.Convert(err)
+	st := status.Convert(ev.Err)
+	if ev.ReadBack == ReadNotApplied {
+		st = notApplied(st, a.client(step.Index).gaveUp(time.Now()))
+	}
 	log.Warn("device rejected proposal", "code", st.Code(), "err", st.Message(), "retried", mayHaveReached)
-	a.noteRefused(err)
-	if r.Restore {
+	a.noteRefused(st.Err())
+	return a.failChange(ctx, s, step, st, r.Restore, reachedBefore, log)
+}
+
+// failChange records proposal step.Index failed with st (FailApply),
+// after putting back on the device the paths earlier Sets carrying it
+// (through reachedBefore) may have written, if restore.
+func (a *Agent) failChange(ctx context.Context, s *session, step Step, st *status.Status, restore bool, reachedBefore uint64, log *slog.Logger) error {
+	if restore {
 		if done, err := a.restore(ctx, s, step, reachedBefore, log); !done || err != nil {
 			return err
 		}
 	}
-	if _, _, err = a.j.FailApply(ctx, step.Index, uint32(st.Code()), st.Message()); err == nil {
+	_, _, err := a.j.FailApply(ctx, step.Index, uint32(st.Code()), st.Message())
+	if err == nil {
 		// Finished: its waiting client is answered now, not at the next
 		// resync.
 		a.noteApplied(step.Index)
 	}
 	return err
+}
+
+// withdraw records proposal step.Index failed without sending it: its
+// waiting client gave up (why) before its turn came.
+func (a *Agent) withdraw(ctx context.Context, s *session, step Step, why error, mayHaveReached bool, log *slog.Logger) error {
+	st := status.FromContextError(why)
+	st = status.New(st.Code(), fmt.Sprintf("the client gave up (%s) before its Set was sent to the device: the sidecar withdrew it, and nothing was sent", st.Message()))
+	log.Info("proposal withdrawn: its client gave up before it was sent", "code", st.Code())
+	return a.failChange(ctx, s, step, st, mayHaveReached, a.reached, log)
+}
+
+// notApplied is the outcome of a Set in doubt that the device, read
+// back, did not apply: the Set's own error, told as such; why is the
+// waiting client's giving up, if it did.
+func notApplied(st *status.Status, why error) *status.Status {
+	msg := st.Message()
+	switch {
+	case why != nil:
+		msg = fmt.Sprintf("the client gave up (%s) while the device worked on its Set: the sidecar cancelled it, and the device, read back, did not apply it", status.FromContextError(why).Message())
+		return status.New(status.FromContextError(why).Code(), msg)
+	case st.Code() == codes.DeadlineExceeded || st.Code() == codes.Canceled:
+		msg = fmt.Sprintf("the device did not answer in time (%s); read back, it did not apply the Set", msg)
+	default:
+		msg = fmt.Sprintf("%s (the device, read back, did not apply the Set)", msg)
+	}
+	return status.New(st.Code(), msg)
+}
+
+// whileWaited returns the prefix of ps before the first proposal, after
+// the first, whose waiting client gave up: that one is withdrawn on its
+// turn, and its client's giving up must not cancel the others' Set.
+func (a *Agent) whileWaited(ps []*journal.Proposal) []*journal.Proposal {
+	now := time.Now()
+	for n, p := range ps[1:] {
+		if a.client(p.GetIndex()).gaveUp(now) != nil {
+			return ps[:n+1]
+		}
+	}
+	return ps
+}
+
+// sendChange sends batch b's Set under term, with its clients' deadline
+// and cancel (changeContext).
+func (a *Agent) sendChange(s *session, term uint64, b *changeBatch) (*gpb.SetResponse, error) {
+	ctx, cancel := a.changeContext(s, b.first, b.last)
+	defer cancel()
+	return a.sendWith(ctx, s, b.req, b.creds)
 }
 
 // errEnough stops a journal scan early.

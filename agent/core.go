@@ -29,12 +29,13 @@ type Policy struct {
 	// Fencing: Sets carry the election id; an arbitration refusal means
 	// another client is master.
 	Fencing bool
-	// TransientCodes are the answers that leave a Set's outcome open.
-	TransientCodes []codes.Code
-	// DeviceAccount: the agent speaks to the device with its own account.
-	// Without one, a Set carries its client's credentials or none, and the
-	// device's Unauthenticated is its verdict on them: definitive.
-	DeviceAccount bool
+	// RetryCodes are the device answers an acknowledged change (one no
+	// client waits on: ASYNC) is sent again after, at most RetryAttempts
+	// times in all and for at most RetryFor (docs/agent.md, "Answers").
+	// Every other answer is the change's outcome.
+	RetryCodes    []codes.Code
+	RetryAttempts int
+	RetryFor      time.Duration
 }
 
 // View is the state the decisions read: the journal's configuration and
@@ -257,57 +258,53 @@ func NextApply(v View, rollingBack, next, prev *journal.Proposal) Step {
 
 // --- the device's answers ---
 
-// Answer is the kind of a device's answer to a Set (docs/design.md §4).
+// Answer is the kind of a device's answer to a Set (docs/design.md §4,
+// "An answer is an answer").
 type Answer int
 
 const (
 	// Accepted: the device applied the Set.
 	Accepted Answer = iota
-	// Refused: the device definitively refused the Set; sending the same
-	// Set again cannot succeed. A Set is atomic: it changed nothing.
+	// Refused: the device answered with an error; a Set is atomic: it
+	// changed nothing.
 	Refused
-	// Transient: the Set may or may not have been applied (lost
-	// connection, timeout, overload): the session ends and the Set is sent
-	// again after the re-push on the next term.
-	Transient
+	// InDoubt: the Set may or may not have been applied: it timed out or
+	// was cancelled (the sidecar's deadline, its client's deadline or
+	// cancel), the connection broke, or the answer, Unavailable, cannot be
+	// told from a broken connection. The device is read back at the Set's
+	// paths to settle it (ReadBack); a device that cannot be read is
+	// treated as a lost connection.
+	InDoubt
 	// Superseded: a device enforcing MasterArbitration answered that
 	// another client is master: the agent is fenced.
 	Superseded
 )
 
 func (a Answer) String() string {
-	return [...]string{"accepted", "rejected", "transient", "superseded"}[a]
+	return [...]string{"accepted", "rejected", "in doubt", "superseded"}[a]
 }
 
-// DefaultTransientCodes are the device answers that leave a Set's outcome
-// open by default (Options.TransientCodes): every other code is a
-// definitive refusal.
-var DefaultTransientCodes = []codes.Code{codes.Unavailable, codes.DeadlineExceeded, codes.Canceled,
-	codes.ResourceExhausted, codes.Unauthenticated}
+// inDoubtCodes are the codes a Set gets when its outcome is unknown: the
+// Set's own deadline or cancel, and gRPC's code for a connection that
+// broke (which a device may also answer with).
+var inDoubtCodes = []codes.Code{codes.DeadlineExceeded, codes.Canceled, codes.Unavailable}
 
-// Classify maps a Set's error to its Answer: an error that is not a gRPC
-// status (the connection broke) and the codes of TransientCodes are
-// transient, every other code a definitive refusal; Unauthenticated is
-// definitive without a device account (the Set carried its client's
-// credentials, or none: retrying cannot change the verdict). With fencing on, a
-// PermissionDenied that talks about the election id or the master is
-// arbitration's answer, not a verdict on the change.
+// Classify maps a Set's error to its Answer: no error is accepted; an
+// error that is not a gRPC status (the connection broke) or a code of
+// inDoubtCodes is in doubt; with fencing on, a PermissionDenied that
+// talks about the election id or the master is arbitration's answer, not a
+// verdict on the change; every other code is the device's refusal, never
+// sent again as if no answer had come.
 func (p Policy) Classify(err error) Answer {
 	if err == nil {
 		return Accepted
 	}
 	st, ok := status.FromError(err)
-	if !ok {
-		return Transient
-	}
-	if st.Code() == codes.PermissionDenied && p.Fencing && mentionsArbitration(st.Message()) {
+	switch {
+	case !ok || slices.Contains(inDoubtCodes, st.Code()):
+		return InDoubt
+	case st.Code() == codes.PermissionDenied && p.Fencing && mentionsArbitration(st.Message()):
 		return Superseded
-	}
-	if st.Code() == codes.Unauthenticated && !p.DeviceAccount {
-		return Refused
-	}
-	if slices.Contains(p.TransientCodes, st.Code()) {
-		return Transient
 	}
 	return Refused
 }
@@ -316,6 +313,22 @@ func mentionsArbitration(msg string) bool {
 	msg = strings.ToLower(msg)
 	return strings.Contains(msg, "election") || strings.Contains(msg, "master") || strings.Contains(msg, "arbitration")
 }
+
+// ReadBack is what reading the device back at an in-doubt Set's paths
+// found.
+type ReadBack int
+
+const (
+	// NotRead: the device has not been read back.
+	NotRead ReadBack = iota
+	// ReadApplied: the device holds every value the Set writes.
+	ReadApplied
+	// ReadNotApplied: it does not: the Set, atomic, was not applied.
+	ReadNotApplied
+	// ReadFailed: the device could not be read either: the connection is
+	// treated as lost.
+	ReadFailed
+)
 
 // EventKind is what happened.
 type EventKind int
@@ -376,6 +389,14 @@ type Event struct {
 	Batch                   Batch
 	Push                    PushKind
 	Refused                 []*journal.PathValue
+	// For a change's answer: ReadBack, what reading the device back found
+	// after an answer in doubt; Waiting, a client waits for the answer of
+	// the batch's single proposal (SYNC); Attempt, the sends of the batch
+	// so far, this one included, and Elapsed the time since the first.
+	ReadBack ReadBack
+	Waiting  bool
+	Attempt  int
+	Elapsed  time.Duration
 }
 
 // Record is a journal transition recording a device's answer.
@@ -398,6 +419,9 @@ const (
 	RecordCompleteReconcile
 	// RecordMarkOutOfSync: the restore's refused values are out of sync.
 	RecordMarkOutOfSync
+	// RecordGiveUp: the device kept refusing an acknowledged change
+	// (Policy.RetryCodes): CompleteApply, its values out of sync.
+	RecordGiveUp
 )
 
 // SessionFate is what becomes of the session after an answer.
@@ -406,8 +430,10 @@ type SessionFate int
 const (
 	// SessionKeep: the session goes on.
 	SessionKeep SessionFate = iota
-	// SessionRetry: the session ends, what was sent stays in progress, and
-	// the next session, after a backoff, re-pushes and sends it again.
+	// SessionRetry: the connection is lost (no answer, and the device
+	// cannot be read back): the session ends, what was sent stays in
+	// progress, and the next session, after a backoff, re-pushes and sends
+	// it again.
 	SessionRetry
 	// SessionFence: the session ends and the agent stops writing.
 	SessionFence
@@ -427,6 +453,12 @@ type Ready struct {
 	// Isolate: the proposals through Isolate go one Set each, until the
 	// one the device refuses is found.
 	Isolate uint64
+	// ReadBack: the answer is in doubt: read the device back at the Set's
+	// paths and decide again with what it holds (Event.ReadBack).
+	ReadBack bool
+	// Retry: send the same Set again after a backoff, on the same session
+	// (Policy.RetryCodes).
+	Retry   bool
 	Session SessionFate
 }
 
@@ -449,11 +481,13 @@ func Decide(v View, ev Event) Ready {
 	return answered(v.Policy, ev.Err)
 }
 
-// answered classifies err and ends the session unless the device answered.
+// answered classifies the answer to a Set of values, whose outcome a
+// retry cannot harm: a refusal goes on (a push narrows it down), an answer
+// in doubt ends the session (the next one re-pushes).
 func answered(p Policy, err error) Ready {
 	r := Ready{Answer: p.Classify(err)}
 	switch r.Answer {
-	case Transient:
+	case InDoubt:
 		r.Session = SessionRetry
 	case Superseded:
 		r.Session = SessionFence
@@ -461,21 +495,47 @@ func answered(p Policy, err error) Ready {
 	return r
 }
 
-// ApplyChangeAnswer is spec ApplyChange's outcome branches: an accepted
-// batch completes; a refused one is sent again one proposal at a time,
-// until a refused single proposal fails (its paths restored first if an
-// earlier Set may have written them); an open outcome ends the session,
-// and a batch the device timed out on goes one proposal at a time.
+// ApplyChangeAnswer is spec ApplyChange's outcome branches, with "an
+// answer is an answer" (docs/design.md §4): an accepted batch completes;
+// an answer in doubt is settled by reading the device back (applied: it
+// completes; not applied: as refused; unreadable: the connection is lost,
+// and the next session re-pushes and sends it again); a refused batch is
+// sent again one proposal at a time, until a refused single proposal
+// fails (its paths restored first if an earlier Set may have written
+// them). A single proposal no client waits for, refused with one of
+// Policy.RetryCodes, is sent again within the policy's bounds, and past
+// them recorded applied with its paths out of sync (RecordGiveUp).
 func ApplyChangeAnswer(p Policy, ev Event) Ready {
-	r := answered(p, ev.Err)
+	r := Ready{Answer: p.Classify(ev.Err)}
+	if r.Answer == InDoubt {
+		switch ev.ReadBack {
+		case NotRead:
+			r.ReadBack = true
+			return r
+		case ReadFailed:
+			r.Session = SessionRetry
+			return r
+		case ReadApplied:
+			r.Answer = Accepted
+		case ReadNotApplied:
+			r.Answer = Refused
+		}
+	}
 	batched := ev.Batch.Last > ev.Batch.First
+	retryable := !ev.Waiting && slices.Contains(p.RetryCodes, status.Code(ev.Err))
 	switch {
+	case r.Answer == Superseded:
+		r.Session = SessionFence
 	case r.Answer == Accepted:
 		r.Record = RecordCompleteApply
-	case r.Answer == Refused && !batched:
-		r.Record, r.Restore = RecordFailApply, ev.Batch.MayHaveReached
-	case r.Answer == Refused, batched && status.Code(ev.Err) == codes.DeadlineExceeded:
+	case batched:
 		r.Isolate = ev.Batch.Last
+	case retryable && ev.Attempt < p.RetryAttempts && ev.Elapsed < p.RetryFor:
+		r.Retry = true
+	case retryable:
+		r.Record = RecordGiveUp
+	default:
+		r.Record, r.Restore = RecordFailApply, ev.Batch.MayHaveReached
 	}
 	return r
 }

@@ -268,6 +268,7 @@ func TestDecideAnswers(t *testing.T) {
 	refusal := status.Error(codes.InvalidArgument, "bad value")
 	unavailable := status.Error(codes.Unavailable, "conn reset")
 	timeout := status.Error(codes.DeadlineExceeded, "slow")
+	overload := status.Error(codes.ResourceExhausted, "busy")
 	arbitration := status.Error(codes.PermissionDenied, "election_id 3 is lower than the current master's election_id 5")
 	refused := []*journal.PathValue{{Path: &gpb.Path{Elem: []*gpb.PathElem{{Name: "mtu"}}}}}
 	one := Batch{First: 4, Last: 4}
@@ -286,22 +287,43 @@ func TestDecideAnswers(t *testing.T) {
 			Ready{Answer: Refused, Record: RecordFailApply, Restore: true}},
 		{"batch refused: its proposals one at a time", false, Event{Kind: EventChangeAnswer, Err: refusal, Batch: Batch{First: 4, Last: 6}},
 			Ready{Answer: Refused, Isolate: 6}},
-		{"change transient: end the session, apply stays in progress", false, Event{Kind: EventChangeAnswer, Err: unavailable, Batch: one},
-			Ready{Answer: Transient, Session: SessionRetry}},
-		{"connection broke: transient", false, Event{Kind: EventChangeAnswer, Err: errors.New("EOF"), Batch: one},
-			Ready{Answer: Transient, Session: SessionRetry}},
-		{"batch timed out: end the session, one at a time next", false, Event{Kind: EventChangeAnswer, Err: timeout, Batch: Batch{First: 4, Last: 6}},
-			Ready{Answer: Transient, Session: SessionRetry, Isolate: 6}},
+		{"change in doubt: read the device back", false, Event{Kind: EventChangeAnswer, Err: unavailable, Batch: one},
+			Ready{Answer: InDoubt, ReadBack: true}},
+		{"connection broke: read back", false, Event{Kind: EventChangeAnswer, Err: errors.New("EOF"), Batch: one},
+			Ready{Answer: InDoubt, ReadBack: true}},
+		{"in doubt, read back applied: complete", false, Event{Kind: EventChangeAnswer, Err: timeout, Batch: Batch{First: 4, Last: 6}, ReadBack: ReadApplied},
+			Ready{Answer: Accepted, Record: RecordCompleteApply}},
+		{"in doubt, read back not applied: fail it with the Set's error", false, Event{Kind: EventChangeAnswer, Err: timeout, Batch: one, ReadBack: ReadNotApplied},
+			Ready{Answer: Refused, Record: RecordFailApply}},
+		{"batch in doubt, not applied: one at a time", false, Event{Kind: EventChangeAnswer, Err: timeout, Batch: Batch{First: 4, Last: 6}, ReadBack: ReadNotApplied},
+			Ready{Answer: Refused, Isolate: 6}},
+		{"in doubt and unreadable: the connection is lost", false, Event{Kind: EventChangeAnswer, Err: timeout, Batch: one, ReadBack: ReadFailed},
+			Ready{Answer: InDoubt, Session: SessionRetry}},
+		{"acknowledged change refused with a retry code: send it again", false,
+			Event{Kind: EventChangeAnswer, Err: overload, Batch: one, Attempt: 1, Elapsed: time.Second},
+			Ready{Answer: Refused, Retry: true}},
+		{"a waiting client gets the retry code's answer", false,
+			Event{Kind: EventChangeAnswer, Err: overload, Batch: one, Attempt: 1, Waiting: true},
+			Ready{Answer: Refused, Record: RecordFailApply}},
+		{"retries exhausted: applied, out of sync", false,
+			Event{Kind: EventChangeAnswer, Err: overload, Batch: one, Attempt: 3},
+			Ready{Answer: Refused, Record: RecordGiveUp}},
+		{"retry time exhausted: applied, out of sync", false,
+			Event{Kind: EventChangeAnswer, Err: overload, Batch: one, Attempt: 1, Elapsed: time.Minute},
+			Ready{Answer: Refused, Record: RecordGiveUp}},
+		{"in doubt, not applied, with a retry code: send it again", false,
+			Event{Kind: EventChangeAnswer, Err: unavailable, Batch: one, Attempt: 1, ReadBack: ReadNotApplied},
+			Ready{Answer: Refused, Retry: true}},
 		{"change superseded by another master: fence", true, Event{Kind: EventChangeAnswer, Err: arbitration, Batch: one},
 			Ready{Answer: Superseded, Session: SessionFence}},
 		{"arbitration's words without fencing: a refusal", false, Event{Kind: EventChangeAnswer, Err: arbitration, Batch: one},
 			Ready{Answer: Refused, Record: RecordFailApply}},
 		{"claim accepted: go on", true, Event{Kind: EventSetAnswer}, Ready{Answer: Accepted}},
 		{"claim refused: go on", true, Event{Kind: EventSetAnswer, Err: refusal}, Ready{Answer: Refused}},
-		{"claim unanswered: end the session", true, Event{Kind: EventSetAnswer, Err: unavailable}, Ready{Answer: Transient, Session: SessionRetry}},
+		{"claim unanswered: end the session", true, Event{Kind: EventSetAnswer, Err: unavailable}, Ready{Answer: InDoubt, Session: SessionRetry}},
 		{"claim superseded: fence", true, Event{Kind: EventSetAnswer, Err: arbitration}, Ready{Answer: Superseded, Session: SessionFence}},
 		{"push Set refused: split it, the session goes on", false, Event{Kind: EventSetAnswer, Err: refusal}, Ready{Answer: Refused}},
-		{"push Set unanswered: end the session", false, Event{Kind: EventSetAnswer, Err: timeout}, Ready{Answer: Transient, Session: SessionRetry}},
+		{"push Set unanswered: end the session", false, Event{Kind: EventSetAnswer, Err: timeout}, Ready{Answer: InDoubt, Session: SessionRetry}},
 		{"push Set superseded: fence", true, Event{Kind: EventSetAnswer, Err: arbitration}, Ready{Answer: Superseded, Session: SessionFence}},
 		{"re-push done: complete it", false, Event{Kind: EventPushDone, Push: PushRepush},
 			Ready{Answer: Accepted, Record: RecordCompleteReconcile}},
@@ -317,7 +339,8 @@ func TestDecideAnswers(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			v := View{Policy: Policy{Fencing: tt.fenced, TransientCodes: DefaultTransientCodes}}
+			v := View{Policy: Policy{Fencing: tt.fenced, RetryCodes: []codes.Code{codes.ResourceExhausted, codes.Unavailable},
+				RetryAttempts: 3, RetryFor: 30 * time.Second}}
 			if got := Decide(v, tt.ev); !reflect.DeepEqual(got, tt.want) {
 				t.Errorf("Decide = %+v, want %+v", got, tt.want)
 			}

@@ -121,22 +121,6 @@ func TestRefusedRepushPushesTheRest(t *testing.T) {
 	r.verify()
 }
 
-// A transient answer repeated on every attempt backs off instead of
-// re-sending in a hot loop, and counts as a retry.
-func TestTransientSetRetriesBackOff(t *testing.T) {
-	r := newRig(t, testbed.Options{}, agent.Options{})
-	r.dev.RejectNextSets(4, codes.Unavailable)
-	i := r.propose(updateOp(t, descPath("eth0"), str("eventually")))
-	r.waitApplied(i)
-	wantLeaf(t, r, descPath("eth0"), str("eventually"))
-	if st := r.a.Status(); st.SetRetries < 4 {
-		t.Errorf("status counts %d Set retries, want at least 4", st.SetRetries)
-	}
-	r.waitQuiescent()
-	r.verify()
-	_ = context.Background
-}
-
 // A proposal an earlier run may have sent, then refused, is restored; a
 // path the device will not restore is marked out of sync (cause RESTORE)
 // and the failure is recorded: nothing blocks.

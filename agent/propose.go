@@ -58,30 +58,43 @@ func (a *Agent) ProposeConfirmedChange(ctx context.Context, by journal.Sender, o
 func (a *Agent) propose(ctx context.Context, journalIt func(then func(*journal.Tx) error) (*journal.Proposal, error)) (*journal.Proposal, error) {
 	var committed bool
 	var held uint64
-	md := credentialsFrom(ctx)
+	md, client := credentialsFrom(ctx), waitingClientOf(ctx)
+	release := func() {
+		if md != nil {
+			a.releaseCredentials(held, md)
+		}
+		if client != nil {
+			a.releaseClient(held, client)
+		}
+	}
 	p, err := journalIt(func(tx *journal.Tx) (err error) {
 		// The journal may run this again (alone, after a transaction it
 		// shared failed): decide afresh each time.
-		if md != nil {
+		if md != nil || client != nil {
 			// Held before the transaction is durable: the applier may send
 			// the proposal as soon as it is. A run before this one held
 			// them under the index it was given.
 			if held != 0 {
-				a.releaseCredentials(held, md)
+				release()
 			}
 			c, err := tx.Configuration()
 			if err != nil {
 				return err
 			}
 			held = c.GetLastIndex()
-			a.holdCredentials(held, md)
+			if md != nil {
+				a.holdCredentials(held, md)
+			}
+			if client != nil {
+				a.holdClient(held, client)
+			}
 		}
 		committed, err = a.advance(tx)
 		return err
 	})
 	if err != nil {
 		if held != 0 {
-			a.releaseCredentials(held, md) // the index will be another proposal's
+			release() // the index will be another proposal's
 		}
 		return nil, err
 	}
@@ -242,6 +255,7 @@ func (a *Agent) noteApplied(i uint64) {
 	a.progress.applied = max(a.progress.applied, i)
 	a.mu.Unlock()
 	a.dropCredentials(i)
+	a.dropClients(i)
 }
 
 // passed reports whether the progress the agent has seen covers proposal

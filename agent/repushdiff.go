@@ -4,7 +4,6 @@ import (
 	"context"
 	"log/slog"
 
-	"github.com/gnmi-sidecar/gnmi-sidecar/devread"
 	"github.com/gnmi-sidecar/gnmi-sidecar/journal"
 )
 
@@ -19,10 +18,9 @@ func (a *Agent) deviceHolds(ctx context.Context, s *session, log *slog.Logger) *
 	if err != nil || len(scopes) == 0 {
 		return nil
 	}
-	r := devread.NewWithOptions(devread.Options{Client: s.client, Schema: a.j.Schema()})
 	rctx, cancel := context.WithTimeout(s.ctx, a.opts.ApplyTimeout)
 	defer cancel()
-	values, err := r.Read(rctx, a.opts.DeviceTarget, scopes...)
+	values, err := s.reader.Read(rctx, a.opts.DeviceTarget, scopes...)
 	if err != nil {
 		log.Info("cannot read the device before the re-push: re-pushing the whole applied configuration", "err", err)
 		return nil

@@ -18,6 +18,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
 
+	"github.com/gnmi-sidecar/gnmi-sidecar/devread"
 	"github.com/gnmi-sidecar/gnmi-sidecar/gnmipath"
 )
 
@@ -30,6 +31,9 @@ type session struct {
 	id     uint64 // local, for logs
 	conn   *grpc.ClientConn
 	client gpb.GNMIClient
+	// reader reads the device's configuration (an in-doubt Set's read
+	// back, the device's values before a re-push).
+	reader *devread.Reader
 	ctx    context.Context // ends when the session is over
 	cancel context.CancelCauseFunc
 	// boot is the device's boot time read from the liveness stream (0 if

@@ -122,7 +122,7 @@ func opKindName(k journal.OpKind) *gpb.TypedValue {
 }
 
 // causeName is an out-of-sync cause as the tree shows it: ROLLBACK,
-// REPUSH, RETRY, RESTORE or DRIFT.
+// REPUSH, RETRY, RESTORE, DRIFT or CHANGE.
 func causeName(c journal.OutOfSyncCause) string {
 	return strings.TrimPrefix(c.String(), "OUT_OF_SYNC_CAUSE_")
 }
@@ -216,6 +216,15 @@ func deviceFields() []field[device] {
 			return v(d.status)
 		}
 	}
+	// retrying is a leaf of the change being sent again, absent if none.
+	retrying := func(v func(*agent.Retrying) *gpb.TypedValue) func(device) *gpb.TypedValue {
+		return func(d device) *gpb.TypedValue {
+			if d.status.Retrying == nil {
+				return nil
+			}
+			return v(d.status.Retrying)
+		}
+	}
 	return []field[device]{
 		{Address, func(d device) *gpb.TypedValue { return text(d.address) }},
 		{Connected, func(d device) *gpb.TypedValue { return scalar(d.status.Connected) }},
@@ -233,6 +242,9 @@ func deviceFields() []field[device] {
 		{LastError, func(d device) *gpb.TypedValue { return text(d.status.LastError) }},
 		{Fenced, func(d device) *gpb.TypedValue { return scalar(d.status.Fenced) }},
 		{FencedBy, func(d device) *gpb.TypedValue { return text(d.status.FencedBy) }},
+		{Retrying, retrying(func(r *agent.Retrying) *gpb.TypedValue { return scalar(r.Proposal) })},
+		{RetryingAttempts, retrying(func(r *agent.Retrying) *gpb.TypedValue { return scalar(uint64(r.Attempts)) })},
+		{RetryingSince, retrying(func(r *agent.Retrying) *gpb.TypedValue { return scalar(r.Since.UnixNano()) })},
 	}
 }
 

@@ -34,6 +34,7 @@ const (
 	CauseRetry    = journalpb.OutOfSyncCause_OUT_OF_SYNC_CAUSE_RETRY
 	CauseRestore  = journalpb.OutOfSyncCause_OUT_OF_SYNC_CAUSE_RESTORE
 	CauseDrift    = journalpb.OutOfSyncCause_OUT_OF_SYNC_CAUSE_DRIFT
+	CauseChange   = journalpb.OutOfSyncCause_OUT_OF_SYNC_CAUSE_CHANGE
 )
 
 var nsOutOfSync = []byte("os/")

@@ -574,6 +574,27 @@ func completeApplyTransition(i, term uint64) proposalTransition {
 	}}
 }
 
+// CompleteApplyOutOfSync records proposal i, in progress, applied under
+// term with every value it writes out of sync, for the device's error
+// (code, message): an acknowledged change the device kept refusing with a
+// code the operator configured to retry, past the retries' bounds (docs/agent.md,
+// "Answers"). Its client was told it is committed: it stays in the
+// journal, and resolve settles it (retry, or accept what the device holds).
+func (j *Journal) CompleteApplyOutOfSync(ctx context.Context, i, term uint64, code uint32, message string) (*Proposal, *Configuration, error) {
+	complete := completeApplyTransition(i, term)
+	return j.proposalTransition(ctx, proposalTransition{action: ActionCompleteApply, index: i, fn: func(w *writeTxn, c *Configuration, p *Proposal) error {
+		if err := complete.fn(w, c, p); err != nil {
+			return err
+		}
+		for _, pv := range p.GetChange().GetValues() {
+			if err := w.markOutOfSync(c, pv, CauseChange, i, code, message); err != nil {
+				return err
+			}
+		}
+		return nil
+	}})
+}
+
 // FailApply records the device's definitive rejection of proposal i
 // (spec ApplyChange, failure branch; docs/design.md §4): apply Failed with the
 // device's error. A later proposal whose commit is decided is aborted (apply

@@ -26,6 +26,7 @@ type Device struct {
 	lastValuesDesc   *prometheus.Desc
 	lastTimeDesc     *prometheus.Desc
 	retriesDesc      *prometheus.Desc
+	retryingDesc     *prometheus.Desc
 	fencedDesc       *prometheus.Desc
 	refusedDesc      *prometheus.Desc
 
@@ -53,7 +54,9 @@ func NewDevice() *Device {
 		fencedDesc: desc("fenced",
 			"1 once the device answered that another client holds a higher MasterArbitration election id: the sidecar no longer writes to it until restarted."),
 		retriesDesc: desc("device_set_retries_total",
-			"Device Sets whose outcome a transient answer (or a lost connection) left open since the sidecar started: each is sent again on a new session after a backoff."),
+			"Device Sets sent again since the sidecar started: after a lost connection (on a new session, after a backoff), or an acknowledged change answered with one of --retry-codes."),
+		retryingDesc: desc("device_set_retrying",
+			"The proposal index of the acknowledged change being sent again after an answer with one of --retry-codes, 0 if none."),
 		refusedDesc: desc("device_sets_refused_total",
 			"Definitive refusals of a Set by the device since the sidecar started (a failed proposal, or a rollback or re-push value marked out of sync)."),
 		lastTimeDesc: desc("repush_last_timestamp_seconds", "When the last re-push completed, in seconds since the Unix epoch (0 before the first)."),
@@ -85,7 +88,7 @@ func (d *Device) Update(st agent.Status) {
 func (d *Device) Describe(ch chan<- *prometheus.Desc) {
 	d.repushDuration.Describe(ch)
 	for _, desc := range []*prometheus.Desc{d.connectedDesc, d.repushingDesc, d.repushesDesc,
-		d.lastDurationDesc, d.lastValuesDesc, d.lastTimeDesc, d.retriesDesc, d.refusedDesc, d.fencedDesc} {
+		d.lastDurationDesc, d.lastValuesDesc, d.lastTimeDesc, d.retriesDesc, d.retryingDesc, d.refusedDesc, d.fencedDesc} {
 		ch <- desc
 	}
 }
@@ -115,6 +118,11 @@ func (d *Device) Collect(ch chan<- prometheus.Metric) {
 	gauge(d.lastTimeDesc, last)
 	gauge(d.fencedDesc, boolValue(st.Fenced))
 	ch <- prometheus.MustNewConstMetric(d.retriesDesc, prometheus.CounterValue, float64(st.SetRetries))
+	retrying := 0.0
+	if st.Retrying != nil {
+		retrying = float64(st.Retrying.Proposal)
+	}
+	gauge(d.retryingDesc, retrying)
 	ch <- prometheus.MustNewConstMetric(d.refusedDesc, prometheus.CounterValue, float64(st.SetsRefused))
 }
 

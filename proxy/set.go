@@ -71,6 +71,11 @@ func (s *Server) set(ctx context.Context, req *gpb.SetRequest) (*gpb.SetResponse
 		return masterResponse(req), nil
 	}
 	sync := ext.GetMode() == sidecarpb.SetMode_SET_MODE_SYNC
+	if sync {
+		// The client waits for the device's answer: its deadline and its
+		// cancel reach the device (agent/clients.go).
+		ctx = agent.WithWaitingClient(ctx)
+	}
 	by, err := authorship(ctx, ext)
 	if err != nil {
 		return nil, err
@@ -212,13 +217,27 @@ func (s *Server) propose(ctx context.Context, req *gpb.SetRequest, sync bool, jo
 	}
 	log := s.log.With("proposal", p.GetIndex())
 	log.Debug("set journaled", "ops", len(p.GetChange().GetOps()), "sync", sync)
+	// A SYNC client waits as long as it does: its deadline went with its
+	// Set to the device. An ASYNC one stops a little early (waitContext).
 	wctx, cancel := s.waitContext(ctx)
+	if sync {
+		wctx, cancel = s.clientWaitContext(ctx)
+	}
 	defer cancel()
 	i := p.GetIndex()
 	region = trace.StartRegion(ctx, "set.wait")
 	p, err = s.opts.Agent.WaitChange(wctx, i, sync)
 	region.End()
 	if err != nil {
+		if sync && ctx.Err() != nil && s.waits.Err() == nil {
+			// The client gave up: its Set is withdrawn, or cancelled at the
+			// device and read back.
+			s.opts.Agent.ClientGone(i, ctx.Err())
+			st := status.FromContextError(ctx.Err())
+			return nil, status.Errorf(st.Code(),
+				"%s: the sidecar withdraws the Set (proposal %d), or cancels it at the device and reads the device back; gnmi-sidecar journal show %d says whether it was applied",
+				st.Message(), i, i)
+		}
 		return nil, s.waitError(wctx, i, err)
 	}
 	ch := p.GetChange()
@@ -414,6 +433,17 @@ func (s *Server) waitContext(ctx context.Context) (context.Context, context.Canc
 	} else {
 		wctx, cancel = context.WithCancel(ctx)
 	}
+	stop := context.AfterFunc(s.waits, cancel)
+	return wctx, func() {
+		stop()
+		cancel()
+	}
+}
+
+// clientWaitContext returns the context a SYNC change's Set waits with:
+// the client's own, ended also by StopWaiting.
+func (s *Server) clientWaitContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	wctx, cancel := context.WithCancel(ctx)
 	stop := context.AfterFunc(s.waits, cancel)
 	return wctx, func() {
 		stop()

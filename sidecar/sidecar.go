@@ -80,11 +80,14 @@ type Config struct {
 	// MasterArbitration sends MasterArbitration{election_id: term} with
 	// every device Set (fencing).
 	MasterArbitration bool
-	// TransientCodes are the device answers that leave a Set's outcome
-	// open (nil: agent.DefaultTransientCodes).
-	TransientCodes []codes.Code
-	// ApplyTimeout is the longest a device Set may take before it counts
-	// as a transient failure (0: the agent's default).
+	// RetryCodes, RetryAttempts and RetryFor: the device answers after
+	// which an acknowledged change is sent again, and the bounds
+	// (agent.Options; zero: the agent's defaults).
+	RetryCodes    []codes.Code
+	RetryAttempts int
+	RetryFor      time.Duration
+	// ApplyTimeout is the longest a device Set may take (0: the agent's
+	// default); a waiting client's deadline shortens it.
 	ApplyTimeout time.Duration
 	// DriftPolicy is what the sidecar does about configuration changed on
 	// the device behind its back ("": drift.PolicyReport; docs/drift.md).
@@ -289,7 +292,9 @@ func (s *Sidecar) assemble() error {
 		BackoffInitial: cfg.BackoffInitial,
 		BackoffMax:     cfg.BackoffMax,
 		Resync:         cfg.Resync,
-		TransientCodes: cfg.TransientCodes,
+		RetryCodes:     cfg.RetryCodes,
+		RetryAttempts:  cfg.RetryAttempts,
+		RetryFor:       cfg.RetryFor,
 		Logger:         s.log,
 	})
 	if err != nil {

@@ -375,6 +375,22 @@ func optTime(t time.Time) string {
 	return fmtTime(t)
 }
 
+// retryingText describes the acknowledged change being sent again, "" if
+// none.
+func retryingText(d DeviceState) string {
+	if d.Retrying == nil {
+		return ""
+	}
+	text := fmt.Sprintf("proposal %d", *d.Retrying)
+	if d.RetryingAttempts != nil {
+		text += fmt.Sprintf(", %d sends", *d.RetryingAttempts)
+	}
+	if !d.RetryingSince.IsZero() {
+		text += ", since " + d.RetryingSince.Format(time.RFC3339)
+	}
+	return text
+}
+
 func optUintText(n *uint64) string {
 	if n == nil {
 		return ""
@@ -1047,6 +1063,7 @@ func printStatus(w io.Writer, v *StatusView, now time.Time) error {
 		"repushing", strconv.FormatBool(d.Repushing),
 		"fenced", strconv.FormatBool(d.Fenced),
 		"fenced-by", d.FencedBy,
+		"retrying", retryingText(d),
 		"last-repush-time", optTime(d.LastRepushTime),
 		"last-repush-values", optUintText(d.LastRepushValues),
 		"last-repush-duration", dur,

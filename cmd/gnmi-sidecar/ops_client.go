@@ -59,12 +59,17 @@ type ConfigurationState struct {
 
 // DeviceState is device/state.
 type DeviceState struct {
-	Address            string    `json:"address"`
-	Connected          bool      `json:"connected"`
-	Term               *uint64   `json:"term,omitempty"`
-	Repushing          bool      `json:"repushing"`
-	Fenced             bool      `json:"fenced"`
-	FencedBy           string    `json:"fenced_by,omitempty"`
+	Address   string  `json:"address"`
+	Connected bool    `json:"connected"`
+	Term      *uint64 `json:"term,omitempty"`
+	Repushing bool    `json:"repushing"`
+	Fenced    bool    `json:"fenced"`
+	FencedBy  string  `json:"fenced_by,omitempty"`
+	// Retrying is the acknowledged change being sent again (--retry-codes),
+	// with its sends so far and when the first was sent.
+	Retrying           *uint64   `json:"retrying,omitempty"`
+	RetryingAttempts   *uint64   `json:"retrying_attempts,omitempty"`
+	RetryingSince      time.Time `json:"retrying_since,omitzero"`
 	LastRepushTime     time.Time `json:"last_repush_time,omitzero"`
 	LastRepushValues   *uint64   `json:"last_repush_values,omitempty"`
 	LastRepushDuration *int64    `json:"last_repush_duration,omitempty"` // nanoseconds
@@ -652,6 +657,9 @@ func deviceState(m map[string]*gpb.TypedValue) DeviceState {
 		Repushing:        boolOf(m[introspection.Repushing]),
 		Fenced:           boolOf(m[introspection.Fenced]),
 		FencedBy:         stringOf(m[introspection.FencedBy]),
+		Retrying:         optUint(m[introspection.Retrying]),
+		RetryingAttempts: optUint(m[introspection.RetryingAttempts]),
+		RetryingSince:    timeOf(m[introspection.RetryingSince]),
 		LastRepushTime:   timeOf(m[introspection.LastRepushTime]),
 		LastRepushValues: optUint(m[introspection.LastRepushValues]),
 		LastError:        stringOf(m[introspection.LastError]),

@@ -48,6 +48,9 @@ type serveConfig struct {
 	tracePath             string
 	applyTimeout          time.Duration
 	transientCodes        []string
+	retryCodes            []string
+	retryAttempts         int
+	retryFor              time.Duration
 	shutdownTimeout       time.Duration
 	maxRecvMsgSize        int
 	logLevel              string
@@ -83,9 +86,14 @@ func (c *serveConfig) addFlags(f *pflag.FlagSet) {
 	f.StringSliceVar(&c.yangPaths, "yang", nil, "the device's YANG modules: .yang files or directories of them, comma-separated or repeated; with them the journal records JSON lists, leaf-lists, presence containers and choices exactly, leaf by leaf (docs/values.md)")
 	f.StringSliceVar(&c.yangModules, "yang-module", nil, "load only these modules (names) from the --yang directories, with what they import (default: every .yang file there)")
 	f.StringVar(&c.tracePath, "trace", "", "append every journal transition as a JSON line to this file (also $"+trace.Env+")")
-	f.StringSliceVar(&c.transientCodes, "transient-codes", defaultTransientCodes(),
-		"gRPC codes of a device answer that leaves a Set's outcome open: the Set is sent again after a backoff; every other code is a definitive refusal (docs/agent.md)")
-	f.DurationVar(&c.applyTimeout, "apply-timeout", 30*time.Second, "longest a device Set may take before it counts as a transient failure")
+	f.StringSliceVar(&c.retryCodes, "retry-codes", nil,
+		"gRPC codes of a device answer after which an acknowledged (ASYNC) change is sent again, within --retry-attempts and --retry-for; past them it is recorded applied with its paths out of sync (resolve settles it). Default none: a device's answer is the change's outcome (docs/agent.md)")
+	f.IntVar(&c.retryAttempts, "retry-attempts", 5, "most times an acknowledged change is sent to the device when it answers with one of --retry-codes, the first send included")
+	f.DurationVar(&c.retryFor, "retry-for", time.Minute, "longest an acknowledged change is sent again when the device answers with one of --retry-codes")
+	f.StringSliceVar(&c.transientCodes, "transient-codes", nil, "")
+	_ = f.MarkHidden("transient-codes")
+	f.DurationVar(&c.applyTimeout, "apply-timeout", 30*time.Second,
+		"longest a device Set may take; a waiting (SYNC) client's own deadline, less 50 ms, when sooner. A Set past it is in doubt: the device is read back")
 	f.DurationVar(&c.shutdownTimeout, "shutdown-timeout", sidecar.DefaultShutdownTimeout, "on SIGINT/SIGTERM, how long in-flight Sets may take to finish (they stay journaled either way)")
 	f.IntVar(&c.maxRecvMsgSize, "max-recv-msg-size", sidecar.DefaultMaxRecvMsgSize, "largest gNMI request accepted, in bytes; larger ones are refused with RESOURCE_EXHAUSTED (the device has its own limit for what the sidecar forwards)")
 	f.StringVar(&c.logLevel, "log-level", "info", "log level: debug, info, warn, error")
@@ -316,9 +324,17 @@ func (cfg *serveConfig) checkedConfig(log *slog.Logger) (sidecar.Config, error) 
 	if sc.DevicePassword, err = cfg.devicePassword(); err != nil {
 		return sidecar.Config{}, err
 	}
-	if sc.TransientCodes, err = parseCodes(cfg.transientCodes); err != nil {
-		return sidecar.Config{}, fmt.Errorf("--transient-codes: %w", err)
+	if len(cfg.transientCodes) > 0 {
+		return sidecar.Config{}, errors.New("--transient-codes is gone: a device's answer is never sent again as if no answer had come (docs/agent.md, \"Answers\"); " +
+			"to send acknowledged changes again after some answers, use --retry-codes (with --retry-attempts and --retry-for)")
 	}
+	if sc.RetryCodes, err = parseCodes(cfg.retryCodes); err != nil {
+		return sidecar.Config{}, fmt.Errorf("--retry-codes: %w", err)
+	}
+	if cfg.retryAttempts < 1 {
+		return sidecar.Config{}, fmt.Errorf("--retry-attempts %d: must be at least 1 (the first send)", cfg.retryAttempts)
+	}
+	sc.RetryAttempts, sc.RetryFor = cfg.retryAttempts, cfg.retryFor
 	sc.ServerTLS, sc.Policy = cfg.serverTLS, cfg.policy
 	cfg.logSecurity(log)
 	return sc, nil
@@ -354,12 +370,6 @@ func openTrace(path string) (*trace.Tracer, io.Closer, error) {
 		return nil, nil, fmt.Errorf("--trace: %w", err)
 	}
 	return t, c, nil
-}
-
-// defaultTransientCodes names agent.DefaultTransientCodes as the flag
-// takes them (TestParseCodes checks they agree).
-func defaultTransientCodes() []string {
-	return []string{"UNAVAILABLE", "DEADLINE_EXCEEDED", "CANCELLED", "RESOURCE_EXHAUSTED", "UNAUTHENTICATED"}
 }
 
 // parseCodes parses gRPC code names (UNAVAILABLE, unavailable) or numbers.

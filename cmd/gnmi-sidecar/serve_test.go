@@ -10,7 +10,6 @@ import (
 
 	"google.golang.org/grpc/codes"
 
-	"github.com/gnmi-sidecar/gnmi-sidecar/agent"
 	"github.com/gnmi-sidecar/gnmi-sidecar/journal"
 )
 
@@ -75,7 +74,6 @@ func TestParseCodes(t *testing.T) {
 		want    []codes.Code
 		wantErr string
 	}{
-		{in: defaultTransientCodes(), want: agent.DefaultTransientCodes},
 		{in: []string{"aborted", " UNAVAILABLE", "4"}, want: []codes.Code{codes.Aborted, codes.Unavailable, codes.DeadlineExceeded}},
 		{in: []string{}, want: []codes.Code{}},
 		{in: []string{"OK"}, wantErr: `"OK" is not a gRPC error code`},

@@ -272,6 +272,10 @@ const (
 	// Reverting drift: putting back the applied values at paths changed on
 	// the device behind the sidecar's back (--drift-policy revert).
 	OutOfSyncCause_OUT_OF_SYNC_CAUSE_DRIFT OutOfSyncCause = 5
+	// An acknowledged change the device kept refusing with one of the
+	// codes the operator configured to retry (serve --retry-codes), past the
+	// retries' bounds: recorded applied, its values out of sync.
+	OutOfSyncCause_OUT_OF_SYNC_CAUSE_CHANGE OutOfSyncCause = 6
 )
 
 // Enum value maps for OutOfSyncCause.
@@ -283,6 +287,7 @@ var (
 		3: "OUT_OF_SYNC_CAUSE_RETRY",
 		4: "OUT_OF_SYNC_CAUSE_RESTORE",
 		5: "OUT_OF_SYNC_CAUSE_DRIFT",
+		6: "OUT_OF_SYNC_CAUSE_CHANGE",
 	}
 	OutOfSyncCause_value = map[string]int32{
 		"OUT_OF_SYNC_CAUSE_UNSET":    0,
@@ -291,6 +296,7 @@ var (
 		"OUT_OF_SYNC_CAUSE_RETRY":    3,
 		"OUT_OF_SYNC_CAUSE_RESTORE":  4,
 		"OUT_OF_SYNC_CAUSE_DRIFT":    5,
+		"OUT_OF_SYNC_CAUSE_CHANGE":   6,
 	}
 )
 
@@ -2497,14 +2503,15 @@ const file_journal_journalpb_journal_proto_rawDesc = "" +
 	"\x1aHISTORY_KIND_COMMIT_CHANGE\x10\x01\x12 \n" +
 	"\x1cHISTORY_KIND_COMMIT_ROLLBACK\x10\x02\x12\x1b\n" +
 	"\x17HISTORY_KIND_FAIL_APPLY\x10\x03\x12 \n" +
-	"\x1cHISTORY_KIND_DROP_TOMBSTONES\x10\x04*\xc4\x01\n" +
+	"\x1cHISTORY_KIND_DROP_TOMBSTONES\x10\x04*\xe2\x01\n" +
 	"\x0eOutOfSyncCause\x12\x1b\n" +
 	"\x17OUT_OF_SYNC_CAUSE_UNSET\x10\x00\x12\x1e\n" +
 	"\x1aOUT_OF_SYNC_CAUSE_ROLLBACK\x10\x01\x12\x1c\n" +
 	"\x18OUT_OF_SYNC_CAUSE_REPUSH\x10\x02\x12\x1b\n" +
 	"\x17OUT_OF_SYNC_CAUSE_RETRY\x10\x03\x12\x1d\n" +
 	"\x19OUT_OF_SYNC_CAUSE_RESTORE\x10\x04\x12\x1b\n" +
-	"\x17OUT_OF_SYNC_CAUSE_DRIFT\x10\x05B8Z6github.com/gnmi-sidecar/gnmi-sidecar/journal/journalpbb\x06proto3"
+	"\x17OUT_OF_SYNC_CAUSE_DRIFT\x10\x05\x12\x1c\n" +
+	"\x18OUT_OF_SYNC_CAUSE_CHANGE\x10\x06B8Z6github.com/gnmi-sidecar/gnmi-sidecar/journal/journalpbb\x06proto3"
 
 var (
 	file_journal_journalpb_journal_proto_rawDescOnce sync.Once

@@ -1,0 +1,147 @@
+package agent
+
+// A change's waiting client (docs/agent.md, "Deadlines and cancel"): the
+// client of a SYNC Set waits for the device's answer, so its deadline and
+// its cancel reach the device, as they would directly. Its change's device
+// Set carries the client's remaining deadline (capped by ApplyTimeout)
+// less ClientMargin, and is cancelled when the client gives up; a change
+// whose client gave up before its Set was sent is withdrawn, never sent.
+// Held in memory from the proposal until its apply finishes: a proposal
+// whose client a restart lost is applied as an acknowledged one.
+
+import (
+	"context"
+	"time"
+)
+
+// ClientMargin is how much sooner than its client's deadline a change's
+// device Set must be answered, so that the answer still reaches the client
+// in time: the sidecar records it and replies. It is 50 ms, or a tenth of
+// the time left when that is under 500 ms.
+func ClientMargin(left time.Duration) time.Duration {
+	return min(left/10, 50*time.Millisecond)
+}
+
+// waitingClient is the client of a change waiting for its device's answer.
+type waitingClient struct {
+	// deadline is the client's (zero: none).
+	deadline time.Time
+	// gone ends when the client gave up (ClientGone), with the reason as
+	// its cause.
+	gone   context.Context
+	giveUp context.CancelCauseFunc
+}
+
+type waitingKey struct{}
+
+// WithWaitingClient marks ctx, a client's, for a change proposed with it
+// (ProposeChange, ProposeConfirmedChange) whose client waits for the
+// device's answer (SYNC): its deadline goes with the change's device Set.
+// The client's giving up reaches the agent through ClientGone.
+func WithWaitingClient(ctx context.Context) context.Context {
+	return context.WithValue(ctx, waitingKey{}, true)
+}
+
+// waitingClientOf returns the waiting client ctx marks, nil if none.
+func waitingClientOf(ctx context.Context) *waitingClient {
+	if on, _ := ctx.Value(waitingKey{}).(bool); !on {
+		return nil
+	}
+	c := &waitingClient{}
+	c.deadline, _ = ctx.Deadline()
+	c.gone, c.giveUp = context.WithCancelCause(context.Background())
+	return c
+}
+
+// gaveUp returns why the client gave up (context.Canceled, or
+// context.DeadlineExceeded once its deadline passed), nil while it waits.
+func (c *waitingClient) gaveUp(now time.Time) error {
+	if c == nil {
+		return nil
+	}
+	if c.gone.Err() != nil {
+		return context.Cause(c.gone)
+	}
+	if !c.deadline.IsZero() && !now.Before(c.deadline) {
+		return context.DeadlineExceeded
+	}
+	return nil
+}
+
+// holdClient keeps c as proposal i's waiting client.
+func (a *Agent) holdClient(i uint64, c *waitingClient) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.clients[i] = c
+}
+
+// releaseClient forgets c as proposal i's client if it still is (see
+// releaseCredentials).
+func (a *Agent) releaseClient(i uint64, c *waitingClient) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.clients[i] == c {
+		delete(a.clients, i)
+	}
+}
+
+// client returns proposal i's waiting client, nil if none.
+func (a *Agent) client(i uint64) *waitingClient {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.clients[i]
+}
+
+// dropClients forgets the clients of proposals up to i (finished).
+func (a *Agent) dropClients(i uint64) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	for k := range a.clients {
+		if k <= i {
+			delete(a.clients, k)
+		}
+	}
+}
+
+// ClientGone tells the agent that the waiting client of proposal i gave
+// up, for reason err (its context's error: canceled or deadline
+// exceeded): a Set of it at the device is cancelled, and one not yet sent
+// is withdrawn.
+func (a *Agent) ClientGone(i uint64, err error) {
+	if c := a.client(i); c != nil {
+		c.giveUp(err)
+	}
+}
+
+// changeContext is the context of the device Set of proposals
+// first..last under session s: it ends after ApplyTimeout, or sooner with
+// the earliest deadline of their waiting clients less ClientMargin, and
+// when one of those clients gives up.
+func (a *Agent) changeContext(s *session, first, last uint64) (context.Context, context.CancelFunc) {
+	now := time.Now()
+	deadline := now.Add(a.opts.ApplyTimeout)
+	var waiting []*waitingClient
+	for i := first; i <= last; i++ {
+		c := a.client(i)
+		if c == nil {
+			continue
+		}
+		waiting = append(waiting, c)
+		if !c.deadline.IsZero() {
+			if d := c.deadline.Add(-ClientMargin(c.deadline.Sub(now))); d.Before(deadline) {
+				deadline = d
+			}
+		}
+	}
+	ctx, cancel := context.WithDeadline(s.ctx, deadline)
+	stops := make([]func() bool, 0, len(waiting))
+	for _, c := range waiting {
+		stops = append(stops, context.AfterFunc(c.gone, cancel))
+	}
+	return ctx, func() {
+		for _, stop := range stops {
+			stop()
+		}
+		cancel()
+	}
+}
