@@ -50,13 +50,7 @@ func rpcName(fullMethod string) string {
 // Options.Users and Options.RequireTarget.
 func (d *Device) received(ctx context.Context, rpc string, req proto.Message) error {
 	md, _ := metadata.FromIncomingContext(ctx)
-	kept := metadata.MD{}
-	for k, v := range md {
-		if strings.HasPrefix(k, ":") || strings.HasPrefix(k, "grpc-") || k == "content-type" || k == "user-agent" {
-			continue
-		}
-		kept[k] = append([]string(nil), v...)
-	}
+	kept := keptMetadata(ctx)
 	// The device never modifies a request, so the message is kept as it
 	// is (copying a large Set would cost more than applying it);
 	// LastRequest hands out copies.
@@ -67,6 +61,21 @@ func (d *Device) received(ctx context.Context, rpc string, req proto.Message) er
 		return err
 	}
 	return d.checkTarget(rpc, req)
+}
+
+// keptMetadata is the incoming metadata of ctx that the device records:
+// all but the transport's (":authority", "content-type", "user-agent",
+// "grpc-*").
+func keptMetadata(ctx context.Context) metadata.MD {
+	md, _ := metadata.FromIncomingContext(ctx)
+	kept := metadata.MD{}
+	for k, v := range md {
+		if strings.HasPrefix(k, ":") || strings.HasPrefix(k, "grpc-") || k == "content-type" || k == "user-agent" {
+			continue
+		}
+		kept[k] = append([]string(nil), v...)
+	}
+	return kept
 }
 
 // authenticate checks the username/password metadata against
@@ -118,8 +127,14 @@ func (d *Device) checkTarget(rpc string, req proto.Message) error {
 	}
 }
 
-// unaryGate records and checks every unary request.
-func (d *Device) unaryGate(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
+// unaryGate records and checks every unary request; a Set also goes into
+// the Set log.
+func (d *Device) unaryGate(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (resp any, err error) {
+	if set, ok := req.(*gpb.SetRequest); ok {
+		var answered func(error)
+		ctx, answered = d.logSet(ctx, set)
+		defer func() { answered(err) }()
+	}
 	if m, ok := req.(proto.Message); ok {
 		if err := d.received(ctx, rpcName(info.FullMethod), m); err != nil {
 			return nil, err

@@ -130,6 +130,8 @@ type Device struct {
 	faults   faults
 	// last holds the last request of each RPC (LastRequest).
 	last map[string]Request
+	// sets is the Set log (SetLog).
+	sets setLog
 }
 
 type faults struct {
@@ -142,6 +144,9 @@ type faults struct {
 	// perUpdate is added to delay once per operation of the Set.
 	perUpdate time.Duration
 	hangNext  bool
+	// atPath are the faults armed for the Sets that touch a path
+	// (ArmSetFault), in the order they were armed.
+	atPath []*pathFault
 }
 
 // New returns a stopped device; call Start to serve it.
@@ -377,6 +382,98 @@ func (d *Device) HangNextSet() {
 	defer d.mu.Unlock()
 	d.faults.hangNext = true
 	d.log.Info("fault armed: hang next set")
+}
+
+// SetFault is a fault for the Sets that touch one path (ArmSetFault), as a
+// real device answers one value, or one part of its configuration,
+// differently from the rest.
+type SetFault struct {
+	// Path is where the fault lies: it meets a Set with an operation at or
+	// under Path, or a replace or update above it whose JSON value holds
+	// something at Path. "/" meets every Set with an operation.
+	Path string
+	// Times is how many matching Sets the fault meets before it is gone;
+	// 0: every one, until ClearFaults.
+	Times int
+	// Delay holds a matching Set this long before it is applied. A Set
+	// whose context ends meanwhile is not applied and is answered with
+	// its context's error, as a real device aborts the commit of a
+	// cancelled RPC.
+	Delay time.Duration
+	// Hang holds a matching Set, unapplied, until its RPC's context ends
+	// (the client cancels, its deadline passes, the connection drops);
+	// it is answered with its context's error.
+	Hang bool
+	// Code, unless OK, refuses a matching Set (after Delay) with this
+	// code and the message "<Path>: refused by injected fault (<code>)";
+	// nothing is applied.
+	Code codes.Code
+	// Details adds to the refusal a google.rpc.BadRequest whose
+	// FieldViolation names Path, as devices that say which value they
+	// refuse do.
+	Details bool
+}
+
+// pathFault is an armed SetFault.
+type pathFault struct {
+	SetFault
+	path *gpb.Path
+	left int // Sets it still meets; 0 with Times 0: no limit
+}
+
+// ArmSetFault arms f. Several faults may be armed, also at one path: a Set
+// meets every one that matches it (each counts it against its Times): it
+// waits for their delays added up, then hangs if one hangs, then is
+// refused with the code of the first armed refusal among them. The faults
+// act while the Set holds the device's commit lock, so the Sets after it
+// wait, as on a device busy committing. The Set log (SetLog) names each
+// fault that met a Set. Faults of a path and those of every Set
+// (SetDelay, HangNextSet, RejectNextSets) act independently, the latter
+// first.
+func (d *Device) ArmSetFault(f SetFault) error {
+	if f.Times < 0 || f.Delay < 0 {
+		return fmt.Errorf("set fault at %q: negative times or delay", f.Path)
+	}
+	if f.Delay == 0 && !f.Hang && f.Code == codes.OK {
+		return fmt.Errorf("set fault at %q: no delay, no hang and no code: it would do nothing", f.Path)
+	}
+	p := &gpb.Path{}
+	if f.Path != "/" {
+		var err error
+		if p, err = ygot.StringToStructuredPath(f.Path); err != nil {
+			return fmt.Errorf("set fault at %q: %w", f.Path, err)
+		}
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.faults.atPath = append(d.faults.atPath, &pathFault{SetFault: f, path: p, left: f.Times})
+	d.log.Info("fault armed: sets at path", "path", f.Path, "times", f.Times, "delay", f.Delay, "hang", f.Hang, "code", f.Code.String(), "details", f.Details)
+	return nil
+}
+
+// RefuseNextSetsAt refuses the next n Sets that touch path (see SetFault)
+// with code; n 0 refuses every one, as RefuseSetsAt.
+func (d *Device) RefuseNextSetsAt(path string, code codes.Code, n int) error {
+	if code == codes.OK {
+		return fmt.Errorf("refuse sets at %q: code OK refuses nothing", path)
+	}
+	return d.ArmSetFault(SetFault{Path: path, Times: n, Code: code})
+}
+
+// HangNextSetAt makes the next Set that touches path (see SetFault) hang,
+// unapplied, until its RPC's context ends.
+func (d *Device) HangNextSetAt(path string) error {
+	return d.ArmSetFault(SetFault{Path: path, Times: 1, Hang: true})
+}
+
+// DelayNextSetsAt delays the next n Sets that touch path (see SetFault) by
+// delay before they are applied (n 0: every one); a Set whose context
+// ends meanwhile is not applied.
+func (d *Device) DelayNextSetsAt(path string, delay time.Duration, n int) error {
+	if delay <= 0 {
+		return fmt.Errorf("delay sets at %q: delay %v, want a positive one", path, delay)
+	}
+	return d.ArmSetFault(SetFault{Path: path, Times: n, Delay: delay})
 }
 
 // ClearFaults disarms every fault.

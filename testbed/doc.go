@@ -96,7 +96,21 @@
 // SetDelay, SetUpdateDelay, HangNextSet, DropConnections) or over HTTP
 // (AdminHandler). SetDelay makes every Set cost the same; SetUpdateDelay
 // adds a cost per operation, for a device whose commit grows with what a
-// Set carries.
+// Set carries. Faults can also be armed for the Sets that touch one path,
+// once, n times or always (ArmSetFault, RefuseNextSetsAt, HangNextSetAt,
+// DelayNextSetsAt): a refusal with a code (and optionally a
+// google.rpc.BadRequest naming the path), a delay, a hang. Every fault
+// honours the Set's context: a Set whose RPC ends while it is held
+// (client cancel, deadline, dropped connection) answers with the
+// context's error, and a Set whose context has ended is never applied,
+// as a real device aborts the commit of a cancelled RPC.
+//
+// SetLog (admin: GET /setlog) records every Set RPC, the last SetLogSize:
+// when it arrived, the deadline the device saw (the time its context had
+// left), its metadata and request, the injected faults that met it, its
+// answer's code, whether its context had ended when it was answered, and
+// whether it was applied; so tests see how often a Set reached the device,
+// with which deadline and metadata, and whether a client's cancel did.
 // ConfigLeaves, SetCount, ElectionID and BootTime let tests look inside.
 //
 // Paths are the full, uncompressed OpenConfig paths clients send, e.g.

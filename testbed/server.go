@@ -15,6 +15,7 @@ import (
 	gpb "github.com/openconfig/gnmi/proto/gnmi"
 	"github.com/openconfig/gnmi/proto/gnmi_ext"
 	"github.com/openconfig/ygot/ygot"
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
@@ -191,7 +192,10 @@ func (s *gnmiServer) Set(ctx context.Context, req *gpb.SetRequest) (*gpb.SetResp
 		}
 	}
 
-	if err := d.refused(ops); err != nil {
+	if err := d.refused(ctx, ops); err != nil {
+		return nil, err
+	}
+	if err := d.injectPathFaults(ctx, ops); err != nil {
 		return nil, err
 	}
 
@@ -211,6 +215,14 @@ func (s *gnmiServer) Set(ctx context.Context, req *gpb.SetRequest) (*gpb.SetResp
 		if boot := uint64(d.BootTime().UnixNano()); d.model.BootTime(ch.next) != boot {
 			d.model.SetBootTime(ch.next, boot)
 		}
+	}
+	// A Set whose RPC ended (cancelled, past its deadline, its connection
+	// gone) is not applied: a real device aborts the commit.
+	if err := ctx.Err(); err != nil {
+		d.log.Info("set abandoned by its client before it was applied", "err", err)
+		return nil, status.FromContextError(err).Err()
+	}
+	if ch.next != nil {
 		if saved {
 			if err := d.saveState(ch.next); err != nil {
 				return nil, status.Errorf(codes.Internal, "saving configuration to %s: %v", d.opts.StateFile, err)
@@ -219,6 +231,7 @@ func (s *gnmiServer) Set(ctx context.Context, req *gpb.SetRequest) (*gpb.SetResp
 	}
 	ts := time.Now().UnixNano()
 	d.commit(old, ch, ts)
+	d.noteApplied(ctx)
 
 	d.log.Debug("set applied", "ops", len(results))
 	return &gpb.SetResponse{Prefix: req.GetPrefix(), Response: results, Timestamp: ts, Extension: d.echoed(req.GetExtension())}, nil
@@ -335,37 +348,118 @@ func (d *Device) injectSetFaults(ctx context.Context, operations int) error {
 	d.mu.Unlock()
 
 	if delay > 0 {
-		t := time.NewTimer(delay)
-		select {
-		case <-t.C:
-		case <-ctx.Done():
-			t.Stop()
-			return status.FromContextError(ctx.Err()).Err()
+		d.noteFault(ctx, "delay "+delay.String())
+		if err := sleepCtx(ctx, delay); err != nil {
+			return err
 		}
 	}
 	if hang {
+		d.noteFault(ctx, "hang")
 		d.log.Info("set hanging until its RPC ends")
 		<-ctx.Done()
 		return status.FromContextError(ctx.Err()).Err()
 	}
 	if reject != codes.OK {
+		d.noteFault(ctx, "reject "+codeName(reject))
 		return status.Errorf(reject, "set rejected by injected fault (%v)", reject)
 	}
 	return nil
 }
 
+// sleepCtx waits for d or until ctx ends, and then returns ctx's error as
+// a status.
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return status.FromContextError(ctx.Err()).Err()
+	}
+}
+
+// injectPathFaults applies the faults armed for paths (ArmSetFault) that
+// ops meet: their delays, then a hang, then the first refusal.
+func (d *Device) injectPathFaults(ctx context.Context, ops []setOp) error {
+	d.mu.Lock()
+	if len(d.faults.atPath) == 0 {
+		d.mu.Unlock()
+		return nil
+	}
+	var delay time.Duration
+	var hang bool
+	var refusal *pathFault
+	kept := d.faults.atPath[:0]
+	for _, f := range d.faults.atPath {
+		if meets(ops, f.path) {
+			delay += f.Delay
+			hang = hang || f.Hang
+			if refusal == nil && f.Code != codes.OK {
+				refusal = f
+			}
+			if f.Times > 0 {
+				if f.left--; f.left == 0 {
+					continue
+				}
+			}
+		}
+		kept = append(kept, f)
+	}
+	clear(d.faults.atPath[len(kept):])
+	d.faults.atPath = kept
+	d.mu.Unlock()
+
+	if delay > 0 {
+		d.noteFault(ctx, "delay "+delay.String())
+		if err := sleepCtx(ctx, delay); err != nil {
+			return err
+		}
+	}
+	if hang {
+		d.noteFault(ctx, "hang")
+		d.log.Info("set hanging until its RPC ends")
+		<-ctx.Done()
+		return status.FromContextError(ctx.Err()).Err()
+	}
+	if refusal == nil {
+		return nil
+	}
+	d.noteFault(ctx, fmt.Sprintf("refuse %s at %s", codeName(refusal.Code), refusal.Path))
+	msg := fmt.Sprintf("%s: refused by injected fault (%v)", refusal.Path, refusal.Code)
+	st := status.New(refusal.Code, msg)
+	if refusal.Details {
+		withDetails, err := st.WithDetails(&errdetails.BadRequest{FieldViolations: []*errdetails.BadRequest_FieldViolation{
+			{Field: refusal.Path, Description: msg}}})
+		if err == nil {
+			st = withDetails
+		}
+	}
+	return st.Err()
+}
+
+// meets reports whether one of ops meets the path p: an operation at or
+// under it, or a replace or update above it whose JSON value holds it.
+func meets(ops []setOp, p *gpb.Path) bool {
+	for _, o := range ops {
+		if under(o.full, p) || o.write && under(p, o.full) && jsonHolds(o.val, p.GetElem()[len(o.full.GetElem()):]) {
+			return true
+		}
+	}
+	return false
+}
+
 // refused returns the error of a RefuseSetsAt fault that one of ops meets,
 // nil if none does: an operation at or under a refused path, or a replace
 // or update above it whose JSON value holds it.
-func (d *Device) refused(ops []setOp) error {
+func (d *Device) refused(ctx context.Context, ops []setOp) error {
 	d.mu.Lock()
 	refuse := d.faults.refuse
 	d.mu.Unlock()
-	for _, o := range ops {
-		for _, r := range refuse {
-			if under(o.full, r.path) || o.write && under(r.path, o.full) && jsonHolds(o.val, r.path.GetElem()[len(o.full.GetElem()):]) {
-				return status.Errorf(r.code, "%s: refused by injected fault (%v)", pathString(r.path), r.code)
-			}
+	for _, r := range refuse {
+		if meets(ops, r.path) {
+			d.noteFault(ctx, fmt.Sprintf("refuse %s at %s", codeName(r.code), pathString(r.path)))
+			return status.Errorf(r.code, "%s: refused by injected fault (%v)", pathString(r.path), r.code)
 		}
 	}
 	return nil

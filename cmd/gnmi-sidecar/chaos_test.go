@@ -29,6 +29,7 @@ var (
 	chaosDuration = flag.Duration("chaos.duration", 45*time.Second, "TestChaos: how long faults are injected (make chaos: 10m)")
 	chaosClients  = flag.Int("chaos.clients", 6, "TestChaos: concurrent clients")
 	chaosReport   = flag.Bool("chaos.report", false, "TestChaos: also print the counts on stdout (make chaos)")
+	chaosOnly     = flag.String("chaos.faults", "", "TestChaos: inject only the faults whose names contain one of these comma-separated words (empty: all), e.g. 'retryable,cancel storm'")
 )
 
 // The faults TestChaos injects.
@@ -54,6 +55,16 @@ var chaosFaults = []struct {
 	{faultKillSidecar, 3}, {faultRestartDevice, 2}, {faultDrop, 2}, {faultReject, 3}, {faultHang, 1},
 	{faultCut, 2}, {faultPartition, 2}, {faultBlackHole, 2}, {faultLatency, 1},
 	{faultRefusePath, 2}, {faultSecondSidecar, 1},
+	{faultRetryable, 3}, {faultHangPath, 1}, {faultCancelStorm, 1},
+}
+
+// aroundFaults are the faults of the system around the sidecar: a Set
+// answered while one lasts, or within recoveryGrace after, may fail (see
+// checkAnswers). The device's faults of one Set are not among them: only
+// the Sets they meet may fail.
+var aroundFaults = map[string]bool{
+	faultKillSidecar: true, faultRestartDevice: true, faultDrop: true, faultCut: true, faultPartition: true,
+	faultBlackHole: true, faultLatency: true, faultRefusePath: true, faultSecondSidecar: true,
 }
 
 // rejectCodes are the codes the device rejects Sets with: definitive
@@ -72,6 +83,10 @@ type chaos struct {
 	started  []*process   // every process started
 	faults   map[string]int
 	restarts int
+	// windows are when the faults around the sidecar may make Sets fail.
+	windows []faultWindow
+	// storms are the Sets of the cancel storms.
+	storms []setOutcome
 }
 
 // TestChaos runs real gnmi-sidecar and gnmi-testbed processes while
@@ -96,6 +111,9 @@ func TestChaos(t *testing.T) {
 	}
 	replay := fmt.Sprintf("go test -tags devtools -race ./cmd/gnmi-sidecar -run 'TestChaos$' -chaos.seed=%d -chaos.duration=%v -chaos.clients=%d",
 		seed, *chaosDuration, *chaosClients)
+	if *chaosOnly != "" {
+		replay += fmt.Sprintf(" -chaos.faults=%q", *chaosOnly)
+	}
 	t.Logf("chaos seed %d; replay: %s", seed, replay)
 	t.Cleanup(func() {
 		if t.Failed() {
@@ -109,6 +127,7 @@ func TestChaos(t *testing.T) {
 
 	c := startChaos(t, rand.New(rand.NewPCG(seed, 0x9e3779b97f4a7c15)))
 	mon := startMonitor(t, c.s.devClient, true)
+	setLog := startSetLogCollector(t, c.s.devAdmin)
 	writers, total, stopWriters := startWriters(t, c.north.Addr(), *chaosClients, 0.05, seed)
 
 	start := time.Now()
@@ -178,6 +197,14 @@ func TestChaos(t *testing.T) {
 		t.Fatal(err)
 	}
 
+	// Every client was answered in time, and every failure is explained.
+	byValue, records := setLog.final(t)
+	var outcomes []setOutcome
+	for _, w := range writers {
+		outcomes = append(outcomes, w.outcomes...)
+	}
+	answers := checkAnswers(t, append(outcomes, c.storms...), byValue, c.windows)
+
 	// The journal and the trace, once the sidecar stopped cleanly.
 	c.s.stop(t)
 	proposals, applied := readJournal(t, c.s.journalDir)
@@ -199,6 +226,7 @@ func TestChaos(t *testing.T) {
 			verified, rollbacks.acked, len(writers), len(events), mon.streams),
 		fmt.Sprintf("journal: %d proposals, %d applied values, the device's configuration; trace: %v", len(proposals), len(applied), r.Counts),
 		"out of sync settled by the final retry: " + strings.TrimSpace(retry.stdout),
+		fmt.Sprintf("answers: %v (device Set log: %d records; answer margin %v, recovery grace %v)", answers, records, answerMargin, recoveryGrace),
 	}
 	for _, l := range counts {
 		t.Log(l)
@@ -252,13 +280,17 @@ func (c *chaos) sleep(lo, hi time.Duration) {
 // inject injects one fault, chosen at random by weight.
 func (c *chaos) inject(t *testing.T) {
 	t.Helper()
+	faults := chosenFaults()
+	if len(faults) == 0 {
+		t.Fatalf("-chaos.faults %q names no fault", *chaosOnly)
+	}
 	sum := 0
-	for _, f := range chaosFaults {
+	for _, f := range faults {
 		sum += f.weight
 	}
 	n := c.rng.IntN(sum)
 	var name string
-	for _, f := range chaosFaults {
+	for _, f := range faults {
 		if n < f.weight {
 			name = f.name
 			break
@@ -266,6 +298,10 @@ func (c *chaos) inject(t *testing.T) {
 		n -= f.weight
 	}
 	c.faults[name]++
+	if aroundFaults[name] {
+		from := time.Now()
+		defer func() { c.windows = append(c.windows, faultWindow{name: name, from: from, to: time.Now().Add(recoveryGrace)}) }()
+	}
 	switch name {
 	case faultKillSidecar:
 		c.s.sidecar.kill(t)
@@ -314,7 +350,47 @@ func (c *chaos) inject(t *testing.T) {
 		if !c.secondSidecar(t) {
 			c.faults[faultSecondSidecar+" (skipped: the sidecar was not synced under a term > 1)"]++
 		}
+	case faultRetryable:
+		// One Set of one client's leaf is answered with a code that looks
+		// transient: that client's Set may fail, no other.
+		code := retryableCodes[c.rng.IntN(len(retryableCodes))]
+		c.admin(t, "/faults/refuse?n=1&code="+code+"&path="+url.QueryEscape(c.clientLeaf()))
+		c.faults[faultRetryable+" "+code]++
+	case faultHangPath:
+		// One Set of one client's leaf hangs until its context ends: past
+		// the client's deadline, unless the sidecar gives up first.
+		c.admin(t, "/faults/hang?path="+url.QueryEscape(c.clientLeaf()))
+	case faultCancelStorm:
+		c.storms = append(c.storms, c.cancelStorm(t, c.north.Addr(), 20, time.Duration(100+c.rng.IntN(200))*time.Millisecond, c.faults[name])...)
 	}
+}
+
+// chosenFaults are chaosFaults, only those -chaos.faults names if given.
+func chosenFaults() []struct {
+	name   string
+	weight int
+} {
+	if *chaosOnly == "" {
+		return chaosFaults
+	}
+	var out []struct {
+		name   string
+		weight int
+	}
+	for _, f := range chaosFaults {
+		for _, w := range strings.Split(*chaosOnly, ",") {
+			if w = strings.TrimSpace(w); w != "" && strings.Contains(f.name, w) {
+				out = append(out, f)
+				break
+			}
+		}
+	}
+	return out
+}
+
+// clientLeaf is a random client's leaf.
+func (c *chaos) clientLeaf() string {
+	return fmt.Sprintf("/interfaces/interface[name=eth%d]/config/description", 1+c.rng.IntN(*chaosClients))
 }
 
 // refuseCodes are the definitive codes of faultRefusePath.
@@ -373,6 +449,8 @@ func (c *chaos) admin(t *testing.T, path string) {
 // sidecar is running.
 func (c *chaos) heal(t *testing.T) {
 	t.Helper()
+	from := time.Now()
+	defer func() { c.windows = append(c.windows, faultWindow{name: "healing", from: from, to: time.Now().Add(recoveryGrace)}) }()
 	c.south.Heal()
 	c.south.SetLatency(0)
 	c.admin(t, "/faults/clear")

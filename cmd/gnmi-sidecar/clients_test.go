@@ -220,6 +220,8 @@ type writer struct {
 	failed map[int]codes.Code // the code of each seq not acknowledged
 
 	sets, rollbacks opCounts
+	// outcomes are the writer's Sets: when sent and answered, and how.
+	outcomes []setOutcome
 	effect          []inEffect    // acknowledged changes in effect, oldest first
 	floors          []floorChange // the floor over time
 	rolledBack      []ack         // seqs whose rollback was acknowledged, and when
@@ -326,8 +328,10 @@ func (w *writer) set(c gpb.GNMIClient, total *atomic.Int64) bool {
 	w.sent++
 	w.sets.sent++
 	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
+	start := time.Now()
 	resp, err := setDesc(ctx, c, w.intf, w.value(w.sent))
 	cancel()
+	w.outcomes = append(w.outcomes, setOutcome{value: w.value(w.sent), start: start, end: time.Now(), deadline: opTimeout, code: status.Code(err)})
 	if err == nil {
 		now := time.Now().UnixNano()
 		w.acked = append(w.acked, ack{w.sent, now})

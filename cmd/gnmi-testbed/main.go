@@ -78,6 +78,13 @@ endpoint (--admin):
   POST /faults/reject?n=3&code=UNAVAILABLE   POST /faults/delay?d=20ms&update=1ms
   POST /faults/hang   POST /faults/drop   POST /faults/clear   POST /restart
   GET  /config        GET  /status   GET  /requests (the last request of each RPC, with its metadata)
+and for the Sets that touch one path (an operation at, under or above it):
+  POST /faults/refuse?path=P&code=RESOURCE_EXHAUSTED&n=1&details=1
+  POST /faults/delay?path=P&d=2s&n=1   POST /faults/hang?path=P
+The Set log records every Set RPC: when it arrived, the deadline the device
+saw, its metadata and request, the faults that met it, its answer, whether
+its context had ended and whether it was applied:
+  GET  /setlog?since=SEQ&path=P   POST /setlog/clear
 
 A device can refuse reads as real ones do: --refuse-get-config (a Get of type
 CONFIG is UNIMPLEMENTED "unsupported request type: CONFIG", as gnxi's
