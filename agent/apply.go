@@ -35,6 +35,9 @@ func (a *Agent) sendChanges(ctx context.Context, step Step, log *slog.Logger) er
 	if err != nil {
 		log.Error("proposal cannot be sent", "err", err)
 		_, _, err = a.j.FailApply(ctx, step.Index, uint32(codes.Internal), err.Error())
+		if err == nil {
+			poke(a.commitWake) // the later committed proposals are re-based
+		}
 		return err
 	}
 	// A proposal sent before without an answer, or by an earlier run, may
@@ -79,8 +82,10 @@ func (a *Agent) sendChanges(ctx context.Context, step Step, log *slog.Logger) er
 	}
 	if _, _, err = a.j.FailApply(ctx, step.Index, uint32(st.Code()), st.Message()); err == nil {
 		// Finished: its waiting client is answered now, not at the next
-		// resync.
+		// resync. The later committed proposals it re-based are
+		// committed again now (journal.FailApply).
 		a.noteApplied(step.Index)
+		poke(a.commitWake)
 	}
 	return err
 }

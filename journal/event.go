@@ -17,19 +17,19 @@ type Action string
 
 // The transitions an Observer sees.
 const (
-	ActionProposeChange         Action = "ProposeChange"
-	ActionCommitChange          Action = "CommitChange"
-	ActionFailCommit            Action = "FailCommit"
-	ActionStartApply            Action = "StartApply"
-	ActionCompleteApply         Action = "CompleteApply"
-	ActionFailApply             Action = "FailApply"
-	ActionAbortApply            Action = "AbortApply"
+	ActionProposeChange Action = "ProposeChange"
+	ActionCommitChange  Action = "CommitChange"
+	ActionFailCommit    Action = "FailCommit"
+	ActionStartApply    Action = "StartApply"
+	ActionCompleteApply Action = "CompleteApply"
+	ActionFailApply     Action = "FailApply"
+	ActionAbortApply    Action = "AbortApply"
 	// ActionRebase: FailApply of another proposal (the event before it)
 	// put this proposal's commit back to Pending, to be committed again
 	// over the configuration without the failed one (see
 	// Journal.FailApply). Not a spec action: docs/design.md §3 says how it
 	// refines the spec's FailApply.
-	ActionRebase Action = "Rebase"
+	ActionRebase                Action = "Rebase"
 	ActionProposeRollback       Action = "ProposeRollback"
 	ActionCommitRollback        Action = "CommitRollback"
 	ActionStartApplyRollback    Action = "StartApplyRollback"
