@@ -3,7 +3,6 @@ package agent_test
 import (
 	"context"
 	"fmt"
-	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -52,7 +51,12 @@ func TestAppliesInIndexOrder(t *testing.T) {
 	r.verify()
 }
 
-func TestRejectFailsProposalAndAbortsTheLaterOnesThatDependOnIt(t *testing.T) {
+// No Set fails for another's failure (issue 34): the device's refusal
+// fails the refused proposal only; the ones committed on top of it are
+// re-based (journal.FailApply), committed again over what the device
+// holds and applied as they would be directly, the one writing the same
+// leaf included.
+func TestRejectFailsProposalAndRebasesTheLaterOnes(t *testing.T) {
 	r := newRig(t, testbed.Options{}, agent.Options{})
 	base := r.propose(updateOp(t, descPath("eth0"), str("base")))
 	r.waitApplied(base)
@@ -74,37 +78,32 @@ func TestRejectFailsProposalAndAbortsTheLaterOnesThatDependOnIt(t *testing.T) {
 	if e := p.GetChange().GetError(); codes.Code(e.GetCode()) != codes.InvalidArgument || !strings.Contains(e.GetMessage(), "rejected") {
 		t.Errorf("recorded error = %v, want the device's InvalidArgument and message", e)
 	}
-	// later1 writes the failed proposal's path: aborted, saying why.
-	// later2 does not depend on it: applied (docs/design.md "never stuck, never
-	// silent": a later proposal is aborted only if it depends on the
-	// failed one's paths).
+	// later1 writes the failed proposal's leaf, later2 another: both
+	// applied, as they would be had the rejected one never been sent.
+	for _, i := range []uint64{later1, later2} {
+		p := r.waitApplied(i)
+		if ch := p.GetChange(); ch.GetApply() != journal.StatusComplete || ch.GetCommit() != journal.StatusComplete ||
+			ch.GetAbortedBy() != 0 || ch.GetError() != nil {
+			t.Errorf("proposal %d after the rejected one: commit %v, apply %v, error %v; want applied",
+				i, ch.GetCommit(), ch.GetApply(), ch.GetError())
+		}
+	}
+	// later1's rollback puts back what the device held before it: no MTU
+	// (the rejected value never reached it).
 	p = r.waitApplied(later1)
-	if got := p.GetChange().GetApply(); got != journal.StatusAborted {
-		t.Errorf("proposal %d writing the failed one's path: apply %v, want ABORTED", later1, got)
+	if undo := p.GetRollback().GetValues(); len(undo) != 1 || !undo[0].GetDeleted() || undo[0].GetIndex() != 0 ||
+		gnmipath.String(undo[0].GetPath()) != mtuPath("eth0") {
+		t.Errorf("proposal %d rollback values %v, want the MTU deleted (absent before it)", later1, undo)
 	}
-	if msg := p.GetChange().GetError().GetMessage(); !strings.Contains(msg, "failed") {
-		t.Errorf("proposal %d abort reason %q does not say why", later1, msg)
-	}
-	if got := r.waitApplied(later2).GetChange().GetApply(); got != journal.StatusComplete {
-		t.Errorf("independent proposal %d after the failed one: apply %v, want COMPLETE", later2, got)
+	if got := p.GetRollback().GetIndex(); got != base {
+		t.Errorf("proposal %d rollback index %d, want %d (the rejected one is skipped)", later1, got, base)
 	}
 	r.dev.ClearFaults()
 	wantLeaf(t, r, descPath("eth0"), str("base"))
+	wantLeaf(t, r, mtuPath("eth0"), uintv(1500))
 	wantLeaf(t, r, descPath("eth1"), str("later"))
-	if _, ok := r.deviceLeaf(mtuPath("eth0")); ok {
-		t.Error("an aborted proposal reached the device")
-	}
-	// The committed configuration is back to what was applied.
-	var committed []string
-	if err := r.j.Committed(context.Background(), nil, func(pv *journal.PathValue) error {
-		committed = append(committed, gnmipath.String(pv.GetPath()))
-		return nil
-	}); err != nil {
-		t.Fatal(err)
-	}
-	// The interfaces' entries (their markers) and descriptions.
-	if want := []string{"/interfaces/interface[name=eth0]", descPath("eth0"), "/interfaces/interface[name=eth1]", descPath("eth1")}; !slices.Equal(committed, want) {
-		t.Errorf("committed paths after the failure = %v, want only %v", committed, want)
+	if c := r.config(); c.GetCommitted().GetIndex() != later2 || c.GetApplied().GetIndex() != later2 {
+		t.Errorf("committed/applied index = %d/%d, want %d", c.GetCommitted().GetIndex(), c.GetApplied().GetIndex(), later2)
 	}
 	// Work continues after the failure.
 	next := r.propose(updateOp(t, descPath("eth0"), str("after")))
@@ -112,6 +111,40 @@ func TestRejectFailsProposalAndAbortsTheLaterOnesThatDependOnIt(t *testing.T) {
 		t.Fatalf("proposal after the failure: apply %v", p.GetChange().GetApply())
 	}
 	wantLeaf(t, r, descPath("eth0"), str("after"))
+	r.waitQuiescent()
+	if rep := r.verify(); rep.Counts.Failures != 1 {
+		t.Errorf("trace counts %v, want one failed apply", rep.Counts)
+	}
+}
+
+// A proposal queued behind one the device refuses, writing the same leaf,
+// ends applied with its value on the device (issue 34 point 4): here both
+// were committed by an earlier run that crashed while sending the first.
+func TestRefusedSetDoesNotFailTheNextOneOnTheSameLeaf(t *testing.T) {
+	r := newRig(t, testbed.Options{}, agent.Options{})
+	base := r.propose(updateOp(t, descPath("eth0"), str("base")))
+	r.waitApplied(base)
+	var first, second uint64
+	r.offline(func(j *journal.Journal) {
+		first = startedOffline(t, j, updateOp(t, mtuPath("eth0"), str("not a number")))
+		p, err := j.ProposeChange(context.Background(), []*journal.Op{updateOp(t, mtuPath("eth0"), uintv(9000))})
+		if err != nil {
+			t.Fatal(err)
+		}
+		second = p.GetIndex()
+		if _, _, err := j.CommitChange(context.Background(), second); err != nil {
+			t.Fatal(err)
+		}
+	})
+	if p := r.waitApplied(first); p.GetChange().GetApply() != journal.StatusFailed {
+		t.Fatalf("proposal %d (refused): apply %v, want FAILED", first, p.GetChange().GetApply())
+	}
+	p := r.waitApplied(second)
+	if ch := p.GetChange(); ch.GetApply() != journal.StatusComplete || ch.GetError() != nil {
+		t.Fatalf("proposal %d (same leaf, queued behind the refused one): apply %v, error %v; want applied",
+			second, ch.GetApply(), ch.GetError())
+	}
+	wantLeaf(t, r, mtuPath("eth0"), uintv(9000))
 	r.waitQuiescent()
 	r.verify()
 }

@@ -56,7 +56,7 @@ func TestAnswerIsAnAnswer(t *testing.T) {
 // past them it is recorded applied with its paths out of sync.
 func TestRetryCodesForAcknowledgedChanges(t *testing.T) {
 	for _, tc := range []struct {
-		name     string
+		name      string
 		refusals  int
 		want      journal.Status
 		outOfSync bool

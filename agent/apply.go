@@ -45,6 +45,9 @@ func (a *Agent) sendChanges(ctx context.Context, step Step, log *slog.Logger) er
 	if err != nil {
 		log.Error("proposal cannot be sent", "err", err)
 		_, _, err = a.j.FailApply(ctx, step.Index, uint32(codes.Internal), err.Error())
+		if err == nil {
+			poke(a.commitWake) // the later committed proposals are re-based
+		}
 		return err
 	}
 	// A proposal sent before without an answer, or by an earlier run, may
@@ -112,8 +115,10 @@ func (a *Agent) failChange(ctx context.Context, s *session, step Step, st *statu
 	_, _, err := a.j.FailApply(ctx, step.Index, uint32(st.Code()), st.Message())
 	if err == nil {
 		// Finished: its waiting client is answered now, not at the next
-		// resync.
+		// resync. The later committed proposals it re-based are
+		// committed again now (journal.FailApply).
 		a.noteApplied(step.Index)
+		poke(a.commitWake)
 	}
 	return err
 }

@@ -175,8 +175,9 @@ func CommitChange(v View, p, prev *journal.Proposal) Step {
 
 // ApplyChange implements spec ApplyChange for proposal p (predecessor
 // prev): once prev's apply is Finished, a proposal whose commit failed is
-// aborted without I/O, as is one that depends on a proposal that failed to
-// apply (Change.aborted_by); a committed one is started and sent to the
+// aborted without I/O, as is one an older journal's FailApply aborted
+// (Change.aborted_by; FailApply now re-bases the later proposals, which
+// CommitChange commits again); a committed one is started and sent to the
 // device, but only while this connection is master and the device synced
 // for the current term; an adoption read from the device under this term
 // is recorded applied without a Set. The device's answer is

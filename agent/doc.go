@@ -46,8 +46,8 @@
 //   - the applier records terms, re-pushes, and applies, one Set at a time.
 //
 // Device answers fall in the failure classes of docs/design.md §4 (Answer): a
-// definitive refusal fails the proposal (later committed ones are
-// aborted); a transient failure (lost connection, timeout, overload) ends
+// definitive refusal fails the proposal and only it (the later committed
+// ones are re-based by journal.FailApply and committed again); a transient failure (lost connection, timeout, overload) ends
 // the session and leaves the apply in progress, to be sent again after the
 // re-push on the next term; with fencing, an arbitration refusal means
 // another sidecar incarnation is master: the session ends and nothing

@@ -349,7 +349,7 @@ func sameEvent(t *testing.T, want, got Event) {
 	t.Helper()
 	if got.Action != want.Action || got.Index != want.Index || !got.Time.Equal(want.Time) ||
 		!proto.Equal(got.Proposal, want.Proposal) || !proto.Equal(got.Configuration, want.Configuration) ||
-		!slices.Equal(got.Aborted, want.Aborted) || got.CommitConfirm != nil {
+		got.CommitConfirm != nil {
 		t.Errorf("event\n got %+v\nwant %+v", got, want)
 	}
 }
@@ -475,10 +475,10 @@ func TestFailuresClearTheCommitConfirm(t *testing.T) {
 		}
 		checkInvariants(t, j)
 	})
-	t.Run("FailApply of an earlier proposal", func(t *testing.T) {
+	t.Run("FailApply of an earlier proposal re-bases it and keeps it", func(t *testing.T) {
 		rec := &recorder{}
 		j := openTest(t, "", Options{NoSync: true, Observer: rec.observe})
-		synced(t, j)
+		term := synced(t, j)
 		first, err := j.ProposeChange(ctx, []*Op{update(t, "/a", "1")})
 		if err != nil {
 			t.Fatal(err)
@@ -487,8 +487,9 @@ func TestFailuresClearTheCommitConfirm(t *testing.T) {
 		if _, _, err := j.StartApply(ctx, first.Index); err != nil {
 			t.Fatal(err)
 		}
-		// The commit-confirmed change writes /a too: it depends on the
-		// failed proposal.
+		// The commit-confirmed change writes /a too, on top of the
+		// failed proposal: it is re-based, and its change still takes
+		// effect, so its commit-confirmed stays.
 		i := proposeConfirmed(t, j, "c1", fakeTime(600), update(t, "/a", "2"))
 		mustCommit(t, j, i)
 		rec.take()
@@ -496,12 +497,16 @@ func TestFailuresClearTheCommitConfirm(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got, want := rec.take(), []string{"FailApply(1)", "ClearCommitConfirm(2)"}; !slices.Equal(got, want) {
+		if got, want := rec.take(), []string{"FailApply(1)", "Rebase(2)"}; !slices.Equal(got, want) {
 			t.Fatalf("events %v, want %v", got, want)
 		}
-		noCommitConfirm(t, j)
-		if p, _, err := j.AbortApply(ctx, i); err != nil || p.GetChange().GetApply() != StatusAborted {
-			t.Fatalf("confirmed proposal apply %v (%v), want ABORTED in its turn", p.GetChange().GetApply(), err)
+		if cc, err := j.CommitConfirm(ctx); err != nil || cc.GetProposal() != i {
+			t.Fatalf("commit-confirmed after FailApply of 1: %v, %v; want the one of %d kept", cc, err, i)
+		}
+		checkInvariants(t, j)
+		commitAndApply(t, j, term, i)
+		if cc, err := j.CommitConfirm(ctx); err != nil || cc.GetProposal() != i {
+			t.Fatalf("commit-confirmed once applied: %v, %v", cc, err)
 		}
 		checkInvariants(t, j)
 	})

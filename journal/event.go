@@ -11,18 +11,25 @@ import "time"
 // emits ActionProposeRollback (when it starts a rollback) then
 // ActionClearCommitConfirm; FailCommit, FailApply and AbortApply emit
 // ActionClearCommitConfirm after their own event when they end the change
-// of the outstanding commit-confirmed.
+// of the outstanding commit-confirmed; FailApply then emits ActionRebase
+// for every later proposal it re-bases, in index order.
 type Action string
 
 // The transitions an Observer sees.
 const (
-	ActionProposeChange         Action = "ProposeChange"
-	ActionCommitChange          Action = "CommitChange"
-	ActionFailCommit            Action = "FailCommit"
-	ActionStartApply            Action = "StartApply"
-	ActionCompleteApply         Action = "CompleteApply"
-	ActionFailApply             Action = "FailApply"
-	ActionAbortApply            Action = "AbortApply"
+	ActionProposeChange Action = "ProposeChange"
+	ActionCommitChange  Action = "CommitChange"
+	ActionFailCommit    Action = "FailCommit"
+	ActionStartApply    Action = "StartApply"
+	ActionCompleteApply Action = "CompleteApply"
+	ActionFailApply     Action = "FailApply"
+	ActionAbortApply    Action = "AbortApply"
+	// ActionRebase: FailApply of another proposal (the event before it)
+	// put this proposal's commit back to Pending, to be committed again
+	// over the configuration without the failed one (see
+	// Journal.FailApply). Not a spec action: docs/design.md §3 says how it
+	// refines the spec's FailApply.
+	ActionRebase                Action = "Rebase"
 	ActionProposeRollback       Action = "ProposeRollback"
 	ActionCommitRollback        Action = "CommitRollback"
 	ActionStartApplyRollback    Action = "StartApplyRollback"
@@ -63,10 +70,6 @@ type Event struct {
 	Configuration *Configuration
 	// Mastership is set by Connect: the new term and connection id.
 	Mastership *Mastership
-	// Aborted lists, for FailApply, the later proposals that depend on the
-	// failed one: their commit is undone (Change.aborted_by) and their
-	// apply is aborted in its turn (AbortApply).
-	Aborted []uint64
 	// Read, for CommitChange, are the device's values the commit took into
 	// the committed and applied configuration where the journal knew
 	// nothing (before-images read from the device, index 0).

@@ -77,7 +77,14 @@ func TestObserverSeesEveryDurableTransitionInOrder(t *testing.T) {
 		t.Fatal(err)
 	}
 	rec.mu.Lock()
-	last := rec.events[len(rec.events)-1]
+	n := len(rec.events)
+	last := rec.events[n-1-len(idx[1:])]
+	var rebased []uint64
+	for _, e := range rec.events[n-len(idx[1:]):] {
+		if e.Action == ActionRebase {
+			rebased = append(rebased, e.Index)
+		}
+	}
 	starts := 0
 	for _, l := range rec.lines {
 		if l == fmt.Sprintf("StartApply(%d)", idx[0]) {
@@ -88,8 +95,8 @@ func TestObserverSeesEveryDurableTransitionInOrder(t *testing.T) {
 	if starts != 1 {
 		t.Errorf("StartApply(%d) observed %d times, want 1 (re-entry writes nothing)", idx[0], starts)
 	}
-	if last.Action != ActionFailApply || !slices.Equal(last.Aborted, idx[1:]) {
-		t.Errorf("last event %s aborted %v, want FailApply aborting %v", last.Action, last.Aborted, idx[1:])
+	if last.Action != ActionFailApply || !slices.Equal(rebased, idx[1:]) {
+		t.Errorf("event %s then Rebase of %v, want FailApply then Rebase of %v", last.Action, rebased, idx[1:])
 	}
 	c := last.Configuration
 	if last.Proposal.GetChange().GetApply() != StatusFailed || c.GetCommitted().GetIndex() != c.GetApplied().GetIndex() {
@@ -127,16 +134,16 @@ func TestObserverOrderUnderConcurrentWriters(t *testing.T) {
 	}
 }
 
-// A failed apply aborts every later proposal whose commit is decided, in
-// index order, including one whose commit failed in between: otherwise its
-// abort would come after the later ones' and break apply order.
-func TestFailApplyAbortsFailedCommitsInBetweenInOrder(t *testing.T) {
+// A failed apply re-bases the later committed proposals, in index order,
+// past one whose commit failed in between, which is aborted in its turn
+// (its own error kept) between their new commits and applies.
+func TestFailApplyRebasesPastFailedCommitInOrder(t *testing.T) {
 	ctx := context.Background()
 	rec := &recorder{}
 	j := openTest(t, "", Options{NoSync: true, Observer: rec.observe})
-	synced(t, j)
+	term := synced(t, j)
 	var idx []uint64
-	for _, v := range []string{"1", "2", "3"} {
+	for _, v := range []string{"1", "2", "3", "4"} {
 		p, err := j.ProposeChange(ctx, []*Op{update(t, "/a", v)})
 		if err != nil {
 			t.Fatal(err)
@@ -149,33 +156,39 @@ func TestFailApplyAbortsFailedCommitsInBetweenInOrder(t *testing.T) {
 	if _, _, err := j.StartApply(ctx, idx[0]); err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := j.FailCommit(ctx, idx[1], 3, "invalid"); err != nil {
+	if _, _, err := j.CommitChange(ctx, idx[1]); err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := j.CommitChange(ctx, idx[2]); err != nil {
+	if _, _, err := j.FailCommit(ctx, idx[2], 3, "invalid"); err != nil {
 		t.Fatal(err)
 	}
+	if _, _, err := j.CommitChange(ctx, idx[3]); err != nil {
+		t.Fatal(err)
+	}
+	rec.take()
 	if _, _, err := j.FailApply(ctx, idx[0], 3, "device said no"); err != nil {
 		t.Fatal(err)
 	}
-	rec.mu.Lock()
-	last := rec.events[len(rec.events)-1]
-	rec.mu.Unlock()
-	if !slices.Equal(last.Aborted, idx[1:]) {
-		t.Errorf("FailApply aborted %v, want %v in order", last.Aborted, idx[1:])
+	want := []string{fmt.Sprintf("FailApply(%d)", idx[0]), fmt.Sprintf("Rebase(%d)", idx[1]), fmt.Sprintf("Rebase(%d)", idx[3])}
+	if got := rec.take(); !slices.Equal(got, want) {
+		t.Errorf("events %v, want %v", got, want)
 	}
-	// Their applies are aborted in their turn, in index order.
-	for _, i := range idx[1:] {
-		p, _, err := j.AbortApply(ctx, i)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if p.GetChange().GetApply() != StatusAborted {
-			t.Errorf("proposal %d apply = %v, want ABORTED", i, p.GetChange().GetApply())
+	checkInvariants(t, j)
+	for _, i := range []uint64{idx[1], idx[3]} {
+		if _, _, err := j.CommitChange(ctx, i); err != nil {
+			t.Fatalf("CommitChange(%d) again: %v", i, err)
 		}
 	}
-	if p, _ := j.Proposal(ctx, idx[1]); p.GetChange().GetError().GetMessage() != "invalid" {
+	commitAndApplyCommitted(t, j, term, idx[1])
+	if p, _, err := j.AbortApply(ctx, idx[2]); err != nil || p.GetChange().GetApply() != StatusAborted {
+		t.Fatalf("AbortApply(%d) = %v, %v", idx[2], p.GetChange().GetApply(), err)
+	}
+	commitAndApplyCommitted(t, j, term, idx[3])
+	if p, _ := j.Proposal(ctx, idx[2]); p.GetChange().GetError().GetMessage() != "invalid" {
 		t.Errorf("the failed commit's own error was replaced: %v", p.GetChange().GetError())
+	}
+	if got := appliedList(t, j); !slices.Equal(got, []string{fmt.Sprintf("/a=4@%d", idx[3])}) {
+		t.Errorf("applied %v", got)
 	}
 	checkInvariants(t, j)
 }

@@ -344,7 +344,12 @@ func invariants(j *Journal) error {
 			return fmt.Errorf("proposal %d apply in progress but applied.proposal = %d", i, c.Applied.Proposal)
 		}
 		if prev, ok := props[i-1]; ok {
-			if ch.Commit != StatusPending && !Finished(prev.Change.Commit) {
+			// A failed commit stays decided when FailApply re-bases a
+			// proposal before it (its client was told; its failure does
+			// not depend on the configuration), as does an older
+			// journal's proposal aborted by an earlier failure.
+			rebasedBefore := prev.Change.Commit == StatusPending && (ch.Commit == StatusFailed || ch.AbortedBy != 0)
+			if ch.Commit != StatusPending && !Finished(prev.Change.Commit) && !rebasedBefore {
 				return fmt.Errorf("proposal %d commit %v before proposal %d commit finished (%v)", i, ch.Commit, i-1, prev.Change.Commit)
 			}
 			if ch.Apply != StatusPending && !Finished(prev.Change.Apply) {

@@ -630,8 +630,6 @@ type writeTxn struct {
 	wrote    bool
 	events   []Event // for Options.Observer, once the transaction is durable
 	observed bool    // an Observer is set: collect events
-	// aborted collects FailApply's aborted proposals for its event.
-	aborted []uint64
 	// read collects the device's values CommitChange took, for its event.
 	read []*PathValue
 	// followUps are events a proposal transition queues to be emitted

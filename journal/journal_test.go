@@ -427,9 +427,169 @@ func TestRollbackRestoresExactly(t *testing.T) {
 	checkInvariants(t, j)
 }
 
-func TestFailApplyRestoresCommittedAndAbortsLater(t *testing.T) {
-	j := openTest(t, "", Options{NoSync: true})
+// FailApply of proposal 2 re-bases a later proposal committed on top of
+// it (issue 34: no Set fails for another's failure): its commit goes back
+// to Pending and, committed again, it has the values and rollback
+// before-images it would have had had 2 never existed (the same
+// proposals with 2's commit failed instead), and applies.
+func TestFailApplyRebasesLaterProposals(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		// failed are proposal 2's operations, later proposal 3's.
+		failed, later []*Op
+		// wantValues and wantRollback are 3's values and rollback values
+		// once committed again.
+		wantValues, wantRollback []string
+	}{{
+		name:         "same leaf",
+		failed:       []*Op{update(t, "/a/b", "2")},
+		later:        []*Op{update(t, "/a/b", "3")},
+		wantValues:   []string{"/a/b=3@3"},
+		wantRollback: []string{"/a/b=1@1"},
+	}, {
+		name:         "parent container as a JSON value",
+		failed:       []*Op{update(t, "/a/b", "2", "/a/d", "2")},
+		later:        []*Op{update(t, "/a", `{"b":"3","d":"3"}`)},
+		wantValues:   []string{`/a/b="3"@3`, `/a/d="3"@3`},
+		wantRollback: []string{"/a/b=1@1", "/a/d=deleted@0"},
+	}, {
+		name:         "parent container replaced",
+		failed:       []*Op{update(t, "/a/d", "2")},
+		later:        []*Op{replace(t, "/a", "/a/b", "3")},
+		wantValues:   []string{"/a=deleted@3", "/a/b=3@3", "/a/c=deleted@3"},
+		wantRollback: []string{"/a=deleted@0", "/a/b=1@1", "/a/c=1@1"},
+	}, {
+		name:         "child leaf of a JSON value",
+		failed:       []*Op{update(t, "/a", `{"b":"2","d":"2"}`)},
+		later:        []*Op{update(t, "/a/d", "3")},
+		wantValues:   []string{"/a/d=3@3"},
+		wantRollback: []string{"/a/d=deleted@0"},
+	}, {
+		name:         "delete of the subtree",
+		failed:       []*Op{update(t, "/a/d", "2")},
+		later:        []*Op{del(t, "/a")},
+		wantValues:   []string{"/a=deleted@3", "/a/b=deleted@3", "/a/c=deleted@3"},
+		wantRollback: []string{"/a=deleted@0", "/a/b=1@1", "/a/c=1@1"},
+	}, {
+		name:         "independent path",
+		failed:       []*Op{update(t, "/a/b", "2")},
+		later:        []*Op{update(t, "/y", "3")},
+		wantValues:   []string{"/y=3@3"},
+		wantRollback: []string{"/y=deleted@0"},
+	}} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := context.Background()
+			// run journals 1 (applied), 2 and 3, commits 2 and 3 and
+			// ends 2 with fail; it returns proposal 3 committed again.
+			run := func(fail func(j *Journal, term uint64, rec *recorder) []string) (*Journal, *Proposal, []string) {
+				rec := &recorder{}
+				j := openTest(t, "", Options{NoSync: true, Observer: rec.observe})
+				term := synced(t, j)
+				applyChange(t, j, term, update(t, "/a/b", "1", "/a/c", "1", "/x", "1"))
+				for _, ops := range [][]*Op{tc.failed, tc.later} {
+					if _, err := j.ProposeChange(ctx, ops); err != nil {
+						t.Fatal(err)
+					}
+				}
+				rec.take()
+				events := fail(j, term, rec)
+				checkInvariants(t, j)
+				mustCommit(t, j, 3)
+				p3, err := j.Proposal(ctx, 3)
+				if err != nil {
+					t.Fatal(err)
+				}
+				checkInvariants(t, j)
+				if _, _, err := j.StartApply(ctx, 3); err != nil {
+					t.Fatalf("StartApply(3) after the re-commit: %v", err)
+				}
+				if _, _, err := j.CompleteApply(ctx, 3, term); err != nil {
+					t.Fatal(err)
+				}
+				checkInvariants(t, j)
+				return j, p3, events
+			}
+			rebased, p3, events := run(func(j *Journal, term uint64, rec *recorder) []string {
+				mustCommit(t, j, 2)
+				mustCommit(t, j, 3)
+				if _, _, err := j.StartApply(ctx, 2); err != nil {
+					t.Fatal(err)
+				}
+				rec.take()
+				p2, c, err := j.FailApply(ctx, 2, 3, "bad value")
+				if err != nil {
+					t.Fatal(err)
+				}
+				if p2.Change.Apply != StatusFailed || p2.Change.Error.GetMessage() != "bad value" {
+					t.Errorf("proposal 2 after FailApply: %v", p2.Change)
+				}
+				if c.Committed.Index != 1 || c.Committed.Proposal != 2 {
+					t.Errorf("committed = %v, want index 1 (applied), proposal 2 (3 is re-based)", c.Committed)
+				}
+				if got := committedList(t, j, nil); !slices.Equal(got, appliedList(t, j)) {
+					t.Errorf("committed after FailApply %v, want the applied %v", got, appliedList(t, j))
+				}
+				p3, err := j.Proposal(ctx, 3)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if ch := p3.Change; ch.Commit != StatusPending || ch.Apply != StatusPending || ch.AbortedBy != 0 ||
+					ch.Error != nil || len(ch.Values) != 0 || ch.Committed != nil || len(p3.Rollback.GetValues()) != 0 || len(ch.Ops) == 0 {
+					t.Errorf("proposal 3 after 2 failed: %v; want commit pending, not aborted, ops kept, values dropped", p3)
+				}
+				// Refused until it is committed again.
+				if _, _, err := j.StartApply(ctx, 3); !errors.Is(err, ErrGuard) {
+					t.Errorf("StartApply(3) before its new commit: %v, want ErrGuard", err)
+				}
+				return rec.take()
+			})
+			direct, want3, _ := run(func(j *Journal, term uint64, _ *recorder) []string {
+				if _, _, err := j.FailCommit(ctx, 2, 3, "bad value"); err != nil {
+					t.Fatal(err)
+				}
+				if _, _, err := j.AbortApply(ctx, 2); err != nil {
+					t.Fatal(err)
+				}
+				return nil
+			})
+			if want := []string{"FailApply(2)", "Rebase(3)"}; !slices.Equal(events, want) {
+				t.Errorf("events of FailApply: %v, want %v", events, want)
+			}
+			var values, undo []string
+			for _, pv := range p3.Change.Values {
+				values = append(values, render(pv))
+			}
+			for _, pv := range p3.Rollback.GetValues() {
+				undo = append(undo, render(pv))
+			}
+			if !slices.Equal(values, tc.wantValues) || !slices.Equal(undo, tc.wantRollback) || p3.Rollback.GetIndex() != 1 {
+				t.Errorf("proposal 3 committed again: values %v, rollback %v (index %d); want %v, %v (index 1)",
+					values, undo, p3.Rollback.GetIndex(), tc.wantValues, tc.wantRollback)
+			}
+			if !slices.EqualFunc(p3.Change.Values, want3.Change.Values, func(a, b *PathValue) bool { return proto.Equal(a, b) }) {
+				t.Errorf("values %v, want those of a direct commit %v", p3.Change.Values, want3.Change.Values)
+			}
+			if !slices.EqualFunc(p3.Rollback.GetValues(), want3.Rollback.GetValues(), func(a, b *PathValue) bool { return proto.Equal(a, b) }) {
+				t.Errorf("rollback values %v, want those of a direct commit %v", p3.Rollback.GetValues(), want3.Rollback.GetValues())
+			}
+			if got, want := appliedList(t, rebased), appliedList(t, direct); !slices.Equal(got, want) {
+				t.Errorf("applied after 3: %v, want %v", got, want)
+			}
+			if i, _ := rebased.NewestRollbackable(ctx); i != 3 {
+				t.Errorf("NewestRollbackable = %d, want 3", i)
+			}
+		})
+	}
+}
+
+// FailApply re-bases every later proposal committed and not applied, in
+// index order, past one whose commit failed (aborted in its turn, its own
+// error kept); commits then go on in index order from the first re-based
+// one, and the outstanding commit-confirmed of a re-based proposal stays.
+func TestFailApplyRebasesPastFailedCommit(t *testing.T) {
 	ctx := context.Background()
+	rec := &recorder{}
+	j := openTest(t, "", Options{NoSync: true, Observer: rec.observe})
 	term := synced(t, j)
 	applyChange(t, j, term, update(t, "/a", "1"))
 	for _, v := range []string{"2", "3", "4"} {
@@ -437,91 +597,68 @@ func TestFailApplyRestoresCommittedAndAbortsLater(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	mustCommit(t, j, 2)
-	mustCommit(t, j, 3)
-	if _, _, err := j.StartApply(ctx, 2); err != nil {
+	if _, err := j.ProposeConfirmedChange(ctx, Sender{}, []*Op{update(t, "/a", "5")}, "c5", time.Now().Add(time.Hour)); err != nil {
 		t.Fatal(err)
-	}
-	p, c, err := j.FailApply(ctx, 2, 3, "bad value")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if p.Change.Apply != StatusFailed || p.Change.Error.GetMessage() != "bad value" || c.Committed.Index != 1 {
-		t.Fatalf("after fail: %v / %v", p, c)
-	}
-	if got := committedList(t, j, nil); !slices.Equal(got, []string{"/a=1@1"}) {
-		t.Fatalf("committed not restored to applied: %v", got)
-	}
-	p3, err := j.Proposal(ctx, 3)
-	if err != nil {
-		t.Fatal(err)
-	}
-	// 3 writes /a, as 2 did: its commit is undone, its apply aborted in
-	// its turn.
-	if p3.Change.AbortedBy != 2 || p3.Change.Apply != StatusPending || !strings.Contains(p3.Change.Error.GetMessage(), "proposal 2") {
-		t.Fatalf("proposal 3 after 2 failed: %v", p3.Change)
-	}
-	if p3, _, err = j.AbortApply(ctx, 3); err != nil || p3.Change.Apply != StatusAborted {
-		t.Fatalf("AbortApply(3) = %v, %v", p3.GetChange().GetApply(), err)
-	}
-	checkInvariants(t, j)
-	// Proposal 4 (not yet committed) commits on top of the restored state.
-	commitAndApply(t, j, term, 4)
-	if got := committedList(t, j, nil); !slices.Equal(got, []string{"/a=4@4", "/b4=4@4"}) {
-		t.Fatalf("after 4: %v", got)
-	}
-	if i, _ := j.NewestRollbackable(ctx); i != 4 {
-		t.Fatalf("NewestRollbackable = %d", i)
-	}
-	checkInvariants(t, j)
-}
-
-// A later proposal that writes none of the failed one's paths is not
-// aborted: it stays committed, and applies as usual.
-func TestFailApplyKeepsIndependentLaterProposals(t *testing.T) {
-	j := openTest(t, "", Options{NoSync: true})
-	ctx := context.Background()
-	term := synced(t, j)
-	applyChange(t, j, term, update(t, "/a", "1"))
-	for _, op := range []*Op{update(t, "/a", "2"), update(t, "/c", "3"), update(t, "/a", "4")} {
-		if _, err := j.ProposeChange(ctx, []*Op{op}); err != nil {
-			t.Fatal(err)
-		}
 	}
 	mustCommit(t, j, 2)
 	mustCommit(t, j, 3)
-	mustCommit(t, j, 4)
+	if _, _, err := j.FailCommit(ctx, 4, 3, "invalid"); err != nil {
+		t.Fatal(err)
+	}
+	mustCommit(t, j, 5)
 	if _, _, err := j.StartApply(ctx, 2); err != nil {
 		t.Fatal(err)
 	}
+	rec.take()
 	_, c, err := j.FailApply(ctx, 2, 3, "bad value")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.Committed.Index != 3 {
-		t.Errorf("committed index = %d, want 3 (the newest proposal kept)", c.Committed.Index)
+	if got, want := rec.take(), []string{"FailApply(2)", "Rebase(3)", "Rebase(5)"}; !slices.Equal(got, want) {
+		t.Errorf("events %v, want %v", got, want)
 	}
-	if got := committedList(t, j, nil); !slices.Equal(got, []string{"/a=1@1", "/c=3@3"}) {
-		t.Fatalf("committed after the failure: %v, want /a back to its applied value and /c kept", got)
+	if c.Committed.Index != 1 || c.Committed.Proposal != 2 {
+		t.Errorf("committed = %v, want index 1, proposal 2", c.Committed)
 	}
-	p3, _ := j.Proposal(ctx, 3)
-	if p3.Change.AbortedBy != 0 || p3.Change.Apply != StatusPending || p3.Rollback.GetIndex() != 1 {
-		t.Errorf("proposal 3: %v; want kept (not aborted, apply pending) with rollback index 1", p3)
+	if got := committedList(t, j, nil); !slices.Equal(got, []string{"/a=1@1"}) {
+		t.Errorf("committed after FailApply: %v, want the applied values", got)
 	}
-	p4, _ := j.Proposal(ctx, 4)
-	if p4.Change.AbortedBy != 2 {
-		t.Errorf("proposal 4 writes /a as 2 did: aborted_by = %d, want 2", p4.Change.AbortedBy)
-	}
-	if _, _, err := j.StartApply(ctx, 3); err != nil {
-		t.Fatalf("the kept proposal applies next: %v", err)
-	}
-	if _, _, err := j.CompleteApply(ctx, 3, term); err != nil {
-		t.Fatal(err)
-	}
-	if _, _, err := j.AbortApply(ctx, 4); err != nil {
-		t.Fatal(err)
+	if rec, err := j.CommitConfirm(ctx); err != nil || rec.GetProposal() != 5 {
+		t.Errorf("commit-confirmed of the re-based proposal 5: %v, %v; want it kept", rec, err)
 	}
 	checkInvariants(t, j)
+	if _, _, err := j.CommitChange(ctx, 5); !errors.Is(err, ErrGuard) {
+		t.Errorf("CommitChange(5) before 3: %v, want ErrGuard (commits go in index order)", err)
+	}
+	mustCommit(t, j, 3)
+	mustCommit(t, j, 5)
+	p5, err := j.Proposal(ctx, 5)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p5.Rollback.GetIndex() != 3 {
+		t.Errorf("proposal 5's rollback index %d, want 3 (4 failed to commit)", p5.Rollback.GetIndex())
+	}
+	if got := committedList(t, j, nil); !slices.Equal(got, []string{"/a=5@5", "/b3=3@3"}) {
+		t.Errorf("committed after the re-commits: %v", got)
+	}
+	commitAndApplyCommitted(t, j, term, 3)
+	if p, _, err := j.AbortApply(ctx, 4); err != nil || p.GetChange().GetError().GetMessage() != "invalid" {
+		t.Errorf("AbortApply(4) = %v, %v; want aborted with its own error", p.GetChange(), err)
+	}
+	commitAndApplyCommitted(t, j, term, 5)
+	checkInvariants(t, j)
+}
+
+func commitAndApplyCommitted(t *testing.T, j *Journal, term, i uint64) {
+	t.Helper()
+	ctx := context.Background()
+	if _, _, err := j.StartApply(ctx, i); err != nil {
+		t.Fatalf("StartApply(%d): %v", i, err)
+	}
+	if _, _, err := j.CompleteApply(ctx, i, term); err != nil {
+		t.Fatalf("CompleteApply(%d): %v", i, err)
+	}
 }
 
 func TestAbortApplyAfterFailedCommit(t *testing.T) {
@@ -1162,10 +1299,9 @@ func TestProposalStatusMatchesProposal(t *testing.T) {
 	if _, _, err := j.FailApply(ctx, 2, 3, "bad value"); err != nil {
 		t.Fatal(err)
 	}
-	check("failed, a dependent aborted")
-	if _, _, err := j.AbortApply(ctx, 3); err != nil {
-		t.Fatal(err)
-	}
+	check("failed, a later one re-based")
+	mustCommit(t, j, 3)
+	check("re-based, committed again")
 	if _, err := j.ProposeAdoption(ctx, Sender{Author: "device"}, []*Op{update(t, "/b", "5")}); err != nil {
 		t.Fatal(err)
 	}

@@ -20,10 +20,6 @@ import (
 	"github.com/gnmi-sidecar/gnmi-sidecar/leaves"
 )
 
-// codeAborted is google.golang.org/grpc/codes.Aborted (the journal does not
-// depend on gRPC).
-const codeAborted = 10
-
 // Every method below is one transition: it checks its guards and, only if
 // they hold, writes its effect in one Badger transaction. A refused
 // transition returns an error wrapping ErrGuard, ErrNotFound or ErrCompacted
@@ -352,7 +348,7 @@ func (w *writeTxn) proposalTransition(t proposalTransition) (*Proposal, *Configu
 	if err != nil {
 		return nil, nil, err
 	}
-	w.aborted, w.followUps, w.read = nil, nil, nil
+	w.followUps, w.read = nil, nil
 	switch err := t.fn(w, c, p); {
 	case errors.Is(err, errUnchanged):
 	case err != nil:
@@ -361,7 +357,7 @@ func (w *writeTxn) proposalTransition(t proposalTransition) (*Proposal, *Configu
 		if err := w.putProposalAndConfiguration(p, c); err != nil {
 			return nil, nil, err
 		}
-		w.emit(Event{Action: t.action, Index: t.index, Proposal: p, Configuration: c, Aborted: w.aborted, Read: w.read})
+		w.emit(Event{Action: t.action, Index: t.index, Proposal: p, Configuration: c, Read: w.read})
 		for _, e := range w.followUps {
 			w.emit(e)
 		}
@@ -390,7 +386,7 @@ func (tx *Tx) CommitChange(i uint64) (*Proposal, *Configuration, error) {
 
 func commitChangeTransition(i uint64) proposalTransition {
 	return proposalTransition{action: ActionCommitChange, index: i, fn: func(w *writeTxn, c *Configuration, p *Proposal) error {
-		if err := w.guardWithPrevious(c, p, CommitChangeGuard); err != nil {
+		if err := w.commitGuard(c, p); err != nil {
 			return err
 		}
 		ch := p.GetChange()
@@ -462,6 +458,29 @@ func commitChangeTransition(i uint64) proposalTransition {
 	}}
 }
 
+// commitGuard checks CommitChangeGuard for proposal p and that no
+// proposal before its predecessor has its commit pending: one FailApply
+// re-based, which a commit failed before p's predecessor does not hold
+// back (spec CommitChange: commits go in index order). Committed.proposal
+// is the proposal before the first one re-based, so only the proposals
+// after it are read, none once commits went on in order.
+func (w *writeTxn) commitGuard(c *Configuration, p *Proposal) error {
+	if err := w.guardWithPrevious(c, p, CommitChangeGuard); err != nil {
+		return err
+	}
+	i := p.GetIndex()
+	for k := max(c.GetCommitted().GetProposal()+1, c.GetFirstIndex()); k+1 < i; k++ {
+		pk, err := loadProposalStatus(w.txn, c, k)
+		if err != nil {
+			return err
+		}
+		if pk.GetPhase() == PhaseChange && pk.GetChange().GetCommit() == StatusPending {
+			return guardf("commit proposal %d: proposal %d, re-based by a failed apply, commits first", i, k)
+		}
+	}
+	return nil
+}
+
 // rollbackValue is what a rollback writes back at the path of value pv,
 // which held prev (nil: nothing the journal knows of): prev, or a tombstone
 // with index 0.
@@ -489,7 +508,7 @@ func (tx *Tx) FailCommit(i uint64, code uint32, message string) (*Proposal, *Con
 
 func failCommitTransition(i uint64, code uint32, message string) proposalTransition {
 	return proposalTransition{action: ActionFailCommit, index: i, fn: func(w *writeTxn, c *Configuration, p *Proposal) error {
-		if err := w.guardWithPrevious(c, p, CommitChangeGuard); err != nil {
+		if err := w.commitGuard(c, p); err != nil {
 			return err
 		}
 		p.Change.Commit = StatusFailed
@@ -597,17 +616,24 @@ func (j *Journal) CompleteApplyOutOfSync(ctx context.Context, i, term uint64, co
 
 // FailApply records the device's definitive rejection of proposal i
 // (spec ApplyChange, failure branch; docs/design.md §4): apply Failed with the
-// device's error. A later proposal whose commit is decided is aborted (apply
-// Aborted, with an error naming i) only if it depends on i: it failed to
-// commit, or it writes a path at, above or below one that i or an
-// aborted proposal writes. Its client was answered (ASYNC) on a commit
-// made on top of i's values there. The others stay committed and are
-// applied as usual. The committed values of the paths i and the aborted
-// proposals wrote go back to the applied ones; committed.index becomes the
-// newest proposal kept (applied.index if none), and a kept proposal's
-// rollback index skips the failed and aborted ones. A commit-confirmed of
-// i or of an aborted proposal is cleared with it (docs/design.md §4): its change
-// did not take effect.
+// device's error, and the committed values of the paths i wrote go back to
+// the applied ones (with a history delta). No other Set fails for i's
+// failure: the later proposals whose commit is Complete and whose apply is
+// still Pending were committed on top of i's values, so they are re-based
+// (each with an ActionRebase event): their commit goes back to Pending,
+// the committed values they wrote go back to the applied ones too, and
+// their values and rollback values are dropped; their operations and
+// device reads stay, so that CommitChange commits them again, in index
+// order, over what the device actually holds, as if i never existed, and
+// the agent then applies them. The spec's FailApply leaves them committed;
+// re-basing them is a refinement of it (docs/design.md §3). A proposal
+// whose commit failed keeps it and gets AbortApply in its turn, as does an
+// older journal's proposal aborted by an earlier failure
+// (Change.aborted_by). committed.index becomes applied.index and
+// committed.proposal the proposal before the first re-based one. A
+// commit-confirmed of i is cleared with it (docs/design.md §4): its change
+// did not take effect; one of a re-based proposal stays, as its change
+// still takes effect.
 func (j *Journal) FailApply(ctx context.Context, i uint64, code uint32, message string) (*Proposal, *Configuration, error) {
 	return j.proposalTransition(ctx, failApplyTransition(i, code, message))
 }
@@ -625,60 +651,18 @@ func failApplyTransition(i uint64, code uint32, message string) proposalTransiti
 		p.Change.Apply = StatusFailed
 		p.Change.Applied = timestamppb.New(w.now)
 		p.Change.Error = &journalpb.Error{Code: code, Message: message}
-		// undone: the values of i and of the proposals aborted with it,
-		// whose committed values go back to the applied ones.
+		// undone: the committed values of i and of the re-based
+		// proposals, which go back to the applied ones.
 		undone := slices.Clone(p.GetChange().GetValues())
 		if p.GetChange().GetCommit() != StatusComplete || i > c.Committed.Index {
 			undone = nil
 		}
-		kept := c.Applied.Index
-		// keptValues: what the kept proposals wrote, newest last, which an
-		// aborted proposal's path must get back rather than the applied
-		// value.
-		keptValues := make(map[string]*PathValue)
-		for k := i + 1; k <= c.Committed.Proposal; k++ {
-			pk, err := w.proposal(c, k)
-			if errors.Is(err, ErrNotFound) || errors.Is(err, ErrCompacted) {
-				continue
-			}
-			if err != nil {
-				return err
-			}
-			ch := pk.GetChange()
-			if pk.GetPhase() != PhaseChange || ch.GetApply() != StatusPending || !Finished(ch.GetCommit()) || ch.GetAbortedBy() != 0 {
-				continue // undecided, or undone already by an earlier failure
-			}
-			if ch.GetCommit() == StatusComplete && !overlapsAny(ch.GetValues(), undone) {
-				// Independent of i: it stays, and is applied next.
-				if pk.Rollback == nil {
-					pk.Rollback = &Rollback{}
-				}
-				if pk.Rollback.Index != kept {
-					pk.Rollback.Index = kept
-					if err := w.put(proposalKey(k), pk); err != nil {
-						return err
-					}
-				}
-				kept = k
-				for _, pv := range ch.GetValues() {
-					keptValues[string(PathKey(pv.GetPath()))] = pv
-				}
-				continue
-			}
-			// Its commit is undone now; its apply is aborted in its turn
-			// (AbortApply), so that applies still finish in index order.
-			ch.AbortedBy = i
-			if ch.GetError() == nil {
-				ch.Error = &journalpb.Error{Code: codeAborted,
-					Message: fmt.Sprintf("proposal %d failed to apply and this change writes paths it wrote: %s", i, message)}
-			}
-			if err := w.put(proposalKey(k), pk); err != nil {
-				return err
-			}
-			w.aborted = append(w.aborted, k)
-			if ch.GetCommit() == StatusComplete {
-				undone = append(undone, ch.GetValues()...)
-			}
+		rebased, err := w.rebaseAfter(c, i)
+		if err != nil {
+			return err
+		}
+		for _, pk := range rebased {
+			undone = append(undone, pk.GetChange().GetValues()...)
 		}
 		var history []*journalpb.HistoryEntry
 		restored := make(map[string]bool)
@@ -688,7 +672,7 @@ func failApplyTransition(i uint64, code uint32, message string) proposalTransiti
 				continue
 			}
 			restored[string(key)] = true
-			entry, err := w.restoreCommitted(key, keptValues[string(key)])
+			entry, err := w.restoreCommitted(key)
 			if err != nil {
 				return err
 			}
@@ -699,40 +683,72 @@ func failApplyTransition(i uint64, code uint32, message string) proposalTransiti
 		if err := w.appendHistory(c, i, HistoryKindFailApply, history); err != nil {
 			return err
 		}
-		c.Committed.Index = kept
-		return w.clearFailedCommitConfirm(append([]uint64{i}, w.aborted...)...)
+		c.Committed.Index = c.Applied.Index
+		if len(rebased) > 0 {
+			c.Committed.Proposal = rebased[0].GetIndex() - 1
+		}
+		if err := w.clearFailedCommitConfirm(i); err != nil {
+			return err
+		}
+		for _, pk := range rebased {
+			uncommit(pk)
+			if err := w.put(proposalKey(pk.GetIndex()), pk); err != nil {
+				return err
+			}
+			w.followUps = append(w.followUps, Event{Action: ActionRebase, Index: pk.GetIndex(), Proposal: pk, Configuration: c})
+		}
+		return nil
 	}}
 }
 
-// overlapsAny reports whether a value of values is at, above or below a
-// value of others.
-func overlapsAny(values, others []*PathValue) bool {
-	if len(others) == 0 {
-		return false
-	}
-	for _, v := range values {
-		for _, o := range others {
-			if IsUnder(v.GetPath(), o.GetPath()) || IsUnder(o.GetPath(), v.GetPath()) {
-				return true
-			}
+// rebaseAfter returns the proposals after i, up to committed.proposal,
+// that FailApply of i re-bases: a change whose commit is Complete and
+// whose apply is Pending, not aborted by an earlier failure (an older
+// journal's Change.aborted_by), as committed (their values still set).
+func (w *writeTxn) rebaseAfter(c *Configuration, i uint64) ([]*Proposal, error) {
+	var out []*Proposal
+	for k := i + 1; k <= c.Committed.Proposal; k++ {
+		pk, err := w.proposal(c, k)
+		if errors.Is(err, ErrNotFound) || errors.Is(err, ErrCompacted) {
+			continue
 		}
+		if err != nil {
+			return nil, err
+		}
+		ch := pk.GetChange()
+		if pk.GetPhase() != PhaseChange || ch.GetCommit() != StatusComplete || ch.GetApply() != StatusPending || ch.GetAbortedBy() != 0 {
+			continue // its commit failed: AbortApply in its turn
+		}
+		out = append(out, pk)
 	}
-	return false
+	return out, nil
 }
 
-// restoreCommitted sets the committed value of key to kept, if not nil,
-// else to its applied value (or removes it), and returns the history entry,
-// nil if nothing changed.
-func (w *writeTxn) restoreCommitted(key []byte, kept *PathValue) (*journalpb.HistoryEntry, error) {
+// uncommit puts proposal p's commit back to Pending for CommitChange to
+// redo: what its commit computed (the values, the rollback values and
+// index, the commit time) is dropped; its operations, device reads, read
+// scopes and unread subtrees, from which CommitChange computes it, stay.
+func uncommit(p *Proposal) {
+	p.Change.Commit = StatusPending
+	p.Change.Committed = nil
+	p.Change.Values = nil
+	if p.Rollback == nil {
+		p.Rollback = &Rollback{}
+	}
+	p.Rollback.Index = 0
+	p.Rollback.Values = nil
+}
+
+// restoreCommitted sets the committed value of key to its applied value
+// (or removes it), and returns the history entry, nil if nothing changed.
+func (w *writeTxn) restoreCommitted(key []byte) (*journalpb.HistoryEntry, error) {
 	cur, err := w.value(nsCommitted, key)
 	if err != nil {
 		return nil, err
 	}
-	app := kept
-	if app == nil {
-		if app, err = w.value(nsApplied, key); err != nil {
-			return nil, err
-		}
+	app, err := w.value(nsApplied, key)
+	if err != nil {
+		return nil, err
 	}
 	if proto.Equal(cur, app) {
 		return nil, nil

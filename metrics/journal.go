@@ -40,7 +40,7 @@ var (
 	// transition counter exists from the start.
 	actions = []journal.Action{
 		journal.ActionProposeChange, journal.ActionCommitChange, journal.ActionFailCommit,
-		journal.ActionStartApply, journal.ActionCompleteApply, journal.ActionFailApply, journal.ActionAbortApply,
+		journal.ActionStartApply, journal.ActionCompleteApply, journal.ActionFailApply, journal.ActionAbortApply, journal.ActionRebase,
 		journal.ActionProposeRollback, journal.ActionCommitRollback, journal.ActionStartApplyRollback,
 		journal.ActionCompleteApplyRollback, journal.ActionConnect, journal.ActionStartReconcile,
 		journal.ActionCompleteReconcile, journal.ActionSetCommitConfirm, journal.ActionClearCommitConfirm,
@@ -193,8 +193,8 @@ func (t *Journal) apply(e journal.Event) {
 	if e.Proposal != nil && e.Index != 0 {
 		t.set(e.Index, stateOf(e.Proposal))
 	}
-	// e.Aborted (FailApply) are aborted in their turn: their AbortApply
-	// events carry the new status.
+	// The proposals a FailApply re-bases have their Rebase events, which
+	// carry the new status.
 	if e.Action == journal.ActionCompact && e.Configuration != nil {
 		first := e.Configuration.GetFirstIndex()
 		for k, s := range t.state {

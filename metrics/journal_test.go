@@ -181,50 +181,62 @@ func TestJournalMetrics(t *testing.T) {
 		t.Errorf("histogram counts: commit %v, apply %v; want commit change 2, apply change 1", commits, applies)
 	}
 
-	// Proposal 2 fails on the device: 3, committed meanwhile, is aborted.
+	// Proposal 2 fails on the device: 3, committed meanwhile, is re-based,
+	// committed again and applied.
 	p, cf, err = j.CommitChange(ctx, 3)
 	must(t, p, cf, err)
 	p, cf, err = j.StartApply(ctx, 2)
 	must(t, p, cf, err)
 	p, cf, err = j.FailApply(ctx, 2, 3, "rejected")
 	must(t, p, cf, err)
-	// 3 writes what 2 wrote: its apply is aborted in its turn.
-	p, cf, err = j.AbortApply(ctx, 3)
+	checkProposals(t, c, map[string]float64{
+		"phase=change,status=complete,step=commit": 2,
+		"phase=change,status=pending,step=commit":  1,
+		"phase=change,status=complete,step=apply":  1,
+		"phase=change,status=failed,step=apply":    1,
+		"phase=change,status=pending,step=apply":   1,
+	})
+	if got := series(t, c, "gnmi_sidecar_journal_transitions_total")["action=Rebase"]; got != 1 {
+		t.Errorf("transitions{action=Rebase} = %v, want 1", got)
+	}
+	p, cf, err = j.CommitChange(ctx, 3)
+	must(t, p, cf, err)
+	p, cf, err = j.StartApply(ctx, 3)
+	must(t, p, cf, err)
+	p, cf, err = j.CompleteApply(ctx, 3, term)
 	must(t, p, cf, err)
 	checkProposals(t, c, map[string]float64{
 		"phase=change,status=complete,step=commit": 3,
-		"phase=change,status=complete,step=apply":  1,
+		"phase=change,status=complete,step=apply":  2,
 		"phase=change,status=failed,step=apply":    1,
-		"phase=change,status=aborted,step=apply":   1,
 	})
 	if got := one(t, c, "gnmi_sidecar_queue_depth"); got != 0 {
 		t.Errorf("after the failure: queue depth %v, want 0", got)
 	}
 
-	// Proposal 1 rolled back.
-	p, cf, err = j.ProposeRollback(ctx, 1)
+	// Proposal 3 rolled back.
+	p, cf, err = j.ProposeRollback(ctx, 3)
 	must(t, p, cf, err)
 	if got := one(t, c, "gnmi_sidecar_queue_depth"); got != 1 {
 		t.Errorf("rollback proposed: queue depth %v, want 1", got)
 	}
-	p, cf, err = j.CommitRollback(ctx, 1)
+	p, cf, err = j.CommitRollback(ctx, 3)
 	must(t, p, cf, err)
-	p, cf, err = j.StartApplyRollback(ctx, 1)
+	p, cf, err = j.StartApplyRollback(ctx, 3)
 	must(t, p, cf, err)
-	p, cf, err = j.CompleteApplyRollback(ctx, 1, term)
+	p, cf, err = j.CompleteApplyRollback(ctx, 3, term)
 	must(t, p, cf, err)
 	checkProposals(t, c, map[string]float64{
 		"phase=change,status=complete,step=commit":   3,
-		"phase=change,status=complete,step=apply":    1,
+		"phase=change,status=complete,step=apply":    2,
 		"phase=change,status=failed,step=apply":      1,
-		"phase=change,status=aborted,step=apply":     1,
 		"phase=rollback,status=complete,step=commit": 1,
 		"phase=rollback,status=complete,step=apply":  1,
 	})
 	commits = series(t, c, "gnmi_sidecar_commit_duration_seconds")
 	applies = series(t, c, "gnmi_sidecar_apply_duration_seconds")
-	if commits["phase=rollback"] != 1 || applies["phase=rollback"] != 1 || applies["phase=change"] != 2 {
-		t.Errorf("histogram counts: commit %v, apply %v; want a rollback in each and 2 change applies", commits, applies)
+	if commits["phase=rollback"] != 1 || applies["phase=rollback"] != 1 || applies["phase=change"] != 3 {
+		t.Errorf("histogram counts: commit %v, apply %v; want a rollback in each and 3 change applies", commits, applies)
 	}
 	if got := one(t, c, "gnmi_sidecar_queue_depth"); got != 0 {
 		t.Errorf("rollback applied: queue depth %v, want 0", got)

@@ -121,7 +121,8 @@ func Check(lines []Line) *Report {
 			Applied:   make(map[string]Value),
 			Proposals: make(map[uint64]ProposalStatus),
 		},
-		seen: make(map[step]bool),
+		seen:    make(map[step]bool),
+		rebased: make(map[uint64]bool),
 	}
 	for n := range lines {
 		c.check(n+1, &lines[n])
@@ -170,6 +171,13 @@ type checker struct {
 	term, conn uint64    // newest mastership seen
 	applying   applyStep // the apply in progress (index 0: none)
 	inEffect   []uint64  // applied changes not rolled back, ascending
+	// failed is the proposal of the newest FailApply; rebased, the
+	// proposals a FailApply re-based (Rebase lines) whose commit has not
+	// been redone yet.
+	failed  uint64
+	rebased map[uint64]bool
+	// prevAction is the action of the line before.
+	prevAction journal.Action
 }
 
 // step is one transition of one proposal.
@@ -221,6 +229,8 @@ func (c *checker) check(pos int, l *Line) {
 	case journal.ActionFailApply:
 		c.r.Counts.Failures++
 		c.failApply()
+	case journal.ActionRebase:
+		c.rebase()
 	case journal.ActionAbortApply:
 		c.applyFinished(l.Index)
 	case journal.ActionProposeRollback:
@@ -240,6 +250,7 @@ func (c *checker) check(pos int, l *Line) {
 		c.completeApplyRollback()
 	}
 	c.seen[step{journal.Action(l.Action), l.Index}] = true
+	c.prevAction = journal.Action(l.Action)
 }
 
 func (c *checker) violate(property, format string, args ...any) {
@@ -318,6 +329,11 @@ func (c *checker) requireEarlier(property string, action journal.Action) {
 func (c *checker) commit() {
 	i := c.l.Index
 	c.requireEarlier(PropertyOrder, journal.ActionProposeChange)
+	if (c.seen[step{journal.ActionCommitChange, i}] || c.seen[step{journal.ActionFailCommit, i}]) && !c.rebased[i] {
+		c.violate(PropertyOrder, "%s(%d) a second time, and no FailApply re-based it", c.l.Action, i)
+		return
+	}
+	delete(c.rebased, i)
 	if i <= c.lastCommit {
 		c.violate(PropertyOrder, "%s(%d) after the commit of proposal %d: commits go in index order", c.l.Action, i, c.lastCommit)
 		return
@@ -331,7 +347,44 @@ func (c *checker) commit() {
 func (c *checker) startApply() {
 	c.requireSynced()
 	c.requireEarlier(PropertyOrder, journal.ActionCommitChange)
+	c.requireCommitted()
 	c.start(applyStep{index: c.l.Index})
+}
+
+// requireCommitted reports Order if the line's proposal was re-based and
+// not committed again since: its commit is pending.
+func (c *checker) requireCommitted() {
+	if i := c.l.Index; c.rebased[i] {
+		c.violate(PropertyOrder, "%s(%d) after a FailApply re-based it and before it was committed again", c.l.Action, i)
+	}
+}
+
+// rebase replays a Rebase line: FailApply of proposal c.failed (the line
+// before) re-based the line's proposal, a later one committed and not yet
+// applied, whose commit is pending again. The spec's FailApply leaves such
+// a proposal committed on top of the failed one; the implementation
+// commits it again, over the configuration without the failed one, which
+// the spec allows as a refinement (docs/design.md §3): commits go on in
+// index order from the first re-based proposal, and the proposal's apply
+// waits for its new commit.
+func (c *checker) rebase() {
+	i := c.l.Index
+	switch {
+	case c.failed == 0 || i <= c.failed:
+		c.violate(PropertyOrder, "Rebase(%d) not after a FailApply of an earlier proposal (newest FailApply: %d)", i, c.failed)
+	case !c.l.Recovered && c.prevAction != journal.ActionFailApply && c.prevAction != journal.ActionRebase &&
+		c.prevAction != journal.ActionClearCommitConfirm:
+		c.violate(PropertyOrder, "Rebase(%d) after %s: only a FailApply re-bases, in the same transition", i, c.prevAction)
+	case !c.seen[step{journal.ActionCommitChange, i}] || c.rebased[i]:
+		c.violate(PropertyOrder, "Rebase(%d) of a proposal that is not committed", i)
+	case c.seen[step{journal.ActionStartApply, i}] || i <= c.lastApply:
+		c.violate(PropertyOrder, "Rebase(%d) of a proposal whose apply started or finished", i)
+	}
+	if c.l.Commit != "" && c.l.Commit != journal.StatusPending.String() {
+		c.violate(PropertyOrder, "Rebase(%d) left its commit %s, not pending", i, c.l.Commit)
+	}
+	c.rebased[i] = true
+	c.lastCommit = min(c.lastCommit, i-1)
 }
 
 func (c *checker) completeApply() {
@@ -339,6 +392,7 @@ func (c *checker) completeApply() {
 	c.requireSynced()
 	c.requireEarlier(PropertyOrder, journal.ActionCommitChange)
 	c.requireEarlier(PropertyOrder, journal.ActionStartApply)
+	c.requireCommitted()
 	c.finish(applyStep{index: i})
 	c.applyFinished(i)
 	c.takeEffect(i)
@@ -349,8 +403,10 @@ func (c *checker) failApply() {
 	c.requireEarlier(PropertyOrder, journal.ActionStartApply)
 	c.finish(applyStep{index: c.l.Index})
 	c.applyFinished(c.l.Index)
-	// c.l.Aborted depend on the failed proposal: each gets its AbortApply
-	// line in its turn.
+	c.failed = c.l.Index
+	// The later proposals it re-bases each follow with a Rebase line (a
+	// trace of an older sidecar lists the ones it aborted in c.l.Aborted:
+	// each gets its AbortApply line in its turn).
 }
 
 func (c *checker) startApplyRollback() {

@@ -129,12 +129,18 @@ func (s *script) apply(i uint64, values ...Value) *script {
 	return s.propose(i).commit(i, values...).startApply(i).completeApply(i, values...)
 }
 
-// failApply records FailApply(i); abort are the proposals depending on
-// i, whose AbortApply lines come later, in their turn.
+// failApply records FailApply(i); abort are, in the trace of a sidecar
+// before re-basing, the proposals it aborted, whose AbortApply lines come
+// later, in their turn.
 func (s *script) failApply(i uint64, abort ...uint64) *script {
 	s.set(journal.ActionFailApply, i, func(p *ProposalStatus) { p.Apply = failed })
 	s.lines[len(s.lines)-1].Aborted = abort
 	return s
+}
+
+// rebase records the Rebase(i) line of the FailApply before it.
+func (s *script) rebase(i uint64) *script {
+	return s.set(journal.ActionRebase, i, func(p *ProposalStatus) { p.Commit = pending })
 }
 
 func (s *script) abortApply(i uint64) *script {
@@ -195,10 +201,11 @@ func properties(vs []Violation) []string {
 func lifecycle(t testing.TB) *script {
 	s := synced()
 	s.apply(1, val(t, "/a", 1, "1"))
-	// 2 is rejected by the device and aborts 3, committed on top of it
-	// and writing its path.
+	// 2 is rejected by the device and re-bases 3, committed on top of it
+	// and writing its path: 3 is committed again and applied.
 	s.propose(2).commit(2, val(t, "/b", 2, "2")).propose(3).commit(3, val(t, "/b", 3, "3"))
-	s.startApply(2).failApply(2, 3).abortApply(3)
+	s.startApply(2).failApply(2).rebase(3)
+	s.commit(3, val(t, "/b", 3, "3")).startApply(3).completeApply(3, val(t, "/b", 3, "3"))
 	// 4 does not validate.
 	s.propose(4).failCommit(4).abortApply(4)
 	// The sidecar restarts while 5 is in progress; the agent completes it
@@ -208,7 +215,8 @@ func lifecycle(t testing.TB) *script {
 	s.completeApply(5, val(t, "/b", 5, "5"))
 	s.emit(string(journal.ActionSetCommitConfirm), 5, nil).emit(string(journal.ActionClearCommitConfirm), 5, nil)
 	// Rollbacks, newest first.
-	s.rollback(5, tomb("/b", 0))
+	s.rollback(5, val(t, "/b", 3, "3"))
+	s.rollback(3, tomb("/b", 0))
 	s.rollback(1, tomb("/a", 0))
 	s.emit(string(journal.ActionCompact), 0, nil)
 	return s
@@ -221,7 +229,7 @@ func TestCheckLifecycle(t *testing.T) {
 		t.Errorf("%v", v)
 	}
 	wantCounts := Counts{
-		Lines: 37, Opens: 2, Connects: 2, Repushes: 2, Changes: 5, Applies: 2, Failures: 1, Rollbacks: 2, RolledBack: 2,
+		Lines: 44, Opens: 2, Connects: 2, Repushes: 2, Changes: 5, Applies: 3, Failures: 1, Rollbacks: 3, RolledBack: 3,
 	}
 	if diff := cmp.Diff(wantCounts, r.Counts); diff != "" {
 		t.Errorf("Counts (-want +got):\n%s", diff)
@@ -230,7 +238,7 @@ func TestCheckLifecycle(t *testing.T) {
 	if diff := cmp.Diff(wantApplied, r.Applied); diff != "" {
 		t.Errorf("Applied (-want +got):\n%s", diff)
 	}
-	wantApply := map[uint64]string{1: complete, 2: failed, 3: aborted, 4: aborted, 5: complete}
+	wantApply := map[uint64]string{1: complete, 2: failed, 3: complete, 4: aborted, 5: complete}
 	for i, want := range wantApply {
 		if got := r.Proposals[i].Apply; got != want {
 			t.Errorf("proposal %d: apply %s, want %s", i, got, want)
@@ -238,6 +246,24 @@ func TestCheckLifecycle(t *testing.T) {
 	}
 	if got := r.Proposals[5].RollbackApply; got != complete {
 		t.Errorf("proposal 5: rollback apply %s, want %s", got, complete)
+	}
+}
+
+// A trace of a sidecar before re-basing, whose FailApply aborted the
+// proposals committed on top of it (the line's aborted list), still
+// checks clean.
+func TestCheckAbortedTrace(t *testing.T) {
+	s := synced()
+	s.apply(1, val(t, "/a", 1, "1"))
+	s.propose(2).commit(2, val(t, "/b", 2, "2")).propose(3).commit(3, val(t, "/b", 3, "3"))
+	s.startApply(2).failApply(2, 3).abortApply(3)
+	r := Check(s.lines)
+	r.CheckQuiescent()
+	for _, v := range r.Violations {
+		t.Errorf("%v", v)
+	}
+	if got := r.Proposals[3].Apply; got != aborted {
+		t.Errorf("proposal 3: apply %s, want %s", got, aborted)
 	}
 }
 
@@ -289,6 +315,48 @@ func TestCheckViolations(t *testing.T) {
 			},
 			want:    PropertyOrder,
 			wantMsg: "apply of proposal 1 finished after the apply of proposal 2",
+		},
+		{
+			name: "a re-based proposal applied before it is committed again",
+			build: func(testing.TB) *script {
+				return synced().propose(1).propose(2).commit(1).commit(2).startApply(1).failApply(1).rebase(2).startApply(2)
+			},
+			want:    PropertyOrder,
+			wantMsg: "StartApply(2) after a FailApply re-based it and before it was committed again",
+		},
+		{
+			name: "re-based proposals committed again out of index order",
+			build: func(testing.TB) *script {
+				return synced().propose(1).propose(2).propose(3).commit(1).commit(2).commit(3).
+					startApply(1).failApply(1).rebase(2).rebase(3).commit(3).commit(2)
+			},
+			want:    PropertyOrder,
+			wantMsg: "CommitChange(2) after the commit of proposal 3",
+		},
+		{
+			name: "a proposal committed twice without a re-base",
+			build: func(testing.TB) *script {
+				return synced().propose(1).propose(2).commit(1).commit(2).startApply(1).failApply(1).commit(2)
+			},
+			want:    PropertyOrder,
+			wantMsg: "CommitChange(2) a second time, and no FailApply re-based it",
+		},
+		{
+			name: "a re-base with no failed apply before it",
+			build: func(testing.TB) *script {
+				return synced().propose(1).propose(2).commit(1).commit(2).rebase(2)
+			},
+			want:    PropertyOrder,
+			wantMsg: "Rebase(2) not after a FailApply of an earlier proposal",
+		},
+		{
+			name: "a re-based proposal left uncommitted at quiescence",
+			build: func(testing.TB) *script {
+				return synced().propose(1).propose(2).commit(1).commit(2).startApply(1).failApply(1).rebase(2)
+			},
+			quiescent: true,
+			want:      PropertyLiveness,
+			wantMsg:   "proposal 2 is not finished at quiescence",
 		},
 		{
 			name: "two applies at once",
@@ -487,8 +555,8 @@ func render(vs []Violation) string {
 }
 
 // TestCheckJournal checks the trace of a real journal driven through a
-// change, its rollback, a rejected change that aborts the one committed on
-// top of it, a change that does not validate, and a restart.
+// change, its rollback, a rejected change that re-bases the one committed
+// on top of it, a change that does not validate, and a restart.
 func TestCheckJournal(t *testing.T) {
 	ctx := context.Background()
 	var buf bytes.Buffer
@@ -513,7 +581,9 @@ func TestCheckJournal(t *testing.T) {
 	d.do(j.CommitChange(ctx, onTop))
 	d.do(j.StartApply(ctx, rejected))
 	d.do(j.FailApply(ctx, rejected, 3, "rejected by the device"))
-	d.do(j.AbortApply(ctx, onTop))
+	d.do(j.CommitChange(ctx, onTop))
+	d.do(j.StartApply(ctx, onTop))
+	d.do(j.CompleteApply(ctx, onTop, term))
 
 	invalid := d.propose("/system/config/hostname", "bad")
 	d.do(j.FailCommit(ctx, invalid, 3, "does not validate"))
@@ -552,12 +622,12 @@ func TestCheckJournal(t *testing.T) {
 	for _, v := range r.Violations {
 		t.Errorf("%v", v)
 	}
-	want := Counts{Lines: 30, Opens: 2, Connects: 2, Repushes: 2, Changes: 5, Applies: 2, Failures: 1, Rollbacks: 1, RolledBack: 1}
+	want := Counts{Lines: 33, Opens: 2, Connects: 2, Repushes: 2, Changes: 5, Applies: 3, Failures: 1, Rollbacks: 1, RolledBack: 1}
 	if diff := cmp.Diff(want, r.Counts); diff != "" {
 		t.Errorf("Counts (-want +got):\n%s", diff)
 	}
-	if got := r.Proposals[onTop].Apply; got != aborted {
-		t.Errorf("proposal %d (committed on top of a rejected one): apply %s, want %s", onTop, got, aborted)
+	if got := r.Proposals[onTop]; got.Commit != complete || got.Apply != complete {
+		t.Errorf("proposal %d (committed on top of a rejected one, re-based): commit %s, apply %s, want both %s", onTop, got.Commit, got.Apply, complete)
 	}
 	if len(applied) != 3 {
 		t.Errorf("journal has %d applied values, want 3 (tombstones of the rolled-back interface entry and description, and the hostname)", len(applied))

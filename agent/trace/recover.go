@@ -141,8 +141,31 @@ func Recover(lines []Line, proposals []*journal.Proposal) ([]Line, []Violation) 
 			m[s] = pos
 		}
 	}
-	var proposed []proposedAt // traced ProposeChange lines, in trace order
+	var proposed []proposedAt    // traced ProposeChange lines, in trace order
+	lost := make(map[int][]Line) // crash point → lines to put back
+	// A Rebase line makes a proposal's commit pending again: its commit
+	// step is the CommitChange after it (floor: the Rebase's position),
+	// and a second CommitChange with no Rebase line before it follows a
+	// FailApply whose lines a crash lost (lastCommit: the position of the
+	// proposal's last CommitChange, -1 once re-based).
+	floor := make(map[uint64]int)
+	lastCommit := make(map[uint64]int)
 	for n, l := range lines {
+		switch journal.Action(l.Action) {
+		case journal.ActionRebase:
+			delete(traced[l.Index], stageCommit)
+			floor[l.Index] = n
+			lastCommit[l.Index] = -1
+			continue
+		case journal.ActionCommitChange:
+			if at, ok := lastCommit[l.Index]; ok && at >= 0 {
+				if crash, ok := firstAfter(crashes, at); ok && crash <= n {
+					lost[crash] = append(lost[crash], rebasedLine(l, lines, crash))
+					delete(traced[l.Index], stageCommit)
+				}
+			}
+			lastCommit[l.Index] = n
+		}
 		s, ok := stageOf[journal.Action(l.Action)]
 		if !ok || l.Index == 0 {
 			continue
@@ -157,7 +180,6 @@ func Recover(lines []Line, proposals []*journal.Proposal) ([]Line, []Violation) 
 	}
 
 	var violations []Violation
-	lost := make(map[int][]Line) // crash point → lines to put back
 	for _, p := range proposals {
 		i := p.GetIndex()
 		prev := -1 // position of the previous step (traced or recovered)
@@ -168,6 +190,9 @@ func Recover(lines []Line, proposals []*journal.Proposal) ([]Line, []Violation) 
 				continue
 			}
 			after := prev
+			if at, ok := floor[i]; ok && st.stage == stageCommit {
+				after = max(after, at)
+			}
 			if st.stage == stagePropose {
 				after = lastProposedBelow(proposed, i)
 			}
@@ -259,6 +284,18 @@ func firstAfter(crashes []int, pos int) (int, bool) {
 		}
 	}
 	return 0, false
+}
+
+// rebasedLine is the Rebase line of the proposal committed again by
+// commit, lost with the FailApply lines before the crash at lines[at].
+func rebasedLine(commit Line, lines []Line, at int) Line {
+	l := Line{Action: string(journal.ActionRebase), Index: commit.Index, Recovered: true,
+		Phase: journal.PhaseChange.String(), Commit: journal.StatusPending.String(), Apply: journal.StatusPending.String()}
+	if at > 0 {
+		prev := lines[at-1]
+		l.Seq, l.Time, l.Term, l.Conn = prev.Seq, prev.Time, prev.Term, prev.Conn
+	}
+	return l
 }
 
 // recoveredLine is the line step st of proposal p would have had, placed

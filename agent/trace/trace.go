@@ -61,7 +61,9 @@ type Line struct {
 	Comment  string `json:"comment,omitempty"`
 	Restores string `json:"restores,omitempty"`
 
-	// Aborted lists the proposals a FailApply aborted.
+	// Aborted lists the proposals a FailApply aborted, in traces of
+	// sidecars before re-basing (a FailApply now re-bases the later
+	// proposals instead: a Rebase line each); read for those traces only.
 	Aborted []uint64 `json:"aborted,omitempty"`
 	// Values are the per-path values the transition wrote: the change's
 	// values for CommitChange and CompleteApply, the rollback values for
@@ -168,7 +170,7 @@ func (t *Tracer) Observe(e journal.Event) {
 	if m := e.Mastership; m != nil {
 		t.term, t.conn = m.GetTerm(), m.GetConn()
 	}
-	l := &Line{Time: e.Time, Action: string(e.Action), Index: e.Index, Aborted: e.Aborted}
+	l := &Line{Time: e.Time, Action: string(e.Action), Index: e.Index}
 	if p := e.Proposal; p != nil {
 		ch, rb := p.GetChange(), p.GetRollback()
 		l.Phase = p.GetPhase().String()

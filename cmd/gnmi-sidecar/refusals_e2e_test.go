@@ -208,23 +208,25 @@ func TestRefusedRollbackAndRepushDoNotBlock(t *testing.T) {
 	s.verifyTrace(t, trace.VerifyOptions{Quiescent: true})
 }
 
-// TestAsyncSetAbortedIsTold: an ASYNC Set, acknowledged once committed,
-// that writes the path of an earlier Set the device then refuses is
-// aborted; its client finds it with the proposal index of its Set response
-// in `journal list --failed` and in the introspection origin. An
-// independent ASYNC Set committed on top of the refused one is applied.
-func TestAsyncSetAbortedIsTold(t *testing.T) {
+// TestAsyncSetRefusedInItsTurnIsTold: an ASYNC Set, acknowledged once
+// committed, that writes the path of an earlier Set the device then
+// refuses is not failed for it: it is re-based and sent in its turn, and
+// here the device refuses it too (as it would sent directly); its client
+// finds it with the proposal index of its Set response in `journal list
+// --failed` and in the introspection origin, with the device's own error.
+// An independent ASYNC Set committed on top of the refused one is applied.
+func TestAsyncSetRefusedInItsTurnIsTold(t *testing.T) {
 	s := startStack(t, nil, nil)
 	async := sidecarExt(t, &sidecarpb.Request{Mode: sidecarpb.SetMode_SET_MODE_ASYNC})
 	refusePath(t, s.devAdmin, "/interfaces/interface[name=eth0]/config/description")
 	postAdmin(t, s.devAdmin, "/faults/delay?d=300ms")
 	bad := mustSetDesc(t, s.client, "eth0", "refused", async)
-	dependent := mustSetDesc(t, s.client, "eth0", "acknowledged, then aborted", async)
+	dependent := mustSetDesc(t, s.client, "eth0", "acknowledged, then refused in its turn", async)
 	independent := mustSetDesc(t, s.client, "eth1", "independent", async)
-	t.Logf("proposals: refused %d, dependent %d, independent %d", bad.GetIndex(), dependent.GetIndex(), independent.GetIndex())
+	t.Logf("proposals: refused %d, same path %d, independent %d", bad.GetIndex(), dependent.GetIndex(), independent.GetIndex())
 
 	var listed []string
-	poll(t, 20*time.Second, "journal list --failed to show the refused and the aborted Set", func() (bool, string) {
+	poll(t, 20*time.Second, "journal list --failed to show both refused Sets", func() (bool, string) {
 		var l JournalList
 		if err := json.Unmarshal([]byte(mustOps(t, s.sidecar.addr, "journal", "list", "--failed", "--output", "json")), &l); err != nil {
 			t.Fatal(err)
@@ -233,17 +235,17 @@ func TestAsyncSetAbortedIsTold(t *testing.T) {
 		for _, p := range l.Proposals {
 			listed = append(listed, fmt.Sprintf("%d:%s", p.Index, p.ApplyStatus))
 		}
-		want := []string{fmt.Sprintf("%d:FAILED", bad.GetIndex()), fmt.Sprintf("%d:ABORTED", dependent.GetIndex())}
+		want := []string{fmt.Sprintf("%d:FAILED", bad.GetIndex()), fmt.Sprintf("%d:FAILED", dependent.GetIndex())}
 		return slices.Equal(listed, want), strings.Join(listed, " ")
 	})
 	v, ok := mustGetLeaf(t, s.client, &gpb.Path{Origin: "gnmi-sidecar", Elem: []*gpb.PathElem{{Name: "proposals"},
 		{Name: "proposal", Key: map[string]string{"index": fmt.Sprint(dependent.GetIndex())}}, {Name: "state"}, {Name: "apply-status"}}})
-	if !ok || v != "ABORTED" {
-		t.Errorf("introspection: proposal %d apply-status = %q, want ABORTED", dependent.GetIndex(), v)
+	if !ok || v != "FAILED" {
+		t.Errorf("introspection: proposal %d apply-status = %q, want FAILED", dependent.GetIndex(), v)
 	}
 	show := mustOps(t, s.sidecar.addr, "journal", "show", fmt.Sprint(dependent.GetIndex()))
-	if !strings.Contains(show, fmt.Sprintf("proposal %d failed to apply", bad.GetIndex())) {
-		t.Errorf("journal show %d does not say why it was aborted:\n%s", dependent.GetIndex(), show)
+	if !strings.Contains(show, "refused by injected fault") || strings.Contains(show, fmt.Sprintf("proposal %d failed to apply", bad.GetIndex())) {
+		t.Errorf("journal show %d does not give the device's own refusal:\n%s", dependent.GetIndex(), show)
 	}
 	poll(t, 10*time.Second, "the independent Set on the device", func() (bool, string) {
 		v, ok, err := getLeaf(context.Background(), s.devClient, descPath("eth1"))
