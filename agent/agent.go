@@ -237,6 +237,10 @@ type Agent struct {
 	isolateThrough uint64
 	// retry is the change being sent, attempt by attempt (answers.go).
 	retry retryState
+	// refusedAt holds the device's answer to a refused batch for the one
+	// proposal in it the answer names (blame): its outcome when its turn
+	// comes.
+	refusedAt map[uint64]*status.Status
 
 	// progress is the newest index up to which every proposal's commit
 	// (committed) and change apply (applied) are Finished; both only grow,
@@ -262,6 +266,7 @@ func New(j *journal.Journal, opts Options) (*Agent, error) {
 		creds:         make(map[uint64]metadata.MD),
 		rollbackCreds: make(map[uint64]metadata.MD),
 		clients:       make(map[uint64]*waitingClient),
+		refusedAt:     make(map[uint64]*status.Status),
 	}
 	if opts.TLS == nil && (opts.Username != "" || opts.Password != "") {
 		a.log.Warn("device credentials are sent over a plaintext connection")

@@ -5,12 +5,15 @@ import (
 	"log/slog"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	gpb "github.com/openconfig/gnmi/proto/gnmi"
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 
+	"github.com/gnmi-sidecar/gnmi-sidecar/gnmipath"
 	"github.com/gnmi-sidecar/gnmi-sidecar/journal"
 )
 
@@ -170,4 +173,37 @@ func readPaths(values []*journal.PathValue) []*gpb.Path {
 		}
 	}
 	return kept
+}
+
+// blame returns the proposal of ps, a batch the device refused with err,
+// that the refusal names: the only one with an operation whose path the
+// device's message or its BadRequest details mention. 0 if none or more
+// than one does: the batch's proposals are then sent one at a time to
+// find it. A blamed proposal gets the device's answer when its turn comes
+// (Agent.refusedAt), as its client would have directly, and the device
+// never sees its values again.
+func blame(ps []*journal.Proposal, err error) uint64 {
+	st := status.Convert(err)
+	texts := []string{st.Message()}
+	for _, d := range st.Details() {
+		if br, ok := d.(*errdetails.BadRequest); ok {
+			for _, fv := range br.GetFieldViolations() {
+				texts = append(texts, fv.GetField(), fv.GetDescription())
+			}
+		}
+	}
+	var found uint64
+	for _, p := range ps {
+		for _, op := range p.GetChange().GetOps() {
+			name := gnmipath.String(op.GetPath())
+			if !slices.ContainsFunc(texts, func(t string) bool { return name != "/" && strings.Contains(t, name) }) {
+				continue
+			}
+			if found != 0 && found != p.GetIndex() {
+				return 0
+			}
+			found = p.GetIndex()
+		}
+	}
+	return found
 }

@@ -36,6 +36,14 @@ func (a *Agent) sendChanges(ctx context.Context, step Step, log *slog.Logger) er
 		return err
 	}
 	mayHaveReached := step.Index <= a.reached
+	if st, ok := a.refusedAt[step.Index]; ok {
+		// The device refused a batch naming this proposal's paths: its
+		// answer is this proposal's, not sent again.
+		delete(a.refusedAt, step.Index)
+		region.End()
+		log.Warn("device rejected proposal", "code", st.Code(), "err", st.Message(), "in_batch", true)
+		return a.failChange(ctx, s, step, st, mayHaveReached, a.reached, log)
+	}
 	if why := a.client(step.Index).gaveUp(time.Now()); why != nil {
 		region.End()
 		return a.withdraw(ctx, s, step, why, mayHaveReached, log)
@@ -80,8 +88,15 @@ func (a *Agent) sendChanges(ctx context.Context, step Step, log *slog.Logger) er
 		a.reached = reachedBefore
 	}
 	if r.Isolate != 0 {
+		blamed := uint64(0)
+		if ev.ReadBack == NotRead {
+			blamed = blame(ps[:b.size()], ev.Err)
+		}
+		if blamed != 0 {
+			a.refusedAt[blamed] = status.Convert(ev.Err)
+		}
 		log.Info("the device did not apply a batch; sending its proposals one at a time",
-			"first", b.first, "last", b.last, "code", status.Code(ev.Err), "read_back", ev.ReadBack != NotRead)
+			"first", b.first, "last", b.last, "code", status.Code(ev.Err), "read_back", ev.ReadBack != NotRead, "refusal_names", blamed)
 		a.isolateThrough = r.Isolate
 	}
 	switch {

@@ -22,7 +22,6 @@ import (
 	"github.com/gnmi-sidecar/gnmi-sidecar/testbed"
 )
 
-
 func setReq(t *testing.T, path, val string) *gpb.SetRequest {
 	return &gpb.SetRequest{Update: []*gpb.Update{upd(t, path, str(val))}}
 }

@@ -177,7 +177,7 @@ func (c *setLogCollector) final(t *testing.T) (byValue map[string][]testbed.SetR
 
 // answerChecks counts what checkAnswers found.
 type answerChecks struct {
-	sets, failed, late                                   int
+	sets, failed, late                                    int
 	byDevice, byDeadline, byCancel, byWindow, unexplained int
 }
 

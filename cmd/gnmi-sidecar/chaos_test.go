@@ -300,7 +300,9 @@ func (c *chaos) inject(t *testing.T) {
 	c.faults[name]++
 	if aroundFaults[name] {
 		from := time.Now()
-		defer func() { c.windows = append(c.windows, faultWindow{name: name, from: from, to: time.Now().Add(recoveryGrace)}) }()
+		defer func() {
+			c.windows = append(c.windows, faultWindow{name: name, from: from, to: time.Now().Add(recoveryGrace)})
+		}()
 	}
 	switch name {
 	case faultKillSidecar:
@@ -450,7 +452,9 @@ func (c *chaos) admin(t *testing.T, path string) {
 func (c *chaos) heal(t *testing.T) {
 	t.Helper()
 	from := time.Now()
-	defer func() { c.windows = append(c.windows, faultWindow{name: "healing", from: from, to: time.Now().Add(recoveryGrace)}) }()
+	defer func() {
+		c.windows = append(c.windows, faultWindow{name: "healing", from: from, to: time.Now().Add(recoveryGrace)})
+	}()
 	c.south.Heal()
 	c.south.SetLatency(0)
 	c.admin(t, "/faults/clear")

@@ -221,10 +221,10 @@ type writer struct {
 
 	sets, rollbacks opCounts
 	// outcomes are the writer's Sets: when sent and answered, and how.
-	outcomes []setOutcome
-	effect          []inEffect    // acknowledged changes in effect, oldest first
-	floors          []floorChange // the floor over time
-	rolledBack      []ack         // seqs whose rollback was acknowledged, and when
+	outcomes   []setOutcome
+	effect     []inEffect    // acknowledged changes in effect, oldest first
+	floors     []floorChange // the floor over time
+	rolledBack []ack         // seqs whose rollback was acknowledged, and when
 
 	nacked atomic.Int64
 	// byCode counts the Sets not acknowledged by code, for reading while
