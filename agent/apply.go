@@ -77,7 +77,7 @@ func (a *Agent) sendChanges(ctx context.Context, step Step, log *slog.Logger) er
 			return err
 		}
 	}
-	if _, _, err = a.j.FailApply(ctx, step.Index, uint32(st.Code()), st.Message()); err == nil {
+	if _, _, err = a.j.FailApplyWithDetails(ctx, step.Index, uint32(st.Code()), st.Message(), st.Proto().GetDetails()); err == nil {
 		// Finished: its waiting client is answered now, not at the next
 		// resync.
 		a.noteApplied(step.Index)
