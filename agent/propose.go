@@ -58,7 +58,7 @@ func (a *Agent) ProposeConfirmedChange(ctx context.Context, by journal.Sender, o
 func (a *Agent) propose(ctx context.Context, journalIt func(then func(*journal.Tx) error) (*journal.Proposal, error)) (*journal.Proposal, error) {
 	var committed bool
 	var held uint64
-	md := credentialsFrom(ctx)
+	md := a.clientMetadata(credentialsFrom(ctx))
 	p, err := journalIt(func(tx *journal.Tx) (err error) {
 		// The journal may run this again (alone, after a transaction it
 		// shared failed): decide afresh each time.

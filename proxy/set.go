@@ -82,11 +82,10 @@ func hasSidecarExtension(req *gpb.SetRequest) bool {
 }
 
 func (s *Server) set(ctx context.Context, req *gpb.SetRequest) (*gpb.SetResponse, error) {
-	if !s.deviceAccount() {
-		// The change's device Set carries its client's credentials and
-		// custom metadata, as Get and Subscribe do (docs/security.md).
-		ctx = agent.WithCredentials(ctx, forwarded(ctx))
-	}
+	// The change's device Set carries its client's custom metadata, and
+	// its credentials unless the sidecar has a device account, as Get and
+	// Subscribe do (docs/security.md; the agent removes them).
+	ctx = agent.WithCredentials(ctx, forwarded(ctx))
 	ext, commit, err := RequestExtensions(req.GetExtension())
 	if err != nil {
 		return nil, err
