@@ -560,7 +560,7 @@ func requestOps(req *gpb.SetRequest) ([]*journal.Op, error) {
 		if err != nil {
 			return nil, err
 		}
-		ops = append(ops, &journal.Op{Kind: journal.OpDelete, Path: full})
+		ops = append(ops, &journal.Op{Kind: journal.OpDelete, Path: full, OriginOnPath: originOnPath(prefix, p)})
 	}
 	for _, group := range []struct {
 		kind journal.OpKind
@@ -583,7 +583,7 @@ func requestOps(req *gpb.SetRequest) ([]*journal.Op, error) {
 			if err := checkJSON(u.GetVal()); err != nil {
 				return nil, status.Errorf(codes.InvalidArgument, "%s of %s: %v", group.name, gnmipath.Short(full), err)
 			}
-			ops = append(ops, &journal.Op{Kind: group.kind, Path: full,
+			ops = append(ops, &journal.Op{Kind: group.kind, Path: full, OriginOnPath: originOnPath(prefix, u.GetPath()),
 				Values: []*journal.Leaf{{Path: full, Value: u.GetVal()}}})
 		}
 	}
