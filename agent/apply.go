@@ -127,7 +127,7 @@ func (a *Agent) failChange(ctx context.Context, s *session, step Step, st *statu
 			return err
 		}
 	}
-	_, _, err := a.j.FailApply(ctx, step.Index, uint32(st.Code()), st.Message())
+	_, _, err := a.j.FailApplyWithDetails(ctx, step.Index, uint32(st.Code()), st.Message(), st.Proto().GetDetails())
 	if err == nil {
 		// Finished: its waiting client is answered now, not at the next
 		// resync. The later committed proposals it re-based are

@@ -158,10 +158,12 @@ func wildcardDelete(ch *journal.Change) bool {
 func (b *changeBatch) size() int { return len(b.counts) }
 
 // split returns, per proposal of the batch, the device's answer about its
-// own operations: the response's results cut at the proposal's share of
-// each list, with the response's timestamp and extensions. If the device
-// did not answer one result per operation, in request order, the answers
-// are nil (the proxy then describes the Set itself).
+// own operations: the response's prefix (a device may echo the request's,
+// which all the batch's proposals share, and answer with paths relative to
+// it), timestamp and extensions, and its results cut at the proposal's
+// share of each list. If the device did not answer one result per
+// operation, in request order, each proposal's results describe its own
+// operations as the batch sent them (none if the device answered none).
 func (b *changeBatch) split(resp *gpb.SetResponse) []*gpb.SetResponse {
 	out := make([]*gpb.SetResponse, b.size())
 	if b.size() == 1 {
@@ -169,9 +171,35 @@ func (b *changeBatch) split(resp *gpb.SetResponse) []*gpb.SetResponse {
 		return out
 	}
 	results := resp.GetResponse()
+	if !b.linedUp(results) && len(results) > 0 {
+		results = described(b.req)
+	}
 	nd, nr := len(b.req.GetDelete()), len(b.req.GetReplace())
-	if len(results) != nd+nr+len(b.req.GetUpdate()) || resp.GetPrefix() != nil {
-		return out
+	var dels, reps, ups []*gpb.UpdateResult
+	if len(results) > 0 {
+		dels, reps, ups = results[:nd], results[nd:nd+nr], results[nd+nr:]
+	}
+	for k, c := range b.counts {
+		out[k] = &gpb.SetResponse{Prefix: resp.GetPrefix(), Timestamp: resp.GetTimestamp(), Extension: resp.GetExtension()}
+		if len(results) == 0 {
+			continue
+		}
+		own := make([]*gpb.UpdateResult, 0, c.deletes+c.replaces+c.updates)
+		own = append(own, dels[:c.deletes]...)
+		own = append(own, reps[:c.replaces]...)
+		own = append(own, ups[:c.updates]...)
+		dels, reps, ups = dels[c.deletes:], reps[c.replaces:], ups[c.updates:]
+		out[k].Response = own
+	}
+	return out
+}
+
+// linedUp reports whether results are one per operation of the batch's
+// request, in its order (deletes, replaces, updates).
+func (b *changeBatch) linedUp(results []*gpb.UpdateResult) bool {
+	nd, nr := len(b.req.GetDelete()), len(b.req.GetReplace())
+	if len(results) != nd+nr+len(b.req.GetUpdate()) {
+		return false
 	}
 	for k, r := range results {
 		want := gpb.UpdateResult_UPDATE
@@ -182,17 +210,24 @@ func (b *changeBatch) split(resp *gpb.SetResponse) []*gpb.SetResponse {
 			want = gpb.UpdateResult_REPLACE
 		}
 		if r.GetOp() != want {
-			return out
+			return false
 		}
 	}
-	dels, reps, ups := results[:nd], results[nd:nd+nr], results[nd+nr:]
-	for k, c := range b.counts {
-		own := make([]*gpb.UpdateResult, 0, c.deletes+c.replaces+c.updates)
-		own = append(own, dels[:c.deletes]...)
-		own = append(own, reps[:c.replaces]...)
-		own = append(own, ups[:c.updates]...)
-		dels, reps, ups = dels[c.deletes:], reps[c.replaces:], ups[c.updates:]
-		out[k] = &gpb.SetResponse{Timestamp: resp.GetTimestamp(), Response: own, Extension: resp.GetExtension()}
+	return true
+}
+
+// described is one UpdateResult per operation of req (deletes, replaces,
+// updates), with its path as req has it.
+func described(req *gpb.SetRequest) []*gpb.UpdateResult {
+	var out []*gpb.UpdateResult
+	for _, p := range req.GetDelete() {
+		out = append(out, &gpb.UpdateResult{Path: p, Op: gpb.UpdateResult_DELETE})
+	}
+	for _, u := range req.GetReplace() {
+		out = append(out, &gpb.UpdateResult{Path: u.GetPath(), Op: gpb.UpdateResult_REPLACE})
+	}
+	for _, u := range req.GetUpdate() {
+		out = append(out, &gpb.UpdateResult{Path: u.GetPath(), Op: gpb.UpdateResult_UPDATE})
 	}
 	return out
 }

@@ -242,12 +242,33 @@ func TestChangeBatchSplitsTheResponse(t *testing.T) {
 	if diff := cmp.Diff(want, b.split(resp), protocmp.Transform()); diff != "" {
 		t.Errorf("split (-want +got):\n%s", diff)
 	}
+	// A device may echo the request's prefix (the batch's proposals share
+	// it) and answer with paths relative to it: each proposal gets the
+	// prefix, the timestamp and its own results.
+	resp.Prefix = &gpb.Path{Target: "dev1"}
+	for _, w := range want {
+		w.Prefix = resp.Prefix
+	}
+	if diff := cmp.Diff(want, b.split(resp), protocmp.Transform()); diff != "" {
+		t.Errorf("split of an answer with a prefix (-want +got):\n%s", diff)
+	}
 	// An answer that is not one result per operation in request order
-	// cannot be split: the proxy describes each Set itself.
+	// cannot be cut: each proposal gets the device's timestamp and prefix,
+	// and results describing its own operations.
 	resp.Response = resp.Response[1:]
 	for k, r := range b.split(resp) {
-		if r != nil {
-			t.Errorf("proposal %d got %v from an answer with a result missing", k, r)
+		if r.GetTimestamp() != 42 || !proto.Equal(r.GetPrefix(), resp.Prefix) {
+			t.Errorf("proposal %d got timestamp %d, prefix %v, want the device's 42, %v", k, r.GetTimestamp(), r.GetPrefix(), resp.Prefix)
+		}
+		if diff := cmp.Diff(want[k].GetResponse(), r.GetResponse(), protocmp.Transform()); diff != "" {
+			t.Errorf("proposal %d: results (-want +got):\n%s", k, diff)
+		}
+	}
+	// No results at all: none for each either, as the device answered.
+	resp.Response = nil
+	for k, r := range b.split(resp) {
+		if r.GetTimestamp() != 42 || len(r.GetResponse()) != 0 {
+			t.Errorf("proposal %d got %v from an answer without results, want timestamp 42 and no results", k, r)
 		}
 	}
 }

@@ -2,10 +2,11 @@ package agent
 
 // Whose credentials a change's device Set carries (docs/security.md, "The
 // credential model"): with a device account (Options.Username or
-// Password), every RPC the agent makes carries it; without one, a client's
-// change carries the client's own request metadata (credentials and custom
-// headers), held in memory from the proposal until its apply finishes, and
-// never journaled. Proposals of different clients' metadata never share a
+// Password), every RPC the agent makes carries it, and a client's change
+// its client's custom headers still (its credentials removed:
+// WithoutCredentials); without one, a client's change carries the client's
+// own request metadata (credentials and custom headers). Either is held in
+// memory from the proposal until its apply finishes, and never journaled. Proposals of different clients' metadata never share a
 // device Set. A rollback a client asks for (ProposeRollback, CancelCommit)
 // and an operator's resolve retry carry the client's metadata the same way.
 // The sidecar's own Sets (re-push, drift revert, the revert of an expired
@@ -16,6 +17,7 @@ import (
 	"context"
 	"reflect"
 	"slices"
+	"strings"
 
 	"google.golang.org/grpc/metadata"
 
@@ -41,9 +43,40 @@ func credentialsFrom(ctx context.Context) metadata.MD {
 // account.
 func (a *Agent) deviceAccount() bool { return a.opts.Username != "" || a.opts.Password != "" }
 
+// credentialKeys are the request metadata that authenticate a client: a
+// device account replaces them.
+var credentialKeys = []string{"username", "password", "authorization"}
+
+// WithoutCredentials returns a copy of md without the client's credentials
+// (username, password, authorization): the custom headers (trace ids,
+// tenant headers) a device RPC made for the client carries along with a
+// device account's credentials. Nil if nothing is left.
+func WithoutCredentials(md metadata.MD) metadata.MD {
+	var out metadata.MD
+	for k, v := range md {
+		if slices.Contains(credentialKeys, strings.ToLower(k)) {
+			continue
+		}
+		if out == nil {
+			out = metadata.MD{}
+		}
+		out[k] = slices.Clone(v)
+	}
+	return out
+}
+
+// clientMetadata is what of a client's request metadata md its device Sets
+// carry: all of it, or, with a device account, all but its credentials.
+func (a *Agent) clientMetadata(md metadata.MD) metadata.MD {
+	if a.deviceAccount() {
+		return WithoutCredentials(md)
+	}
+	return md
+}
+
 // holdCredentials keeps md for proposal i until its apply finishes.
 func (a *Agent) holdCredentials(i uint64, md metadata.MD) {
-	if a.deviceAccount() || len(md) == 0 {
+	if len(md) == 0 {
 		return
 	}
 	a.mu.Lock()
@@ -139,7 +172,7 @@ func (a *Agent) CancelCommit(ctx context.Context, id string) (*journal.CommitCon
 // rollback has a client's already (a second request for the same rollback
 // is refused by the journal). It reports whether it kept them.
 func (a *Agent) holdRollbackCredentials(i uint64, md metadata.MD) bool {
-	if a.deviceAccount() || len(md) == 0 {
+	if md = a.clientMetadata(md); len(md) == 0 {
 		return false
 	}
 	a.mu.Lock()

@@ -58,7 +58,7 @@ func (a *Agent) ProposeConfirmedChange(ctx context.Context, by journal.Sender, o
 func (a *Agent) propose(ctx context.Context, journalIt func(then func(*journal.Tx) error) (*journal.Proposal, error)) (*journal.Proposal, error) {
 	var committed bool
 	var held uint64
-	md, client := credentialsFrom(ctx), waitingClientOf(ctx)
+	md, client := a.clientMetadata(credentialsFrom(ctx)), waitingClientOf(ctx)
 	release := func() {
 		if md != nil {
 			a.releaseCredentials(held, md)

@@ -82,8 +82,9 @@ type pushOutcome struct {
 	// err is the device's first definitive refusal (nil if none).
 	err  *status.Status
 	sets int
-	// md is the client request metadata the push's Sets carry (nil: the
-	// device account's, or none; see credentials.go).
+	// md is the client request metadata the push's Sets carry (nil: none;
+	// with a device account, the client's custom headers alone; see
+	// credentials.go).
 	md metadata.MD
 	// noAccount: the push carried no credentials (no device account, no
 	// client's).
@@ -92,9 +93,7 @@ type pushOutcome struct {
 
 // newPushOutcome starts the outcome of a push whose Sets carry md.
 func (a *Agent) newPushOutcome(md metadata.MD) *pushOutcome {
-	if a.deviceAccount() {
-		md = nil
-	}
+	md = a.clientMetadata(md)
 	return &pushOutcome{md: md, noAccount: md == nil && !a.deviceAccount()}
 }
 

@@ -75,24 +75,45 @@ func clientRequest(ch *journal.Change) (*gpb.SetRequest, error) {
 		req.Prefix = gnmipath.TargetPrefix(prefix.GetTarget())
 		return req, nil
 	}
-	rel := func(p *gpb.Path) *gpb.Path {
+	// The origin goes where the client put it: on the prefix, on the path,
+	// or on both (Op.origin_on_path).
+	rel := func(p *gpb.Path, onPath bool) *gpb.Path {
 		n := len(prefix.GetElem())
 		out := &gpb.Path{Origin: p.GetOrigin(), Elem: p.GetElem()[n:]}
-		if prefix.GetOrigin() != "" {
+		if prefix.GetOrigin() != "" && !onPath {
 			out.Origin = ""
 		}
 		return out
 	}
+	onPath := originsOnPath(ch.GetOps())
 	req.Prefix = prefix
 	for n, p := range req.Delete {
-		req.Delete[n] = rel(p)
+		req.Delete[n] = rel(p, onPath[journal.OpDelete][n])
 	}
-	for _, ups := range [][]*gpb.Update{req.Replace, req.UnionReplace, req.Update} {
+	for kind, ups := range map[journal.OpKind][]*gpb.Update{journal.OpReplace: req.Replace,
+		journal.OpUnionReplace: req.UnionReplace, journal.OpUpdate: req.Update} {
 		for n, u := range ups {
-			ups[n] = &gpb.Update{Path: rel(u.GetPath()), Val: u.GetVal()}
+			ups[n] = &gpb.Update{Path: rel(u.GetPath(), onPath[kind][n]), Val: u.GetVal()}
 		}
 	}
 	return req, nil
+}
+
+// originsOnPath is, per operation kind, whether each entry changeRequest
+// makes of ops (a delete's path, a write's values) had the origin on the
+// client's path as well as on its prefix (Op.origin_on_path).
+func originsOnPath(ops []*journal.Op) map[journal.OpKind][]bool {
+	out := make(map[journal.OpKind][]bool)
+	for _, op := range ops {
+		n := len(op.GetValues())
+		if op.GetKind() == journal.OpDelete {
+			n = 1
+		}
+		for range n {
+			out[op.GetKind()] = append(out[op.GetKind()], op.GetOriginOnPath())
+		}
+	}
+	return out
 }
 
 // joinedFromAll reports whether every path of req is prefix joined with a

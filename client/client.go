@@ -174,8 +174,9 @@ func ResponseOf(resp *gpb.SetResponse) (r *sidecarpb.Response, ok bool, err erro
 }
 
 // ResponseFromError returns the sidecar's Response carried as a detail of
-// the gRPC status in err, or in an error err wraps. The sidecar attaches it
-// when a Set's change did not take effect: the device rejected it (apply
+// the gRPC status in err, or in an error err wraps. The sidecar attaches it,
+// for a client that asked for its extension (WithMode, WithRequest, Do) or
+// with --reply-extension=always, when a Set's change did not take effect: the device rejected it (apply
 // STATUS_FAILED, with the device's own code and message) or it was aborted
 // because an earlier change failed (STATUS_ABORTED). ok is false if err
 // carries no Response.

@@ -483,7 +483,9 @@ func TestDeviceRejectsSet(t *testing.T) {
 	s := startSidecar(t)
 	ctx := testContext(t)
 
-	_, err := s.Client.Set(ctx, update(t, mtuPath, stringVal("jumbo")))
+	// The Response comes with the refusal for a client that asked for the
+	// sidecar's extension (docs/extension.md, Errors).
+	_, err := s.Client.Set(ctx, client.WithMode(update(t, mtuPath, stringVal("jumbo")), syncMode))
 	if got := status.Code(err); got != codes.InvalidArgument {
 		t.Fatalf("Set of a string on a uint16 leaf: code %v, want InvalidArgument (error %v)", got, err)
 	}
@@ -512,6 +514,15 @@ func TestDeviceRejectsSet(t *testing.T) {
 	}
 	if _, _, err := client.Rollback(ctx, s.Client, 1, syncMode); status.Code(err) != codes.FailedPrecondition {
 		t.Errorf("Rollback of the failed proposal: %v, want FailedPrecondition", err)
+	}
+
+	// A client that did not ask gets the device's refusal as it is.
+	_, err = s.Client.Set(ctx, update(t, mtuPath, stringVal("jumbo")))
+	if got := status.Code(err); got != codes.InvalidArgument {
+		t.Fatalf("Set without the sidecar's extension: code %v, want InvalidArgument (error %v)", got, err)
+	}
+	if r, ok := client.ResponseFromError(err); ok {
+		t.Errorf("Set without the sidecar's extension: the error carries Response %v", r)
 	}
 }
 

@@ -280,11 +280,11 @@ func (j *Journal) cleanOps(ops []*Op) ([]*Op, []leaves.List, error) {
 }
 
 // copyToClean copies op for cleanOps to change: a new Op with copies of
-// its paths; the values themselves (TypedValues, never changed) are
+// its paths (and origin_on_path); the values themselves (TypedValues, never changed) are
 // shared. The units, implied deletes and units_are_values are cleanOps'
 // to fill in.
 func copyToClean(op *Op) *Op {
-	out := &Op{Kind: op.GetKind(), Path: proto.CloneOf(op.GetPath())}
+	out := &Op{Kind: op.GetKind(), Path: proto.CloneOf(op.GetPath()), OriginOnPath: op.GetOriginOnPath()}
 	if vs := op.GetValues(); len(vs) > 0 {
 		out.Values = make([]*Leaf, len(vs))
 		for k, v := range vs {

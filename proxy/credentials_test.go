@@ -201,3 +201,49 @@ func TestResolveOnADeviceTarget(t *testing.T) {
 		t.Errorf("resolve skip's read of the device: %v, want prefix target %q", get.Message, target)
 	}
 }
+
+// TestDeviceAccountKeepsCustomMetadata: with a device account, a client's
+// change reaches the device with the sidecar's credentials in place of the
+// client's (username, password, authorization), and the client's custom
+// metadata still along, as Get's does; so does a rollback it asks for.
+func TestDeviceAccountKeepsCustomMetadata(t *testing.T) {
+	r := sidecartest.Start(t, sidecartest.Options{DeviceUsername: "sidecar", DevicePassword: "dev-pw",
+		Device: testbed.Options{Users: map[string]string{"sidecar": "dev-pw"}}})
+	ctx := metadata.AppendToOutgoingContext(t.Context(), "username", "carol", "password", "carol-pw",
+		"authorization", "Bearer carol-token", "x-custom", "1")
+	check := func(what, rpc string) {
+		t.Helper()
+		rec, ok := r.Dev.LastRequest(rpc)
+		if !ok {
+			t.Fatalf("%s: no %s reached the device", what, rpc)
+		}
+		md := rec.Metadata
+		if got := md.Get("x-custom"); len(got) != 1 || got[0] != "1" {
+			t.Errorf("%s: the device saw x-custom %q, want [1]", what, got)
+		}
+		if got := md.Get("username"); len(got) != 1 || got[0] != "sidecar" {
+			t.Errorf("%s: the device saw username %q, want the device account's alone", what, got)
+		}
+		if got := md.Get("password"); len(got) != 1 || got[0] != "dev-pw" {
+			t.Errorf("%s: the device saw password %q, want the device account's alone", what, got)
+		}
+		if got := md.Get("authorization"); len(got) > 0 {
+			t.Errorf("%s: the device saw the client's authorization %q", what, got)
+		}
+	}
+	for _, v := range []string{"one", "two"} {
+		if _, err := r.Client.Set(ctx, sidecartest.UpdateRequest(t, descPath, sidecartest.StringVal(v))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	check("the change's Set", "Set")
+	if _, err := r.Client.Get(ctx, &gpb.GetRequest{Path: []*gpb.Path{sidecartest.Path(t, descPath)}}); err != nil {
+		t.Fatal(err)
+	}
+	check("Get", "Get")
+	if _, err := r.Client.Set(ctx, sidecartest.RollbackRequest(t, r.LastIndex(t))); err != nil {
+		t.Fatalf("rollback: %v", err)
+	}
+	r.WantDeviceLeaf(t, descPath, sidecartest.StringVal("one"))
+	check("the rollback's Set", "Set")
+}

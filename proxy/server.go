@@ -373,6 +373,11 @@ func (s *Server) outgoing(ctx context.Context) context.Context {
 		out = metadata.MD{}
 	}
 	if own {
+		// The client's credentials are replaced, its custom headers kept.
+		out = agent.WithoutCredentials(out)
+		if out == nil {
+			out = metadata.MD{}
+		}
 		out.Set("username", s.opts.DeviceUsername)
 		out.Set("password", s.opts.DevicePassword)
 	}

@@ -11,6 +11,7 @@ import (
 
 	gpb "github.com/openconfig/gnmi/proto/gnmi"
 	"github.com/openconfig/gnmi/proto/gnmi_ext"
+	spb "google.golang.org/genproto/googleapis/rpc/status"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
@@ -31,13 +32,43 @@ const ExtensionID = gnmi_ext.ExtensionID_EID_EXPERIMENTAL
 func (s *Server) Set(ctx context.Context, req *gpb.SetRequest) (*gpb.SetResponse, error) {
 	defer trace.StartRegion(ctx, "set").End()
 	resp, err := s.set(ctx, req)
-	if err == nil && !s.opts.AlwaysReplyExtension && !hasSidecarExtension(req) {
+	receipt := s.opts.AlwaysReplyExtension || hasSidecarExtension(req)
+	var r *refusal
+	switch {
+	case errors.As(err, &r) && receipt:
+		return nil, r.GRPCStatus().Err()
+	case r != nil:
+		// The device's refusal as the device made it: code, message and
+		// details, without the sidecar's receipt.
+		return nil, r.st.Err()
+	case err == nil && !receipt:
 		// The reply is the device's: the sidecar's receipt only for a
 		// client that asked for it (docs/extension.md).
 		resp.Extension = withoutSidecarExtension(resp.GetExtension())
 	}
 	return resp, err
 }
+
+// refusal is the error of a Set whose proposal did not take effect: st is
+// what the client is told (the device's code, message and details, as the
+// device sent them, or the sidecar's reason), and receipt the sidecar's
+// Response about the proposal. As an error (GRPCStatus) it carries the
+// receipt as its last status detail; Set keeps it only for a client that
+// asked for the sidecar's extension, or with Options.AlwaysReplyExtension.
+type refusal struct {
+	st      *status.Status
+	receipt *sidecarpb.Response
+}
+
+// GRPCStatus is st with the receipt as a last detail.
+func (r *refusal) GRPCStatus() *status.Status {
+	if withDetail, err := r.st.WithDetails(r.receipt); err == nil {
+		return withDetail
+	}
+	return r.st
+}
+
+func (r *refusal) Error() string { return r.GRPCStatus().Err().Error() }
 
 // hasSidecarExtension reports whether req carries the sidecar's extension
 // (an empty one asks for the receipt).
@@ -51,11 +82,10 @@ func hasSidecarExtension(req *gpb.SetRequest) bool {
 }
 
 func (s *Server) set(ctx context.Context, req *gpb.SetRequest) (*gpb.SetResponse, error) {
-	if !s.deviceAccount() {
-		// The change's device Set carries its client's credentials and
-		// custom metadata, as Get and Subscribe do (docs/security.md).
-		ctx = agent.WithCredentials(ctx, forwarded(ctx))
-	}
+	// The change's device Set carries its client's custom metadata, and
+	// its credentials unless the sidecar has a device account, as Get and
+	// Subscribe do (docs/security.md; the agent removes them).
+	ctx = agent.WithCredentials(ctx, forwarded(ctx))
 	ext, commit, err := RequestExtensions(req.GetExtension())
 	if err != nil {
 		return nil, err
@@ -361,10 +391,7 @@ func (s *Server) waitRollback(ctx context.Context, i uint64, sync, orFailed bool
 		st := status.Newf(codes.Code(e.GetCode()),
 			"the device refused the rollback of proposal %d: %s; the journal records it as rolled back and the paths the device refused as out of sync (gnmi-sidecar status; resolve them with gnmi-sidecar resolve)",
 			i, e.GetMessage())
-		if withDetail, err := st.WithDetails(rollbackResponse(p)); err == nil {
-			st = withDetail
-		}
-		return nil, st.Err()
+		return nil, &refusal{st: st, receipt: rollbackResponse(p)}
 	}
 	resp := &gpb.SetResponse{Timestamp: time.Now().UnixNano()}
 	r := rollbackResponse(p)
@@ -471,23 +498,19 @@ func (s *Server) waitError(ctx context.Context, i uint64, err error) error {
 	return JournalError(err)
 }
 
-// changeError is the error a finished change answers with: the device's
-// own code and message when it rejected the change, with the sidecar's
-// Response extension as a status detail.
+// changeError is the error a finished change answers with (a *refusal):
+// the device's own code, message and status details when it rejected the
+// change, as journaled, with the sidecar's Response as its receipt.
 func changeError(p *journal.Proposal) error {
 	if !journal.ChangeFailed(p) {
 		return nil
 	}
-	ch := p.GetChange()
-	code, msg := codes.Code(ch.GetError().GetCode()), ch.GetError().GetMessage()
-	if code == codes.OK {
-		code, msg = codes.Aborted, fmt.Sprintf("proposal %d was not applied", p.GetIndex())
+	e := p.GetChange().GetError()
+	st := status.FromProto(&spb.Status{Code: int32(e.GetCode()), Message: e.GetMessage(), Details: e.GetDetails()})
+	if st.Code() == codes.OK {
+		st = status.Newf(codes.Aborted, "proposal %d was not applied", p.GetIndex())
 	}
-	st := status.New(code, msg)
-	if withDetail, err := st.WithDetails(changeResponse(p)); err == nil {
-		st = withDetail
-	}
-	return st.Err()
+	return &refusal{st: st, receipt: changeResponse(p)}
 }
 
 // RequestExtensions returns the sidecar extension of a SetRequest's
@@ -567,7 +590,7 @@ func requestOps(req *gpb.SetRequest) ([]*journal.Op, error) {
 		if err != nil {
 			return nil, err
 		}
-		ops = append(ops, &journal.Op{Kind: journal.OpDelete, Path: full})
+		ops = append(ops, &journal.Op{Kind: journal.OpDelete, Path: full, OriginOnPath: originOnPath(prefix, p)})
 	}
 	for _, group := range []struct {
 		kind journal.OpKind
@@ -590,7 +613,7 @@ func requestOps(req *gpb.SetRequest) ([]*journal.Op, error) {
 			if err := checkJSON(u.GetVal()); err != nil {
 				return nil, status.Errorf(codes.InvalidArgument, "%s of %s: %v", group.name, gnmipath.Short(full), err)
 			}
-			ops = append(ops, &journal.Op{Kind: group.kind, Path: full,
+			ops = append(ops, &journal.Op{Kind: group.kind, Path: full, OriginOnPath: originOnPath(prefix, u.GetPath()),
 				Values: []*journal.Leaf{{Path: full, Value: u.GetVal()}}})
 		}
 	}

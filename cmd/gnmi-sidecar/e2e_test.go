@@ -22,6 +22,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/gnmi-sidecar/gnmi-sidecar/agent/trace"
+	"github.com/gnmi-sidecar/gnmi-sidecar/client"
 	"github.com/gnmi-sidecar/gnmi-sidecar/proxy/sidecarpb"
 	"github.com/gnmi-sidecar/gnmi-sidecar/sidecar/sidecartest"
 )
@@ -377,7 +378,9 @@ func TestBadInputRefused(t *testing.T) {
 	if status.Code(devErr) != codes.InvalidArgument {
 		t.Fatalf("the device itself answers %v to a string mtu; want InvalidArgument", devErr)
 	}
-	_, err = s.client.Set(ctx, badMTU)
+	// The sidecar's Response follows the device's details for a client
+	// that asked for the sidecar's extension (docs/extension.md, Errors).
+	_, err = s.client.Set(ctx, client.WithMode(proto.CloneOf(badMTU), sidecarpb.SetMode_SET_MODE_SYNC))
 	st := status.Convert(err)
 	if st.Code() != codes.InvalidArgument || st.Message() != status.Convert(devErr).Message() {
 		t.Fatalf("string mtu through the sidecar: %v\nwant the device's %v", err, devErr)

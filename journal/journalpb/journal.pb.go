@@ -15,6 +15,7 @@ import (
 	gnmi "github.com/openconfig/gnmi/proto/gnmi"
 	protoreflect "google.golang.org/protobuf/reflect/protoreflect"
 	protoimpl "google.golang.org/protobuf/runtime/protoimpl"
+	anypb "google.golang.org/protobuf/types/known/anypb"
 	timestamppb "google.golang.org/protobuf/types/known/timestamppb"
 	reflect "reflect"
 	sync "sync"
@@ -513,8 +514,12 @@ type Op struct {
 	// list entries on its path: what scalar values decompose into, kept once
 	// (units is then empty).
 	UnitsAreValues bool `protobuf:"varint,6,opt,name=units_are_values,json=unitsAreValues,proto3" json:"units_are_values,omitempty"`
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	// The client's path carried the origin itself, the same as its prefix's
+	// (path holds it once, joined): the change's device Set sends it on the
+	// path too, as the client did.
+	OriginOnPath  bool `protobuf:"varint,7,opt,name=origin_on_path,json=originOnPath,proto3" json:"origin_on_path,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Op) Reset() {
@@ -585,6 +590,13 @@ func (x *Op) GetImpliedDeletes() []*gnmi.Path {
 func (x *Op) GetUnitsAreValues() bool {
 	if x != nil {
 		return x.UnitsAreValues
+	}
+	return false
+}
+
+func (x *Op) GetOriginOnPath() bool {
+	if x != nil {
+		return x.OriginOnPath
 	}
 	return false
 }
@@ -676,8 +688,11 @@ func (x *PathValue) GetUnknown() bool {
 type Error struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// A google.golang.org/grpc/codes.Code.
-	Code          uint32 `protobuf:"varint,1,opt,name=code,proto3" json:"code,omitempty"`
-	Message       string `protobuf:"bytes,2,opt,name=message,proto3" json:"message,omitempty"`
+	Code    uint32 `protobuf:"varint,1,opt,name=code,proto3" json:"code,omitempty"`
+	Message string `protobuf:"bytes,2,opt,name=message,proto3" json:"message,omitempty"`
+	// The details of the device's status (google.rpc.Status.details), as it
+	// sent them: a client refused for this error gets them unchanged.
+	Details       []*anypb.Any `protobuf:"bytes,3,rep,name=details,proto3" json:"details,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -724,6 +739,13 @@ func (x *Error) GetMessage() string {
 		return x.Message
 	}
 	return ""
+}
+
+func (x *Error) GetDetails() []*anypb.Any {
+	if x != nil {
+		return x.Details
+	}
+	return nil
 }
 
 type Change struct {
@@ -2305,7 +2327,7 @@ var File_journal_journalpb_journal_proto protoreflect.FileDescriptor
 
 const file_journal_journalpb_journal_proto_rawDesc = "" +
 	"\n" +
-	"\x1fjournal/journalpb/journal.proto\x12\x16gnmisidecar.journal.v1\x1a0github.com/openconfig/gnmi/proto/gnmi/gnmi.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\x1e\n" +
+	"\x1fjournal/journalpb/journal.proto\x12\x16gnmisidecar.journal.v1\x1a0github.com/openconfig/gnmi/proto/gnmi/gnmi.proto\x1a\x19google/protobuf/any.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\x1e\n" +
 	"\x04Meta\x12\x16\n" +
 	"\x06format\x18\x01 \x01(\rR\x06format\">\n" +
 	"\bListKeys\x12\x1e\n" +
@@ -2315,7 +2337,7 @@ const file_journal_journalpb_journal_proto_rawDesc = "" +
 	"\x04Leaf\x12\x1e\n" +
 	"\x04path\x18\x01 \x01(\v2\n" +
 	".gnmi.PathR\x04path\x12&\n" +
-	"\x05value\x18\x02 \x01(\v2\x10.gnmi.TypedValueR\x05value\"\xa1\x02\n" +
+	"\x05value\x18\x02 \x01(\v2\x10.gnmi.TypedValueR\x05value\"\xc7\x02\n" +
 	"\x02Op\x122\n" +
 	"\x04kind\x18\x01 \x01(\x0e2\x1e.gnmisidecar.journal.v1.OpKindR\x04kind\x12\x1e\n" +
 	"\x04path\x18\x02 \x01(\v2\n" +
@@ -2324,17 +2346,19 @@ const file_journal_journalpb_journal_proto_rawDesc = "" +
 	"\x05units\x18\x04 \x03(\v2\x1c.gnmisidecar.journal.v1.LeafR\x05units\x123\n" +
 	"\x0fimplied_deletes\x18\x05 \x03(\v2\n" +
 	".gnmi.PathR\x0eimpliedDeletes\x12(\n" +
-	"\x10units_are_values\x18\x06 \x01(\bR\x0eunitsAreValues\"\x9d\x01\n" +
+	"\x10units_are_values\x18\x06 \x01(\bR\x0eunitsAreValues\x12$\n" +
+	"\x0eorigin_on_path\x18\a \x01(\bR\foriginOnPath\"\x9d\x01\n" +
 	"\tPathValue\x12\x1e\n" +
 	"\x04path\x18\x01 \x01(\v2\n" +
 	".gnmi.PathR\x04path\x12\x14\n" +
 	"\x05index\x18\x02 \x01(\x04R\x05index\x12\x18\n" +
 	"\adeleted\x18\x03 \x01(\bR\adeleted\x12&\n" +
 	"\x05value\x18\x04 \x01(\v2\x10.gnmi.TypedValueR\x05value\x12\x18\n" +
-	"\aunknown\x18\x05 \x01(\bR\aunknown\"5\n" +
+	"\aunknown\x18\x05 \x01(\bR\aunknown\"e\n" +
 	"\x05Error\x12\x12\n" +
 	"\x04code\x18\x01 \x01(\rR\x04code\x12\x18\n" +
-	"\amessage\x18\x02 \x01(\tR\amessage\"\x80\b\n" +
+	"\amessage\x18\x02 \x01(\tR\amessage\x12.\n" +
+	"\adetails\x18\x03 \x03(\v2\x14.google.protobuf.AnyR\adetails\"\x80\b\n" +
 	"\x06Change\x12,\n" +
 	"\x03ops\x18\x01 \x03(\v2\x1a.gnmisidecar.journal.v1.OpR\x03ops\x129\n" +
 	"\x06values\x18\x02 \x03(\v2!.gnmisidecar.journal.v1.PathValueR\x06values\x126\n" +
@@ -2558,7 +2582,8 @@ var file_journal_journalpb_journal_proto_goTypes = []any{
 	(*HistoryDelta)(nil),          // 27: gnmisidecar.journal.v1.HistoryDelta
 	(*gnmi.Path)(nil),             // 28: gnmi.Path
 	(*gnmi.TypedValue)(nil),       // 29: gnmi.TypedValue
-	(*timestamppb.Timestamp)(nil), // 30: google.protobuf.Timestamp
+	(*anypb.Any)(nil),             // 30: google.protobuf.Any
+	(*timestamppb.Timestamp)(nil), // 31: google.protobuf.Timestamp
 }
 var file_journal_journalpb_journal_proto_depIdxs = []int32{
 	28, // 0: gnmisidecar.journal.v1.ListKeys.list:type_name -> gnmi.Path
@@ -2571,64 +2596,65 @@ var file_journal_journalpb_journal_proto_depIdxs = []int32{
 	28, // 7: gnmisidecar.journal.v1.Op.implied_deletes:type_name -> gnmi.Path
 	28, // 8: gnmisidecar.journal.v1.PathValue.path:type_name -> gnmi.Path
 	29, // 9: gnmisidecar.journal.v1.PathValue.value:type_name -> gnmi.TypedValue
-	8,  // 10: gnmisidecar.journal.v1.Change.ops:type_name -> gnmisidecar.journal.v1.Op
-	9,  // 11: gnmisidecar.journal.v1.Change.values:type_name -> gnmisidecar.journal.v1.PathValue
-	0,  // 12: gnmisidecar.journal.v1.Change.commit:type_name -> gnmisidecar.journal.v1.Status
-	0,  // 13: gnmisidecar.journal.v1.Change.apply:type_name -> gnmisidecar.journal.v1.Status
-	30, // 14: gnmisidecar.journal.v1.Change.proposed:type_name -> google.protobuf.Timestamp
-	30, // 15: gnmisidecar.journal.v1.Change.committed:type_name -> google.protobuf.Timestamp
-	30, // 16: gnmisidecar.journal.v1.Change.apply_started:type_name -> google.protobuf.Timestamp
-	30, // 17: gnmisidecar.journal.v1.Change.applied:type_name -> google.protobuf.Timestamp
-	10, // 18: gnmisidecar.journal.v1.Change.error:type_name -> gnmisidecar.journal.v1.Error
-	12, // 19: gnmisidecar.journal.v1.Change.restores:type_name -> gnmisidecar.journal.v1.Restore
-	28, // 20: gnmisidecar.journal.v1.Change.prefix:type_name -> gnmi.Path
-	8,  // 21: gnmisidecar.journal.v1.Change.device_reads:type_name -> gnmisidecar.journal.v1.Op
-	28, // 22: gnmisidecar.journal.v1.Change.read_scopes:type_name -> gnmi.Path
-	28, // 23: gnmisidecar.journal.v1.Change.unread:type_name -> gnmi.Path
-	30, // 24: gnmisidecar.journal.v1.Tag.time:type_name -> google.protobuf.Timestamp
-	30, // 25: gnmisidecar.journal.v1.Tag.created:type_name -> google.protobuf.Timestamp
-	9,  // 26: gnmisidecar.journal.v1.Rollback.values:type_name -> gnmisidecar.journal.v1.PathValue
-	0,  // 27: gnmisidecar.journal.v1.Rollback.commit:type_name -> gnmisidecar.journal.v1.Status
-	0,  // 28: gnmisidecar.journal.v1.Rollback.apply:type_name -> gnmisidecar.journal.v1.Status
-	30, // 29: gnmisidecar.journal.v1.Rollback.proposed:type_name -> google.protobuf.Timestamp
-	30, // 30: gnmisidecar.journal.v1.Rollback.committed:type_name -> google.protobuf.Timestamp
-	30, // 31: gnmisidecar.journal.v1.Rollback.apply_started:type_name -> google.protobuf.Timestamp
-	30, // 32: gnmisidecar.journal.v1.Rollback.applied:type_name -> google.protobuf.Timestamp
-	10, // 33: gnmisidecar.journal.v1.Rollback.error:type_name -> gnmisidecar.journal.v1.Error
-	1,  // 34: gnmisidecar.journal.v1.Proposal.phase:type_name -> gnmisidecar.journal.v1.Phase
-	11, // 35: gnmisidecar.journal.v1.Proposal.change:type_name -> gnmisidecar.journal.v1.Change
-	14, // 36: gnmisidecar.journal.v1.Proposal.rollback:type_name -> gnmisidecar.journal.v1.Rollback
-	1,  // 37: gnmisidecar.journal.v1.ProposalStatus.phase:type_name -> gnmisidecar.journal.v1.Phase
-	17, // 38: gnmisidecar.journal.v1.ProposalStatus.change:type_name -> gnmisidecar.journal.v1.ChangeStatus
-	18, // 39: gnmisidecar.journal.v1.ProposalStatus.rollback:type_name -> gnmisidecar.journal.v1.StepStatus
-	0,  // 40: gnmisidecar.journal.v1.ChangeStatus.commit:type_name -> gnmisidecar.journal.v1.Status
-	0,  // 41: gnmisidecar.journal.v1.ChangeStatus.apply:type_name -> gnmisidecar.journal.v1.Status
-	0,  // 42: gnmisidecar.journal.v1.StepStatus.commit:type_name -> gnmisidecar.journal.v1.Status
-	0,  // 43: gnmisidecar.journal.v1.StepStatus.apply:type_name -> gnmisidecar.journal.v1.Status
-	19, // 44: gnmisidecar.journal.v1.Configuration.committed:type_name -> gnmisidecar.journal.v1.Committed
-	20, // 45: gnmisidecar.journal.v1.Configuration.applied:type_name -> gnmisidecar.journal.v1.Applied
-	0,  // 46: gnmisidecar.journal.v1.Configuration.status:type_name -> gnmisidecar.journal.v1.Status
-	30, // 47: gnmisidecar.journal.v1.Configuration.history_floor:type_name -> google.protobuf.Timestamp
-	30, // 48: gnmisidecar.journal.v1.Configuration.history_time:type_name -> google.protobuf.Timestamp
-	30, // 49: gnmisidecar.journal.v1.Resolution.time:type_name -> google.protobuf.Timestamp
-	28, // 50: gnmisidecar.journal.v1.Resolution.settled:type_name -> gnmi.Path
-	28, // 51: gnmisidecar.journal.v1.Resolution.still_out_of_sync:type_name -> gnmi.Path
-	9,  // 52: gnmisidecar.journal.v1.OutOfSync.value:type_name -> gnmisidecar.journal.v1.PathValue
-	4,  // 53: gnmisidecar.journal.v1.OutOfSync.cause:type_name -> gnmisidecar.journal.v1.OutOfSyncCause
-	10, // 54: gnmisidecar.journal.v1.OutOfSync.error:type_name -> gnmisidecar.journal.v1.Error
-	30, // 55: gnmisidecar.journal.v1.OutOfSync.since:type_name -> google.protobuf.Timestamp
-	30, // 56: gnmisidecar.journal.v1.CommitConfirm.deadline:type_name -> google.protobuf.Timestamp
-	30, // 57: gnmisidecar.journal.v1.CommitConfirm.started:type_name -> google.protobuf.Timestamp
-	9,  // 58: gnmisidecar.journal.v1.HistoryEntry.before:type_name -> gnmisidecar.journal.v1.PathValue
-	9,  // 59: gnmisidecar.journal.v1.HistoryEntry.after:type_name -> gnmisidecar.journal.v1.PathValue
-	30, // 60: gnmisidecar.journal.v1.HistoryDelta.time:type_name -> google.protobuf.Timestamp
-	3,  // 61: gnmisidecar.journal.v1.HistoryDelta.kind:type_name -> gnmisidecar.journal.v1.HistoryKind
-	26, // 62: gnmisidecar.journal.v1.HistoryDelta.entries:type_name -> gnmisidecar.journal.v1.HistoryEntry
-	63, // [63:63] is the sub-list for method output_type
-	63, // [63:63] is the sub-list for method input_type
-	63, // [63:63] is the sub-list for extension type_name
-	63, // [63:63] is the sub-list for extension extendee
-	0,  // [0:63] is the sub-list for field type_name
+	30, // 10: gnmisidecar.journal.v1.Error.details:type_name -> google.protobuf.Any
+	8,  // 11: gnmisidecar.journal.v1.Change.ops:type_name -> gnmisidecar.journal.v1.Op
+	9,  // 12: gnmisidecar.journal.v1.Change.values:type_name -> gnmisidecar.journal.v1.PathValue
+	0,  // 13: gnmisidecar.journal.v1.Change.commit:type_name -> gnmisidecar.journal.v1.Status
+	0,  // 14: gnmisidecar.journal.v1.Change.apply:type_name -> gnmisidecar.journal.v1.Status
+	31, // 15: gnmisidecar.journal.v1.Change.proposed:type_name -> google.protobuf.Timestamp
+	31, // 16: gnmisidecar.journal.v1.Change.committed:type_name -> google.protobuf.Timestamp
+	31, // 17: gnmisidecar.journal.v1.Change.apply_started:type_name -> google.protobuf.Timestamp
+	31, // 18: gnmisidecar.journal.v1.Change.applied:type_name -> google.protobuf.Timestamp
+	10, // 19: gnmisidecar.journal.v1.Change.error:type_name -> gnmisidecar.journal.v1.Error
+	12, // 20: gnmisidecar.journal.v1.Change.restores:type_name -> gnmisidecar.journal.v1.Restore
+	28, // 21: gnmisidecar.journal.v1.Change.prefix:type_name -> gnmi.Path
+	8,  // 22: gnmisidecar.journal.v1.Change.device_reads:type_name -> gnmisidecar.journal.v1.Op
+	28, // 23: gnmisidecar.journal.v1.Change.read_scopes:type_name -> gnmi.Path
+	28, // 24: gnmisidecar.journal.v1.Change.unread:type_name -> gnmi.Path
+	31, // 25: gnmisidecar.journal.v1.Tag.time:type_name -> google.protobuf.Timestamp
+	31, // 26: gnmisidecar.journal.v1.Tag.created:type_name -> google.protobuf.Timestamp
+	9,  // 27: gnmisidecar.journal.v1.Rollback.values:type_name -> gnmisidecar.journal.v1.PathValue
+	0,  // 28: gnmisidecar.journal.v1.Rollback.commit:type_name -> gnmisidecar.journal.v1.Status
+	0,  // 29: gnmisidecar.journal.v1.Rollback.apply:type_name -> gnmisidecar.journal.v1.Status
+	31, // 30: gnmisidecar.journal.v1.Rollback.proposed:type_name -> google.protobuf.Timestamp
+	31, // 31: gnmisidecar.journal.v1.Rollback.committed:type_name -> google.protobuf.Timestamp
+	31, // 32: gnmisidecar.journal.v1.Rollback.apply_started:type_name -> google.protobuf.Timestamp
+	31, // 33: gnmisidecar.journal.v1.Rollback.applied:type_name -> google.protobuf.Timestamp
+	10, // 34: gnmisidecar.journal.v1.Rollback.error:type_name -> gnmisidecar.journal.v1.Error
+	1,  // 35: gnmisidecar.journal.v1.Proposal.phase:type_name -> gnmisidecar.journal.v1.Phase
+	11, // 36: gnmisidecar.journal.v1.Proposal.change:type_name -> gnmisidecar.journal.v1.Change
+	14, // 37: gnmisidecar.journal.v1.Proposal.rollback:type_name -> gnmisidecar.journal.v1.Rollback
+	1,  // 38: gnmisidecar.journal.v1.ProposalStatus.phase:type_name -> gnmisidecar.journal.v1.Phase
+	17, // 39: gnmisidecar.journal.v1.ProposalStatus.change:type_name -> gnmisidecar.journal.v1.ChangeStatus
+	18, // 40: gnmisidecar.journal.v1.ProposalStatus.rollback:type_name -> gnmisidecar.journal.v1.StepStatus
+	0,  // 41: gnmisidecar.journal.v1.ChangeStatus.commit:type_name -> gnmisidecar.journal.v1.Status
+	0,  // 42: gnmisidecar.journal.v1.ChangeStatus.apply:type_name -> gnmisidecar.journal.v1.Status
+	0,  // 43: gnmisidecar.journal.v1.StepStatus.commit:type_name -> gnmisidecar.journal.v1.Status
+	0,  // 44: gnmisidecar.journal.v1.StepStatus.apply:type_name -> gnmisidecar.journal.v1.Status
+	19, // 45: gnmisidecar.journal.v1.Configuration.committed:type_name -> gnmisidecar.journal.v1.Committed
+	20, // 46: gnmisidecar.journal.v1.Configuration.applied:type_name -> gnmisidecar.journal.v1.Applied
+	0,  // 47: gnmisidecar.journal.v1.Configuration.status:type_name -> gnmisidecar.journal.v1.Status
+	31, // 48: gnmisidecar.journal.v1.Configuration.history_floor:type_name -> google.protobuf.Timestamp
+	31, // 49: gnmisidecar.journal.v1.Configuration.history_time:type_name -> google.protobuf.Timestamp
+	31, // 50: gnmisidecar.journal.v1.Resolution.time:type_name -> google.protobuf.Timestamp
+	28, // 51: gnmisidecar.journal.v1.Resolution.settled:type_name -> gnmi.Path
+	28, // 52: gnmisidecar.journal.v1.Resolution.still_out_of_sync:type_name -> gnmi.Path
+	9,  // 53: gnmisidecar.journal.v1.OutOfSync.value:type_name -> gnmisidecar.journal.v1.PathValue
+	4,  // 54: gnmisidecar.journal.v1.OutOfSync.cause:type_name -> gnmisidecar.journal.v1.OutOfSyncCause
+	10, // 55: gnmisidecar.journal.v1.OutOfSync.error:type_name -> gnmisidecar.journal.v1.Error
+	31, // 56: gnmisidecar.journal.v1.OutOfSync.since:type_name -> google.protobuf.Timestamp
+	31, // 57: gnmisidecar.journal.v1.CommitConfirm.deadline:type_name -> google.protobuf.Timestamp
+	31, // 58: gnmisidecar.journal.v1.CommitConfirm.started:type_name -> google.protobuf.Timestamp
+	9,  // 59: gnmisidecar.journal.v1.HistoryEntry.before:type_name -> gnmisidecar.journal.v1.PathValue
+	9,  // 60: gnmisidecar.journal.v1.HistoryEntry.after:type_name -> gnmisidecar.journal.v1.PathValue
+	31, // 61: gnmisidecar.journal.v1.HistoryDelta.time:type_name -> google.protobuf.Timestamp
+	3,  // 62: gnmisidecar.journal.v1.HistoryDelta.kind:type_name -> gnmisidecar.journal.v1.HistoryKind
+	26, // 63: gnmisidecar.journal.v1.HistoryDelta.entries:type_name -> gnmisidecar.journal.v1.HistoryEntry
+	64, // [64:64] is the sub-list for method output_type
+	64, // [64:64] is the sub-list for method input_type
+	64, // [64:64] is the sub-list for extension type_name
+	64, // [64:64] is the sub-list for extension extendee
+	0,  // [0:64] is the sub-list for field type_name
 }
 
 func init() { file_journal_journalpb_journal_proto_init() }
