@@ -223,6 +223,9 @@ func TestSetFaultsAtPath(t *testing.T) {
 			}
 			for k, tr := range tt.tries {
 				v := fmt.Sprintf("try %d", k)
+				// Before the deadline and the cancel are armed: took is at
+				// least either.
+				start := time.Now()
 				ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 				if tr.deadline > 0 {
 					ctx, cancel = context.WithTimeout(context.Background(), tr.deadline)
@@ -230,7 +233,6 @@ func TestSetFaultsAtPath(t *testing.T) {
 				if tr.cancel > 0 {
 					time.AfterFunc(tr.cancel, cancel)
 				}
-				start := time.Now()
 				_, err := c.Set(ctx, tr.req(t, v))
 				took := time.Since(start)
 				cancel()
