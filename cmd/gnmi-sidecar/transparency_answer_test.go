@@ -100,6 +100,12 @@ func TestTransparencyDeviceAnswer(t *testing.T) {
 		{name: "Sets of concurrent clients batched: each reply carries the device's timestamp",
 			expect:   "each client the same answer as directly, with a timestamp the device stamped on the Set through the sidecar, fewer device Sets than clients",
 			answered: func(t *testing.T, h *transHarness) error { return batchedReplies(t, h, front) }},
+		{name: "deadline seen by the device",
+			expect:   "a Set with a 2 s deadline answered OK both ways, the device seeing about 2 s left directly and, through the sidecar, at most the client's 2 s and at least 1.5 s (its remaining deadline less the sidecar's margin)",
+			answered: func(t *testing.T, h *transHarness) error { return deadlineSeen(t, h, front) }},
+		{name: "cancel reaches the device",
+			expect:   "a client cancelling after 1 s a Set the device takes 3 s for gets Canceled both ways, the device's Set context cancelled and its value not applied",
+			answered: func(t *testing.T, h *transHarness) error { return cancelReaches(t, h, dev) }},
 	}
 	for _, r := range rows {
 		t.Run(r.name, func(t *testing.T) {
@@ -174,10 +180,126 @@ func batchedReplies(t *testing.T, h *transHarness, front *frontDevice) error {
 	return nil
 }
 
+// deadlineSeen sends a Set with a 2 s deadline directly, then through the
+// sidecar, and checks the time left the device saw (the front records it
+// on arrival): directly about the client's 2 s; through the sidecar the
+// client's remaining deadline less the sidecar's margin (docs/agent.md,
+// "Deadlines and cancel"): at most 2 s, at least 1.5 s. Both answers must
+// be OK and the same (but for the timestamp).
+func deadlineSeen(t *testing.T, h *transHarness, front *frontDevice) error {
+	const deadline, floor = 2 * time.Second, 1500 * time.Millisecond
+	req := &gpb.SetRequest{Update: []*gpb.Update{{Path: &gpb.Path{Elem: []*gpb.PathElem{{Name: "system"}, {Name: "config"}, {Name: "hostname"}}},
+		Val: &gpb.TypedValue{Value: &gpb.TypedValue_StringVal{StringVal: "deadline"}}}}}
+	send := func(c gpb.GNMIClient, direct bool) (*gpb.SetResponse, time.Duration, error) {
+		mark := h.mark()
+		ctx, cancel := context.WithTimeout(metadata.AppendToOutgoingContext(context.Background(), callMarker, mark), deadline)
+		defer cancel()
+		if direct {
+			ctx = h.creds(ctx)
+		}
+		resp, err := c.Set(ctx, req)
+		if err != nil {
+			return nil, 0, err
+		}
+		left, has, ok := front.deadlineSeen(mark)
+		switch {
+		case !ok:
+			return nil, 0, fmt.Errorf("the device received no Set marked %s", mark)
+		case !has:
+			return nil, 0, errors.New("the device's Set had no deadline")
+		}
+		return resp, left, nil
+	}
+	var out []string
+	dResp, dLeft, err := send(h.direct, true)
+	if err != nil {
+		return fmt.Errorf("directly: %w", err)
+	}
+	if dLeft > deadline || dLeft < floor {
+		out = append(out, fmt.Sprintf("directly, the device saw %v left; want about %v", dLeft, deadline))
+	}
+	sResp, sLeft, err := send(h.sidecar, false)
+	if err != nil {
+		return fmt.Errorf("through the sidecar: %w", err)
+	}
+	if sLeft > deadline || sLeft < floor {
+		out = append(out, fmt.Sprintf("through the sidecar, the device saw %v left; want at most %v and at least %v", sLeft, deadline, floor))
+	}
+	t.Logf("time left the device saw: directly %v, through the sidecar %v", dLeft.Round(time.Millisecond), sLeft.Round(time.Millisecond))
+	maskOrderAndTime(dResp)
+	maskOrderAndTime(sResp)
+	if err := protoDiff(dResp, sResp); err != nil {
+		out = append(out, fmt.Sprintf("reply differs from the direct one: %v", err))
+	}
+	if len(out) > 0 {
+		return errors.New(strings.Join(out, "\n"))
+	}
+	return nil
+}
+
+// cancelReaches sends a Set the device takes 3 s for (an injected delay at
+// its path) and cancels it after 1 s, directly, then through the sidecar:
+// each time the client gets Canceled, and the device's Set log shows that
+// Set's context cancelled and its value not applied.
+func cancelReaches(t *testing.T, h *transHarness, dev *testbed.Device) error {
+	const at = "/interfaces/interface[name=eth0]/config/description"
+	var out []string
+	for _, way := range []struct {
+		name   string
+		client gpb.GNMIClient
+		direct bool
+	}{{"directly", h.direct, true}, {"through the sidecar", h.sidecar, false}} {
+		value := "cancelled " + way.name
+		if err := dev.DelayNextSetsAt(at, 3*time.Second, 1); err != nil {
+			return err
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		if way.direct {
+			ctx = h.creds(ctx)
+		}
+		time.AfterFunc(time.Second, cancel) // the scenario: the client gives up after 1 s
+		start := time.Now()
+		_, err := way.client.Set(ctx, &gpb.SetRequest{Update: []*gpb.Update{{Path: descPath("eth0"), Val: strVal(value)}}})
+		took := time.Since(start)
+		cancel()
+		if status.Code(err) != codes.Canceled {
+			out = append(out, fmt.Sprintf("%s, the cancelling client got %v after %v; want Canceled", way.name, err, took.Round(time.Millisecond)))
+		}
+		var recs []testbed.SetRecord
+		poll(t, 10*time.Second, "the device to answer the Set "+way.name, func() (bool, string) {
+			recs = carrying(dev.SetLog(), value)
+			if len(recs) == 0 {
+				return false, "no Set carrying " + value
+			}
+			for _, r := range recs {
+				if !r.Answered {
+					return false, "unanswered:" + describe(recs)
+				}
+			}
+			return true, ""
+		})
+		if len(recs) != 1 || !recs[0].Cancelled || recs[0].CtxErr != context.Canceled.Error() || recs[0].Applied {
+			out = append(out, fmt.Sprintf("%s, the device's record of the cancelled Set: want one, its context cancelled, not applied:%s", way.name, describe(recs)))
+		}
+		leaves, lerr := dev.ConfigLeaves()
+		if lerr != nil {
+			return lerr
+		}
+		if leaves[at].GetStringVal() == value {
+			out = append(out, fmt.Sprintf("%s, the cancelled Set's value is on the device", way.name))
+		}
+		t.Logf("%s: client %v after %v; the device:%s", way.name, status.Code(err), took.Round(time.Millisecond), describe(recs))
+	}
+	if len(out) > 0 {
+		return errors.New(strings.Join(out, "\n"))
+	}
+	return nil
+}
+
 // frontDevice is a gNMI server in front of a simulated device (see
 // TestTransparencyDeviceAnswer): Capabilities, Get and Subscribe pass
-// through, a Set is recorded (its request, and its metadata without the
-// transport's), refused with BadRequest details if it writes refuse, else
+// through, a Set is recorded (its request, its metadata without the
+// transport's, and the time its context had left), refused with BadRequest details if it writes refuse, else
 // passed through after the Set delay, its answer's timestamp recorded.
 type frontDevice struct {
 	gpb.UnimplementedGNMIServer
@@ -187,8 +309,8 @@ type frontDevice struct {
 
 	mu     sync.Mutex
 	delay  time.Duration
-	sets   []deviceView // every Set received, in order
-	stamps []int64      // the timestamps of the Sets passed through, in order
+	sets   []frontSet // every Set received, in order
+	stamps []int64    // the timestamps of the Sets passed through, in order
 }
 
 func newFrontDevice(t *testing.T, devAddr string) *frontDevice {
@@ -229,6 +351,29 @@ func (f *frontDevice) stampsSince(n int) []int64 {
 	return slices.Clone(f.stamps[n:])
 }
 
+// frontSet is the front's record of one Set: the device's view, and the
+// time its incoming context had left when it arrived (hasDeadline false:
+// none).
+type frontSet struct {
+	deviceView
+	hasDeadline bool
+	left        time.Duration
+}
+
+// deadlineSeen returns the time left of the Set marked mark when it
+// reached the front (ok false if no such Set arrived; has false if it had
+// no deadline).
+func (f *frontDevice) deadlineSeen(mark string) (left time.Duration, has, ok bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, s := range slices.Backward(f.sets) {
+		if got := s.md[callMarker]; len(got) == 1 && got[0] == mark {
+			return s.left, s.hasDeadline, true
+		}
+	}
+	return 0, false, false
+}
+
 // view is transHarness.view: the last Set if it is the call marked mark.
 func (f *frontDevice) view(rpc, mark string) *deviceView {
 	f.mu.Lock()
@@ -267,6 +412,10 @@ func (f *frontDevice) Get(ctx context.Context, req *gpb.GetRequest) (*gpb.GetRes
 }
 
 func (f *frontDevice) Set(ctx context.Context, req *gpb.SetRequest) (*gpb.SetResponse, error) {
+	rec := frontSet{}
+	if dl, ok := ctx.Deadline(); ok {
+		rec.hasDeadline, rec.left = true, time.Until(dl)
+	}
 	in, _ := metadata.FromIncomingContext(ctx)
 	md := map[string][]string{}
 	for k, v := range in {
@@ -275,7 +424,8 @@ func (f *frontDevice) Set(ctx context.Context, req *gpb.SetRequest) (*gpb.SetRes
 		}
 	}
 	f.mu.Lock()
-	f.sets = append(f.sets, deviceView{req: proto.Clone(req), md: md})
+	rec.deviceView = deviceView{req: proto.Clone(req), md: md}
+	f.sets = append(f.sets, rec)
 	delay := f.delay
 	f.mu.Unlock()
 	for _, u := range slices.Concat(req.GetReplace(), req.GetUpdate()) {
