@@ -20,6 +20,10 @@ func ParseCode(s string) (codes.Code, error) {
 	if n, err := strconv.ParseUint(s, 10, 32); err == nil && n <= uint64(codes.Unauthenticated) {
 		return codes.Code(n), nil
 	}
+	var c codes.Code
+	if err := c.UnmarshalJSON([]byte(strconv.Quote(strings.ToUpper(s)))); err == nil {
+		return c, nil // the canonical names: CANCELLED, DEADLINE_EXCEEDED
+	}
 	want := strings.ReplaceAll(strings.ToUpper(s), "_", "")
 	for c := codes.OK; c <= codes.Unauthenticated; c++ {
 		if strings.ToUpper(c.String()) == want {
