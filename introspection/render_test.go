@@ -284,7 +284,7 @@ func TestSchemaMatchesRenderer(t *testing.T) {
 	var leaves []treeLeaf
 	leaves = append(leaves, configurationLeaves(&journal.Configuration{Status: journal.StatusComplete, RollingBack: 2, HistoryFloor: stamp(1), BaselineIndex: 3})...)
 	leaves = append(leaves, deviceLeaves("a", agent.Status{Connected: true, Term: 1, LastRepush: fixtureTime, LastError: "e",
-		Fenced: true, FencedBy: "f"})...)
+		Fenced: true, FencedBy: "f", Retrying: &agent.Retrying{Proposal: 4, Attempts: 2, Since: fixtureTime}})...)
 	leaves = append(leaves, commitConfirmLeaves(&journal.CommitConfirm{Id: "c", Started: stamp(1), Deadline: stamp(2)})...)
 	leaves = append(leaves, proposalLeaves(p)...)
 	leaves = append(leaves, resolutionLeaves([]*journal.Resolution{{Seq: 1, Time: stamp(1), Author: "alice", Action: "SKIP",
