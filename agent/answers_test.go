@@ -142,6 +142,33 @@ func TestHungSetIsReadBackNotResent(t *testing.T) {
 	r.verify()
 }
 
+// A Set whose answer is in doubt but that the device applied (the answer
+// was lost after the commit) is recorded applied from the read back, and
+// not sent again.
+func TestInDoubtSetAppliedIsRecordedApplied(t *testing.T) {
+	for _, code := range []codes.Code{codes.Unavailable, codes.DeadlineExceeded} {
+		t.Run(code.String(), func(t *testing.T) {
+			r := newRig(t, testbed.Options{}, agent.Options{})
+			r.waitQuiescent()
+			sets := r.dev.SetCount()
+			if err := r.dev.ArmSetFault(testbed.SetFault{Path: descPath("eth0"), Times: 1, AnswerLost: code}); err != nil {
+				t.Fatal(err)
+			}
+			i := r.propose(updateOp(t, descPath("eth0"), str("applied")))
+			p := r.waitApplied(i)
+			if got := p.GetChange().GetApply(); got != journal.StatusComplete {
+				t.Fatalf("apply = %v (%v), want COMPLETE (read back: applied)", got, p.GetChange().GetError())
+			}
+			if n := r.dev.SetCount() - sets; n != 1 {
+				t.Errorf("the device received the Set %d times, want once", n)
+			}
+			wantLeaf(t, r, descPath("eth0"), str("applied"))
+			r.waitQuiescent()
+			r.verify()
+		})
+	}
+}
+
 // A lost connection is not an answer: the device cannot be read back on
 // it, the session ends, and the next one re-pushes and sends the change.
 func TestLostConnectionResendsOnNextSession(t *testing.T) {

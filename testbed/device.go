@@ -412,6 +412,11 @@ type SetFault struct {
 	// FieldViolation names Path, as devices that say which value they
 	// refuse do.
 	Details bool
+	// AnswerLost, unless OK, applies a matching Set and then answers it
+	// with this code instead of OK: an answer lost on its way back (a
+	// timeout, a connection that broke after the commit), which leaves
+	// its client in doubt.
+	AnswerLost codes.Code
 }
 
 // pathFault is an armed SetFault.
@@ -434,8 +439,8 @@ func (d *Device) ArmSetFault(f SetFault) error {
 	if f.Times < 0 || f.Delay < 0 {
 		return fmt.Errorf("set fault at %q: negative times or delay", f.Path)
 	}
-	if f.Delay == 0 && !f.Hang && f.Code == codes.OK {
-		return fmt.Errorf("set fault at %q: no delay, no hang and no code: it would do nothing", f.Path)
+	if f.Delay == 0 && !f.Hang && f.Code == codes.OK && f.AnswerLost == codes.OK {
+		return fmt.Errorf("set fault at %q: no delay, no hang, no code and no lost answer: it would do nothing", f.Path)
 	}
 	p := &gpb.Path{}
 	if f.Path != "/" {

@@ -195,7 +195,8 @@ func (s *gnmiServer) Set(ctx context.Context, req *gpb.SetRequest) (*gpb.SetResp
 	if err := d.refused(ctx, ops); err != nil {
 		return nil, err
 	}
-	if err := d.injectPathFaults(ctx, ops); err != nil {
+	lost, err := d.injectPathFaults(ctx, ops)
+	if err != nil {
 		return nil, err
 	}
 
@@ -234,6 +235,10 @@ func (s *gnmiServer) Set(ctx context.Context, req *gpb.SetRequest) (*gpb.SetResp
 	d.noteApplied(ctx)
 
 	d.log.Debug("set applied", "ops", len(results))
+	if lost != codes.OK {
+		d.noteFault(ctx, "answer lost: "+codeName(lost))
+		return nil, status.Errorf(lost, "answer lost after the set was applied (injected fault, %v)", lost)
+	}
 	return &gpb.SetResponse{Prefix: req.GetPrefix(), Response: results, Timestamp: ts, Extension: d.echoed(req.GetExtension())}, nil
 }
 
@@ -380,12 +385,13 @@ func sleepCtx(ctx context.Context, d time.Duration) error {
 }
 
 // injectPathFaults applies the faults armed for paths (ArmSetFault) that
-// ops meet: their delays, then a hang, then the first refusal.
-func (d *Device) injectPathFaults(ctx context.Context, ops []setOp) error {
+// ops meet: their delays, then a hang, then the first refusal. lost is the
+// code of an AnswerLost fault met: the Set is applied, then answered so.
+func (d *Device) injectPathFaults(ctx context.Context, ops []setOp) (lost codes.Code, err error) {
 	d.mu.Lock()
 	if len(d.faults.atPath) == 0 {
 		d.mu.Unlock()
-		return nil
+		return codes.OK, nil
 	}
 	var delay time.Duration
 	var hang bool
@@ -397,6 +403,9 @@ func (d *Device) injectPathFaults(ctx context.Context, ops []setOp) error {
 			hang = hang || f.Hang
 			if refusal == nil && f.Code != codes.OK {
 				refusal = f
+			}
+			if lost == codes.OK {
+				lost = f.AnswerLost
 			}
 			if f.Times > 0 {
 				if f.left--; f.left == 0 {
@@ -413,17 +422,17 @@ func (d *Device) injectPathFaults(ctx context.Context, ops []setOp) error {
 	if delay > 0 {
 		d.noteFault(ctx, "delay "+delay.String())
 		if err := sleepCtx(ctx, delay); err != nil {
-			return err
+			return codes.OK, err
 		}
 	}
 	if hang {
 		d.noteFault(ctx, "hang")
 		d.log.Info("set hanging until its RPC ends")
 		<-ctx.Done()
-		return status.FromContextError(ctx.Err()).Err()
+		return codes.OK, status.FromContextError(ctx.Err()).Err()
 	}
 	if refusal == nil {
-		return nil
+		return lost, nil
 	}
 	d.noteFault(ctx, fmt.Sprintf("refuse %s at %s", codeName(refusal.Code), refusal.Path))
 	msg := fmt.Sprintf("%s: refused by injected fault (%v)", refusal.Path, refusal.Code)
@@ -435,7 +444,7 @@ func (d *Device) injectPathFaults(ctx context.Context, ops []setOp) error {
 			st = withDetails
 		}
 	}
-	return st.Err()
+	return codes.OK, st.Err()
 }
 
 // meets reports whether one of ops meets the path p: an operation at or
