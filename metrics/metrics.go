@@ -29,6 +29,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/gnmi-sidecar/gnmi-sidecar/buildinfo"
 )
 
 // Namespace prefixes every metric of the sidecar.
@@ -65,8 +67,13 @@ func New() *Sidecar {
 				grpcprom.WithHistogramNamespace(Namespace),
 				grpcprom.WithHistogramBuckets(rpcBuckets))),
 	}
+	bi := buildinfo.Read()
+	buildInfo := prometheus.NewGauge(prometheus.GaugeOpts{Namespace: Namespace, Name: "build_info",
+		Help:        "Always 1: the running build's version, source revision and Go version, as labels.",
+		ConstLabels: prometheus.Labels{"version": bi.Version, "revision": bi.Revision, "goversion": bi.GoVersion}})
+	buildInfo.Set(1)
 	s.Registry.MustRegister(
-		s.Journal, s.Device, s.Drift, s.RPC,
+		s.Journal, s.Device, s.Drift, s.RPC, buildInfo,
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 	)

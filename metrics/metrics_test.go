@@ -17,6 +17,7 @@ import (
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 
 	"github.com/gnmi-sidecar/gnmi-sidecar/agent"
+	"github.com/gnmi-sidecar/gnmi-sidecar/buildinfo"
 	"github.com/gnmi-sidecar/gnmi-sidecar/journal"
 )
 
@@ -139,4 +140,29 @@ func TestSidecarMetrics(t *testing.T) {
 			t.Errorf("lint: %s: %s", p.Metric, p.Text)
 		}
 	}
+}
+
+// TestBuildInfo: gnmi_sidecar_build_info is 1, labelled with the build.
+func TestBuildInfo(t *testing.T) {
+	s := New()
+	families, err := s.Registry.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := buildinfo.Read()
+	for _, f := range families {
+		if f.GetName() != Namespace+"_build_info" {
+			continue
+		}
+		m := f.GetMetric()[0]
+		labels := map[string]string{}
+		for _, l := range m.GetLabel() {
+			labels[l.GetName()] = l.GetValue()
+		}
+		if m.GetGauge().GetValue() != 1 || labels["version"] != want.Version || labels["goversion"] != want.GoVersion {
+			t.Errorf("build_info = %v %v, want 1 with version %q and goversion %q", m.GetGauge().GetValue(), labels, want.Version, want.GoVersion)
+		}
+		return
+	}
+	t.Error("no gnmi_sidecar_build_info")
 }

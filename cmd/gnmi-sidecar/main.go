@@ -28,17 +28,38 @@
 package main
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
+	"strings"
 
 	"github.com/spf13/cobra"
+
+	"github.com/gnmi-sidecar/gnmi-sidecar/buildinfo"
 )
 
 func main() {
-	if err := newRootCommand(os.Stdout, os.Stderr).Execute(); err != nil {
-		os.Exit(exitCode(err))
+	os.Exit(exitCode(execute(context.Background(), newRootCommand(os.Stdout, os.Stderr), os.Stderr)))
+}
+
+// execute runs root and prints its error, one line in the style every
+// command shares ("gnmi-sidecar: <what failed>: <why>"), unless the
+// failing command printed it already (the operator commands print their
+// own).
+func execute(ctx context.Context, root *cobra.Command, stderr io.Writer) error {
+	root.SilenceErrors = true
+	cmd, err := root.ExecuteContextC(ctx)
+	if err == nil || cmd != root && cmd.SilenceErrors {
+		return err
 	}
+	msg := err.Error()
+	if exitCode(err) == exitUsage {
+		msg += fmt.Sprintf(" (see '%s --help')", cmd.CommandPath())
+	}
+	fmt.Fprintf(stderr, "gnmi-sidecar: %s\n", msg)
+	return err
 }
 
 func newRootCommand(stdout, stderr io.Writer) *cobra.Command {
@@ -55,8 +76,12 @@ Operator commands (journal, rollback, commit, status, resolve, drift, diff) talk
 sidecar over gNMI; see docs/cli.md.
 
 ` + exitCodesHelp,
-		SilenceUsage: true,
+		SilenceUsage:               true,
+		Version:                    buildinfo.Read().String(),
+		SuggestionsMinimumDistance: 2,
 	}
+	root.SetVersionTemplate("gnmi-sidecar {{.Version}}\n")
+	root.AddCommand(newVersionCommand(stdout))
 	root.AddCommand(newServeCommand(stdout, stderr))
 	root.AddCommand(newOpsCommands(stdout, stderr)...)
 	root.AddCommand(devCommands(stdout, stderr)...)
@@ -64,15 +89,56 @@ sidecar over gNMI; see docs/cli.md.
 	// and unknown commands included (cobra reports the latter untyped, so
 	// the root checks its arguments itself). The operator commands print
 	// their own errors.
-	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error {
+	root.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error {
+		if cmd != cmd.Root() {
+			err = fmt.Errorf("%s: %w", strings.TrimPrefix(cmd.CommandPath(), cmd.Root().Name()+" "), err)
+		}
 		return &exitError{code: exitUsage, err: err}
 	})
 	root.Args = func(cmd *cobra.Command, args []string) error {
 		if len(args) > 0 {
-			return &exitError{code: exitUsage, err: fmt.Errorf("unknown command %q for %q", args[0], cmd.CommandPath())}
+			msg := fmt.Sprintf("unknown command %q for %q", args[0], cmd.CommandPath())
+			if s := cmd.SuggestionsFor(args[0]); len(s) > 0 {
+				msg += fmt.Sprintf("; did you mean %q?", s[0])
+			}
+			return &exitError{code: exitUsage, err: errors.New(msg)}
 		}
 		return nil
 	}
 	root.RunE = func(cmd *cobra.Command, _ []string) error { return cmd.Help() }
 	return root
+}
+
+// newVersionCommand prints the build: version, source revision and Go
+// version (also gnmi_sidecar_build_info, and --version on one line).
+func newVersionCommand(stdout io.Writer) *cobra.Command {
+	return &cobra.Command{
+		Use:   "version",
+		Short: "Print the version, source revision and Go version of this build",
+		Args: func(cmd *cobra.Command, args []string) error {
+			if err := cobra.NoArgs(cmd, args); err != nil {
+				return &exitError{code: exitUsage, err: err}
+			}
+			return nil
+		},
+		RunE: func(*cobra.Command, []string) error {
+			i := buildinfo.Read()
+			rev := i.Revision
+			if rev == "" {
+				rev = "(not recorded)"
+			}
+			if i.Modified {
+				rev += " (with local changes)"
+			}
+			_, err := fmt.Fprintf(stdout, "gnmi-sidecar %s\n  commit: %s\n  built:  %s\n  go:     %s\n", i.Version, rev, orNone(i.Time), i.GoVersion)
+			return err
+		},
+	}
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "(not recorded)"
+	}
+	return s
 }

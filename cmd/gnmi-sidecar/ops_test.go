@@ -51,7 +51,7 @@ func runOps(t *testing.T, args ...string) opsResult {
 	root.SetOut(&out)
 	root.SetErr(&errOut)
 	start := time.Now()
-	err := root.ExecuteContext(ctx)
+	err := execute(ctx, root, &errOut)
 	r := opsResult{code: exitCode(err), stdout: out.String(), stderr: errOut.String(), took: time.Since(start)}
 	t.Logf("gnmi-sidecar %s: exit %d (%v)\nstdout:\n%sstderr:\n%s", strings.Join(args, " "), r.code, r.took.Round(time.Millisecond), r.stdout, r.stderr)
 	return r
@@ -83,7 +83,7 @@ func (r opsResult) wantCode(t *testing.T, want int, msg ...string) {
 	if want == 0 {
 		return
 	}
-	if !strings.HasPrefix(r.stderr, "gnmi-sidecar: ") && !strings.HasPrefix(r.stderr, "Error: ") {
+	if !strings.HasPrefix(r.stderr, "gnmi-sidecar: ") {
 		t.Errorf("stderr %q: want a line starting with \"gnmi-sidecar: \"", r.stderr)
 	}
 	for _, m := range msg {

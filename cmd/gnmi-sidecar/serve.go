@@ -134,7 +134,7 @@ and are applied by the next run.`,
 		PreRunE: func(cmd *cobra.Command, _ []string) error { return applyConfigFile(cmd.Flags()) },
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if cfg.target == "" {
-				return errors.New("--target is required: the device's gNMI address, host:port")
+				return &exitError{code: exitUsage, err: errors.New("serve: --target is required: the device's gNMI address, host:port")}
 			}
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
