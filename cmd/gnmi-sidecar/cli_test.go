@@ -1,9 +1,12 @@
 package main
 
 import (
+	"net"
 	"runtime"
 	"strings"
 	"testing"
+
+	"github.com/gnmi-sidecar/gnmi-sidecar/testbed"
 )
 
 // TestCommandLine: the version, and one error style with exit code 2 for
@@ -33,6 +36,37 @@ func TestCommandLine(t *testing.T) {
 				if !strings.Contains(r.stdout, s) {
 					t.Errorf("stdout %q lacks %q", r.stdout, s)
 				}
+			}
+		})
+	}
+}
+
+// TestNoSidecarThere: where no sidecar answers, one sentence says why,
+// and the exit code is 3.
+func TestNoSidecarThere(t *testing.T) {
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	closed := lis.Addr().String()
+	lis.Close()
+	dev := testbed.StartT(t, testbed.Options{})
+	for _, tt := range []struct {
+		name, addr string
+		want       string
+	}{
+		{"nothing listens", closed, "nothing listens at " + closed},
+		{"the name does not resolve", "no-such-host.invalid:9339", "does not resolve"},
+		{"the device itself", dev.Addr(), dev.Addr() + " is not a gnmi-sidecar"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			r := runOps(t, "status", "--address", tt.addr, "--timeout", "20s")
+			r.wantCode(t, exitUnreachable, tt.want)
+			if n := strings.Count(r.stderr, "\n"); n != 1 {
+				t.Errorf("stderr %q: want one line", r.stderr)
+			}
+			if strings.Contains(r.stderr, "desc =") || strings.Contains(r.stderr, "transport:") {
+				t.Errorf("stderr %q: gRPC's own wording", r.stderr)
 			}
 		})
 	}

@@ -66,6 +66,9 @@ const opsPasswordEnv = "GNMI_SIDECAR_PASSWORD"
 type exitError struct {
 	code int
 	err  error
+	// cause is the failed call's own error, if err describes one
+	// (failed): what reached tells the sidecar's absence by.
+	cause error
 }
 
 func (e *exitError) Error() string { return e.err.Error() }
@@ -106,7 +109,42 @@ func failed(what string, err error) error {
 	if errors.As(err, &se) && se.GRPCStatus() != nil {
 		msg = se.GRPCStatus().Message()
 	}
-	return &exitError{code: grpcExitCode(status.Code(err)), err: fmt.Errorf("%s: %s", what, msg)}
+	return &exitError{code: grpcExitCode(status.Code(err)), err: fmt.Errorf("%s: %s", what, msg), cause: err}
+}
+
+// unreached rewrites the failure of a call to the sidecar at addr as one
+// sentence when no sidecar answered there (exit 3): nothing listens, the
+// name does not resolve, TLS does not match, or what answers does not
+// serve the sidecar's origin (it is no gnmi-sidecar: the device itself,
+// say). It returns nil for any other failure.
+func unreached(addr string, err error) error {
+	st, ok := status.FromError(err)
+	if !ok {
+		return nil
+	}
+	msg := st.Message()
+	has := func(words ...string) bool {
+		for _, w := range words {
+			if strings.Contains(msg, w) {
+				return true
+			}
+		}
+		return false
+	}
+	var why string
+	switch {
+	case st.Code() == codes.Unavailable && has("connection refused"):
+		why = fmt.Sprintf("nothing listens at %s (connection refused): is the sidecar running there, and is --address right?", addr)
+	case st.Code() == codes.Unavailable && has("produced zero addresses", "no such host", "name resolver", "server misbehaving"):
+		why = fmt.Sprintf("the name in %s does not resolve: check --address", addr)
+	case st.Code() == codes.Unavailable && has("tls:", "x509:", "handshake", "TLS"):
+		why = fmt.Sprintf("TLS does not match at %s (%s): give --tls-ca (or --tls-skip-verify) for a sidecar serving TLS, and no TLS flag for one serving plaintext", addr, msg)
+	case st.Code() != codes.Unavailable && has("origin") && has(introspectionOrigin) && !has("authoriz", "permission", "role"):
+		why = fmt.Sprintf("%s is not a gnmi-sidecar: it does not serve the origin %s (is it the device itself?)", addr, introspectionOrigin)
+	default:
+		return nil
+	}
+	return &exitError{code: exitUnreachable, err: errors.New(why), cause: err}
 }
 
 // newOpsCommands returns the operator commands: they talk to a running
@@ -253,7 +291,11 @@ func (o *ops) run(cmd *cobra.Command, f func(ctx context.Context, c gpb.GNMIClie
 	}
 	var e *exitError
 	if !errors.As(err, &e) {
-		err = &exitError{code: exitFailed, err: err}
+		err = &exitError{code: exitFailed, err: err, cause: err}
+		errors.As(err, &e)
+	}
+	if u := unreached(o.cfg.address, e.cause); u != nil {
+		err = u
 	}
 	fmt.Fprintf(o.stderr, "gnmi-sidecar: %v\n", err)
 	return err
