@@ -71,3 +71,34 @@ func TestNoSidecarThere(t *testing.T) {
 		})
 	}
 }
+
+// TestStatusSummary: status's first line says whether all is well, else
+// what is not, the worst first.
+func TestStatusSummary(t *testing.T) {
+	u := func(n uint64) *uint64 { return &n }
+	f := false
+	for _, tt := range []struct {
+		name string
+		v    StatusView
+		want string
+	}{
+		{"in step", StatusView{Configuration: ConfigurationState{FirstIndex: 1, LastIndex: 4, AppliedProposal: 4}, Device: DeviceState{Connected: true}, Drifted: u(0)},
+			"in step: the device holds the journal's configuration (applied through proposal 4)"},
+		{"empty journal", StatusView{Configuration: ConfigurationState{FirstIndex: 1}, Device: DeviceState{Connected: true}},
+			"in step: the device holds the journal's configuration (applied through proposal 0)"},
+		{"drift", StatusView{Configuration: ConfigurationState{FirstIndex: 1, LastIndex: 2, AppliedProposal: 2}, Device: DeviceState{Connected: true}, Drifted: u(3)},
+			"DRIFT: 3 paths changed on the device (gnmi-sidecar drift)"},
+		{"unreachable, queued", StatusView{Configuration: ConfigurationState{FirstIndex: 1, LastIndex: 5, AppliedProposal: 2}},
+			"DEVICE UNREACHABLE: not connected; applying: 3 proposals not yet applied"},
+		{"fenced and out of sync", StatusView{Configuration: ConfigurationState{OutOfSync: 2}, Device: DeviceState{Connected: true, Fenced: true}},
+			"FENCED: another client is master on the device; this sidecar no longer writes to it; OUT OF SYNC: 2 paths (gnmi-sidecar resolve)"},
+		{"unreadable, retrying", StatusView{Device: DeviceState{Connected: true, Retrying: u(7), ReadState: ReadState{Readable: &f}}},
+			"retrying proposal 7, refused by the device; the device's configuration cannot be read"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := statusSummary(&tt.v); got != tt.want {
+				t.Errorf("statusSummary = %q\nwant %q", got, tt.want)
+			}
+		})
+	}
+}

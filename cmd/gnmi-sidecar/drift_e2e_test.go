@@ -113,6 +113,10 @@ func TestDriftReportE2E(t *testing.T) {
 	if code, out := s.cli(t, "diff"); code != exitDifferences || !strings.Contains(out, "hacked") {
 		t.Errorf("diff: exit %d\n%s", code, out)
 	}
+	// status says so on its first line.
+	if code, out := s.cli(t, "status"); code != 0 || !strings.HasPrefix(out, "Status: DRIFT: 1 paths changed on the device") {
+		t.Errorf("status: exit %d, first line %q", code, strings.SplitN(out, "\n", 2)[0])
+	}
 	line, err := s.sidecar.errOut.waitLine(func(l string) bool { return strings.Contains(l, "configuration drift: the device differs") }, time.Second, nil)
 	if err != nil || !strings.Contains(line, "level=WARN") || !strings.Contains(line, "journal=uplink") || !strings.Contains(line, "device=hacked") {
 		t.Errorf("WARN log line %q (%v)", line, err)

@@ -1050,6 +1050,7 @@ func section(w io.Writer, title string, header []string, rows [][]string) error 
 
 func printStatus(w io.Writer, v *StatusView, now time.Time) error {
 	c, d := v.Configuration, v.Device
+	fmt.Fprintf(w, "Status: %s\n\n", v.Summary)
 	fmt.Fprintln(w, "Configuration")
 	if err := keyValues(w, "  ",
 		"committed-index", strconv.FormatUint(c.CommittedIndex, 10),
@@ -1111,6 +1112,7 @@ func printStatus(w io.Writer, v *StatusView, now time.Time) error {
 		"last-repush-duration", dur,
 		"last-repush-device-duration", onDevice,
 		"last-error", d.LastError,
+		"drifted", optUintText(v.Drifted),
 		"read-method", d.ReadMethod,
 		"readable", optBoolPtr(d.Readable),
 		"read-error", d.ReadError,

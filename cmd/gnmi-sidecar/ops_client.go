@@ -120,6 +120,9 @@ type CommitConfirmState struct {
 
 // StatusView is what `gnmi-sidecar status` shows.
 type StatusView struct {
+	// Summary says in one line whether all is well, else what is not,
+	// the worst first (statusSummary).
+	Summary       string             `json:"summary"`
 	Configuration ConfigurationState `json:"configuration"`
 	Device        DeviceState        `json:"device"`
 	// CommitConfirm is nil (JSON null) while none is outstanding.
@@ -130,6 +133,9 @@ type StatusView struct {
 	// Resolutions are the newest operators' resolves (at most
 	// maxStatusResolutions), oldest first.
 	Resolutions []ResolutionState `json:"resolutions"`
+	// Drifted is the number of paths drift detection finds changed on the
+	// device behind the sidecar's back (absent: no drift detection).
+	Drifted *uint64 `json:"drifted,omitempty"`
 }
 
 // maxStatusResolutions bounds the resolves status shows.
@@ -816,6 +822,16 @@ func fetchConfiguration(ctx context.Context, c gpb.GNMIClient) (ConfigurationSta
 // commit-confirm/state (no leaves, or NotFound, while none is
 // outstanding).
 func fetchStatus(ctx context.Context, c gpb.GNMIClient) (*StatusView, error) {
+	v, err := fetchStatusParts(ctx, c)
+	if err != nil {
+		return nil, err
+	}
+	v.Summary = statusSummary(v)
+	return v, nil
+}
+
+// fetchStatusParts is fetchStatus but the summary.
+func fetchStatusParts(ctx context.Context, c gpb.GNMIClient) (*StatusView, error) {
 	leaves, err := getIntrospection(ctx, c,
 		[]*gpb.PathElem{elem(introspection.Configuration), elem(introspection.State)},
 		[]*gpb.PathElem{elem(introspection.Device), elem(introspection.State)})
@@ -836,6 +852,7 @@ func fetchStatus(ctx context.Context, c gpb.GNMIClient) (*StatusView, error) {
 	case codes.OK:
 		st := stateLeaves(dr, introspection.Drift)
 		v.Device.ReadState = readState(st)
+		v.Drifted = optUint(st[introspection.Paths])
 	case codes.NotFound, codes.InvalidArgument:
 		// A sidecar without drift detection: nothing known.
 	default:
@@ -1016,4 +1033,39 @@ func commitSet(ctx context.Context, c gpb.GNMIClient, commit *gnmi_ext.Commit) (
 		return nil, nil
 	}
 	return responseView(r), nil
+}
+
+// statusSummary is status's first line: "in step" and what the device
+// holds when all is well, else what is not, the worst first.
+func statusSummary(v *StatusView) string {
+	c, d := v.Configuration, v.Device
+	var not []string
+	if d.Fenced {
+		not = append(not, "FENCED: another client is master on the device; this sidecar no longer writes to it")
+	}
+	if !d.Connected {
+		not = append(not, "DEVICE UNREACHABLE: not connected")
+	}
+	if d.Repushing {
+		not = append(not, "re-pushing the applied configuration")
+	}
+	if c.OutOfSync > 0 {
+		not = append(not, fmt.Sprintf("OUT OF SYNC: %d paths (gnmi-sidecar resolve)", c.OutOfSync))
+	}
+	if v.Drifted != nil && *v.Drifted > 0 {
+		not = append(not, fmt.Sprintf("DRIFT: %d paths changed on the device (gnmi-sidecar drift)", *v.Drifted))
+	}
+	if d.Retrying != nil {
+		not = append(not, fmt.Sprintf("retrying proposal %d, refused by the device", *d.Retrying))
+	}
+	if d.Readable != nil && !*d.Readable {
+		not = append(not, "the device's configuration cannot be read")
+	}
+	if queued := c.LastIndex - min(c.LastIndex, c.AppliedProposal); queued > 0 && c.LastIndex >= c.FirstIndex {
+		not = append(not, fmt.Sprintf("applying: %d proposals not yet applied", queued))
+	}
+	if len(not) == 0 {
+		return fmt.Sprintf("in step: the device holds the journal's configuration (applied through proposal %d)", c.AppliedProposal)
+	}
+	return strings.Join(not, "; ")
 }
