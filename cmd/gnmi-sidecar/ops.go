@@ -6,6 +6,7 @@ package main
 // extensions), never to the journal's database. See docs/cli.md.
 
 import (
+	"bufio"
 	"context"
 	"crypto/tls"
 	"encoding/json"
@@ -23,6 +24,7 @@ import (
 	"github.com/openconfig/gnmi/proto/gnmi_ext"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
+	"golang.org/x/term"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials"
@@ -683,10 +685,10 @@ func printProposal(w io.Writer, d *ProposalDetail) error {
 
 func newRollbackCommand(stdout, stderr io.Writer) *cobra.Command {
 	o := &ops{stdout: stdout, stderr: stderr}
-	var async, dryRun bool
+	var async, dryRun, yes bool
 	var to, comment string
 	cmd := o.command(&cobra.Command{
-		Use:   "rollback [INDEX] | rollback --to TAG|INDEX [--dry-run]",
+		Use:   "rollback [INDEX] | rollback --to TAG|INDEX [--dry-run] [--yes]",
 		Short: "Roll back a proposal (default: the newest change in effect), or every change since a point",
 		Long: `rollback rolls back proposal INDEX, or without INDEX the newest change not
 yet rolled back, and by default returns once the device holds the
@@ -710,6 +712,10 @@ A point older than the history retention keeps fails with exit code 5.
 VALUE NOW", "+ PATH: VALUE AFTER"), without journaling or applying
 anything; a rollback that would be refused fails the same way.
 
+On a terminal, rollback --to first shows that change and asks before
+going on; --yes goes on without asking (as does any run whose input is
+not a terminal: a script's).
+
 ` + exitCodesHelp,
 	})
 	cmd.Args = o.args(cobra.MatchAll(cobra.MaximumNArgs(1), indexArg(0), func(cmd *cobra.Command, args []string) error {
@@ -723,6 +729,7 @@ anything; a rollback that would be refused fails the same way.
 	cmd.Flags().StringVar(&to, "to", "", "roll back every change made after this point: a tag name, or a proposal index (0: every change)")
 	cmd.Flags().StringVar(&comment, "comment", "", "why: recorded with the rollback in the journal")
 	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "print what the rollback would change; journal and apply nothing")
+	cmd.Flags().BoolVarP(&yes, "yes", "y", false, "rollback --to: go on without showing the change and asking first (on a terminal)")
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
 		var index uint64
 		if len(args) == 1 {
@@ -750,6 +757,18 @@ anything; a rollback that would be refused fails the same way.
 			mode = sidecarpb.SetMode_SET_MODE_ASYNC
 		}
 		if toPoint {
+			if !yes && !o.json() && isTerminal(cmd.InOrStdin()) {
+				err := o.run(cmd, func(ctx context.Context, c gpb.GNMIClient) error {
+					return o.rollbackDryRun(ctx, c, 0, true, tag, point)
+				})
+				if err != nil {
+					return err
+				}
+				if !o.confirm(cmd.InOrStdin(), "Roll back every change above? [y/N] ") {
+					fmt.Fprintln(o.stderr, "gnmi-sidecar: rollback: not confirmed; nothing was journaled")
+					return &exitError{code: exitFailed, err: errors.New("rollback: not confirmed")}
+				}
+			}
 			return o.run(cmd, func(ctx context.Context, c gpb.GNMIClient) error {
 				return o.rollbackTo(ctx, c, tag, point, mode, comment)
 			})
@@ -1140,4 +1159,23 @@ func printStatus(w io.Writer, v *StatusView, now time.Time) error {
 		"deadline", deadline,
 		"cancelled", strconv.FormatBool(cc.Cancelled),
 	)
+}
+
+// isTerminal reports whether in is a terminal: a person may be asked. An
+// input that says whether it is one (IsTerminal) is taken at its word.
+func isTerminal(in io.Reader) bool {
+	if t, ok := in.(interface{ IsTerminal() bool }); ok {
+		return t.IsTerminal()
+	}
+	f, ok := in.(*os.File)
+	return ok && term.IsTerminal(int(f.Fd()))
+}
+
+// confirm asks question on stderr and reads the answer from in: true for
+// y or yes.
+func (o *ops) confirm(in io.Reader, question string) bool {
+	fmt.Fprint(o.stderr, question)
+	answer, _ := bufio.NewReader(in).ReadString('\n')
+	answer = strings.ToLower(strings.TrimSpace(answer))
+	return answer == "y" || answer == "yes"
 }
