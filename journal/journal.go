@@ -8,6 +8,8 @@ import (
 	"os"
 	"path/filepath"
 	"runtime/trace"
+	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -97,6 +99,10 @@ type Options struct {
 	// be quick, must not modify the event's records, and must not call the
 	// Journal. The agent's trace is an Observer.
 	Observer func(Event)
+
+	// onSlice, if set (by tests), gets the stats of every durable
+	// retention slice.
+	onSlice func(sliceStats)
 }
 
 func (o Options) withDefaults() Options {
@@ -200,6 +206,13 @@ type Journal struct {
 	keys       *leaves.Keys
 	decomposer *leaves.Decomposer
 
+	// historyHead is retention's history cursor: every history delta
+	// before this seq is deleted (retention.go).
+	historyHead atomic.Uint64
+	// tombstonesFrom is retention's tombstone cursor: the applied
+	// tombstones of writers before this index were checked (retention.go).
+	tombstonesFrom atomic.Uint64
+
 	writerDone chan struct{}
 	stopBg     context.CancelFunc
 	bgDone     sync.WaitGroup
@@ -246,6 +259,11 @@ func Open(dir string, opts Options) (*Journal, error) {
 	}
 	if err == nil {
 		j.coverage, err = loadCoverage(db)
+	}
+	if err == nil {
+		var head uint64
+		head, err = firstHistorySeq(db)
+		j.historyHead.Store(head)
 	}
 	if err == nil {
 		j.keys, err = loadListKeys(db)
@@ -396,14 +414,33 @@ func (j *Journal) runValueLogGC(ctx context.Context) {
 	}
 }
 
-// badgerLogger forwards Badger's warnings and errors to slog and drops its
-// chatter.
+// badgerLogger adapts slog to badger.Logger: Badger's errors and warnings
+// at their level, except its periodic cache statistics (badgerStats),
+// which are facts for tuning, not problems, and go at debug level with
+// its info and debug lines.
 type badgerLogger struct{ log *slog.Logger }
 
-func (l badgerLogger) Errorf(f string, args ...any)   { l.log.Error(fmt.Sprintf(f, args...)) }
-func (l badgerLogger) Warningf(f string, args ...any) { l.log.Warn(fmt.Sprintf(f, args...)) }
-func (badgerLogger) Infof(string, ...any)             {}
-func (badgerLogger) Debugf(string, ...any)            {}
+// badgerStats are the prefixes of the warnings Badger's cache monitor
+// logs every minute while a cache's hit ratio is low ("Block cache might
+// be too small. Metrics: ...", then the life-expectancy histogram).
+var badgerStats = []string{"Block cache might be too small", "Index cache might be too small", "Cache life expectancy"}
+
+func (l badgerLogger) Errorf(f string, args ...any)   { l.write(slog.LevelError, f, args) }
+func (l badgerLogger) Warningf(f string, args ...any) { l.write(slog.LevelWarn, f, args) }
+func (l badgerLogger) Infof(f string, args ...any)    { l.write(slog.LevelDebug, f, args) }
+func (l badgerLogger) Debugf(f string, args ...any)   { l.write(slog.LevelDebug, f, args) }
+
+func (l badgerLogger) write(level slog.Level, f string, args []any) {
+	ctx := context.Background()
+	if level < slog.LevelWarn && !l.log.Enabled(ctx, level) {
+		return // most of Badger's chatter: not even formatted
+	}
+	msg := strings.TrimSpace(fmt.Sprintf(f, args...))
+	if level == slog.LevelWarn && slices.ContainsFunc(badgerStats, func(p string) bool { return strings.HasPrefix(msg, p) }) {
+		level = slog.LevelDebug
+	}
+	l.log.Log(ctx, level, msg)
+}
 
 // --- the writer: one goroutine owns every write transaction ---
 

@@ -1,7 +1,9 @@
 package journal
 
 import (
+	"bytes"
 	"context"
+	"encoding/binary"
 	"fmt"
 	"slices"
 
@@ -13,16 +15,48 @@ import (
 	"github.com/gnmi-sidecar/gnmi-sidecar/leaves"
 )
 
-// compactChunk bounds the proposals (and history deltas) one retention
-// transaction drops.
-const compactChunk = 1000
+// retentionSlice bounds one retention transaction: it drops at most this
+// many proposals and this many history deltas, and visits (reads, or
+// steps over) at most this many history entries, live or deleted, so
+// that the client transitions sharing or queued behind it wait for a
+// bounded amount of work (docs/design.md, "Retention"). tombstoneSlice
+// bounds the tombstones one transaction re-checks and drops: each costs a
+// few reads per ancestor path and four deletes.
+const (
+	retentionSlice = 64
+	tombstoneSlice = 32
+)
+
+// sliceStats is what one retention transaction did, for its caller and
+// for tests of the bound.
+type sliceStats struct {
+	proposals int // proposal records dropped
+	deltas    int // history deltas dropped
+	// visited counts the history entries the slice's scan stepped on,
+	// every version, deleted or not: what the scan costs, dead entries
+	// included.
+	visited int
+	// dead counts the visited entries that were deleted before (or older
+	// versions): work spent on what retention already dropped.
+	dead int
+	// historyNext is where the next slice's history scan starts once
+	// this one is durable: every entry before it is deleted.
+	historyNext uint64
+}
 
 // Compact applies retention now: it drops the oldest proposal records beyond
 // the newest Options.Retain, oldest first, stopping at the first one that is
 // not finished (its commit, apply and any rollback steps). Their effect stays
 // in the configuration. History deltas of dropped proposals go too, which
-// moves the point-in-time floor of CommittedAt. It runs in chunks of one
-// transaction each and returns how many proposals it dropped.
+// moves the point-in-time floor of CommittedAt. It runs in slices of one
+// transaction each (retentionSlice) and returns how many proposals it
+// dropped.
+//
+// It never reads again what it dropped before: proposals are dropped from
+// the configuration's FirstIndex, history deltas from historyHead, the
+// first seq not yet dropped. Badger keeps a deleted key until its own
+// compaction rewrites the table holding it, so a scan from the start of a
+// prefix would step over every key dropped since.
 //
 // Then it drops the tombstones that dropped proposals left behind (see
 // dropTombstones), so deleting paths does not grow the journal for ever.
@@ -30,67 +64,94 @@ func (j *Journal) Compact(ctx context.Context) (int, error) {
 	if j.opts.Retain < 0 {
 		return 0, nil
 	}
-	retain := uint64(j.opts.Retain)
 	total := 0
 	for {
-		dropped, proposals := 0, 0
-		err := j.submit(ctx, func(w *writeTxn) error {
-			dropped, proposals = 0, 0
-			c, err := w.configuration()
-			if err != nil {
-				return err
-			}
-			if c.LastIndex <= retain {
-				return nil
-			}
-			keepFrom := c.LastIndex - retain + 1
-			next := c.FirstIndex
-			for ; next < keepFrom && next-c.FirstIndex < compactChunk; next++ {
-				p, err := loadProposalStatus(w.txn, c, next)
-				if err != nil {
-					return err
-				}
-				if !proposalDone(p) {
-					break
-				}
-			}
-			deltas, floor, err := oldHistory(w.txn, next)
-			if err != nil {
-				return err
-			}
-			if next == c.FirstIndex && len(deltas) == 0 {
-				return nil
-			}
-			for k := c.FirstIndex; k < next; k++ {
-				if err := w.delete(proposalKey(k)); err != nil {
-					return err
-				}
-			}
-			for _, key := range deltas {
-				if err := w.delete(key); err != nil {
-					return err
-				}
-			}
-			if floor != nil {
-				c.HistoryFloor = floor.GetTime()
-			}
-			proposals = int(next - c.FirstIndex)
-			dropped = proposals + len(deltas)
-			c.FirstIndex = next
-			if err := w.put(keyConfiguration, c); err != nil {
-				return err
-			}
-			w.emit(Event{Action: ActionCompact, Configuration: c})
-			return nil
+		var st sliceStats
+		err := j.submit(ctx, func(w *writeTxn) (err error) {
+			st, err = j.compactSlice(w)
+			return err
 		})
-		total += proposals
 		if err != nil {
 			return total, err
 		}
-		if dropped == 0 {
+		total += st.proposals
+		moved := j.retained(st)
+		if st.proposals+st.deltas == 0 && !moved {
 			return total, j.dropTombstones(ctx)
 		}
 	}
+}
+
+// retained records a durable retention slice: it moves the history
+// cursor (reporting whether it moved) and hands the slice's stats to the
+// onSlice hook of tests.
+func (j *Journal) retained(st sliceStats) (moved bool) {
+	if j.opts.onSlice != nil {
+		j.opts.onSlice(st)
+	}
+	for {
+		head := j.historyHead.Load()
+		if st.historyNext <= head {
+			return false
+		}
+		if j.historyHead.CompareAndSwap(head, st.historyNext) {
+			return true
+		}
+	}
+}
+
+// compactSlice drops, in w, the oldest finished proposals beyond the
+// newest Options.Retain and the history deltas of dropped proposals, at
+// most retentionSlice of each.
+func (j *Journal) compactSlice(w *writeTxn) (sliceStats, error) {
+	var st sliceStats
+	c, err := w.configuration()
+	if err != nil {
+		return st, err
+	}
+	retain := uint64(j.opts.Retain)
+	if c.LastIndex <= retain {
+		return st, nil
+	}
+	keepFrom := c.LastIndex - retain + 1
+	next := c.FirstIndex
+	for ; next < keepFrom && next-c.FirstIndex < retentionSlice; next++ {
+		p, err := loadProposalStatus(w.txn, c, next)
+		if err != nil {
+			return st, err
+		}
+		if !proposalDone(p) {
+			break
+		}
+	}
+	deltas, floor, historyNext, err := oldHistory(w.txn, j.historyHead.Load(), next, &st)
+	if err != nil {
+		return st, err
+	}
+	st.historyNext = historyNext
+	if next == c.FirstIndex && len(deltas) == 0 {
+		return st, nil
+	}
+	for k := c.FirstIndex; k < next; k++ {
+		if err := w.delete(proposalKey(k)); err != nil {
+			return st, err
+		}
+	}
+	for _, seq := range deltas {
+		if err := w.delete(historyKey(seq)); err != nil {
+			return st, err
+		}
+	}
+	if floor != nil {
+		c.HistoryFloor = floor.GetTime()
+	}
+	st.proposals, st.deltas = int(next-c.FirstIndex), len(deltas)
+	c.FirstIndex = next
+	if err := w.put(keyConfiguration, c); err != nil {
+		return st, err
+	}
+	w.emit(Event{Action: ActionCompact, Configuration: c})
+	return st, nil
 }
 
 // dropTombstones removes the applied tombstones written by proposals that
@@ -100,22 +161,27 @@ func (j *Journal) Compact(ctx context.Context) (int, error) {
 // opaque value, such as ASCII configuration, that may hold the deleted
 // path) was written before it; such a tombstone is kept. A marker ({} at a
 // list entry or container) holds nothing. Candidates are found in a read transaction and re-checked by the
-// write, so the writer is held only for the ones found, chunk by chunk.
+// write, so the writer is held only for the ones found, tombstoneSlice at
+// a time.
+//
+// The scan starts at tombstonesFrom, the FirstIndex of the last scan that
+// ran to its end: tombstones of writers before it were checked then (and
+// those dropped are not stepped over again). One kept then is checked
+// again only after the journal is reopened, which starts the cursor at 0.
 func (j *Journal) dropTombstones(ctx context.Context) error {
-	from := nsAppliedDeleted
+	from := uint64Key(nsAppliedDeleted, j.tombstonesFrom.Load())
 	for {
+		var firstIndex uint64
 		var candidates [][]byte // at/ keys
 		err := j.view(ctx, func(txn *badger.Txn) error {
 			c, err := loadConfiguration(txn)
 			if err != nil {
 				return err
 			}
-			opts := badger.DefaultIteratorOptions
-			opts.Prefix = nsAppliedDeleted
-			opts.PrefetchValues = false
-			it := txn.NewIterator(opts)
+			firstIndex = c.FirstIndex
+			it := txn.NewIterator(badger.IteratorOptions{Prefix: nsAppliedDeleted})
 			defer it.Close()
-			for it.Seek(from); it.ValidForPrefix(nsAppliedDeleted) && len(candidates) < compactChunk; it.Next() {
+			for it.Seek(from); it.ValidForPrefix(nsAppliedDeleted) && len(candidates) < tombstoneSlice; it.Next() {
 				index, _, err := splitIndexKey(nsAppliedDeleted, it.Item().Key())
 				if err != nil {
 					return fmt.Errorf("journal: %w", err)
@@ -127,8 +193,12 @@ func (j *Journal) dropTombstones(ctx context.Context) error {
 			}
 			return nil
 		})
-		if err != nil || len(candidates) == 0 {
+		if err != nil {
 			return err
+		}
+		if len(candidates) == 0 {
+			j.tombstonesFrom.Store(firstIndex)
+			return nil
 		}
 		err = j.submit(ctx, func(w *writeTxn) error {
 			c, err := w.configuration()
@@ -164,8 +234,12 @@ func (j *Journal) dropTombstones(ctx context.Context) error {
 			}
 			return w.put(keyConfiguration, c)
 		})
-		if err != nil || len(candidates) < compactChunk {
+		if err != nil {
 			return err
+		}
+		if len(candidates) < tombstoneSlice {
+			j.tombstonesFrom.Store(firstIndex)
+			return nil
 		}
 		last := candidates[len(candidates)-1]
 		from = append(slices.Clip(last), 0) // the next key after it
@@ -225,26 +299,66 @@ func ancestors(p *gnmi.Path) []*gnmi.Path {
 	return out
 }
 
-// oldHistory returns the keys of the oldest history deltas written for
-// proposals before firstKept (stopping at the first one that is not), and
-// the newest of them.
-func oldHistory(txn *badger.Txn, firstKept uint64) ([][]byte, *journalpb.HistoryDelta, error) {
-	opts := badger.DefaultIteratorOptions
-	opts.Prefix = nsHistory
-	it := txn.NewIterator(opts)
+// oldHistory returns the seqs of the oldest history deltas from seq from
+// on written for proposals before firstKept (stopping at the first one
+// that is not), the newest of them, and the seq the next scan may start
+// from: past the deltas returned and the deleted entries stepped over. It
+// steps on at most retentionSlice entries, counted in st.visited: it
+// iterates every version so that deleted entries, which Badger would skip
+// unseen, count too.
+func oldHistory(txn *badger.Txn, from, firstKept uint64, st *sliceStats) (seqs []uint64, last *journalpb.HistoryDelta, next uint64, err error) {
+	it := txn.NewIterator(badger.IteratorOptions{Prefix: nsHistory, AllVersions: true})
 	defer it.Close()
-	var keys [][]byte
-	var last *journalpb.HistoryDelta
-	for it.Seek(nsHistory); it.ValidForPrefix(nsHistory) && len(keys) < compactChunk; it.Next() {
-		d := &journalpb.HistoryDelta{}
-		if err := readValue(it.Item(), func(v []byte) error { return proto.Unmarshal(v, d) }); err != nil {
-			return nil, nil, err
+	next = from
+	var prev []byte // the previous entry's key: a second version of it is an older one
+	for it.Seek(historyKey(from)); it.ValidForPrefix(nsHistory) && st.visited < retentionSlice; it.Next() {
+		st.visited++
+		item := it.Item()
+		older := bytes.Equal(item.Key(), prev)
+		prev = item.KeyCopy(prev[:0])
+		if older || item.IsDeletedOrExpired() {
+			st.dead++
+			next = max(next, historySeq(item.Key())+1)
+			continue
+		}
+		seq, d, err := decodeDelta(item)
+		if err != nil {
+			return nil, nil, 0, err
 		}
 		if d.GetProposal() >= firstKept {
 			break
 		}
-		keys = append(keys, it.Item().KeyCopy(nil))
+		seqs = append(seqs, seq)
 		last = d
+		next = seq + 1
 	}
-	return keys, last, nil
+	return seqs, last, next, nil
+}
+
+func historySeq(key []byte) uint64 { return binary.BigEndian.Uint64(key[len(nsHistory):]) }
+
+// firstHistorySeq is the seq of the oldest history delta stored, or
+// HistorySeq+1 if there is none: where retention's history cursor starts
+// when the journal is opened.
+func firstHistorySeq(db *badger.DB) (uint64, error) {
+	var first uint64
+	err := db.View(func(txn *badger.Txn) error {
+		c, err := loadConfiguration(txn)
+		if err != nil {
+			return err
+		}
+		it := txn.NewIterator(badger.IteratorOptions{Prefix: nsHistory})
+		defer it.Close()
+		it.Rewind()
+		if !it.Valid() {
+			first = c.GetHistorySeq() + 1
+			return nil
+		}
+		first = historySeq(it.Item().Key())
+		return nil
+	})
+	if err != nil {
+		return 0, fmt.Errorf("journal: the oldest history delta: %w", err)
+	}
+	return first, nil
 }

@@ -29,6 +29,7 @@ type benchConfig struct {
 	subscribeRate int           // Sets offered per second in the paced subscribe rows
 	leaves        int           // the large configuration (size, re-push, RSS, baseline)
 	proposals     int           // journal size of the reopen row
+	soak          int           // Sets of the soak row
 	scenarios     []string      // subset to run; empty: all
 	short         bool
 	json          bool
@@ -40,7 +41,7 @@ type benchConfig struct {
 }
 
 // benchScenarios are the scenario names --scenarios accepts, in run order.
-var benchScenarios = []string{"latency", "throughput", "coalesce", "size", "beforeimage", "repush", "subscribe", "rss", "baseline", "reopen"}
+var benchScenarios = []string{"latency", "throughput", "coalesce", "size", "beforeimage", "repush", "subscribe", "rss", "baseline", "reopen", "soak"}
 
 // full and short sizes; flags given explicitly override either.
 func (c *benchConfig) applyShort(cmd *cobra.Command) {
@@ -57,6 +58,7 @@ func (c *benchConfig) applyShort(cmd *cobra.Command) {
 	set("subscribe-rate", func() { c.subscribeRate = 1000 })
 	set("leaves", func() { c.leaves = 3_000 }) // the simulated device absorbs about 1 ms per new leaf: see docs/bench.md
 	set("proposals", func() { c.proposals = 50_000 })
+	set("soak", func() { c.soak = 100_000 })
 }
 
 func (c *benchConfig) validate() error {
@@ -65,8 +67,8 @@ func (c *benchConfig) validate() error {
 			return &usageError{err: fmt.Errorf("--scenarios: unknown scenario %q (want %s)", s, strings.Join(benchScenarios, ","))}
 		}
 	}
-	if c.sets < 1 || c.duration <= 0 || c.leaves < 100 || c.proposals < 1 || c.subscribeRate < 1 {
-		return &usageError{err: errors.New("--sets, --proposals and --subscribe-rate must be ≥ 1, --leaves ≥ 100, --duration > 0")}
+	if c.sets < 1 || c.duration <= 0 || c.leaves < 100 || c.proposals < 1 || c.subscribeRate < 1 || c.soak < 160 {
+		return &usageError{err: errors.New("--sets, --proposals and --subscribe-rate must be ≥ 1, --leaves ≥ 100, --soak ≥ 160, --duration > 0")}
 	}
 	return nil
 }
@@ -111,8 +113,9 @@ two cores). docs/bench.md explains every row.`,
 	f.IntVar(&cfg.subscribeRate, "subscribe-rate", 2000, "Sets per second offered to the device in the paced subscribe rows")
 	f.IntVar(&cfg.leaves, "leaves", 100_000, "the large configuration: Set p50 at this size vs 100 leaves, re-push, RSS, baseline")
 	f.IntVar(&cfg.proposals, "proposals", 1_000_000, "proposals in the journal of the reopen row")
+	f.IntVar(&cfg.soak, "soak", 1_000_000, "Sets of the soak row (16 clients, 16 leaves, through serve as a child process)")
 	f.StringSliceVar(&cfg.scenarios, "scenarios", nil, "run only these scenarios: "+strings.Join(benchScenarios, ","))
-	f.BoolVar(&cfg.short, "short", false, "small sizes (300 Sets, 1 s rows, 1,000 paced Sets/s, 3,000 leaves, 50,000 proposals) unless set explicitly")
+	f.BoolVar(&cfg.short, "short", false, "small sizes (300 Sets, 1 s rows, 1,000 paced Sets/s, 3,000 leaves, 50,000 proposals, 100,000 soak Sets) unless set explicitly")
 	f.BoolVar(&cfg.json, "json", false, "print one JSON document instead of the table")
 	f.StringVar(&cfg.cpuProfile, "cpuprofile", "", "write a CPU profile of this process (the in-process device and sidecar, and the clients) to this file, for go tool pprof")
 	f.StringVar(&cfg.memProfile, "memprofile", "", "write this process's allocation profile (every allocation of the run, sampled) to this file at the end, for go tool pprof -sample_index=alloc_space")
@@ -268,7 +271,7 @@ func runBench(ctx context.Context, cfg benchConfig, stdout, stderr io.Writer, lo
 func (c benchConfig) settings() map[string]string {
 	return map[string]string{
 		"sets": fmt.Sprint(c.sets), "duration": c.duration.String(), "subscribe-rate": fmt.Sprint(c.subscribeRate), "leaves": fmt.Sprint(c.leaves),
-		"proposals": fmt.Sprint(c.proposals), "short": fmt.Sprint(c.short),
+		"proposals": fmt.Sprint(c.proposals), "soak": fmt.Sprint(c.soak), "short": fmt.Sprint(c.short),
 	}
 }
 

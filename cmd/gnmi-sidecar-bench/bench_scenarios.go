@@ -50,6 +50,7 @@ func (b *bencher) steps() []step {
 	add("rss", fmt.Sprintf("RSS of serve (child process), idle and with %d leaves", b.cfg.leaves), b.rss)
 	add("baseline", fmt.Sprintf("baseline of %d leaves (child process)", b.cfg.leaves), b.baseline)
 	add("reopen", fmt.Sprintf("serve restart with %d proposals (child process)", b.cfg.proposals), b.reopen)
+	add("soak", fmt.Sprintf("soak: %d Sets, %d clients × own leaf (child process)", b.cfg.soak, soakClients), b.soak)
 	return out
 }
 

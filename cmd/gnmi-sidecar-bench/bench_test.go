@@ -14,7 +14,7 @@ import (
 )
 
 // tinyBench are --short with even smaller sizes: a few seconds per run.
-var tinyBench = []string{"--short", "--sets", "20", "--duration", "200ms", "--leaves", "200", "--proposals", "300"}
+var tinyBench = []string{"--short", "--sets", "20", "--duration", "200ms", "--leaves", "200", "--proposals", "300", "--soak", "320"}
 
 // TestMain builds the product gnmi-sidecar for the child-process rows
 // into a temporary directory, removed afterwards.
@@ -77,6 +77,7 @@ var wantBenchRows = []string{
 	"baseline of 200 leaves, start → journaled", "baseline of 200 leaves, device read", "baseline of 200 leaves, journaling",
 	"RSS of serve, after a baseline of 200 leaves",
 	"restart with 300 proposals → Capabilities", "restart with 300 proposals → Set ok",
+	"soak: worst 10 % slice / first", "soak: peak RSS",
 }
 
 // floorNotes are what the notes of the rows measured beside floor proxies
@@ -166,7 +167,7 @@ func TestBenchJSON(t *testing.T) {
 			checkNote(t, r.Scenario, r.Note, beforeImageNote)
 		}
 	}
-	if !strings.Contains(stderr, "[1/20] Set latency") || !strings.Contains(stderr, "[20/20] serve restart") {
+	if !strings.Contains(stderr, "[1/21] Set latency") || !strings.Contains(stderr, "[21/21] soak") {
 		t.Errorf("no progress lines on stderr:\n%s", stderr)
 	}
 }
