@@ -24,7 +24,7 @@ import (
 	"github.com/openconfig/gnmi/proto/gnmi_ext"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
-	"golang.org/x/term"
+	terminal "golang.org/x/term"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials"
@@ -1168,7 +1168,7 @@ func isTerminal(in io.Reader) bool {
 		return t.IsTerminal()
 	}
 	f, ok := in.(*os.File)
-	return ok && term.IsTerminal(int(f.Fd()))
+	return ok && terminal.IsTerminal(int(f.Fd()))
 }
 
 // confirm asks question on stderr and reads the answer from in: true for
