@@ -1,11 +1,13 @@
 package main
 
 import (
+	"bytes"
 	"net"
 	"runtime"
 	"strings"
 	"testing"
 
+	"github.com/gnmi-sidecar/gnmi-sidecar/sidecar/sidecartest"
 	"github.com/gnmi-sidecar/gnmi-sidecar/testbed"
 )
 
@@ -100,5 +102,55 @@ func TestStatusSummary(t *testing.T) {
 				t.Errorf("statusSummary = %q\nwant %q", got, tt.want)
 			}
 		})
+	}
+}
+
+// terminalInput is a person at a terminal typing answer.
+type terminalInput struct{ *strings.Reader }
+
+func (terminalInput) IsTerminal() bool { return true }
+
+// TestRollbackToAsksOnATerminal: on a terminal, rollback --to shows the
+// change and asks; "n" journals nothing, "y" rolls back, and --yes does
+// not ask.
+func TestRollbackToAsksOnATerminal(t *testing.T) {
+	s := sidecartest.Start(t, sidecartest.Options{})
+	mustOps(t, s.Addr, "set", "--update", `/system/config/hostname="before"`)
+	mustOps(t, s.Addr, "journal", "tag", "point")
+	mustOps(t, s.Addr, "set", "--update", `/system/config/hostname="after"`)
+	run := func(answer string, args ...string) opsResult {
+		t.Helper()
+		var out, errOut bytes.Buffer
+		root := newRootCommand(&out, &errOut)
+		root.SetArgs(append(args, "--address", s.Addr))
+		root.SetIn(terminalInput{strings.NewReader(answer)})
+		err := execute(t.Context(), root, &errOut)
+		r := opsResult{code: exitCode(err), stdout: out.String(), stderr: errOut.String()}
+		t.Logf("gnmi-sidecar %v (answer %q): exit %d\nstdout:\n%sstderr:\n%s", args, answer, r.code, r.stdout, r.stderr)
+		return r
+	}
+	last := func() uint64 {
+		var l JournalList
+		decodeJSON(t, mustOps(t, s.Addr, "journal", "list", "-o", "json"), &l)
+		return l.Proposals[len(l.Proposals)-1].Index
+	}
+	before := last()
+	r := run("n\n", "rollback", "--to", "point")
+	if r.code != exitFailed || !strings.Contains(r.stderr, "[y/N] gnmi-sidecar: rollback: not confirmed; nothing was journaled") {
+		t.Errorf("declined: exit %d, stderr %q", r.code, r.stderr)
+	}
+	if !strings.Contains(r.stdout, "after") || !strings.Contains(r.stderr, "[y/N]") {
+		t.Errorf("the change was not shown, or nothing was asked")
+	}
+	if got := last(); got != before {
+		t.Fatalf("declined: the journal's last proposal is %d, want %d", got, before)
+	}
+	run("y\n", "rollback", "--to", "point").wantCode(t, 0)
+	if got := last(); got != before+1 {
+		t.Fatalf("confirmed: the journal's last proposal is %d, want %d", got, before+1)
+	}
+	mustOps(t, s.Addr, "set", "--update", `/system/config/hostname="again"`)
+	if r := run("", "rollback", "--to", "point", "--yes"); r.code != 0 || strings.Contains(r.stderr, "[y/N]") {
+		t.Errorf("--yes: exit %d, asked %v", r.code, strings.Contains(r.stderr, "[y/N]"))
 	}
 }
