@@ -1135,7 +1135,13 @@ func (a *Agent) connect(ctx context.Context) (*session, error) {
 				msg = "device refused the liveness subscription without credentials; watching the connection state instead. " +
 					"The sidecar's own Sets (re-push, drift revert, expired commit-confirmed revert) carry no credentials either: a device that requires them needs a device account (--device-username)"
 			}
-			a.log.Warn(msg, "path", a.opts.LivenessPath, "err", err)
+			// A fallback the sidecar takes on its own is a fact, not a
+			// fault; one the operator may want to act on is a warning.
+			level := slog.LevelInfo
+			if credentials || code == codes.NotFound && a.opts.DeviceTarget == "" {
+				level = slog.LevelWarn
+			}
+			a.log.Log(context.Background(), level, msg, "path", a.opts.LivenessPath, "err", err)
 			a.mu.Lock()
 			a.noLiveness = true
 			a.mu.Unlock()

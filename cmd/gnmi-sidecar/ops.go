@@ -170,12 +170,28 @@ type opsConfig struct {
 	tlsKey        string
 	tlsServerName string
 	tlsSkipVerify bool
+	insecure      bool
 	username      string
 	output        string
 }
 
+// The environment variables that give the connection flags' defaults, as
+// gnmic's GNMIC_ADDRESS and GNMIC_USERNAME do.
+const (
+	opsAddressEnv  = "GNMI_SIDECAR_ADDRESS"
+	opsUsernameEnv = "GNMI_SIDECAR_USERNAME"
+)
+
+// envOr returns the environment variable name's value, def if unset.
+func envOr(name, def string) string {
+	if v, ok := os.LookupEnv(name); ok && v != "" {
+		return v
+	}
+	return def
+}
+
 func (c *opsConfig) addFlags(f *pflag.FlagSet) {
-	f.StringVar(&c.address, "address", "127.0.0.1:9339", "the sidecar's gNMI address, host:port")
+	f.StringVarP(&c.address, "address", "a", envOr(opsAddressEnv, "127.0.0.1:9339"), "the sidecar's gNMI address, host:port (default from $"+opsAddressEnv+")")
 	f.DurationVar(&c.timeout, "timeout", 30*time.Second, "longest the command may take (rollback and commit cancel wait for the device: allow for it); 0: no limit")
 	f.BoolVar(&c.tls, "tls", false, "connect with TLS (implied by the other --tls-* flags)")
 	f.StringVar(&c.tlsCA, "tls-ca", "", "PEM file of the CA that signed the sidecar's certificate (default: the system roots)")
@@ -183,7 +199,9 @@ func (c *opsConfig) addFlags(f *pflag.FlagSet) {
 	f.StringVar(&c.tlsKey, "tls-key", "", "PEM private key of --tls-cert")
 	f.StringVar(&c.tlsServerName, "tls-server-name", "", "name to verify the sidecar's certificate against (default: the host of --address)")
 	f.BoolVar(&c.tlsSkipVerify, "tls-skip-verify", false, "do not verify the sidecar's certificate (lab use only)")
-	f.StringVar(&c.username, "username", "", "username sent to the sidecar; the password is read from $"+opsPasswordEnv)
+	f.BoolVar(&c.tlsSkipVerify, "skip-verify", false, "the same as --tls-skip-verify (gnmic's name)")
+	f.BoolVar(&c.insecure, "insecure", false, "plaintext, without TLS (the default without a --tls flag; gnmic's name)")
+	f.StringVarP(&c.username, "username", "u", envOr(opsUsernameEnv, ""), "username sent to the sidecar (default from $"+opsUsernameEnv+"); the password is read from $"+opsPasswordEnv)
 	f.StringVarP(&c.output, "output", "o", "text", "output format: text or json")
 }
 
@@ -203,6 +221,9 @@ func (c *opsConfig) check() error {
 	}
 	if c.address == "" {
 		return errors.New("--address must not be empty")
+	}
+	if c.insecure && (c.tls || c.tlsCA != "" || c.tlsCert != "" || c.tlsKey != "" || c.tlsServerName != "" || c.tlsSkipVerify) {
+		return errors.New("--insecure (plaintext) contradicts the --tls flags: give one or the other")
 	}
 	return nil
 }
