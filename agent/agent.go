@@ -168,6 +168,9 @@ type Status struct {
 	SetRetries uint64
 	// SetsRefused counts the device's definitive refusals.
 	SetsRefused uint64
+	// Connects and Disconnects count the sessions established with the
+	// device and those that ended, since New.
+	Connects, Disconnects uint64
 	// Retrying is the acknowledged change the agent is sending again after
 	// an answer with one of Options.RetryCodes, nil if none.
 	Retrying *Retrying
@@ -1077,6 +1080,7 @@ func (a *Agent) connectLoop(ctx context.Context) error {
 		}
 		a.mu.Lock()
 		a.sess = s
+		a.status.Connects++
 		a.mu.Unlock()
 		poke(a.applyWake)
 		a.broadcast()
@@ -1085,6 +1089,7 @@ func (a *Agent) connectLoop(ctx context.Context) error {
 		s.end(nil)
 		a.mu.Lock()
 		a.sess = nil
+		a.status.Disconnects++
 		a.mu.Unlock()
 		a.broadcast()
 		if ctx.Err() != nil {

@@ -27,6 +27,8 @@ type Device struct {
 	lastTimeDesc     *prometheus.Desc
 	retriesDesc      *prometheus.Desc
 	retryingDesc     *prometheus.Desc
+	connectsDesc     *prometheus.Desc
+	disconnectsDesc  *prometheus.Desc
 	fencedDesc       *prometheus.Desc
 	refusedDesc      *prometheus.Desc
 
@@ -55,6 +57,8 @@ func NewDevice() *Device {
 			"1 once the device answered that another client holds a higher MasterArbitration election id: the sidecar no longer writes to it until restarted."),
 		retriesDesc: desc("device_set_retries_total",
 			"Device Sets sent again since the sidecar started: after a lost connection (on a new session, after a backoff), or an acknowledged change answered with one of --retry-codes."),
+		connectsDesc:    desc("device_connects_total", "Sessions established with the device since the sidecar started (each with a new term)."),
+		disconnectsDesc: desc("device_disconnects_total", "Sessions with the device that ended since the sidecar started (the device restarted, the connection broke, a Set went unanswered and the device could not be read back)."),
 		retryingDesc: desc("device_set_retrying",
 			"The proposal index of the acknowledged change being sent again after an answer with one of --retry-codes, 0 if none."),
 		refusedDesc: desc("device_sets_refused_total",
@@ -88,7 +92,8 @@ func (d *Device) Update(st agent.Status) {
 func (d *Device) Describe(ch chan<- *prometheus.Desc) {
 	d.repushDuration.Describe(ch)
 	for _, desc := range []*prometheus.Desc{d.connectedDesc, d.repushingDesc, d.repushesDesc,
-		d.lastDurationDesc, d.lastValuesDesc, d.lastTimeDesc, d.retriesDesc, d.retryingDesc, d.refusedDesc, d.fencedDesc} {
+		d.lastDurationDesc, d.lastValuesDesc, d.lastTimeDesc, d.retriesDesc, d.retryingDesc, d.refusedDesc, d.fencedDesc,
+		d.connectsDesc, d.disconnectsDesc} {
 		ch <- desc
 	}
 }
@@ -118,6 +123,8 @@ func (d *Device) Collect(ch chan<- prometheus.Metric) {
 	gauge(d.lastTimeDesc, last)
 	gauge(d.fencedDesc, boolValue(st.Fenced))
 	ch <- prometheus.MustNewConstMetric(d.retriesDesc, prometheus.CounterValue, float64(st.SetRetries))
+	ch <- prometheus.MustNewConstMetric(d.connectsDesc, prometheus.CounterValue, float64(st.Connects))
+	ch <- prometheus.MustNewConstMetric(d.disconnectsDesc, prometheus.CounterValue, float64(st.Disconnects))
 	retrying := 0.0
 	if st.Retrying != nil {
 		retrying = float64(st.Retrying.Proposal)

@@ -78,6 +78,9 @@ type Journal struct {
 	outOfSyncDesc *prometheus.Desc
 	termDesc      *prometheus.Desc
 	sizeDesc      *prometheus.Desc
+	lastDesc      *prometheus.Desc
+	committedDesc *prometheus.Desc
+	appliedDesc   *prometheus.Desc
 
 	mu     sync.Mutex
 	j      *journal.Journal // nil until Load
@@ -147,6 +150,12 @@ func NewJournal() *Journal {
 			"Paths where the device may not hold the applied configuration: it refused a rollback's or a re-push's value for good (gnmi-sidecar status lists them; gnmi-sidecar resolve settles them).", nil, nil),
 		termDesc: prometheus.NewDesc(Namespace+"_mastership_term",
 			"The mastership term recorded in the journal: it grows by one at every new connection to the device.", nil, nil),
+		lastDesc: prometheus.NewDesc(Namespace+"_journal_last_index",
+			"The newest proposal journaled (0: none).", nil, nil),
+		committedDesc: prometheus.NewDesc(Namespace+"_journal_committed_index",
+			"The newest proposal whose commit, and every earlier one's, is decided (journal's committed.proposal).", nil, nil),
+		appliedDesc: prometheus.NewDesc(Namespace+"_journal_applied_index",
+			"The newest proposal whose apply, and every earlier one's, is finished (journal's applied.proposal): last_index - applied_index is the apply lag in proposals.", nil, nil),
 		sizeDesc: prometheus.NewDesc(Namespace+"_journal_size_bytes",
 			"Disk space the journal's directory uses (allocated blocks, as du counts them).", nil, nil),
 		state: make(map[uint64]proposalState),
@@ -278,7 +287,8 @@ func (t *Journal) Describe(ch chan<- *prometheus.Desc) {
 	t.transitions.Describe(ch)
 	t.commitLatency.Describe(ch)
 	t.applyLatency.Describe(ch)
-	for _, d := range []*prometheus.Desc{t.proposalsDesc, t.queueDesc, t.retainedDesc, t.outOfSyncDesc, t.termDesc, t.sizeDesc} {
+	for _, d := range []*prometheus.Desc{t.proposalsDesc, t.queueDesc, t.retainedDesc, t.outOfSyncDesc, t.termDesc, t.sizeDesc,
+		t.lastDesc, t.committedDesc, t.appliedDesc} {
 		ch <- d
 	}
 }
@@ -311,9 +321,13 @@ func (t *Journal) Collect(ch chan<- prometheus.Metric) {
 	ctx, cancel := context.WithTimeout(context.Background(), scrapeTimeout)
 	defer cancel()
 	if cfg, err := j.Configuration(ctx); err != nil {
-		ch <- prometheus.NewInvalidMetric(t.retainedDesc, err)
-		ch <- prometheus.NewInvalidMetric(t.outOfSyncDesc, err)
+		for _, d := range []*prometheus.Desc{t.retainedDesc, t.outOfSyncDesc, t.lastDesc, t.committedDesc, t.appliedDesc} {
+			ch <- prometheus.NewInvalidMetric(d, err)
+		}
 	} else {
+		ch <- prometheus.MustNewConstMetric(t.lastDesc, prometheus.GaugeValue, float64(cfg.GetLastIndex()))
+		ch <- prometheus.MustNewConstMetric(t.committedDesc, prometheus.GaugeValue, float64(cfg.GetCommitted().GetProposal()))
+		ch <- prometheus.MustNewConstMetric(t.appliedDesc, prometheus.GaugeValue, float64(cfg.GetApplied().GetProposal()))
 		ch <- prometheus.MustNewConstMetric(t.outOfSyncDesc, prometheus.GaugeValue, float64(cfg.GetOutOfSync()))
 		retained := uint64(0)
 		if last, first := cfg.GetLastIndex(), cfg.GetFirstIndex(); last >= first && last > 0 {

@@ -160,6 +160,9 @@ func TestJournalMetrics(t *testing.T) {
 		"gnmi_sidecar_queue_depth":                2,
 		"gnmi_sidecar_journal_retained_proposals": 3,
 		"gnmi_sidecar_mastership_term":            1,
+		"gnmi_sidecar_journal_last_index":         3,
+		"gnmi_sidecar_journal_committed_index":    2,
+		"gnmi_sidecar_journal_applied_index":      1,
 	} {
 		if got := one(t, c, name); got != want {
 			t.Errorf("%s = %v, want %v", name, got, want)

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
@@ -165,4 +166,37 @@ func TestBuildInfo(t *testing.T) {
 		return
 	}
 	t.Error("no gnmi_sidecar_build_info")
+}
+
+// TestDeviceConnects: the device's sessions established and ended are
+// counters from the agent's status.
+func TestDeviceConnects(t *testing.T) {
+	d := NewDevice()
+	d.Attach(func() agent.Status { return agent.Status{Connected: true, Connects: 3, Disconnects: 2} })
+	for name, want := range map[string]float64{
+		"gnmi_sidecar_device_connects_total":    3,
+		"gnmi_sidecar_device_disconnects_total": 2,
+		"gnmi_sidecar_device_set_retrying":      0,
+	} {
+		if got := testutil.ToFloat64(filtered{d, name}); got != want {
+			t.Errorf("%s = %v, want %v", name, got, want)
+		}
+	}
+}
+
+// filtered is c's metric named name only.
+type filtered struct {
+	c    prometheus.Collector
+	name string
+}
+
+func (f filtered) Describe(ch chan<- *prometheus.Desc) { f.c.Describe(ch) }
+func (f filtered) Collect(ch chan<- prometheus.Metric) {
+	all := make(chan prometheus.Metric)
+	go func() { f.c.Collect(all); close(all) }()
+	for m := range all {
+		if strings.Contains(m.Desc().String(), `"`+f.name+`"`) {
+			ch <- m
+		}
+	}
 }
