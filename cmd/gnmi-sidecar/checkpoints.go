@@ -102,7 +102,7 @@ digit, not all digits. A name in use fails with exit code 1
 (ALREADY_EXISTS); --delete removes a tag (exit code 4 if there is none).
 --comment is recorded with the tag. Admin role.
 
-` + exitCodesHelp,
+Exit codes: gnmi-sidecar help exit-codes.`,
 	})
 	cmd.Args = o.args(func(cmd *cobra.Command, args []string) error {
 		switch {
@@ -184,7 +184,7 @@ the point is), TIME (UTC; HISTORY TIME is the same in nanoseconds, for a
 gNMI History snapshot), AUTHOR, RESTORABLE (whether the journal still
 keeps the history "rollback --to NAME" needs) and COMMENT.
 
-` + exitCodesHelp,
+Exit codes: gnmi-sidecar help exit-codes.`,
 	})
 	cmd.Args = o.args(cobra.NoArgs)
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
@@ -260,7 +260,7 @@ device would, a path or a value the schema does not allow; without it,
 a note on stderr says the values were not checked. A Set the device
 refuses fails with exit code 1 and the device's message.
 
-` + exitCodesHelp,
+Exit codes: gnmi-sidecar help exit-codes.`,
 	})
 	cmd.Args = o.args(cobra.NoArgs)
 	o.cfg.addFlags(cmd.Flags())
@@ -542,7 +542,7 @@ A device that cannot be read fails it with nothing journaled. A new
 sidecar in front of a device takes its baseline by itself (serve
 --baseline auto). Admin role.
 
-` + exitCodesHelp,
+Exit codes: gnmi-sidecar help exit-codes.`,
 	})
 	cmd.Args = o.args(cobra.NoArgs)
 	o.cfg.addFlags(cmd.Flags())

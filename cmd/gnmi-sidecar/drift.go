@@ -211,7 +211,7 @@ tell: the device's configuration cannot be read (the device refuses every kind
 of read the sidecar tries, or cannot be reached) or the device cannot be
 watched; a line says why, and the drifted paths shown are the last known.
 
-` + exitCodesHelp,
+Exit codes: gnmi-sidecar help exit-codes.`,
 	})
 	cmd.Args = o.args(cobra.NoArgs)
 	o.cfg.addFlags(cmd.Flags())
@@ -328,7 +328,7 @@ It exits 6 when paths differ, 0 when none does, 3 when the device's
 configuration cannot be read (the message says why: the device refuses every
 kind of read the sidecar tries, or cannot be reached).
 
-` + exitCodesHelp,
+Exit codes: gnmi-sidecar help exit-codes.`,
 	})
 	cmd.Args = o.args(func(_ *cobra.Command, args []string) error {
 		for _, a := range args {

@@ -75,13 +75,14 @@ rolled back through the sidecar's gNMI extension (docs/extension.md).
 Operator commands (journal, rollback, commit, status, resolve, drift, diff) talk to a running
 sidecar over gNMI; see docs/cli.md.
 
-` + exitCodesHelp,
+Exit codes: gnmi-sidecar help exit-codes.`,
 		SilenceUsage:               true,
 		Version:                    buildinfo.Read().String(),
 		SuggestionsMinimumDistance: 2,
 	}
 	root.SetVersionTemplate("gnmi-sidecar {{.Version}}\n")
 	root.AddCommand(newVersionCommand(stdout))
+	root.AddCommand(&cobra.Command{Use: "exit-codes", Short: "The exit codes every command follows", Long: exitCodesHelp})
 	root.AddCommand(newServeCommand(stdout, stderr))
 	root.AddCommand(newOpsCommands(stdout, stderr)...)
 	root.AddCommand(devCommands(stdout, stderr)...)

@@ -473,7 +473,7 @@ func newJournalCommand(stdout, stderr io.Writer) *cobra.Command {
 		Long: `journal lists and shows the proposals (one per gNMI Set) of a running
 sidecar, read over gNMI from its introspection tree.
 
-` + exitCodesHelp,
+Exit codes: gnmi-sidecar help exit-codes.`,
 	})
 	o.cfg.addFlags(cmd.PersistentFlags())
 	cmd.AddCommand(newJournalListCommand(o), newJournalShowCommand(o), newJournalTagCommand(o), newJournalTagsCommand(o))
@@ -496,7 +496,7 @@ them whose change did not take effect (commit or apply FAILED or ABORTED:
 an ASYNC client was answered before that) or whose rollback the device
 refused; --limit 0 --failed lists every such proposal the journal keeps.
 
-` + exitCodesHelp,
+Exit codes: gnmi-sidecar help exit-codes.`,
 	})
 	cmd.Args = o.args(cobra.NoArgs)
 	cmd.Flags().IntVarP(&limit, "limit", "n", 20, "how many of the newest proposals to list (0: all)")
@@ -554,7 +554,7 @@ as a diff: "- PATH: VALUE" for what a leaf held before, "+ PATH: VALUE"
 for what it holds after (values whole, not cut); -o json prints
 {"index", "diff": [{"path", "old", "new"}]}, null for nothing.
 
-` + exitCodesHelp,
+Exit codes: gnmi-sidecar help exit-codes.`,
 	})
 	cmd.Args = o.args(cobra.MatchAll(cobra.ExactArgs(1), indexArg(0)))
 	cmd.Flags().BoolVar(&diff, "diff", false, "print the change's leaf-level before → after as a diff")
@@ -737,7 +737,7 @@ On a terminal, rollback --to first shows that change and asks before
 going on; --yes goes on without asking (as does any run whose input is
 not a terminal: a script's).
 
-` + exitCodesHelp,
+Exit codes: gnmi-sidecar help exit-codes.`,
 	})
 	cmd.Args = o.args(cobra.MatchAll(cobra.MaximumNArgs(1), indexArg(0), func(cmd *cobra.Command, args []string) error {
 		if len(args) > 0 && cmd.Flags().Changed("to") {
@@ -848,11 +848,11 @@ Each is recorded in the journal with who asked (status lists the newest);
 skip and adopt also as a proposal naming its author (journal show).
 Exit code 1 when a retry leaves paths out of sync.
 
-` + exitCodesHelp,
+Exit codes: gnmi-sidecar help exit-codes.`,
 	})
 	o.cfg.addFlags(cmd.PersistentFlags())
 	action := func(use, short string, a sidecarpb.Resolve_Action, args cobra.PositionalArgs) *cobra.Command {
-		c := o.command(&cobra.Command{Use: use, Short: short, Long: short + "\n\n" + exitCodesHelp})
+		c := o.command(&cobra.Command{Use: use, Short: short, Long: short + "\n\nExit codes: gnmi-sidecar help exit-codes."})
 		c.Args = o.args(args)
 		c.RunE = func(cmd *cobra.Command, paths []string) error {
 			name := strings.Fields(use)[0]
@@ -924,7 +924,7 @@ OpenConfig commit-confirmed gNMI extension) by its client-chosen ID: confirm
 keeps the change, cancel rolls it back now, extend sets how long from now
 it may stay unconfirmed. "gnmi-sidecar status" shows the outstanding one.
 
-` + exitCodesHelp,
+Exit codes: gnmi-sidecar help exit-codes.`,
 	})
 	o.cfg.addFlags(cmd.PersistentFlags())
 
@@ -935,7 +935,7 @@ it may stay unconfirmed. "gnmi-sidecar status" shows the outstanding one.
 		return nil
 	}
 	action := func(use, short, long, done string, nargs int, build func(id string, args []string) (*gnmi_ext.Commit, *CommitResult, error)) *cobra.Command {
-		c := o.command(&cobra.Command{Use: use, Short: short, Long: long + "\n\n" + exitCodesHelp})
+		c := o.command(&cobra.Command{Use: use, Short: short, Long: long + "\n\nExit codes: gnmi-sidecar help exit-codes."})
 		c.Args = o.args(cobra.MatchAll(cobra.ExactArgs(nargs), idArg))
 		c.RunE = func(cmd *cobra.Command, args []string) error {
 			commit, res, err := build(args[0], args[1:])
@@ -1032,7 +1032,7 @@ the leaf names of docs/introspection.md.
 It exits 3 when the device's configuration cannot be read (the sidecar tried
 every kind of read; read-error says what the device answered to each).
 
-` + exitCodesHelp,
+Exit codes: gnmi-sidecar help exit-codes.`,
 	})
 	cmd.Args = o.args(cobra.NoArgs)
 	o.cfg.addFlags(cmd.Flags())
