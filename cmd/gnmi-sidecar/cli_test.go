@@ -23,6 +23,8 @@ func TestCommandLine(t *testing.T) {
 	}{
 		{args: []string{"version"}, stdout: []string{"gnmi-sidecar ", "commit:", "go:     " + runtime.Version()}},
 		{args: []string{"--version"}, stdout: []string{"gnmi-sidecar ", runtime.Version()}},
+		{args: []string{"help", "exit-codes"}, stdout: []string{"Exit codes:", "3  the sidecar could not be reached", "6  differences found"}},
+		{args: []string{"status", "--help"}, stdout: []string{"Exit codes: gnmi-sidecar help exit-codes."}},
 		{args: []string{"statuss"}, code: exitUsage, stderr: []string{`unknown command "statuss"`, `did you mean "status"?`}},
 		{args: []string{"serve"}, code: exitUsage, stderr: []string{"serve: --target is required"}},
 		{args: []string{"serve", "--bogus"}, code: exitUsage, stderr: []string{"serve: unknown flag: --bogus", "gnmi-sidecar serve --help"}},
