@@ -15,11 +15,13 @@ import (
 	"time"
 
 	gpb "github.com/openconfig/gnmi/proto/gnmi"
+	"github.com/openconfig/gnmi/proto/gnmi_ext"
 	"github.com/openconfig/ygot/ygot"
 	"github.com/spf13/cobra"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/durationpb"
 
 	"github.com/gnmi-sidecar/gnmi-sidecar/client"
 	"github.com/gnmi-sidecar/gnmi-sidecar/journal"
@@ -231,10 +233,11 @@ type DryRunResult struct {
 func newSetCommand(stdout, stderr io.Writer) *cobra.Command {
 	o := &ops{stdout: stdout, stderr: stderr}
 	var updates, replaces, unionReplaces, deletes []string
-	var encoding, comment string
-	var dryRun, async bool
+	var encoding, comment, commitID string
+	var dryRun, async, commitRequest bool
+	var rollbackDuration time.Duration
 	cmd := o.command(&cobra.Command{
-		Use:   "set [--update PATH=JSON]... [--replace PATH=JSON]... [--union-replace PATH=JSON]... [--delete PATH]...",
+		Use:   "set [--update PATH=JSON]... [--replace PATH=JSON]... [--union-replace PATH=JSON]... [--delete PATH]... [--commit-request --commit-id ID --rollback-duration D]",
 		Short: "Send a gNMI Set through the sidecar, with a comment, or as a dry run",
 		Long: `set sends one gNMI SetRequest through the sidecar: its deletes, then its
 replaces, then its union_replaces (gNMI 0.10: the union of their values
@@ -260,6 +263,11 @@ device would, a path or a value the schema does not allow; without it,
 a note on stderr says the values were not checked. A Set the device
 refuses fails with exit code 1 and the device's message.
 
+--commit-request starts a commit-confirmed change (gNMI's commit-confirmed
+extension, with gnmic's flag names): the change is rolled back by itself
+after --rollback-duration unless "gnmi-sidecar commit confirm ID" comes
+first (--commit-id names it; "commit cancel ID" rolls it back at once).
+
 Exit codes: gnmi-sidecar help exit-codes.`,
 	})
 	cmd.Args = o.args(cobra.NoArgs)
@@ -272,6 +280,9 @@ Exit codes: gnmi-sidecar help exit-codes.`,
 	cmd.Flags().StringVar(&comment, "comment", "", "why: recorded with the proposal (at most 1024 bytes, one line)")
 	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "print what the Set would change; journal and apply nothing")
 	cmd.Flags().BoolVar(&async, "async", false, "return once the Set is committed in the journal, before the device applied it")
+	cmd.Flags().BoolVar(&commitRequest, "commit-request", false, "start a commit-confirmed change: rolled back after --rollback-duration unless confirmed (commit confirm ID)")
+	cmd.Flags().StringVar(&commitID, "commit-id", "", "the commit-confirmed's id (with --commit-request)")
+	cmd.Flags().DurationVar(&rollbackDuration, "rollback-duration", 0, "how long the commit-confirmed waits for its confirm before it is rolled back (with --commit-request; 0: the sidecar's default)")
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
 		req, err := buildSetRequest(updates, replaces, unionReplaces, deletes, encoding)
 		if err != nil {
@@ -279,6 +290,23 @@ Exit codes: gnmi-sidecar help exit-codes.`,
 		}
 		if dryRun && async {
 			return o.usage(cmd, errors.New("--dry-run applies nothing: --async means nothing with it"))
+		}
+		switch {
+		case commitRequest && commitID == "":
+			return o.usage(cmd, errors.New("--commit-request needs --commit-id: the id to confirm or cancel it by"))
+		case !commitRequest && (commitID != "" || cmd.Flags().Changed("rollback-duration")):
+			return o.usage(cmd, errors.New("--commit-id and --rollback-duration go with --commit-request"))
+		case commitRequest && dryRun:
+			return o.usage(cmd, errors.New("--dry-run journals nothing: there would be nothing to confirm (dry-run the change without --commit-request)"))
+		case rollbackDuration < 0:
+			return o.usage(cmd, fmt.Errorf("--rollback-duration %v: must not be negative", rollbackDuration))
+		}
+		if commitRequest {
+			commit := &gnmi_ext.Commit{Id: commitID, Action: &gnmi_ext.Commit_Commit{Commit: &gnmi_ext.CommitRequest{}}}
+			if rollbackDuration > 0 {
+				commit.GetCommit().RollbackDuration = durationpb.New(rollbackDuration)
+			}
+			req.Extension = append(req.Extension, &gnmi_ext.Extension{Ext: &gnmi_ext.Extension_Commit{Commit: commit}})
 		}
 		r := &sidecarpb.Request{Comment: comment, DryRun: dryRun}
 		if async {

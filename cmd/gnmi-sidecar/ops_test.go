@@ -445,6 +445,15 @@ func TestOpsCommitConfirmed(t *testing.T) {
 	if got := keyValue(t, mustOps(t, s.Addr, "journal", "show", "3"), "phase"); got != "ROLLBACK" {
 		t.Errorf("the cancelled commit's proposal has phase %s, want ROLLBACK", got)
 	}
+
+	// set starts one with gnmic's flags.
+	mustOps(t, s.Addr, "set", "--update", descA+`="4"`, "--commit-request", "--commit-id", "c3", "--rollback-duration", "1h")
+	if got := keyValue(t, mustOps(t, s.Addr, "status"), "id"); got != "c3" {
+		t.Errorf("status shows commit id %q after set --commit-request, want c3", got)
+	}
+	mustOps(t, s.Addr, "commit", "confirm", "c3")
+	runOpsAt(t, s.Addr, "set", "--update", descA+`="5"`, "--commit-request").wantCode(t, exitUsage, "--commit-request needs --commit-id")
+	runOpsAt(t, s.Addr, "set", "--update", descA+`="5"`, "--commit-id", "x").wantCode(t, exitUsage, "go with --commit-request")
 }
 
 func TestOpsUnreachable(t *testing.T) {
