@@ -55,8 +55,13 @@ func (s *Server) resolve(ctx context.Context, r *sidecarpb.Resolve, by journal.S
 			return nil, status.Error(codes.InvalidArgument, "resolve adopt: name the paths whose device values the journal takes")
 		}
 		res, err = s.adopt(ctx, "ADOPT", paths, by, paths)
+	case sidecarpb.Resolve_ACTION_REVERT:
+		if len(paths) == 0 {
+			return nil, status.Error(codes.InvalidArgument, "resolve revert: name the paths to put the journal's values back at (gnmi-sidecar drift lists the drifted ones)")
+		}
+		res, err = s.revert(ctx, paths, author)
 	default:
-		return nil, status.Errorf(codes.InvalidArgument, "resolve: unknown action %v (RETRY, SKIP or ADOPT)", r.GetAction())
+		return nil, status.Errorf(codes.InvalidArgument, "resolve: unknown action %v (RETRY, SKIP, ADOPT or REVERT)", r.GetAction())
 	}
 	if err != nil {
 		if _, ok := status.FromError(err); ok {
@@ -200,4 +205,28 @@ func AdoptionTarget(paths []*gpb.Path, deviceTarget string) (string, []*gpb.Path
 		out[n].Target = ""
 	}
 	return target, out, nil
+}
+
+// revert puts the journal's applied values back on the device at paths
+// (agent.RevertDrift: drift an operator reverts by hand, under
+// --drift-policy report) and records it as a Resolution (action REVERT):
+// the paths reverted, and those the device refused, now out of sync.
+func (s *Server) revert(ctx context.Context, paths []*gpb.Path, author string) (*journal.Resolution, error) {
+	out, err := s.opts.Agent.RevertDrift(ctx, paths)
+	if err != nil {
+		return nil, err
+	}
+	refused := make(map[string]bool)
+	var still []*gpb.Path
+	for _, pv := range out.Refused {
+		refused[string(journal.PathKey(pv.GetPath()))] = true
+		still = append(still, pv.GetPath())
+	}
+	var settled []*gpb.Path
+	for _, p := range paths {
+		if !refused[string(journal.PathKey(p))] {
+			settled = append(settled, p)
+		}
+	}
+	return s.opts.Journal.RecordResolution(ctx, &journal.Resolution{Author: author, Action: "REVERT", Settled: settled, StillOutOfSync: still})
 }

@@ -211,6 +211,10 @@ tell: the device's configuration cannot be read (the device refuses every kind
 of read the sidecar tries, or cannot be reached) or the device cannot be
 watched; a line says why, and the drifted paths shown are the last known.
 
+What next, under --drift-policy report: "gnmi-sidecar resolve revert
+PATH...|--all" puts the journal's values back on the device; "gnmi-sidecar
+resolve adopt PATH..." makes the device's values the journal's.
+
 Exit codes: gnmi-sidecar help exit-codes.`,
 	})
 	cmd.Args = o.args(cobra.NoArgs)

@@ -121,6 +121,19 @@ func TestDriftReportE2E(t *testing.T) {
 	if err != nil || !strings.Contains(line, "level=WARN") || !strings.Contains(line, "journal=uplink") || !strings.Contains(line, "device=hacked") {
 		t.Errorf("WARN log line %q (%v)", line, err)
 	}
+
+	// The operator reverts it: the journal's value is back on the device,
+	// and the drift clears.
+	if code, out := s.cli(t, "resolve", "revert", "--all"); code != 0 || !strings.Contains(out, "back on the device at 1 paths") {
+		t.Fatalf("resolve revert --all: exit %d\n%s", code, out)
+	}
+	if got, _ := mustGetLeaf(t, s.devClient, descPath("eth0")); got != "uplink" {
+		t.Errorf("after resolve revert the device holds %q, want the journal's uplink", got)
+	}
+	poll(t, driftWithin, "the drift cleared", func() (bool, string) {
+		code, out := s.cli(t, "drift")
+		return code == 0, out
+	})
 }
 
 // TestDriftRevertE2E: with --drift-policy revert the device holds the

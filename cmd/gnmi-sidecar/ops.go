@@ -829,7 +829,7 @@ func newResolveCommand(stdout, stderr io.Writer) *cobra.Command {
 	o := &ops{stdout: stdout, stderr: stderr}
 	cmd := o.group(&cobra.Command{
 		Use:   "resolve",
-		Short: "Settle paths the device is out of sync for: retry, skip or adopt",
+		Short: "Settle paths the device is out of sync or drifted for: retry, skip, adopt or revert",
 		Long: `resolve settles the paths "gnmi-sidecar status" lists as out of sync: values
 of a rollback, a commit-confirmed revert or a re-push that the device refused
 for good. The journal records them as applied; the device may hold
@@ -843,6 +843,11 @@ something else there.
                     authored by you, sent to no device)
   adopt PATH...     the same for any PATH: make the device's current values
                     the journal's
+  revert PATH...|--all
+                    put the journal's values back on the device at PATH, or
+                    at every path "gnmi-sidecar drift" lists: drift under
+                    --drift-policy report (values the device refuses go out
+                    of sync)
 
 Each is recorded in the journal with who asked (status lists the newest);
 skip and adopt also as a proposal naming its author (journal show).
@@ -857,6 +862,19 @@ Exit codes: gnmi-sidecar help exit-codes.`,
 		c.RunE = func(cmd *cobra.Command, paths []string) error {
 			name := strings.Fields(use)[0]
 			return o.run(cmd, func(ctx context.Context, c gpb.GNMIClient) error {
+				if all, _ := cmd.Flags().GetBool("all"); all {
+					d, err := fetchDrift(ctx, c)
+					if err != nil {
+						return failed("resolve "+name+": list the drifted paths", err)
+					}
+					for _, p := range d.Drift {
+						paths = append(paths, p.Path)
+					}
+					if len(paths) == 0 {
+						_, err := fmt.Fprintln(o.stdout, "nothing has drifted: nothing to revert")
+						return err
+					}
+				}
 				r, err := client.Resolve(ctx, c, a, paths)
 				if err != nil {
 					return failed("resolve "+name, err)
@@ -878,7 +896,17 @@ Exit codes: gnmi-sidecar help exit-codes.`,
 		}
 		return c
 	}
+	revert := action("revert PATH...|--all", "Put the journal's values back on the device where it drifted", sidecarpb.Resolve_ACTION_REVERT,
+		func(cmd *cobra.Command, args []string) error {
+			all, _ := cmd.Flags().GetBool("all")
+			if all == (len(args) > 0) {
+				return errors.New("name the paths to revert, or --all for every drifted path (not both)")
+			}
+			return nil
+		})
+	revert.Flags().Bool("all", false, "revert every path gnmi-sidecar drift lists")
 	cmd.AddCommand(
+		revert,
 		action("retry [PATH...]", "Push the journal's values of the out-of-sync paths to the device again", sidecarpb.Resolve_ACTION_RETRY, cobra.ArbitraryArgs),
 		action("skip [PATH...]", "Record the device's current values of the out-of-sync paths as applied", sidecarpb.Resolve_ACTION_SKIP, cobra.ArbitraryArgs),
 		action("adopt PATH...", "Record the device's current values at PATH as applied", sidecarpb.Resolve_ACTION_ADOPT, cobra.MinimumNArgs(1)),
@@ -888,6 +916,9 @@ Exit codes: gnmi-sidecar help exit-codes.`,
 
 func printResolve(w io.Writer, r ResolveOutput) error {
 	s := fmt.Sprintf("%s: %d out-of-sync paths settled", r.Action, r.Settled)
+	if r.Action == "revert" {
+		s = fmt.Sprintf("revert: the journal's values are back on the device at %d paths", r.Settled)
+	}
 	if r.Proposal != 0 {
 		s += fmt.Sprintf(", the device's values recorded as proposal %d", r.Proposal)
 	}

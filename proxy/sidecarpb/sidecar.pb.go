@@ -193,6 +193,10 @@ const (
 	Resolve_ACTION_SKIP Resolve_Action = 2
 	// Make the device's current values at paths the journal's.
 	Resolve_ACTION_ADOPT Resolve_Action = 3
+	// Put the journal's applied values back on the device at paths, where
+	// it was changed behind the sidecar's back (drift, under
+	// --drift-policy report); values it refuses go out of sync.
+	Resolve_ACTION_REVERT Resolve_Action = 4
 )
 
 // Enum value maps for Resolve_Action.
@@ -202,12 +206,14 @@ var (
 		1: "ACTION_RETRY",
 		2: "ACTION_SKIP",
 		3: "ACTION_ADOPT",
+		4: "ACTION_REVERT",
 	}
 	Resolve_Action_value = map[string]int32{
 		"ACTION_UNSPECIFIED": 0,
 		"ACTION_RETRY":       1,
 		"ACTION_SKIP":        2,
 		"ACTION_ADOPT":       3,
+		"ACTION_REVERT":      4,
 	}
 )
 
@@ -540,8 +546,8 @@ type Resolve struct {
 	state  protoimpl.MessageState `protogen:"open.v1"`
 	Action Resolve_Action         `protobuf:"varint,1,opt,name=action,proto3,enum=gnmisidecar.extension.v1.Resolve_Action" json:"action,omitempty"`
 	// The paths (gNMI path strings, e.g. /system/config/hostname): required
-	// for ADOPT; for RETRY and SKIP they narrow the out-of-sync paths
-	// concerned (empty: all of them).
+	// for ADOPT and REVERT; for RETRY and SKIP they narrow the out-of-sync
+	// paths concerned (empty: all of them).
 	Paths         []string `protobuf:"bytes,2,rep,name=paths,proto3" json:"paths,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -1119,15 +1125,16 @@ const file_proxy_sidecarpb_sidecar_proto_rawDesc = "" +
 	"\x03tag\x18\x01 \x01(\tR\x03tag\x12\x1f\n" +
 	"\vpoint_index\x18\x02 \x01(\x04R\n" +
 	"pointIndex\x12\x1c\n" +
-	"\tunchanged\x18\x03 \x01(\bR\tunchanged\"\xb8\x01\n" +
+	"\tunchanged\x18\x03 \x01(\bR\tunchanged\"\xcb\x01\n" +
 	"\aResolve\x12@\n" +
 	"\x06action\x18\x01 \x01(\x0e2(.gnmisidecar.extension.v1.Resolve.ActionR\x06action\x12\x14\n" +
-	"\x05paths\x18\x02 \x03(\tR\x05paths\"U\n" +
+	"\x05paths\x18\x02 \x03(\tR\x05paths\"h\n" +
 	"\x06Action\x12\x16\n" +
 	"\x12ACTION_UNSPECIFIED\x10\x00\x12\x10\n" +
 	"\fACTION_RETRY\x10\x01\x12\x0f\n" +
 	"\vACTION_SKIP\x10\x02\x12\x10\n" +
-	"\fACTION_ADOPT\x10\x03\"\xe2\x02\n" +
+	"\fACTION_ADOPT\x10\x03\x12\x11\n" +
+	"\rACTION_REVERT\x10\x04\"\xe2\x02\n" +
 	"\aRequest\x125\n" +
 	"\x04mode\x18\x01 \x01(\x0e2!.gnmisidecar.extension.v1.SetModeR\x04mode\x12>\n" +
 	"\brollback\x18\x02 \x01(\v2\".gnmisidecar.extension.v1.RollbackR\brollback\x12;\n" +
