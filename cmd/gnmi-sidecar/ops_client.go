@@ -342,8 +342,8 @@ type JournalList struct {
 type ResponseView struct {
 	Index  uint64 `json:"index"`
 	Phase  string `json:"phase"`
-	Commit string `json:"commit"`
-	Apply  string `json:"apply"`
+	Commit string `json:"commit_status"`
+	Apply  string `json:"apply_status"`
 }
 
 func responseView(r *sidecarpb.Response) *ResponseView {

@@ -350,7 +350,7 @@ func TestOpsRollback(t *testing.T) {
 	out = mustOps(t, s.Addr, "rollback", "1", "--output", "json")
 	var r map[string]any
 	decodeJSON(t, out, &r)
-	if r["index"] != json.Number("1") || r["phase"] != "ROLLBACK" || r["commit"] != "COMPLETE" || r["apply"] != "COMPLETE" {
+	if r["index"] != json.Number("1") || r["phase"] != "ROLLBACK" || r["commit_status"] != "COMPLETE" || r["apply_status"] != "COMPLETE" {
 		t.Errorf("rollback JSON %v, want index 1, phase ROLLBACK, commit and apply COMPLETE", r)
 	}
 	runOpsAt(t, s.Addr, "rollback").wantCode(t, exitNotFound, "gnmi-sidecar: rollback: ")
