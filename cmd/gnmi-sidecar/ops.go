@@ -1122,17 +1122,25 @@ func section(w io.Writer, title string, header []string, rows [][]string) error 
 func printStatus(w io.Writer, v *StatusView, now time.Time) error {
 	c, d := v.Configuration, v.Device
 	fmt.Fprintf(w, "Status: %s\n\n", v.Summary)
-	fmt.Fprintln(w, "Configuration")
+	fmt.Fprintln(w, "Configuration (*-index: the newest change in effect; *-proposal: the newest proposal up to which all are decided)")
+	first, last := strconv.FormatUint(c.FirstIndex, 10), strconv.FormatUint(c.LastIndex, 10)
+	if c.LastIndex < c.FirstIndex || c.LastIndex == 0 {
+		first, last = "(empty journal)", "(empty journal)"
+	}
+	bootTime := ""
+	if c.AppliedTarget != 0 {
+		bootTime = time.Unix(0, int64(c.AppliedTarget)).UTC().Format(time.RFC3339Nano)
+	}
 	if err := keyValues(w, "  ",
 		"committed-index", strconv.FormatUint(c.CommittedIndex, 10),
 		"committed-proposal", strconv.FormatUint(c.CommittedProposal, 10),
 		"applied-index", strconv.FormatUint(c.AppliedIndex, 10),
 		"applied-proposal", strconv.FormatUint(c.AppliedProposal, 10),
 		"applied-term", strconv.FormatUint(c.AppliedTerm, 10),
-		"applied-target", strconv.FormatUint(c.AppliedTarget, 10),
-		"status", c.Status,
-		"first-index", strconv.FormatUint(c.FirstIndex, 10),
-		"last-index", strconv.FormatUint(c.LastIndex, 10),
+		"applied-device-boot-time", bootTime,
+		"repush-status", c.Status,
+		"first-index", first,
+		"last-index", last,
 		"rolling-back", optUintText(c.RollingBack),
 		"history-floor", optTime(c.HistoryFloor),
 		"out-of-sync", strconv.FormatUint(c.OutOfSync, 10),

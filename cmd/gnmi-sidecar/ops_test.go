@@ -382,7 +382,7 @@ func TestOpsStatus(t *testing.T) {
 			t.Errorf("%s: %s, want %s", key, got, want)
 		}
 	}
-	for _, heading := range []string{"Configuration\n", "\nDevice\n", "\nCommit-confirmed\n  none outstanding\n"} {
+	for _, heading := range []string{"\nConfiguration (", "\nDevice\n", "\nCommit-confirmed\n  none outstanding\n"} {
 		if !strings.Contains(out, heading) {
 			t.Errorf("status output lacks %q", heading)
 		}
