@@ -156,3 +156,30 @@ func TestRollbackToAsksOnATerminal(t *testing.T) {
 		t.Errorf("--yes: exit %d, asked %v", r.code, strings.Contains(r.stderr, "[y/N]"))
 	}
 }
+
+// TestCompletion: the shell completion completes -o, and asks the sidecar
+// for proposal indexes and tag names.
+func TestCompletion(t *testing.T) {
+	s := sidecartest.Start(t, sidecartest.Options{})
+	mustOps(t, s.Addr, "set", "--update", `/system/config/hostname="a"`)
+	mustOps(t, s.Addr, "journal", "tag", "known-good")
+	mustOps(t, s.Addr, "set", "--update", `/system/config/hostname="b"`)
+	for _, tt := range []struct {
+		args []string
+		want []string
+	}{
+		{[]string{"status", "-o", ""}, []string{"text", "json"}},
+		{[]string{"rollback", "--address", s.Addr, ""}, []string{"2\tCHANGE COMPLETE", "1\tCHANGE COMPLETE"}},
+		{[]string{"journal", "show", "--address", s.Addr, ""}, []string{"2\t", "1\t"}},
+		{[]string{"rollback", "--address", s.Addr, "--to", ""}, []string{"known-good\tproposal 1"}},
+	} {
+		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
+			r := runOps(t, append([]string{"__complete"}, tt.args...)...)
+			for _, w := range tt.want {
+				if !strings.Contains(r.stdout, w) {
+					t.Errorf("completion %q lacks %q", r.stdout, w)
+				}
+			}
+		})
+	}
+}

@@ -107,6 +107,11 @@ Exit codes: gnmi-sidecar help exit-codes.`,
 		return nil
 	}
 	root.RunE = func(cmd *cobra.Command, _ []string) error { return cmd.Help() }
+	forEachCommand(root, func(c *cobra.Command) {
+		if c.LocalFlags().Lookup("output") != nil || c.PersistentFlags().Lookup("output") != nil {
+			completeOutput(c)
+		}
+	})
 	return root
 }
 
@@ -142,4 +147,12 @@ func orNone(s string) string {
 		return "(not recorded)"
 	}
 	return s
+}
+
+// forEachCommand calls fn on cmd and every command under it.
+func forEachCommand(cmd *cobra.Command, fn func(*cobra.Command)) {
+	fn(cmd)
+	for _, c := range cmd.Commands() {
+		forEachCommand(c, fn)
+	}
 }

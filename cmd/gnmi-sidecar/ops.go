@@ -557,6 +557,7 @@ for what it holds after (values whole, not cut); -o json prints
 Exit codes: gnmi-sidecar help exit-codes.`,
 	})
 	cmd.Args = o.args(cobra.MatchAll(cobra.ExactArgs(1), indexArg(0)))
+	cmd.ValidArgsFunction = o.proposalIndexes
 	cmd.Flags().BoolVar(&diff, "diff", false, "print the change's leaf-level before → after as a diff")
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
 		index, _ := parseIndex(args[0]) // checked by Args
@@ -750,6 +751,8 @@ Exit codes: gnmi-sidecar help exit-codes.`,
 	cmd.Flags().StringVar(&to, "to", "", "roll back every change made after this point: a tag name, or a proposal index (0: every change)")
 	cmd.Flags().StringVar(&comment, "comment", "", "why: recorded with the rollback in the journal")
 	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "print what the rollback would change; journal and apply nothing")
+	cmd.ValidArgsFunction = o.proposalIndexes
+	_ = cmd.RegisterFlagCompletionFunc("to", o.tagNames)
 	cmd.Flags().BoolVarP(&yes, "yes", "y", false, "rollback --to: go on without showing the change and asking first (on a terminal)")
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
 		var index uint64
