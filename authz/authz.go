@@ -355,7 +355,7 @@ func (a *Authorizer) Authenticate(ctx context.Context) (Identity, Role, error) {
 				a.log.Warn("unauthenticated: wrong password", "user", name, "peer", peerAddr(ctx))
 				return Identity{}, RoleNone, errBadPassword
 			}
-			return Identity{"user", name}, u.Role, nil
+			return Identity{proxy.IdentityUser, name}, u.Role, nil
 		}
 		if !hasCert {
 			// The same time as a wrong password.
@@ -372,7 +372,7 @@ func (a *Authorizer) Authenticate(ctx context.Context) (Identity, Role, error) {
 		if !ok {
 			role = a.policy.DefaultRole
 		}
-		return Identity{"certificate", cn}, role, nil
+		return Identity{proxy.IdentityCertificate, cn}, role, nil
 	}
 	a.log.Info("unauthenticated: no credentials", "peer", peerAddr(ctx))
 	return Identity{}, RoleNone, errNoCredentials
@@ -429,24 +429,32 @@ func peerAddr(ctx context.Context) string {
 // Unauthenticated without a valid identity, PermissionDenied, naming the
 // identity, its role and the role needed, without the role.
 func (a *Authorizer) Authorize(ctx context.Context, fullMethod string, req any) error {
+	_, err := a.authorize(ctx, fullMethod, req)
+	return err
+}
+
+// authorize is Authorize, returning ctx naming the identity it accepted
+// (proxy.WithAuthorized): the identity the journal records as the author
+// of what the RPC does.
+func (a *Authorizer) authorize(ctx context.Context, fullMethod string, req any) (context.Context, error) {
 	act := RequiredAction(fullMethod, req)
 	if act.Role == RoleNone {
-		return nil
+		return ctx, nil
 	}
 	id, role, err := a.Authenticate(ctx)
 	if err != nil {
-		return err
+		return ctx, err
 	}
 	if role < act.Role {
 		a.log.Warn("permission denied", id.Kind, id.Name, "role", role.String(), "action", act.Name, "needs", act.Role.String())
-		return status.Error(codes.PermissionDenied, deniedMessage(id, role, act))
+		return ctx, status.Error(codes.PermissionDenied, deniedMessage(id, role, act))
 	}
 	if act.Role >= RoleWrite {
 		a.log.Info("authorized", id.Kind, id.Name, "role", role.String(), "action", act.Name)
 	} else {
 		a.log.Debug("authorized", id.Kind, id.Name, "role", role.String(), "action", act.Name)
 	}
-	return nil
+	return proxy.WithAuthorized(ctx, id.Kind, id.Name), nil
 }
 
 // deniedMessage is `user "alice" has role read; Set needs write`.
@@ -461,7 +469,8 @@ func deniedMessage(id Identity, role Role, act Action) string {
 // UnaryInterceptor authorizes unary RPCs (Capabilities, Get, Set).
 func (a *Authorizer) UnaryInterceptor() grpc.UnaryServerInterceptor {
 	return func(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
-		if err := a.Authorize(ctx, info.FullMethod, req); err != nil {
+		ctx, err := a.authorize(ctx, info.FullMethod, req)
+		if err != nil {
 			return nil, err
 		}
 		return handler(ctx, req)

@@ -345,4 +345,31 @@ default_role: read
 		}
 		sidecartest.WantStatus(t, get(anon, as(ctx(t), "boss", "admin-pw-")), codes.Unauthenticated)
 	})
+
+	// One identity rule for authorization and authorship: the identity
+	// authorization accepted is the one the journal names as the author.
+	t.Run("author is the authorized identity", func(t *testing.T) {
+		author := func() string { return r.Proposal(t, r.LastIndex(t)).GetChange().GetAuthor() }
+		for _, tc := range []struct {
+			name   string
+			client gpb.GNMIClient
+			ctx    context.Context
+			want   string
+		}{
+			{"a user over a shared admin certificate", noc, as(ctx(t), "writer", "write-pw"), "writer"},
+			{"a certificate alone", noc, ctx(t), "cert:CN=noc"},
+			{"a certificate with a device user's credentials", opsBot, as(ctx(t), "device-user", "device-pw"), "cert:CN=ops-bot"},
+			{"a user without a certificate", anon, as(ctx(t), "boss", "admin-pw"), "boss"},
+		} {
+			if err := set(tc.client, tc.ctx, tc.name); err != nil {
+				t.Fatalf("%s: Set: %v", tc.name, err)
+			}
+			if got := author(); got != tc.want {
+				t.Errorf("%s: journaled author %q, want %q", tc.name, got, tc.want)
+			}
+		}
+		// Authorized as writer, even with the admin certificate.
+		_, err := noc.Set(as(ctx(t), "writer", "write-pw"), sidecartest.RollbackRequest(t, 0))
+		sidecartest.WantStatus(t, err, codes.PermissionDenied, `user "writer" has role write; rollback needs admin`)
+	})
 }
