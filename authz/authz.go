@@ -85,6 +85,37 @@ type Action struct {
 	Role Role
 }
 
+// The authorizer's table: every action a client may ask for and the role
+// it needs. RequiredAction returns one of these (or, for a method of an
+// unknown service, that method with RoleAdmin). docs/security.md's Roles
+// table lists exactly these (TestRolesTableDocumented).
+var (
+	actCapabilities  = Action{"Capabilities", RoleRead}
+	actGet           = Action{"Get", RoleRead}
+	actSubscribe     = Action{"Subscribe", RoleRead}
+	actReflection    = Action{"server reflection", RoleRead}
+	actSet           = Action{"Set", RoleWrite}
+	actCommit        = Action{"commit-confirmed commit", RoleWrite}
+	actRollback      = Action{"rollback", RoleAdmin}
+	actResolve       = Action{"resolve", RoleAdmin}
+	actTag           = Action{"tag", RoleAdmin}
+	actSyncFrom      = Action{"sync-from", RoleAdmin}
+	actConfirm       = Action{"commit-confirmed confirm", RoleAdmin}
+	actCancel        = Action{"commit-confirmed cancel", RoleAdmin}
+	actExtend        = Action{"commit-confirmed set_rollback_duration", RoleAdmin}
+	actHealth        = Action{"health check", RoleNone}
+	actOtherMethod   = Action{"any other method", RoleAdmin}
+	actSetOtherThing = Action{"Set", RoleAdmin} // the Set method with another message: the strictest
+)
+
+// Actions is the authorizer's table: every action RequiredAction may
+// return, and the role it needs ("any other method" stands for a method
+// of another service, named by its full method name).
+var Actions = []Action{
+	actCapabilities, actGet, actSubscribe, actReflection, actSet, actCommit, actRollback, actResolve, actTag,
+	actSyncFrom, actConfirm, actCancel, actExtend, actHealth, actOtherMethod,
+}
+
 // Health-check methods (grpc.health.v1), which need no identity: they
 // tell whether the sidecar serves, nothing else.
 const (
@@ -101,24 +132,24 @@ const (
 func RequiredAction(fullMethod string, req any) Action {
 	switch fullMethod {
 	case gpb.GNMI_Capabilities_FullMethodName:
-		return Action{"Capabilities", RoleRead}
+		return actCapabilities
 	case gpb.GNMI_Get_FullMethodName:
-		return Action{"Get", RoleRead}
+		return actGet
 	case gpb.GNMI_Subscribe_FullMethodName:
-		return Action{"Subscribe", RoleRead}
+		return actSubscribe
 	case gpb.GNMI_Set_FullMethodName:
 		set, ok := req.(*gpb.SetRequest)
 		if !ok {
-			return Action{"Set", RoleAdmin} // not a gNMI Set after all: the strictest
+			return actSetOtherThing // not a gNMI Set after all: the strictest
 		}
 		return SetAction(set)
 	case healthCheck, healthWatch, healthList:
-		return Action{"health check", RoleNone}
+		return actHealth
 	}
 	if strings.HasPrefix(fullMethod, "/grpc.reflection.") {
-		return Action{"server reflection", RoleRead}
+		return actReflection
 	}
-	return Action{fullMethod, RoleAdmin}
+	return Action{fullMethod, actOtherMethod.Role}
 }
 
 // SetAction returns what a SetRequest is and the role it needs, from its
@@ -134,32 +165,32 @@ func RequiredAction(fullMethod string, req any) Action {
 func SetAction(req *gpb.SetRequest) Action {
 	ext, commit, err := proxy.RequestExtensions(req.GetExtension())
 	if err != nil {
-		return Action{"Set", RoleWrite}
+		return actSet
 	}
 	if ext.GetRollback() != nil {
-		return Action{"rollback", RoleAdmin} // with a commit extension too: Set refuses it
+		return actRollback // with a commit extension too: Set refuses it
 	}
 	if ext.GetResolve() != nil {
-		return Action{"resolve", RoleAdmin}
+		return actResolve
 	}
 	if ext.GetTag() != nil {
-		return Action{"tag", RoleAdmin}
+		return actTag
 	}
 	if ext.GetSyncFrom() != nil {
-		return Action{"sync-from", RoleAdmin}
+		return actSyncFrom
 	}
 	if commit == nil {
-		return Action{"Set", RoleWrite}
+		return actSet
 	}
 	switch commit.GetAction().(type) {
 	case *gnmi_ext.Commit_Confirm:
-		return Action{"commit-confirmed confirm", RoleAdmin}
+		return actConfirm
 	case *gnmi_ext.Commit_Cancel:
-		return Action{"commit-confirmed cancel", RoleAdmin}
+		return actCancel
 	case *gnmi_ext.Commit_SetRollbackDuration:
-		return Action{"commit-confirmed set_rollback_duration", RoleAdmin}
+		return actExtend
 	}
-	return Action{"commit-confirmed commit", RoleWrite} // no action: Set refuses it
+	return actCommit // no action: Set refuses it
 }
 
 // --- the policy ---

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/tls"
 	"io"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -372,4 +373,85 @@ default_role: read
 		_, err := noc.Set(as(ctx(t), "writer", "write-pw"), sidecartest.RollbackRequest(t, 0))
 		sidecartest.WantStatus(t, err, codes.PermissionDenied, `user "writer" has role write; rollback needs admin`)
 	})
+}
+
+// docs/security.md's operations table lists exactly the authorizer's own
+// table (authz.Actions), with the same roles.
+func TestRolesTableDocumented(t *testing.T) {
+	doc, err := os.ReadFile("../docs/security.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sec := string(doc)
+	start := strings.Index(sec, "| operation | what it is | operator CLI | role |")
+	if start < 0 {
+		t.Fatal("docs/security.md has no operations table (| operation | what it is | operator CLI | role |)")
+	}
+	documented := map[string]string{}
+	for _, line := range strings.Split(sec[start:], "\n")[2:] {
+		if !strings.HasPrefix(line, "|") {
+			break
+		}
+		cells := strings.Split(strings.ReplaceAll(line, `\|`, "/"), "|")
+		if len(cells) != 6 {
+			t.Fatalf("table row %q: %d cells, want 4", line, len(cells)-2)
+		}
+		name, role := strings.Trim(strings.TrimSpace(cells[1]), "`"), strings.TrimSpace(cells[4])
+		if _, dup := documented[name]; dup {
+			t.Errorf("docs/security.md lists %q twice", name)
+		}
+		documented[name] = role
+	}
+	for _, a := range authz.Actions {
+		want := a.Role.String()
+		if a.Role == authz.RoleNone {
+			want = "none"
+		}
+		switch got, ok := documented[a.Name]; {
+		case !ok:
+			t.Errorf("docs/security.md's operations table lacks %q (role %s)", a.Name, want)
+		case got != want:
+			t.Errorf("docs/security.md: %q needs %q, the authorizer says %q", a.Name, got, want)
+		}
+		delete(documented, a.Name)
+	}
+	for name := range documented {
+		t.Errorf("docs/security.md lists %q, which the authorizer does not know", name)
+	}
+}
+
+// Every action RequiredAction returns for a gNMI or sidecar operation is
+// one of the authorizer's table, with the table's role.
+func TestRequiredActionInTable(t *testing.T) {
+	roles := map[string]authz.Role{}
+	for _, a := range authz.Actions {
+		roles[a.Name] = a.Role
+	}
+	ext := func(r *sidecarpb.Request) *gpb.SetRequest {
+		return sidecartest.BareRequest(sidecartest.SidecarExtension(t, r))
+	}
+	for _, tc := range []struct {
+		method string
+		req    any
+	}{
+		{gpb.GNMI_Capabilities_FullMethodName, nil}, {gpb.GNMI_Get_FullMethodName, nil}, {gpb.GNMI_Subscribe_FullMethodName, nil},
+		{"/grpc.reflection.v1.ServerReflection/ServerReflectionInfo", nil}, {"/grpc.health.v1.Health/Check", nil},
+		{gpb.GNMI_Set_FullMethodName, sidecartest.UpdateRequest(t, descPath, sidecartest.StringVal("x"))},
+		{gpb.GNMI_Set_FullMethodName, sidecartest.UpdateRequest(t, descPath, sidecartest.StringVal("x"), sidecartest.CommitExtension("c", sidecartest.CommitFor(time.Minute)))},
+		{gpb.GNMI_Set_FullMethodName, sidecartest.BareRequest(sidecartest.CommitExtension("c", &gnmi_ext.CommitConfirm{}))},
+		{gpb.GNMI_Set_FullMethodName, sidecartest.BareRequest(sidecartest.CommitExtension("c", &gnmi_ext.CommitCancel{}))},
+		{gpb.GNMI_Set_FullMethodName, sidecartest.BareRequest(sidecartest.CommitExtension("c", sidecartest.ExtendTo(time.Minute)))},
+		{gpb.GNMI_Set_FullMethodName, ext(&sidecarpb.Request{Rollback: &sidecarpb.Rollback{}})},
+		{gpb.GNMI_Set_FullMethodName, ext(&sidecarpb.Request{Tag: &sidecarpb.Tag{Name: "t", Delete: true}})},
+		{gpb.GNMI_Set_FullMethodName, ext(&sidecarpb.Request{Resolve: &sidecarpb.Resolve{Action: sidecarpb.Resolve_ACTION_RETRY}})},
+		{gpb.GNMI_Set_FullMethodName, ext(&sidecarpb.Request{SyncFrom: &sidecarpb.SyncFrom{}})},
+	} {
+		got := authz.RequiredAction(tc.method, tc.req)
+		if role, ok := roles[got.Name]; !ok || role != got.Role {
+			t.Errorf("RequiredAction(%s) = %+v: not in authz.Actions (%v, %v)", tc.method, got, role, ok)
+		}
+	}
+	if got := authz.RequiredAction("/other.Service/Do", nil); got.Role != roles["any other method"] {
+		t.Errorf("another service's method needs %v, the table says %v", got.Role, roles["any other method"])
+	}
 }

@@ -241,21 +241,24 @@ default_role: ""
 	// viewer (read) reads, and may not roll back.
 	runOpsAt(t, s.addr, append([]string{"status"}, viewerArgs...)...).wantCode(t, 0)
 	runOpsAt(t, s.addr, append([]string{"rollback"}, viewerArgs...)...).
-		wantCode(t, exitFailed, `certificate "viewer" has role read; rollback needs admin`)
+		wantCode(t, exitDenied, `certificate "viewer" has role read; rollback needs admin`)
 	runOpsAt(t, s.addr, append([]string{"rollback"}, botArgs...)...).
-		wantCode(t, exitFailed, `certificate "ops-bot" has role write; rollback needs admin`)
+		wantCode(t, exitDenied, `certificate "ops-bot" has role write; rollback needs admin`)
 	// A certificate not listed has the default role: none.
 	runOpsAt(t, s.addr, append([]string{"status"}, nobodyArgs...)...).
-		wantCode(t, exitFailed, `certificate "nobody" has no role; Get needs read`)
+		wantCode(t, exitDenied, `certificate "nobody" has no role; Get needs read`)
 
 	// Username and password, over the same certificate.
 	t.Setenv(opsPasswordEnv, bobPW)
 	runOpsAt(t, s.addr, append([]string{"status", "--username", "bob"}, nobodyArgs...)...).wantCode(t, 0)
 	runOpsAt(t, s.addr, append([]string{"commit", "confirm", "c1", "--username", "bob"}, nobodyArgs...)...).
-		wantCode(t, exitFailed, `user "bob" has role read; commit-confirmed confirm needs admin`)
+		wantCode(t, exitDenied, `user "bob" has role read; commit-confirmed confirm needs admin`)
 	t.Setenv(opsPasswordEnv, "Wr0ng-Pa55")
 	runOpsAt(t, s.addr, append([]string{"status", "--username", "alice"}, botArgs...)...).
-		wantCode(t, exitFailed, "username or password not accepted")
+		wantCode(t, exitDenied, "username or password not accepted")
+	// Bad credentials are "not authenticated", never "not a gnmi-sidecar".
+	runOpsAt(t, s.addr, append([]string{"set", "--dry-run", "--delete", "/system/config/login-banner", "--username", "alice"}, botArgs...)...).
+		wantCode(t, exitDenied, "set --dry-run", "username or password not accepted")
 	t.Setenv(opsPasswordEnv, alicePW)
 	out := mustOps(t, s.addr, append([]string{"rollback", "--username", "alice"}, nobodyArgs...)...)
 	if !strings.Contains(out, "rolled back proposal 1") {
