@@ -50,7 +50,9 @@ func wantSameRecords(t testing.TB, what string, before, after map[string][]byte)
 	}
 }
 
-func ext(t testing.TB, r *sidecarpb.Request) *gnmi_ext.Extension { return sidecartest.SidecarExtension(t, r) }
+func ext(t testing.TB, r *sidecarpb.Request) *gnmi_ext.Extension {
+	return sidecartest.SidecarExtension(t, r)
+}
 
 // A refused Set changes no journal record, master arbitration included:
 // every check of the request runs before the arbitration journals the
@@ -82,7 +84,11 @@ func TestRefusedSetChangesNothing(t *testing.T) {
 			codes.InvalidArgument, "read-only journal tree"},
 		{"a deprecated path element", withMax(&gpb.SetRequest{Delete: []*gpb.Path{{Element: []string{"interfaces"}}}}),
 			codes.InvalidArgument, "deprecated element"},
-		{"an unknown set mode", withMax(func() *gpb.SetRequest { q := update(); q.Extension = append(q.Extension, ext(t, &sidecarpb.Request{Mode: 7})); return q }()),
+		{"an unknown set mode", withMax(func() *gpb.SetRequest {
+			q := update()
+			q.Extension = append(q.Extension, ext(t, &sidecarpb.Request{Mode: 7}))
+			return q
+		}()),
 			codes.InvalidArgument, "unknown set mode"},
 		{"a comment too long", withMax(func() *gpb.SetRequest {
 			q := update()
