@@ -851,6 +851,7 @@ func TestIntrospectSubscribeCommitConfirm(t *testing.T) {
 		"/commit-confirm/state/started":   nanosTV(rec.GetStarted()),
 		"/commit-confirm/state/deadline":  nanosTV(rec.GetDeadline()),
 		"/commit-confirm/state/cancelled": boolTV(false),
+		"/commit-confirm/state/author":    sidecartest.StringVal(rec.GetAuthor()),
 	}
 	followStream(t, stream, tr, "the commit-confirmed's leaves", func(tr leafTree) bool {
 		return cmp.Equal(want, tr, protocmp.Transform())

@@ -281,11 +281,14 @@ func TestSchemaMatchesRenderer(t *testing.T) {
 	p.Change.Restores = &journal.Restore{Index: 1, Tag: "good"}
 	p.Change.Prefix = &gpb.Path{Target: "dev1"}
 	p.Rollback.Author, p.Rollback.Comment = "bob", "undo"
+	p.Change.CommitActions = []*journal.CommitAction{{Action: journal.CommitActionExtend, Author: "carol", Time: stamp(1)},
+		{Action: journal.CommitActionConfirm, Author: "dave", Time: stamp(2)}, {Action: journal.CommitActionCancel, Author: "erin", Time: stamp(3)}}
 	var leaves []treeLeaf
 	leaves = append(leaves, configurationLeaves(&journal.Configuration{Status: journal.StatusComplete, RollingBack: 2, HistoryFloor: stamp(1), BaselineIndex: 3})...)
 	leaves = append(leaves, deviceLeaves("a", agent.Status{Connected: true, Term: 1, LastRepush: fixtureTime, LastError: "e",
 		Fenced: true, FencedBy: "f", Retrying: &agent.Retrying{Proposal: 4, Attempts: 2, Since: fixtureTime}})...)
-	leaves = append(leaves, commitConfirmLeaves(&journal.CommitConfirm{Id: "c", Started: stamp(1), Deadline: stamp(2)})...)
+	leaves = append(leaves, commitConfirmLeaves(&journal.CommitConfirm{Id: "c", Started: stamp(1), Deadline: stamp(2),
+		Author: "alice", CancelledBy: "bob", ExtendedBy: "carol", Extended: stamp(3)})...)
 	leaves = append(leaves, proposalLeaves(p)...)
 	leaves = append(leaves, resolutionLeaves([]*journal.Resolution{{Seq: 1, Time: stamp(1), Author: "alice", Action: "SKIP",
 		Settled: []*gpb.Path{fixture.Path(t, "/a")}, StillOutOfSync: []*gpb.Path{fixture.Path(t, "/b")}, Proposal: 3}})...)

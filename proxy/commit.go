@@ -36,6 +36,8 @@ func (s *Server) commitConfirmed(ctx context.Context, req *gpb.SetRequest, c *gn
 		}
 	}
 	j := s.opts.Journal
+	// Who confirms, cancels or extends is journaled with the action.
+	ctx = journal.WithActor(ctx, by)
 	switch action := c.GetAction().(type) {
 	case *gnmi_ext.Commit_Commit:
 		d, err := s.rollbackDuration(action.Commit.GetRollbackDuration(), true)
@@ -66,7 +68,7 @@ func (s *Server) commitConfirmed(ctx context.Context, req *gpb.SetRequest, c *gn
 		if err != nil {
 			return nil, commitError(err)
 		}
-		s.log.Info("commit-confirmed confirmed", "id", id, "proposal", rec.GetProposal())
+		s.log.Info("commit-confirmed confirmed", "id", id, "proposal", rec.GetProposal(), "author", by.Author)
 		s.opts.Agent.Notify()
 		return s.commitAnswer(ctx, rec)
 	case *gnmi_ext.Commit_Cancel:
@@ -77,7 +79,7 @@ func (s *Server) commitConfirmed(ctx context.Context, req *gpb.SetRequest, c *gn
 		if err != nil {
 			return nil, commitError(err)
 		}
-		s.log.Info("commit-confirmed cancelled", "id", id, "proposal", rec.GetProposal())
+		s.log.Info("commit-confirmed cancelled", "id", id, "proposal", rec.GetProposal(), "author", by.Author)
 		// The agent proposes the rollback once the change is applied; a
 		// change that failed instead has nothing to roll back.
 		return s.waitRollback(ctx, rec.GetProposal(), sync, true)
@@ -93,7 +95,7 @@ func (s *Server) commitConfirmed(ctx context.Context, req *gpb.SetRequest, c *gn
 		if err != nil {
 			return nil, commitError(err)
 		}
-		s.log.Info("commit-confirmed deadline moved", "id", id, "proposal", rec.GetProposal(), "deadline", rec.GetDeadline().AsTime())
+		s.log.Info("commit-confirmed deadline moved", "id", id, "proposal", rec.GetProposal(), "deadline", rec.GetDeadline().AsTime(), "author", by.Author)
 		s.opts.Agent.Notify()
 		return s.commitAnswer(ctx, rec)
 	case nil:
