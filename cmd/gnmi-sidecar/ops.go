@@ -616,6 +616,12 @@ func printProposal(w io.Writer, d *ProposalDetail) error {
 		"rollback-error", strings.TrimSpace(strings.TrimSuffix(p.RollbackErrorCode+": "+p.RollbackErrorMessage, ": ")),
 		"rollback-author", p.RollbackAuthor,
 		"rollback-comment", p.RollbackComment,
+		"commit-confirmed-by", p.CommitConfirmedBy,
+		"commit-confirmed-at", optTime(p.CommitConfirmedAt),
+		"commit-cancelled-by", p.CommitCancelledBy,
+		"commit-cancelled-at", optTime(p.CommitCancelledAt),
+		"commit-extended-by", p.CommitExtendedBy,
+		"commit-extended-at", optTime(p.CommitExtendedAt),
 	); err != nil {
 		return err
 	}
@@ -1101,5 +1107,9 @@ func printStatus(w io.Writer, v *StatusView, now time.Time) error {
 		"started", optTime(cc.Started),
 		"deadline", deadline,
 		"cancelled", strconv.FormatBool(cc.Cancelled),
+		"author", cc.Author,
+		"cancelled-by", cc.CancelledBy,
+		"extended-by", cc.ExtendedBy,
+		"extended", optTime(cc.Extended),
 	)
 }
