@@ -13,6 +13,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -263,6 +264,35 @@ default_role: ""
 	out := mustOps(t, s.addr, append([]string{"rollback", "--username", "alice"}, nobodyArgs...)...)
 	if !strings.Contains(out, "rolled back proposal 1") {
 		t.Errorf("rollback by alice: %q", out)
+	}
+
+	// A write user's commit-confirmed of 100 years is refused, naming the
+	// limit; one within it is cancelled by an admin, whom journal show
+	// then names as who rolled it back.
+	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+	defer cancel()
+	_, err := setDesc(ctx, botClient, "eth0", "for a century", sidecartest.CommitExtension("c9", sidecartest.CommitFor(876000*time.Hour)))
+	sidecartest.WantStatus(t, err, codes.InvalidArgument, "above the sidecar's limit of 1h0m0s (serve --max-rollback-duration)")
+	resp, err := setDesc(ctx, botClient, "eth0", "for a while", sidecartest.CommitExtension("c9", sidecartest.CommitFor(time.Hour)))
+	if err != nil {
+		t.Fatalf("ops-bot's commit-confirmed: %v", err)
+	}
+	r, err := responseExt(resp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	statusOut := mustOps(t, s.addr, append([]string{"status", "--username", "alice"}, nobodyArgs...)...)
+	for _, want := range []string{"author:", "cert:CN=ops-bot", "deadline:"} {
+		if !strings.Contains(statusOut, want) {
+			t.Errorf("status while a commit-confirmed is outstanding lacks %q:\n%s", want, statusOut)
+		}
+	}
+	mustOps(t, s.addr, append([]string{"commit", "cancel", "c9", "--username", "alice"}, nobodyArgs...)...)
+	show := mustOps(t, s.addr, append([]string{"journal", "show", strconv.FormatUint(r.GetIndex(), 10), "--username", "alice"}, nobodyArgs...)...)
+	for _, want := range []string{"rollback-author:", "commit-cancelled-by:"} {
+		if !strings.Contains(show, want) || !strings.Contains(show[strings.Index(show, want):], "alice") {
+			t.Errorf("journal show of the cancelled commit-confirmed does not name alice after %q:\n%s", want, show)
+		}
 	}
 
 	s.wantNoSecret(t, alicePW, bobPW, "Wr0ng-Pa55", aliceHash)
