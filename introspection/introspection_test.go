@@ -406,7 +406,7 @@ func TestIntrospectGetErrors(t *testing.T) {
 	}{{
 		name: "unknown top-level element",
 		req:  &gpb.GetRequest{Prefix: sidecartest.IntrospectionPrefix(), Path: path("/journal/state")},
-		code: codes.NotFound, msg: []string{`no element "journal"`, "configuration, device, commit-confirm, out-of-sync, resolutions, tags, drift, diff, proposals"},
+		code: codes.NotFound, msg: []string{`no element "journal"`, "configuration, device, commit-confirm, out-of-sync, resolutions, tags, tag-deletions, drift, diff, proposals"},
 	}, {
 		name: "unknown element deeper",
 		req:  &gpb.GetRequest{Prefix: sidecartest.IntrospectionPrefix(), Path: path("/proposals/proposal[index=1]/stat")},

@@ -489,6 +489,29 @@ func resolutionLeaves(recs []*journal.Resolution) []treeLeaf {
 	return out
 }
 
+// tagDeletionLeaves renders tag-deletions/tag-deletion[seq=N]: the deleted
+// tags the journal keeps, and who deleted them.
+func tagDeletionLeaves(recs []*journal.TagDeletion) []treeLeaf {
+	var out []treeLeaf
+	fields := tagDeletionFields()
+	for _, r := range recs {
+		renderState(&out, fields, r, pathElem(TagDeletions), keyedElem(TagDeletion, Seq, strconv.FormatUint(r.GetSeq(), 10)))
+	}
+	return out
+}
+
+func tagDeletionFields() []field[*journal.TagDeletion] {
+	type r = *journal.TagDeletion
+	return []field[r]{
+		{Seq, func(r r) *gpb.TypedValue { return scalar(r.GetSeq()) }},
+		{Name, func(r r) *gpb.TypedValue { return text(r.GetTag().GetName()) }},
+		{Index, func(r r) *gpb.TypedValue { return scalar(r.GetTag().GetIndex()) }},
+		{Deleted, func(r r) *gpb.TypedValue { return nanos(r.GetDeleted()) }},
+		{Author, func(r r) *gpb.TypedValue { return text(r.GetAuthor()) }},
+		{Comment, func(r r) *gpb.TypedValue { return text(r.GetComment()) }},
+	}
+}
+
 // tagLeaves renders tags/tag[name=N]: the named points of the journal.
 func tagLeaves(tags []tag) []treeLeaf {
 	var out []treeLeaf

@@ -99,7 +99,7 @@ const keepTagDeletions = 256
 // drops the record keepTagDeletions changes older.
 func (w *writeTxn) putTagDeletion(seq uint64, t *Tag, by Sender) error {
 	if err := w.put(uint64Key(nsTagDeletion, seq), &TagDeletion{
-		Tag: t, Deleted: timestamppb.New(w.now), Author: by.Author, Comment: by.Comment,
+		Tag: t, Deleted: timestamppb.New(w.now), Author: by.Author, Comment: by.Comment, Seq: seq,
 	}); err != nil {
 		return err
 	}

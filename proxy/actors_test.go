@@ -83,6 +83,8 @@ func TestStateChangingActionsRecordAuthors(t *testing.T) {
 		"/proposals/proposal[index=1]/state/commit-extended-by":  "boss",
 		"/proposals/proposal[index=2]/state/commit-confirmed-by": "admin",
 		"/proposals/proposal[index=2]/state/author":              "writer",
+		"/tag-deletions/tag-deletion[seq=2]/state/author":        "admin",
+		"/tag-deletions/tag-deletion[seq=2]/state/name":          "good",
 	} {
 		resp, err := r.Client.Get(ctx, &gpb.GetRequest{Path: []*gpb.Path{sidecartest.IntrospectionPath(t, path)}, Encoding: gpb.Encoding_JSON_IETF})
 		if err != nil {

@@ -1109,11 +1109,13 @@ func (x *CommitAction) GetDeadline() *timestamppb.Timestamp {
 
 // A deleted tag: the tag as it was, and who deleted it, when and why.
 type TagDeletion struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Tag           *Tag                   `protobuf:"bytes,1,opt,name=tag,proto3" json:"tag,omitempty"`
-	Deleted       *timestamppb.Timestamp `protobuf:"bytes,2,opt,name=deleted,proto3" json:"deleted,omitempty"`
-	Author        string                 `protobuf:"bytes,3,opt,name=author,proto3" json:"author,omitempty"`
-	Comment       string                 `protobuf:"bytes,4,opt,name=comment,proto3" json:"comment,omitempty"`
+	state   protoimpl.MessageState `protogen:"open.v1"`
+	Tag     *Tag                   `protobuf:"bytes,1,opt,name=tag,proto3" json:"tag,omitempty"`
+	Deleted *timestamppb.Timestamp `protobuf:"bytes,2,opt,name=deleted,proto3" json:"deleted,omitempty"`
+	Author  string                 `protobuf:"bytes,3,opt,name=author,proto3" json:"author,omitempty"`
+	Comment string                 `protobuf:"bytes,4,opt,name=comment,proto3" json:"comment,omitempty"`
+	// Configuration.tag_changes at the deletion: its key.
+	Seq           uint64 `protobuf:"varint,5,opt,name=seq,proto3" json:"seq,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1174,6 +1176,13 @@ func (x *TagDeletion) GetComment() string {
 		return x.Comment
 	}
 	return ""
+}
+
+func (x *TagDeletion) GetSeq() uint64 {
+	if x != nil {
+		return x.Seq
+	}
+	return 0
 }
 
 // The point a restoring change went back to.
@@ -2594,12 +2603,13 @@ const file_journal_journalpb_journal_proto_rawDesc = "" +
 	"\x06author\x18\x02 \x01(\tR\x06author\x12\x18\n" +
 	"\acomment\x18\x03 \x01(\tR\acomment\x12.\n" +
 	"\x04time\x18\x04 \x01(\v2\x1a.google.protobuf.TimestampR\x04time\x126\n" +
-	"\bdeadline\x18\x05 \x01(\v2\x1a.google.protobuf.TimestampR\bdeadline\"\xa4\x01\n" +
+	"\bdeadline\x18\x05 \x01(\v2\x1a.google.protobuf.TimestampR\bdeadline\"\xb6\x01\n" +
 	"\vTagDeletion\x12-\n" +
 	"\x03tag\x18\x01 \x01(\v2\x1b.gnmisidecar.journal.v1.TagR\x03tag\x124\n" +
 	"\adeleted\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\adeleted\x12\x16\n" +
 	"\x06author\x18\x03 \x01(\tR\x06author\x12\x18\n" +
-	"\acomment\x18\x04 \x01(\tR\acomment\"R\n" +
+	"\acomment\x18\x04 \x01(\tR\acomment\x12\x10\n" +
+	"\x03seq\x18\x05 \x01(\x04R\x03seq\"R\n" +
 	"\aRestore\x12\x14\n" +
 	"\x05index\x18\x01 \x01(\x04R\x05index\x12\x10\n" +
 	"\x03tag\x18\x02 \x01(\tR\x03tag\x12\x1f\n" +
