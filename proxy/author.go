@@ -64,11 +64,13 @@ func WithAuthorized(ctx context.Context, kind, name string) context.Context {
 	return context.WithValue(ctx, authorizedKey{}, authorized{kind, name})
 }
 
-// requester names the client of ctx for the journal. With authorization
-// on, the identity it accepted (WithAuthorized): a user by its username,
-// a certificate by its subject ("cert:CN=..."). Without, by the same rule
-// (docs/security.md): the username it sent, else its verified
-// certificate's subject, else its address. Never a password.
+// requester names the client of ctx for the journal, by its most
+// trustworthy identity (docs/security.md, "Identity"). With authorization
+// on, the identity it accepted (WithAuthorized): a user whose password it
+// verified by its username, over a shared certificate, or a certificate by
+// its subject ("cert:CN=..."). Without, nothing verifies a username: the
+// verified certificate's subject, else the username it sent, else its
+// address. Never a password.
 func requester(ctx context.Context) string {
 	if a, ok := ctx.Value(authorizedKey{}).(authorized); ok {
 		if a.kind == IdentityCertificate {
@@ -79,13 +81,13 @@ func requester(ctx context.Context) string {
 		}
 		return printable(a.name, maxAuthorBytes)
 	}
+	if s := certificateSubject(ctx); s != "" {
+		return s
+	}
 	if md, ok := metadata.FromIncomingContext(ctx); ok {
 		if u := md.Get("username"); len(u) == 1 && u[0] != "" {
 			return printable(u[0], maxAuthorBytes)
 		}
-	}
-	if s := certificateSubject(ctx); s != "" {
-		return s
 	}
 	if addr := peerAddr(ctx); addr != "" {
 		return addr
