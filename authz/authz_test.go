@@ -1,9 +1,12 @@
 package authz_test
 
 import (
+	"bytes"
 	"context"
 	"crypto/tls"
 	"io"
+	"maps"
+	"math"
 	"os"
 	"strings"
 	"testing"
@@ -273,6 +276,18 @@ default_role: read
 		}
 		if err := subscribe(anon, c); err != nil {
 			t.Errorf("reader Subscribe: %v", err)
+		}
+		// A denied Set carrying the highest election id changes no record.
+		records, err := r.Journal.Records(t.Context())
+		if err != nil {
+			t.Fatal(err)
+		}
+		maxID := &gnmi_ext.Extension{Ext: &gnmi_ext.Extension_MasterArbitration{MasterArbitration: &gnmi_ext.MasterArbitration{
+			ElectionId: &gnmi_ext.Uint128{High: math.MaxUint64, Low: math.MaxUint64}}}}
+		_, err = anon.Set(c, sidecartest.UpdateRequest(t, descPath, sidecartest.StringVal("by reader"), maxID))
+		sidecartest.WantStatus(t, err, codes.PermissionDenied, `user "reader" has role read; Set needs write`)
+		if after, err := r.Journal.Records(t.Context()); err != nil || !maps.EqualFunc(records, after, bytes.Equal) {
+			t.Errorf("a denied Set with MasterArbitration changed the journal (%v)", err)
 		}
 		before := r.LastIndex(t)
 		sidecartest.WantStatus(t, set(anon, c, "by reader"), codes.PermissionDenied, `user "reader" has role read; Set needs write`)
