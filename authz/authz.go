@@ -85,6 +85,37 @@ type Action struct {
 	Role Role
 }
 
+// The authorizer's table: every action a client may ask for and the role
+// it needs. RequiredAction returns one of these (or, for a method of an
+// unknown service, that method with RoleAdmin). docs/security.md's Roles
+// table lists exactly these (TestRolesTableDocumented).
+var (
+	actCapabilities  = Action{"Capabilities", RoleRead}
+	actGet           = Action{"Get", RoleRead}
+	actSubscribe     = Action{"Subscribe", RoleRead}
+	actReflection    = Action{"server reflection", RoleRead}
+	actSet           = Action{"Set", RoleWrite}
+	actCommit        = Action{"commit-confirmed commit", RoleWrite}
+	actRollback      = Action{"rollback", RoleAdmin}
+	actResolve       = Action{"resolve", RoleAdmin}
+	actTag           = Action{"tag", RoleAdmin}
+	actSyncFrom      = Action{"sync-from", RoleAdmin}
+	actConfirm       = Action{"commit-confirmed confirm", RoleAdmin}
+	actCancel        = Action{"commit-confirmed cancel", RoleAdmin}
+	actExtend        = Action{"commit-confirmed set_rollback_duration", RoleAdmin}
+	actHealth        = Action{"health check", RoleNone}
+	actOtherMethod   = Action{"any other method", RoleAdmin}
+	actSetOtherThing = Action{"Set", RoleAdmin} // the Set method with another message: the strictest
+)
+
+// Actions is the authorizer's table: every action RequiredAction may
+// return, and the role it needs ("any other method" stands for a method
+// of another service, named by its full method name).
+var Actions = []Action{
+	actCapabilities, actGet, actSubscribe, actReflection, actSet, actCommit, actRollback, actResolve, actTag,
+	actSyncFrom, actConfirm, actCancel, actExtend, actHealth, actOtherMethod,
+}
+
 // Health-check methods (grpc.health.v1), which need no identity: they
 // tell whether the sidecar serves, nothing else.
 const (
@@ -101,24 +132,24 @@ const (
 func RequiredAction(fullMethod string, req any) Action {
 	switch fullMethod {
 	case gpb.GNMI_Capabilities_FullMethodName:
-		return Action{"Capabilities", RoleRead}
+		return actCapabilities
 	case gpb.GNMI_Get_FullMethodName:
-		return Action{"Get", RoleRead}
+		return actGet
 	case gpb.GNMI_Subscribe_FullMethodName:
-		return Action{"Subscribe", RoleRead}
+		return actSubscribe
 	case gpb.GNMI_Set_FullMethodName:
 		set, ok := req.(*gpb.SetRequest)
 		if !ok {
-			return Action{"Set", RoleAdmin} // not a gNMI Set after all: the strictest
+			return actSetOtherThing // not a gNMI Set after all: the strictest
 		}
 		return SetAction(set)
 	case healthCheck, healthWatch, healthList:
-		return Action{"health check", RoleNone}
+		return actHealth
 	}
 	if strings.HasPrefix(fullMethod, "/grpc.reflection.") {
-		return Action{"server reflection", RoleRead}
+		return actReflection
 	}
-	return Action{fullMethod, RoleAdmin}
+	return Action{fullMethod, actOtherMethod.Role}
 }
 
 // SetAction returns what a SetRequest is and the role it needs, from its
@@ -134,32 +165,32 @@ func RequiredAction(fullMethod string, req any) Action {
 func SetAction(req *gpb.SetRequest) Action {
 	ext, commit, err := proxy.RequestExtensions(req.GetExtension())
 	if err != nil {
-		return Action{"Set", RoleWrite}
+		return actSet
 	}
 	if ext.GetRollback() != nil {
-		return Action{"rollback", RoleAdmin} // with a commit extension too: Set refuses it
+		return actRollback // with a commit extension too: Set refuses it
 	}
 	if ext.GetResolve() != nil {
-		return Action{"resolve", RoleAdmin}
+		return actResolve
 	}
 	if ext.GetTag() != nil {
-		return Action{"tag", RoleAdmin}
+		return actTag
 	}
 	if ext.GetSyncFrom() != nil {
-		return Action{"sync-from", RoleAdmin}
+		return actSyncFrom
 	}
 	if commit == nil {
-		return Action{"Set", RoleWrite}
+		return actSet
 	}
 	switch commit.GetAction().(type) {
 	case *gnmi_ext.Commit_Confirm:
-		return Action{"commit-confirmed confirm", RoleAdmin}
+		return actConfirm
 	case *gnmi_ext.Commit_Cancel:
-		return Action{"commit-confirmed cancel", RoleAdmin}
+		return actCancel
 	case *gnmi_ext.Commit_SetRollbackDuration:
-		return Action{"commit-confirmed set_rollback_duration", RoleAdmin}
+		return actExtend
 	}
-	return Action{"commit-confirmed commit", RoleWrite} // no action: Set refuses it
+	return actCommit // no action: Set refuses it
 }
 
 // --- the policy ---
@@ -355,7 +386,7 @@ func (a *Authorizer) Authenticate(ctx context.Context) (Identity, Role, error) {
 				a.log.Warn("unauthenticated: wrong password", "user", name, "peer", peerAddr(ctx))
 				return Identity{}, RoleNone, errBadPassword
 			}
-			return Identity{"user", name}, u.Role, nil
+			return Identity{proxy.IdentityUser, name}, u.Role, nil
 		}
 		if !hasCert {
 			// The same time as a wrong password.
@@ -372,7 +403,7 @@ func (a *Authorizer) Authenticate(ctx context.Context) (Identity, Role, error) {
 		if !ok {
 			role = a.policy.DefaultRole
 		}
-		return Identity{"certificate", cn}, role, nil
+		return Identity{proxy.IdentityCertificate, cn}, role, nil
 	}
 	a.log.Info("unauthenticated: no credentials", "peer", peerAddr(ctx))
 	return Identity{}, RoleNone, errNoCredentials
@@ -429,24 +460,32 @@ func peerAddr(ctx context.Context) string {
 // Unauthenticated without a valid identity, PermissionDenied, naming the
 // identity, its role and the role needed, without the role.
 func (a *Authorizer) Authorize(ctx context.Context, fullMethod string, req any) error {
+	_, err := a.authorize(ctx, fullMethod, req)
+	return err
+}
+
+// authorize is Authorize, returning ctx naming the identity it accepted
+// (proxy.WithAuthorized): the identity the journal records as the author
+// of what the RPC does.
+func (a *Authorizer) authorize(ctx context.Context, fullMethod string, req any) (context.Context, error) {
 	act := RequiredAction(fullMethod, req)
 	if act.Role == RoleNone {
-		return nil
+		return ctx, nil
 	}
 	id, role, err := a.Authenticate(ctx)
 	if err != nil {
-		return err
+		return ctx, err
 	}
 	if role < act.Role {
 		a.log.Warn("permission denied", id.Kind, id.Name, "role", role.String(), "action", act.Name, "needs", act.Role.String())
-		return status.Error(codes.PermissionDenied, deniedMessage(id, role, act))
+		return ctx, status.Error(codes.PermissionDenied, deniedMessage(id, role, act))
 	}
 	if act.Role >= RoleWrite {
 		a.log.Info("authorized", id.Kind, id.Name, "role", role.String(), "action", act.Name)
 	} else {
 		a.log.Debug("authorized", id.Kind, id.Name, "role", role.String(), "action", act.Name)
 	}
-	return nil
+	return proxy.WithAuthorized(ctx, id.Kind, id.Name), nil
 }
 
 // deniedMessage is `user "alice" has role read; Set needs write`.
@@ -461,7 +500,8 @@ func deniedMessage(id Identity, role Role, act Action) string {
 // UnaryInterceptor authorizes unary RPCs (Capabilities, Get, Set).
 func (a *Authorizer) UnaryInterceptor() grpc.UnaryServerInterceptor {
 	return func(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
-		if err := a.Authorize(ctx, info.FullMethod, req); err != nil {
+		ctx, err := a.authorize(ctx, info.FullMethod, req)
+		if err != nil {
 			return nil, err
 		}
 		return handler(ctx, req)

@@ -1,9 +1,13 @@
 package authz_test
 
 import (
+	"bytes"
 	"context"
 	"crypto/tls"
 	"io"
+	"maps"
+	"math"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -273,6 +277,18 @@ default_role: read
 		if err := subscribe(anon, c); err != nil {
 			t.Errorf("reader Subscribe: %v", err)
 		}
+		// A denied Set carrying the highest election id changes no record.
+		records, err := r.Journal.Records(t.Context())
+		if err != nil {
+			t.Fatal(err)
+		}
+		maxID := &gnmi_ext.Extension{Ext: &gnmi_ext.Extension_MasterArbitration{MasterArbitration: &gnmi_ext.MasterArbitration{
+			ElectionId: &gnmi_ext.Uint128{High: math.MaxUint64, Low: math.MaxUint64}}}}
+		_, err = anon.Set(c, sidecartest.UpdateRequest(t, descPath, sidecartest.StringVal("by reader"), maxID))
+		sidecartest.WantStatus(t, err, codes.PermissionDenied, `user "reader" has role read; Set needs write`)
+		if after, err := r.Journal.Records(t.Context()); err != nil || !maps.EqualFunc(records, after, bytes.Equal) {
+			t.Errorf("a denied Set with MasterArbitration changed the journal (%v)", err)
+		}
 		before := r.LastIndex(t)
 		sidecartest.WantStatus(t, set(anon, c, "by reader"), codes.PermissionDenied, `user "reader" has role read; Set needs write`)
 		if got := r.LastIndex(t); got != before {
@@ -345,4 +361,112 @@ default_role: read
 		}
 		sidecartest.WantStatus(t, get(anon, as(ctx(t), "boss", "admin-pw-")), codes.Unauthenticated)
 	})
+
+	// One identity rule for authorization and authorship: the identity
+	// authorization accepted is the one the journal names as the author.
+	t.Run("author is the authorized identity", func(t *testing.T) {
+		author := func() string { return r.Proposal(t, r.LastIndex(t)).GetChange().GetAuthor() }
+		for _, tc := range []struct {
+			name   string
+			client gpb.GNMIClient
+			ctx    context.Context
+			want   string
+		}{
+			{"a user over a shared admin certificate", noc, as(ctx(t), "writer", "write-pw"), "writer"},
+			{"a certificate alone", noc, ctx(t), "cert:CN=noc"},
+			{"a certificate with a device user's credentials", opsBot, as(ctx(t), "device-user", "device-pw"), "cert:CN=ops-bot"},
+			{"a user without a certificate", anon, as(ctx(t), "boss", "admin-pw"), "boss"},
+		} {
+			if err := set(tc.client, tc.ctx, tc.name); err != nil {
+				t.Fatalf("%s: Set: %v", tc.name, err)
+			}
+			if got := author(); got != tc.want {
+				t.Errorf("%s: journaled author %q, want %q", tc.name, got, tc.want)
+			}
+		}
+		// Authorized as writer, even with the admin certificate.
+		_, err := noc.Set(as(ctx(t), "writer", "write-pw"), sidecartest.RollbackRequest(t, 0))
+		sidecartest.WantStatus(t, err, codes.PermissionDenied, `user "writer" has role write; rollback needs admin`)
+	})
+}
+
+// docs/security.md's operations table lists exactly the authorizer's own
+// table (authz.Actions), with the same roles.
+func TestRolesTableDocumented(t *testing.T) {
+	doc, err := os.ReadFile("../docs/security.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sec := string(doc)
+	start := strings.Index(sec, "| operation | what it is | operator CLI | role |")
+	if start < 0 {
+		t.Fatal("docs/security.md has no operations table (| operation | what it is | operator CLI | role |)")
+	}
+	documented := map[string]string{}
+	for _, line := range strings.Split(sec[start:], "\n")[2:] {
+		if !strings.HasPrefix(line, "|") {
+			break
+		}
+		cells := strings.Split(strings.ReplaceAll(line, `\|`, "/"), "|")
+		if len(cells) != 6 {
+			t.Fatalf("table row %q: %d cells, want 4", line, len(cells)-2)
+		}
+		name, role := strings.Trim(strings.TrimSpace(cells[1]), "`"), strings.TrimSpace(cells[4])
+		if _, dup := documented[name]; dup {
+			t.Errorf("docs/security.md lists %q twice", name)
+		}
+		documented[name] = role
+	}
+	for _, a := range authz.Actions {
+		want := a.Role.String()
+		if a.Role == authz.RoleNone {
+			want = "none"
+		}
+		switch got, ok := documented[a.Name]; {
+		case !ok:
+			t.Errorf("docs/security.md's operations table lacks %q (role %s)", a.Name, want)
+		case got != want:
+			t.Errorf("docs/security.md: %q needs %q, the authorizer says %q", a.Name, got, want)
+		}
+		delete(documented, a.Name)
+	}
+	for name := range documented {
+		t.Errorf("docs/security.md lists %q, which the authorizer does not know", name)
+	}
+}
+
+// Every action RequiredAction returns for a gNMI or sidecar operation is
+// one of the authorizer's table, with the table's role.
+func TestRequiredActionInTable(t *testing.T) {
+	roles := map[string]authz.Role{}
+	for _, a := range authz.Actions {
+		roles[a.Name] = a.Role
+	}
+	ext := func(r *sidecarpb.Request) *gpb.SetRequest {
+		return sidecartest.BareRequest(sidecartest.SidecarExtension(t, r))
+	}
+	for _, tc := range []struct {
+		method string
+		req    any
+	}{
+		{gpb.GNMI_Capabilities_FullMethodName, nil}, {gpb.GNMI_Get_FullMethodName, nil}, {gpb.GNMI_Subscribe_FullMethodName, nil},
+		{"/grpc.reflection.v1.ServerReflection/ServerReflectionInfo", nil}, {"/grpc.health.v1.Health/Check", nil},
+		{gpb.GNMI_Set_FullMethodName, sidecartest.UpdateRequest(t, descPath, sidecartest.StringVal("x"))},
+		{gpb.GNMI_Set_FullMethodName, sidecartest.UpdateRequest(t, descPath, sidecartest.StringVal("x"), sidecartest.CommitExtension("c", sidecartest.CommitFor(time.Minute)))},
+		{gpb.GNMI_Set_FullMethodName, sidecartest.BareRequest(sidecartest.CommitExtension("c", &gnmi_ext.CommitConfirm{}))},
+		{gpb.GNMI_Set_FullMethodName, sidecartest.BareRequest(sidecartest.CommitExtension("c", &gnmi_ext.CommitCancel{}))},
+		{gpb.GNMI_Set_FullMethodName, sidecartest.BareRequest(sidecartest.CommitExtension("c", sidecartest.ExtendTo(time.Minute)))},
+		{gpb.GNMI_Set_FullMethodName, ext(&sidecarpb.Request{Rollback: &sidecarpb.Rollback{}})},
+		{gpb.GNMI_Set_FullMethodName, ext(&sidecarpb.Request{Tag: &sidecarpb.Tag{Name: "t", Delete: true}})},
+		{gpb.GNMI_Set_FullMethodName, ext(&sidecarpb.Request{Resolve: &sidecarpb.Resolve{Action: sidecarpb.Resolve_ACTION_RETRY}})},
+		{gpb.GNMI_Set_FullMethodName, ext(&sidecarpb.Request{SyncFrom: &sidecarpb.SyncFrom{}})},
+	} {
+		got := authz.RequiredAction(tc.method, tc.req)
+		if role, ok := roles[got.Name]; !ok || role != got.Role {
+			t.Errorf("RequiredAction(%s) = %+v: not in authz.Actions (%v, %v)", tc.method, got, role, ok)
+		}
+	}
+	if got := authz.RequiredAction("/other.Service/Do", nil); got.Role != roles["any other method"] {
+		t.Errorf("another service's method needs %v, the table says %v", got.Role, roles["any other method"])
+	}
 }

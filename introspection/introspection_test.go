@@ -406,7 +406,7 @@ func TestIntrospectGetErrors(t *testing.T) {
 	}{{
 		name: "unknown top-level element",
 		req:  &gpb.GetRequest{Prefix: sidecartest.IntrospectionPrefix(), Path: path("/journal/state")},
-		code: codes.NotFound, msg: []string{`no element "journal"`, "configuration, device, commit-confirm, out-of-sync, resolutions, tags, drift, diff, proposals"},
+		code: codes.NotFound, msg: []string{`no element "journal"`, "configuration, device, commit-confirm, out-of-sync, resolutions, tags, tag-deletions, drift, diff, proposals"},
 	}, {
 		name: "unknown element deeper",
 		req:  &gpb.GetRequest{Prefix: sidecartest.IntrospectionPrefix(), Path: path("/proposals/proposal[index=1]/stat")},
@@ -851,6 +851,7 @@ func TestIntrospectSubscribeCommitConfirm(t *testing.T) {
 		"/commit-confirm/state/started":   nanosTV(rec.GetStarted()),
 		"/commit-confirm/state/deadline":  nanosTV(rec.GetDeadline()),
 		"/commit-confirm/state/cancelled": boolTV(false),
+		"/commit-confirm/state/author":    sidecartest.StringVal(rec.GetAuthor()),
 	}
 	followStream(t, stream, tr, "the commit-confirmed's leaves", func(tr leafTree) bool {
 		return cmp.Equal(want, tr, protocmp.Transform())

@@ -158,7 +158,8 @@ func (p treePattern) selection() treeSelection {
 		return treeSelection{outOfSync: true}
 	case Resolutions:
 		return treeSelection{resolutions: true}
-	case Tags:
+	case Tags, TagDeletions:
+		// Both change with Configuration.tag_changes.
 		return treeSelection{tags: true}
 	case Drift:
 		return treeSelection{drift: true}

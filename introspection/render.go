@@ -259,6 +259,10 @@ func commitConfirmFields() []field[*journal.CommitConfirm] {
 		{Started, func(cc cc) *gpb.TypedValue { return nanos(cc.GetStarted()) }},
 		{Deadline, func(cc cc) *gpb.TypedValue { return nanos(cc.GetDeadline()) }},
 		{Cancelled, func(cc cc) *gpb.TypedValue { return scalar(cc.GetCancelled()) }},
+		{Author, func(cc cc) *gpb.TypedValue { return text(cc.GetAuthor()) }},
+		{CancelledBy, func(cc cc) *gpb.TypedValue { return text(cc.GetCancelledBy()) }},
+		{ExtendedBy, func(cc cc) *gpb.TypedValue { return text(cc.GetExtendedBy()) }},
+		{Extended, func(cc cc) *gpb.TypedValue { return nanos(cc.GetExtended()) }},
 	}
 }
 
@@ -360,6 +364,24 @@ func proposalFields() []field[*journal.Proposal] {
 		{RollbackApplied, rollback(func(rb *journal.Rollback) *gpb.TypedValue { return nanos(rb.GetApplied()) })},
 		{RollbackAuthor, rollback(func(rb *journal.Rollback) *gpb.TypedValue { return text(rb.GetAuthor()) })},
 		{RollbackComment, rollback(func(rb *journal.Rollback) *gpb.TypedValue { return text(rb.GetComment()) })},
+		{CommitConfirmedBy, commitAction(journal.CommitActionConfirm, func(a *journal.CommitAction) *gpb.TypedValue { return text(a.GetAuthor()) })},
+		{CommitConfirmedAt, commitAction(journal.CommitActionConfirm, func(a *journal.CommitAction) *gpb.TypedValue { return nanos(a.GetTime()) })},
+		{CommitCancelledBy, commitAction(journal.CommitActionCancel, func(a *journal.CommitAction) *gpb.TypedValue { return text(a.GetAuthor()) })},
+		{CommitCancelledAt, commitAction(journal.CommitActionCancel, func(a *journal.CommitAction) *gpb.TypedValue { return nanos(a.GetTime()) })},
+		{CommitExtendedBy, commitAction(journal.CommitActionExtend, func(a *journal.CommitAction) *gpb.TypedValue { return text(a.GetAuthor()) })},
+		{CommitExtendedAt, commitAction(journal.CommitActionExtend, func(a *journal.CommitAction) *gpb.TypedValue { return nanos(a.GetTime()) })},
+	}
+}
+
+// commitAction is a leaf of the newest commit-confirmed action named
+// action on a proposal (absent without one).
+func commitAction(action string, v func(*journal.CommitAction) *gpb.TypedValue) func(*journal.Proposal) *gpb.TypedValue {
+	return func(p *journal.Proposal) *gpb.TypedValue {
+		a := journal.LastCommitAction(p, action)
+		if a == nil {
+			return nil
+		}
+		return v(a)
 	}
 }
 
@@ -465,6 +487,29 @@ func resolutionLeaves(recs []*journal.Resolution) []treeLeaf {
 		renderState(&out, fields, r, pathElem(Resolutions), keyedElem(Resolution, Seq, strconv.FormatUint(r.GetSeq(), 10)))
 	}
 	return out
+}
+
+// tagDeletionLeaves renders tag-deletions/tag-deletion[seq=N]: the deleted
+// tags the journal keeps, and who deleted them.
+func tagDeletionLeaves(recs []*journal.TagDeletion) []treeLeaf {
+	var out []treeLeaf
+	fields := tagDeletionFields()
+	for _, r := range recs {
+		renderState(&out, fields, r, pathElem(TagDeletions), keyedElem(TagDeletion, Seq, strconv.FormatUint(r.GetSeq(), 10)))
+	}
+	return out
+}
+
+func tagDeletionFields() []field[*journal.TagDeletion] {
+	type r = *journal.TagDeletion
+	return []field[r]{
+		{Seq, func(r r) *gpb.TypedValue { return scalar(r.GetSeq()) }},
+		{Name, func(r r) *gpb.TypedValue { return text(r.GetTag().GetName()) }},
+		{Index, func(r r) *gpb.TypedValue { return scalar(r.GetTag().GetIndex()) }},
+		{Deleted, func(r r) *gpb.TypedValue { return nanos(r.GetDeleted()) }},
+		{Author, func(r r) *gpb.TypedValue { return text(r.GetAuthor()) }},
+		{Comment, func(r r) *gpb.TypedValue { return text(r.GetComment()) }},
+	}
 }
 
 // tagLeaves renders tags/tag[name=N]: the named points of the journal.

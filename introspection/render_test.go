@@ -281,16 +281,21 @@ func TestSchemaMatchesRenderer(t *testing.T) {
 	p.Change.Restores = &journal.Restore{Index: 1, Tag: "good"}
 	p.Change.Prefix = &gpb.Path{Target: "dev1"}
 	p.Rollback.Author, p.Rollback.Comment = "bob", "undo"
+	p.Change.CommitActions = []*journal.CommitAction{{Action: journal.CommitActionExtend, Author: "carol", Time: stamp(1)},
+		{Action: journal.CommitActionConfirm, Author: "dave", Time: stamp(2)}, {Action: journal.CommitActionCancel, Author: "erin", Time: stamp(3)}}
 	var leaves []treeLeaf
 	leaves = append(leaves, configurationLeaves(&journal.Configuration{Status: journal.StatusComplete, RollingBack: 2, HistoryFloor: stamp(1), BaselineIndex: 3})...)
 	leaves = append(leaves, deviceLeaves("a", agent.Status{Connected: true, Term: 1, LastRepush: fixtureTime, LastError: "e",
 		Fenced: true, FencedBy: "f", Retrying: &agent.Retrying{Proposal: 4, Attempts: 2, Since: fixtureTime}})...)
-	leaves = append(leaves, commitConfirmLeaves(&journal.CommitConfirm{Id: "c", Started: stamp(1), Deadline: stamp(2)})...)
+	leaves = append(leaves, commitConfirmLeaves(&journal.CommitConfirm{Id: "c", Started: stamp(1), Deadline: stamp(2),
+		Author: "alice", CancelledBy: "bob", ExtendedBy: "carol", Extended: stamp(3)})...)
 	leaves = append(leaves, proposalLeaves(p)...)
 	leaves = append(leaves, resolutionLeaves([]*journal.Resolution{{Seq: 1, Time: stamp(1), Author: "alice", Action: "SKIP",
 		Settled: []*gpb.Path{fixture.Path(t, "/a")}, StillOutOfSync: []*gpb.Path{fixture.Path(t, "/b")}, Proposal: 3}})...)
 	leaves = append(leaves, tagLeaves([]tag{{rec: &journal.Tag{Name: "good", Index: 1, Time: stamp(1), Created: stamp(2),
 		Author: "alice", Comment: "known good"}, restorable: true}})...)
+	leaves = append(leaves, tagDeletionLeaves([]*journal.TagDeletion{{Seq: 2, Tag: &journal.Tag{Name: "old", Index: 1}, Deleted: stamp(3),
+		Author: "bob", Comment: "gone"}})...)
 	leaves = append(leaves, outOfSyncLeaves([]*journal.OutOfSync{{Value: &journal.PathValue{Path: fixture.Path(t, "/a"),
 		Value: &gpb.TypedValue{Value: &gpb.TypedValue_UintVal{UintVal: 1}}}, Proposal: 1, Error: &journalpb.Error{Code: 3, Message: "m"}, Since: stamp(1)}})...)
 	d := drift.Diff{Path: fixture.Path(t, "/a"), Kind: drift.Changed, Journal: &gpb.TypedValue{Value: &gpb.TypedValue_UintVal{UintVal: 1}}, Device: &gpb.TypedValue{Value: &gpb.TypedValue_UintVal{UintVal: 2}}, Index: 1}
@@ -345,7 +350,7 @@ func TestPatterns(t *testing.T) {
 		{path: "/proposals/proposal[index=*]/state", sel: treeSelection{proposals: true}},
 		{path: "/proposals/proposal[index=007]/state", sel: treeSelection{proposals: true, indexes: []uint64{7}}},
 		{path: "/proposals/*/state/nosuch", sel: treeSelection{proposals: true}}, // below a wildcard: not checked
-		{path: "/nosuch", code: codes.NotFound, msg: `no element "nosuch" at the root of origin gnmi-sidecar (it has configuration, device, commit-confirm, out-of-sync, resolutions, tags, drift, diff, proposals)`},
+		{path: "/nosuch", code: codes.NotFound, msg: `no element "nosuch" at the root of origin gnmi-sidecar (it has configuration, device, commit-confirm, out-of-sync, resolutions, tags, tag-deletions, drift, diff, proposals)`},
 		{path: "/tags/tag[name=good]/state", sel: treeSelection{tags: true}},
 		{path: "/configuration/stat", code: codes.NotFound, msg: `no element "stat" under /configuration`},
 		{path: "/configuration/state/last-index/x", code: codes.NotFound, msg: "last-index is a leaf"},
@@ -455,6 +460,8 @@ func (f *fakeJournal) Resolutions(context.Context, int) ([]*journal.Resolution, 
 }
 
 func (f *fakeJournal) Tags(context.Context) ([]*journal.Tag, error) { return nil, nil }
+
+func (f *fakeJournal) TagDeletions(context.Context) ([]*journal.TagDeletion, error) { return nil, nil }
 
 func (f *fakeJournal) TagRestorable(context.Context, *journal.Tag) (bool, error) { return false, nil }
 

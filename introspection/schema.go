@@ -30,6 +30,17 @@ const (
 	Checks                   = "checks"
 	Comment                  = "comment"
 	CommitConfirm            = "commit-confirm"
+	CommitConfirmedBy        = "commit-confirmed-by"
+	CommitConfirmedAt        = "commit-confirmed-at"
+	CommitCancelledBy        = "commit-cancelled-by"
+	CommitCancelledAt        = "commit-cancelled-at"
+	CommitExtendedBy         = "commit-extended-by"
+	CommitExtendedAt         = "commit-extended-at"
+	CancelledBy              = "cancelled-by"
+	ExtendedBy               = "extended-by"
+	Extended                 = "extended"
+	TagDeletions             = "tag-deletions"
+	TagDeletion              = "tag-deletion"
 	CommitStatus             = "commit-status"
 	Committed                = "committed"
 	CommittedIndex           = "committed-index"
@@ -173,6 +184,7 @@ func schema() *schemaNode {
 		schemaContainer(OutOfSync, schemaList(Path, Path, schemaState(outOfSyncFields()))),
 		schemaContainer(Resolutions, schemaList(Resolution, Seq, schemaState(resolutionFields()))),
 		schemaContainer(Tags, schemaList(Tag, Name, schemaState(tagFields()))),
+		schemaContainer(TagDeletions, schemaList(TagDeletion, Seq, schemaState(tagDeletionFields()))),
 		schemaContainer(Drift, schemaState(driftFields()), schemaList(Path, Path, schemaState(driftPathFields()))),
 		schemaContainer(Diff, schemaState(diffFields()), schemaList(Path, Path, schemaState(diffPathFields()))),
 		schemaContainer(Proposals, schemaList(Proposal, Index,

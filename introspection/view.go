@@ -26,6 +26,7 @@ type journalReader interface {
 	OutOfSync(ctx context.Context) ([]*journal.OutOfSync, error)
 	Resolutions(ctx context.Context, n int) ([]*journal.Resolution, error)
 	Tags(ctx context.Context) ([]*journal.Tag, error)
+	TagDeletions(ctx context.Context) ([]*journal.TagDeletion, error)
 	TagRestorable(ctx context.Context, t *journal.Tag) (bool, error)
 }
 
@@ -187,6 +188,13 @@ func (v *treeView) refresh(ctx context.Context) (treeDelta, error) {
 			}
 		}
 		v.setPart(&d, Tags, tagLeaves(tags))
+		var dels []*journal.TagDeletion
+		if c.GetTagChanges() > 0 {
+			if dels, err = v.src.journal.TagDeletions(ctx); err != nil {
+				return d, err
+			}
+		}
+		v.setPart(&d, TagDeletions, tagDeletionLeaves(dels))
 	}
 	switch {
 	case !v.sel.proposals:
@@ -338,7 +346,7 @@ func (v *treeView) filter(leaves []treeLeaf) []treeLeaf {
 // all returns every leaf of the view, in tree order.
 func (v *treeView) all() []treeLeaf {
 	var out []treeLeaf
-	for _, name := range []string{Configuration, Device, CommitConfirm, OutOfSync, Resolutions, Tags, Drift, Diff} {
+	for _, name := range []string{Configuration, Device, CommitConfirm, OutOfSync, Resolutions, Tags, TagDeletions, Drift, Diff} {
 		out = append(out, v.parts[name]...)
 	}
 	for _, i := range slices.Sorted(maps.Keys(v.proposals)) {

@@ -304,6 +304,9 @@ func (j *Journal) CreateTag(ctx context.Context, name string, at Point, by Sende
 		if err := w.put(keyConfiguration, c); err != nil {
 			return err
 		}
+		if err := w.pruneTagDeletions(c.TagChanges); err != nil {
+			return err
+		}
 		out = &Tag{
 			Name:       name,
 			Index:      rp.index,
@@ -322,10 +325,13 @@ func (j *Journal) CreateTag(ctx context.Context, name string, at Point, by Sende
 }
 
 // DeleteTag removes tag name (ErrNotFound if there is none) and returns it.
+// The deleted tag is recorded with who deleted it (WithActor) and when
+// (TagDeletions).
 func (j *Journal) DeleteTag(ctx context.Context, name string) (*Tag, error) {
 	if err := ValidateTagName(name); err != nil {
 		return nil, err
 	}
+	by := actor(ctx)
 	var out *Tag
 	err := j.submit(ctx, func(w *writeTxn) error {
 		t := &Tag{}
@@ -343,6 +349,9 @@ func (j *Journal) DeleteTag(ctx context.Context, name string) (*Tag, error) {
 		}
 		c.TagChanges++
 		if err := w.put(keyConfiguration, c); err != nil {
+			return err
+		}
+		if err := w.putTagDeletion(c.TagChanges, t, by); err != nil {
 			return err
 		}
 		return w.delete(tagKey(name))

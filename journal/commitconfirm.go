@@ -54,6 +54,7 @@ func (j *Journal) ProposeConfirmedChange(ctx context.Context, by Sender, ops []*
 				Proposal: p.GetIndex(),
 				Deadline: timestamppb.New(deadline),
 				Started:  timestamppb.New(w.now),
+				Author:   by.Author,
 			})
 		}, then)
 }
@@ -63,11 +64,17 @@ func (j *Journal) ProposeConfirmedChange(ctx context.Context, by Sender, ops []*
 // v0.1.0): the record is removed and the change stays. It returns the
 // removed record; the Observer sees ActionClearCommitConfirm. None
 // outstanding wraps ErrNotFound, another id ErrInvalid; a cancelled commit
-// can no longer be confirmed (ErrGuard): its rollback is under way.
+// can no longer be confirmed (ErrGuard): its rollback is under way. Who
+// confirmed (WithActor) and when is recorded on the proposal
+// (Change.commit_actions).
 func (j *Journal) ConfirmCommit(ctx context.Context, id string) (*CommitConfirm, error) {
+	by := actor(ctx)
 	return j.onOutstandingCommit(ctx, id, func(w *writeTxn, rec *CommitConfirm) error {
 		if rec.GetCancelled() {
 			return cancelledGuard(rec)
+		}
+		if err := w.recordCommitAction(rec, CommitActionConfirm, by, nil); err != nil {
+			return err
 		}
 		if err := w.delete(keyCommitConfirm); err != nil {
 			return err
@@ -84,14 +91,21 @@ func (j *Journal) ConfirmCommit(ctx context.Context, id string) (*CommitConfirm,
 // It returns the record as it left it; the Observer sees
 // ActionSetCommitConfirm. Cancelling again under the same id returns the
 // record and writes nothing. None outstanding wraps ErrNotFound, another id
-// ErrInvalid.
+// ErrInvalid. Who cancelled (WithActor) and when is recorded on the record
+// (cancelled_by) and the proposal (Change.commit_actions), and the
+// rollback the cancel starts names them as its author (ExpireCommit).
 func (j *Journal) CancelCommit(ctx context.Context, id string) (*CommitConfirm, error) {
+	by := actor(ctx)
 	return j.onOutstandingCommit(ctx, id, func(w *writeTxn, rec *CommitConfirm) error {
 		if rec.GetCancelled() {
 			return nil
 		}
 		rec.Cancelled = true
 		rec.Deadline = timestamppb.New(w.now)
+		rec.CancelledBy = by.Author
+		if err := w.recordCommitAction(rec, CommitActionCancel, by, rec.Deadline); err != nil {
+			return err
+		}
 		return w.putCommitConfirm(rec)
 	})
 }
@@ -102,16 +116,24 @@ func (j *Journal) CancelCommit(ctx context.Context, id string) (*CommitConfirm, 
 // v0.1.0). It returns the record as it left it; the Observer sees
 // ActionSetCommitConfirm. None outstanding wraps ErrNotFound, another id or
 // a zero deadline ErrInvalid; a cancelled commit keeps its deadline
-// (ErrGuard): its rollback is under way.
+// (ErrGuard): its rollback is under way. Who moved it (WithActor) and when
+// is recorded on the record (extended_by, extended) and the proposal
+// (Change.commit_actions).
 func (j *Journal) SetCommitDeadline(ctx context.Context, id string, deadline time.Time) (*CommitConfirm, error) {
 	if deadline.IsZero() {
 		return nil, fmt.Errorf("journal: commit-confirmed: no rollback deadline: %w", ErrInvalid)
 	}
+	by := actor(ctx)
 	return j.onOutstandingCommit(ctx, id, func(w *writeTxn, rec *CommitConfirm) error {
 		if rec.GetCancelled() {
 			return cancelledGuard(rec)
 		}
 		rec.Deadline = timestamppb.New(deadline)
+		rec.ExtendedBy = by.Author
+		rec.Extended = timestamppb.New(w.now)
+		if err := w.recordCommitAction(rec, CommitActionExtend, by, rec.Deadline); err != nil {
+			return err
+		}
 		return w.putCommitConfirm(rec)
 	})
 }
@@ -205,6 +227,10 @@ func (j *Journal) ExpireCommit(ctx context.Context, id string) (*Proposal, *Conf
 		}
 		if err := w.proposeRollback(c, p); err != nil {
 			return err
+		}
+		if cancel := LastCommitAction(p, CommitActionCancel); rec.GetCancelled() && cancel != nil {
+			// The rollback of a cancel is its author's.
+			p.Rollback.Author, p.Rollback.Comment = cancel.GetAuthor(), cancel.GetComment()
 		}
 		if err := w.putProposalAndConfiguration(p, c); err != nil {
 			return err

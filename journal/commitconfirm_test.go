@@ -627,8 +627,9 @@ func TestCancelAndSetCommitDeadline(t *testing.T) {
 	rec.take()
 
 	clock.sec.Store(20)
-	got, err := j.SetCommitDeadline(ctx, "c1", fakeTime(900))
-	want := &CommitConfirm{Id: "c1", Proposal: i, Deadline: timestamppb.New(fakeTime(900)), Started: timestamppb.New(fakeTime(10))}
+	got, err := j.SetCommitDeadline(WithActor(ctx, Sender{Author: "boss"}), "c1", fakeTime(900))
+	want := &CommitConfirm{Id: "c1", Proposal: i, Deadline: timestamppb.New(fakeTime(900)), Started: timestamppb.New(fakeTime(10)),
+		ExtendedBy: "boss", Extended: timestamppb.New(fakeTime(20))}
 	if err != nil || !proto.Equal(got, want) {
 		t.Fatalf("SetCommitDeadline = %v, %v; want %v", got, err, want)
 	}
@@ -640,10 +641,23 @@ func TestCancelAndSetCommitDeadline(t *testing.T) {
 	}
 
 	clock.sec.Store(30)
-	got, err = j.CancelCommit(ctx, "c1")
-	want = &CommitConfirm{Id: "c1", Proposal: i, Deadline: timestamppb.New(fakeTime(30)), Started: timestamppb.New(fakeTime(10)), Cancelled: true}
+	got, err = j.CancelCommit(WithActor(ctx, Sender{Author: "admin", Comment: "bad change"}), "c1")
+	want = &CommitConfirm{Id: "c1", Proposal: i, Deadline: timestamppb.New(fakeTime(30)), Started: timestamppb.New(fakeTime(10)), Cancelled: true,
+		ExtendedBy: "boss", Extended: timestamppb.New(fakeTime(20)), CancelledBy: "admin"}
 	if err != nil || !proto.Equal(got, want) {
 		t.Fatalf("CancelCommit = %v, %v; want %v", got, err, want)
+	}
+	// Who extended and who cancelled, on the proposal too.
+	p, err := j.Proposal(ctx, i)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantActions := []*CommitAction{
+		{Action: CommitActionExtend, Author: "boss", Time: timestamppb.New(fakeTime(20)), Deadline: timestamppb.New(fakeTime(900))},
+		{Action: CommitActionCancel, Author: "admin", Comment: "bad change", Time: timestamppb.New(fakeTime(30)), Deadline: timestamppb.New(fakeTime(30))},
+	}
+	if got := p.GetChange().GetCommitActions(); !slices.EqualFunc(got, wantActions, func(a, b *CommitAction) bool { return proto.Equal(a, b) }) {
+		t.Fatalf("commit actions %v, want %v", got, wantActions)
 	}
 	if stored := commitConfirm(t, j); !proto.Equal(stored, want) {
 		t.Fatalf("stored %v, want %v", stored, want)
@@ -695,7 +709,8 @@ func TestCommitConfirmSurvivesReopen(t *testing.T) {
 		t.Fatal(err)
 	}
 	j = reopen(j)
-	want := &CommitConfirm{Id: "c1", Proposal: i, Deadline: timestamppb.New(fakeTime(700)), Started: timestamppb.New(fakeTime(10))}
+	want := &CommitConfirm{Id: "c1", Proposal: i, Deadline: timestamppb.New(fakeTime(700)), Started: timestamppb.New(fakeTime(10)),
+		Extended: timestamppb.New(fakeTime(10))}
 	if got := commitConfirm(t, j); !proto.Equal(got, want) {
 		t.Fatalf("after reopen: %v, want %v", got, want)
 	}

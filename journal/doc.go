@@ -48,7 +48,7 @@
 //	m                        Meta{format}; checked on Open
 //	c                        Configuration
 //	s                        Mastership{term, conn}
-//	x                        CommitConfirm{id, proposal, deadline, cancelled, started} (absent when none is outstanding)
+//	x                        CommitConfirm{id, proposal, deadline, cancelled, started, author, cancelled_by, extended_by, extended} (absent when none is outstanding)
 //	p/<index u64be>          Proposal
 //	cv/<pathkey>             committed PathValue
 //	av/<pathkey>             applied PathValue
@@ -56,6 +56,7 @@
 //	at/<index u64be><pathkey> (empty) applied tombstones by writer index, for retention
 //	h/<seq u64be>            HistoryDelta{time, proposal, kind, entries}: one change of the committed values
 //	tg/<name>                Tag{name, index, history_seq, time, created, author, comment}: a named point (checkpoints.go)
+//	td/<tag_changes u64be>   TagDeletion{tag, deleted, author, comment}: a deleted tag, the newest 256 tag changes' (actors.go)
 //	sc/<pathkey>             gnmi.Path: a read scope, a subtree read from the device (beforeimages.go)
 //
 // Records are protobuf messages (journalpb/journal.proto). Path keys are

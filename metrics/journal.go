@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io/fs"
 	"path/filepath"
+	"strconv"
 	"sync"
 	"syscall"
 	"time"
@@ -81,6 +82,8 @@ type Journal struct {
 	lastDesc      *prometheus.Desc
 	committedDesc *prometheus.Desc
 	appliedDesc   *prometheus.Desc
+	ccDesc        *prometheus.Desc
+	ccDeadline    *prometheus.Desc
 
 	mu     sync.Mutex
 	j      *journal.Journal // nil until Load
@@ -158,6 +161,11 @@ func NewJournal() *Journal {
 			"The newest proposal whose apply, and every earlier one's, is finished (journal's applied.proposal): last_index - applied_index is the apply lag in proposals.", nil, nil),
 		sizeDesc: prometheus.NewDesc(Namespace+"_journal_size_bytes",
 			"Disk space the journal's directory uses (allocated blocks, as du counts them).", nil, nil),
+		ccDesc: prometheus.NewDesc(Namespace+"_commit_confirmed_outstanding",
+			"1 while a commit-confirmed is outstanding (it blocks every other change until confirmed, cancelled or rolled back), else 0.", nil, nil),
+		ccDeadline: prometheus.NewDesc(Namespace+"_commit_confirmed_deadline_timestamp_seconds",
+			"When the outstanding commit-confirmed is rolled back unless confirmed (Unix seconds), by its proposal and author (who committed it); absent while none is outstanding.",
+			[]string{"proposal", "author"}, nil),
 		state: make(map[uint64]proposalState),
 	}
 	for _, a := range actions {
@@ -288,7 +296,7 @@ func (t *Journal) Describe(ch chan<- *prometheus.Desc) {
 	t.commitLatency.Describe(ch)
 	t.applyLatency.Describe(ch)
 	for _, d := range []*prometheus.Desc{t.proposalsDesc, t.queueDesc, t.retainedDesc, t.outOfSyncDesc, t.termDesc, t.sizeDesc,
-		t.lastDesc, t.committedDesc, t.appliedDesc} {
+		t.lastDesc, t.committedDesc, t.appliedDesc, t.ccDesc, t.ccDeadline} {
 		ch <- d
 	}
 }
@@ -339,6 +347,16 @@ func (t *Journal) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.NewInvalidMetric(t.termDesc, err)
 	} else {
 		ch <- prometheus.MustNewConstMetric(t.termDesc, prometheus.GaugeValue, float64(m.GetTerm()))
+	}
+	switch cc, err := j.CommitConfirm(ctx); {
+	case errors.Is(err, journal.ErrNotFound):
+		ch <- prometheus.MustNewConstMetric(t.ccDesc, prometheus.GaugeValue, 0)
+	case err != nil:
+		ch <- prometheus.NewInvalidMetric(t.ccDesc, err)
+	default:
+		ch <- prometheus.MustNewConstMetric(t.ccDesc, prometheus.GaugeValue, 1)
+		ch <- prometheus.MustNewConstMetric(t.ccDeadline, prometheus.GaugeValue, float64(cc.GetDeadline().AsTime().UnixNano())/1e9,
+			strconv.FormatUint(cc.GetProposal(), 10), cc.GetAuthor())
 	}
 	if size, err := diskUsage(j.Dir()); err != nil {
 		ch <- prometheus.NewInvalidMetric(t.sizeDesc, err)

@@ -43,14 +43,46 @@ func authorship(ctx context.Context, ext *sidecarpb.Request) (journal.Sender, er
 	return journal.Sender{Author: requester(ctx), Comment: c}, nil
 }
 
-// requester names the client of ctx for the journal: its verified
-// certificate's subject, else the username it sent, else its address.
-// Never a password.
+// Identity kinds, as authorization names them (package authz).
+const (
+	IdentityUser        = "user"
+	IdentityCertificate = "certificate"
+)
+
+type authorizedKey struct{}
+
+// authorized is the identity authorization accepted for an RPC.
+type authorized struct{ kind, name string }
+
+// WithAuthorized returns ctx naming the identity whose role authorization
+// (--authz-file, package authz) accepted for the RPC of ctx: kind
+// IdentityUser (a username whose password matched) or IdentityCertificate
+// (the common name of the verified client certificate). The journal then
+// names that identity as the author of what the RPC does: one rule for
+// authorization and authorship (docs/security.md, "Identity").
+func WithAuthorized(ctx context.Context, kind, name string) context.Context {
+	return context.WithValue(ctx, authorizedKey{}, authorized{kind, name})
+}
+
+// requester names the client of ctx for the journal, by its most
+// trustworthy identity (docs/security.md, "Identity"). With authorization
+// on, the identity it accepted (WithAuthorized): a user whose password it
+// verified by its username, over a shared certificate, or a certificate by
+// its subject ("cert:CN=..."). Without, nothing verifies a username: the
+// verified certificate's subject, else the username it sent, else its
+// address. Never a password.
 func requester(ctx context.Context) string {
-	if p, ok := peer.FromContext(ctx); ok {
-		if info, ok := p.AuthInfo.(credentials.TLSInfo); ok && len(info.State.VerifiedChains) > 0 {
-			return subjectOf(info.State.VerifiedChains[0][0])
+	if a, ok := ctx.Value(authorizedKey{}).(authorized); ok {
+		if a.kind == IdentityCertificate {
+			if s := certificateSubject(ctx); s != "" {
+				return s
+			}
+			return printable("cert:CN="+a.name, maxAuthorBytes)
 		}
+		return printable(a.name, maxAuthorBytes)
+	}
+	if s := certificateSubject(ctx); s != "" {
+		return s
 	}
 	if md, ok := metadata.FromIncomingContext(ctx); ok {
 		if u := md.Get("username"); len(u) == 1 && u[0] != "" {
@@ -61,6 +93,17 @@ func requester(ctx context.Context) string {
 		return addr
 	}
 	return "unknown"
+}
+
+// certificateSubject is "cert:" and the subject of the client's verified
+// certificate, "" without one.
+func certificateSubject(ctx context.Context) string {
+	if p, ok := peer.FromContext(ctx); ok {
+		if info, ok := p.AuthInfo.(credentials.TLSInfo); ok && len(info.State.VerifiedChains) > 0 && len(info.State.VerifiedChains[0]) > 0 {
+			return subjectOf(info.State.VerifiedChains[0][0])
+		}
+	}
+	return ""
 }
 
 // peerAddr is the network address of the client of ctx, "" if unknown.

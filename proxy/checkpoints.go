@@ -28,7 +28,7 @@ func (s *Server) tag(ctx context.Context, t *sidecarpb.Tag, by journal.Sender) (
 		if t.Index != nil {
 			return nil, status.Error(codes.InvalidArgument, "sidecar extension: a tag is deleted by its name alone; leave index unset")
 		}
-		rec, err = j.DeleteTag(ctx, t.GetName())
+		rec, err = j.DeleteTag(journal.WithActor(ctx, by), t.GetName())
 		if err != nil {
 			return nil, JournalError(err)
 		}

@@ -36,9 +36,11 @@ func (s *Server) commitConfirmed(ctx context.Context, req *gpb.SetRequest, c *gn
 		}
 	}
 	j := s.opts.Journal
+	// Who confirms, cancels or extends is journaled with the action.
+	ctx = journal.WithActor(ctx, by)
 	switch action := c.GetAction().(type) {
 	case *gnmi_ext.Commit_Commit:
-		d, err := rollbackDuration(action.Commit.GetRollbackDuration(), true)
+		d, err := s.rollbackDuration(action.Commit.GetRollbackDuration(), true)
 		if err != nil {
 			return nil, err
 		}
@@ -66,7 +68,7 @@ func (s *Server) commitConfirmed(ctx context.Context, req *gpb.SetRequest, c *gn
 		if err != nil {
 			return nil, commitError(err)
 		}
-		s.log.Info("commit-confirmed confirmed", "id", id, "proposal", rec.GetProposal())
+		s.log.Info("commit-confirmed confirmed", "id", id, "proposal", rec.GetProposal(), "author", by.Author)
 		s.opts.Agent.Notify()
 		return s.commitAnswer(ctx, rec)
 	case *gnmi_ext.Commit_Cancel:
@@ -77,7 +79,7 @@ func (s *Server) commitConfirmed(ctx context.Context, req *gpb.SetRequest, c *gn
 		if err != nil {
 			return nil, commitError(err)
 		}
-		s.log.Info("commit-confirmed cancelled", "id", id, "proposal", rec.GetProposal())
+		s.log.Info("commit-confirmed cancelled", "id", id, "proposal", rec.GetProposal(), "author", by.Author)
 		// The agent proposes the rollback once the change is applied; a
 		// change that failed instead has nothing to roll back.
 		return s.waitRollback(ctx, rec.GetProposal(), sync, true)
@@ -85,7 +87,7 @@ func (s *Server) commitConfirmed(ctx context.Context, req *gpb.SetRequest, c *gn
 		if err := noOps(req, "set_rollback_duration"); err != nil {
 			return nil, err
 		}
-		d, err := rollbackDuration(action.SetRollbackDuration.GetRollbackDuration(), false)
+		d, err := s.rollbackDuration(action.SetRollbackDuration.GetRollbackDuration(), false)
 		if err != nil {
 			return nil, err
 		}
@@ -93,7 +95,7 @@ func (s *Server) commitConfirmed(ctx context.Context, req *gpb.SetRequest, c *gn
 		if err != nil {
 			return nil, commitError(err)
 		}
-		s.log.Info("commit-confirmed deadline moved", "id", id, "proposal", rec.GetProposal(), "deadline", rec.GetDeadline().AsTime())
+		s.log.Info("commit-confirmed deadline moved", "id", id, "proposal", rec.GetProposal(), "deadline", rec.GetDeadline().AsTime(), "author", by.Author)
 		s.opts.Agent.Notify()
 		return s.commitAnswer(ctx, rec)
 	case nil:
@@ -104,11 +106,15 @@ func (s *Server) commitConfirmed(ctx context.Context, req *gpb.SetRequest, c *gn
 }
 
 // rollbackDuration validates a rollback_duration; a missing one is the
-// default for a commit and an error for set_rollback_duration.
-func rollbackDuration(d *durationpb.Duration, defaultIfMissing bool) (time.Duration, error) {
+// default (at most the maximum) for a commit and an error for
+// set_rollback_duration. One above the maximum (Options.MaxRollbackDuration)
+// is refused: a write user's commit-confirmed must not block everybody's
+// changes for longer (an admin can always cancel it).
+func (s *Server) rollbackDuration(d *durationpb.Duration, defaultIfMissing bool) (time.Duration, error) {
+	limit := s.maxRollbackDuration()
 	if d == nil {
 		if defaultIfMissing {
-			return DefaultRollbackDuration, nil
+			return min(DefaultRollbackDuration, limit), nil
 		}
 		return 0, status.Error(codes.InvalidArgument, "commit-confirmed set_rollback_duration: rollback_duration is required")
 	}
@@ -117,6 +123,11 @@ func rollbackDuration(d *durationpb.Duration, defaultIfMissing bool) (time.Durat
 	}
 	if d.AsDuration() <= 0 {
 		return 0, status.Errorf(codes.InvalidArgument, "commit-confirmed rollback_duration must be greater than 0, got %v", d.AsDuration())
+	}
+	if d.AsDuration() > limit {
+		return 0, status.Errorf(codes.InvalidArgument,
+			"commit-confirmed rollback_duration %v is above the sidecar's limit of %v (serve --max-rollback-duration): ask for at most %v, and extend it (set_rollback_duration) if more time is needed",
+			d.AsDuration(), limit, limit)
 	}
 	return d.AsDuration(), nil
 }

@@ -17,7 +17,8 @@ import (
 // TestCommitConfirmed walks one sidecar through every commit-confirmed
 // action and error of gnmi-commit-confirmed.md, in order.
 func TestCommitConfirmed(t *testing.T) {
-	r := sidecartest.Start(t, sidecartest.Options{})
+	// Extends to 2h: above the default limit (TestCommitConfirmedMaxRollbackDuration).
+	r := sidecartest.Start(t, sidecartest.Options{MaxRollbackDuration: 3 * time.Hour})
 	r.MustSet(t, sidecartest.UpdateRequest(t, descPath, sidecartest.StringVal("one"))) // proposal 1
 
 	hour := time.Hour

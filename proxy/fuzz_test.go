@@ -110,11 +110,11 @@ func checkExtensions(t *testing.T, exts []*gnmi_ext.Extension, ext *sidecarpb.Re
 // checkRollbackDuration checks rollbackDuration on d.
 func checkRollbackDuration(t *testing.T, d *durationpb.Duration, defaultIfMissing bool) {
 	t.Helper()
-	got, err := rollbackDuration(d, defaultIfMissing)
+	got, err := (&Server{}).rollbackDuration(d, defaultIfMissing)
 	switch {
 	case err != nil:
 		wantCode(t, "rollbackDuration", err, codes.InvalidArgument)
-	case got <= 0 || d == nil && got != DefaultRollbackDuration || d != nil && got != d.AsDuration():
+	case got <= 0 || got > DefaultMaxRollbackDuration || d == nil && got != DefaultRollbackDuration || d != nil && got != d.AsDuration():
 		t.Fatalf("rollbackDuration(%v, %v) = %v", d, defaultIfMissing, got)
 	}
 }

@@ -5,7 +5,6 @@ import (
 	"time"
 
 	gpb "github.com/openconfig/gnmi/proto/gnmi"
-	"github.com/openconfig/ygot/ygot"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
@@ -22,16 +21,9 @@ import (
 // them as an adopted proposal (applied without a device Set), authored by
 // the requester.
 func (s *Server) resolve(ctx context.Context, r *sidecarpb.Resolve, by journal.Sender) (*gpb.SetResponse, error) {
-	paths := make([]*gpb.Path, 0, len(r.GetPaths()))
-	for _, p := range r.GetPaths() {
-		gp, err := ygot.StringToStructuredPath(p)
-		if err != nil {
-			return nil, status.Errorf(codes.InvalidArgument, "resolve: path %q: %v", p, err)
-		}
-		if err := journal.ValidatePath(gp); err != nil {
-			return nil, status.Errorf(codes.InvalidArgument, "resolve: %v", err)
-		}
-		paths = append(paths, gp)
+	paths, err := resolvePaths(r)
+	if err != nil {
+		return nil, err
 	}
 	if err := s.refuseIfDisconnected(true); err != nil {
 		return nil, err
@@ -44,7 +36,6 @@ func (s *Server) resolve(ctx context.Context, r *sidecarpb.Resolve, by journal.S
 	}
 	author := by.Author
 	var res *journal.Resolution
-	var err error
 	switch r.GetAction() {
 	case sidecarpb.Resolve_ACTION_RETRY:
 		res, err = s.opts.Agent.RetryOutOfSync(ctx, paths, author)

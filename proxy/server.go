@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	gpb "github.com/openconfig/gnmi/proto/gnmi"
 	"github.com/openconfig/gnmi/proto/gnmi_ext"
@@ -64,6 +65,11 @@ type Options struct {
 	// Onboard makes Sets wait for Server.Onboard (which the caller runs)
 	// to take a new journal's baseline; off, they never wait.
 	Onboard bool
+	// MaxRollbackDuration is the longest rollback_duration a
+	// commit-confirmed may ask for, commit or set_rollback_duration
+	// (default DefaultMaxRollbackDuration); longer is refused with
+	// InvalidArgument naming the limit.
+	MaxRollbackDuration time.Duration
 	// Logger receives structured logs (default slog.Default()).
 	Logger *slog.Logger
 }

@@ -94,18 +94,8 @@ func (s *Server) set(ctx context.Context, req *gpb.SetRequest) (*gpb.SetResponse
 	if err != nil {
 		return nil, err
 	}
-	if err := s.arbitrate(ctx, ma); err != nil {
-		return nil, err
-	}
-	if onlyArbitration(req, ma) {
-		return masterResponse(req), nil
-	}
-	sync := ext.GetMode() == sidecarpb.SetMode_SET_MODE_SYNC
-	if sync {
-		// The client waits for the device's answer: its deadline and its
-		// cancel reach the device (agent/clients.go).
-		ctx = agent.WithWaitingClient(ctx)
-	}
+	// Every check of the request comes before master arbitration, the
+	// first thing a Set may journal: a refused Set changes nothing.
 	by, err := authorship(ctx, ext)
 	if err != nil {
 		return nil, err
@@ -119,6 +109,21 @@ func (s *Server) set(ctx context.Context, req *gpb.SetRequest) (*gpb.SetResponse
 	if len(by.Extensions) > 0 && (ext.GetTag() != nil || ext.GetResolve() != nil || ext.GetRollback() != nil || ext.GetSyncFrom() != nil) {
 		return nil, status.Error(codes.InvalidArgument,
 			"a rollback, resolve, tag or sync-from Set sends the device no Set of the client's: it cannot carry extensions for the device (docs/extension.md)")
+	}
+	if err := s.checkRequest(req, ext, commit); err != nil {
+		return nil, err
+	}
+	if err := s.arbitrate(ctx, ma); err != nil {
+		return nil, err
+	}
+	if onlyArbitration(req, ma) {
+		return masterResponse(req), nil
+	}
+	sync := ext.GetMode() == sidecarpb.SetMode_SET_MODE_SYNC
+	if sync {
+		// The client waits for the device's answer: its deadline and its
+		// cancel reach the device (agent/clients.go).
+		ctx = agent.WithWaitingClient(ctx)
 	}
 	if hasOps(req) && !ext.GetDryRun() || ext.GetRollback() != nil || ext.GetResolve() != nil || ext.GetTag() != nil {
 		// A new journal's baseline goes first (baseline.go), and a

@@ -73,6 +73,10 @@ type Config struct {
 	// QueueWhenDisconnected journals SYNC Sets while the device is
 	// unreachable instead of refusing them with UNAVAILABLE.
 	QueueWhenDisconnected bool
+	// MaxRollbackDuration is the longest rollback_duration a
+	// commit-confirmed may ask for (proxy.Options.MaxRollbackDuration; 0:
+	// proxy.DefaultMaxRollbackDuration).
+	MaxRollbackDuration time.Duration
 	// AlwaysReplyExtension adds the sidecar's receipt (its Response
 	// extension) to every Set reply, not only to those of Sets that asked
 	// for it with the sidecar's extension.
@@ -330,6 +334,7 @@ func (s *Sidecar) assemble() error {
 		Journal:               s.journal,
 		Agent:                 a,
 		QueueWhenDisconnected: cfg.QueueWhenDisconnected,
+		MaxRollbackDuration:   cfg.MaxRollbackDuration,
 		AlwaysReplyExtension:  cfg.AlwaysReplyExtension,
 		DeviceUsername:        cfg.DeviceUsername,
 		DevicePassword:        cfg.DevicePassword,

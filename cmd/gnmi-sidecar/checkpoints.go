@@ -319,7 +319,10 @@ Exit codes: gnmi-sidecar help exit-codes.`,
 				// A device that ignores the sidecar's extension would
 				// apply a "dry run": make sure the target is a sidecar.
 				if _, err := fetchConfiguration(ctx, c); err != nil {
-					if code := status.Code(err); code == codes.Unavailable || code == codes.DeadlineExceeded {
+					switch status.Code(err) {
+					case codes.Unavailable, codes.DeadlineExceeded, codes.Unauthenticated, codes.PermissionDenied:
+						// Unreachable, or a sidecar (or a device) refusing
+						// the credentials: not "not a sidecar".
 						return failed(what, err)
 					}
 					return &exitError{code: exitFailed, err: fmt.Errorf(

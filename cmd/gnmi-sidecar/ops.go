@@ -46,6 +46,8 @@ const (
 	exitUnreachable  = 3 // the sidecar could not be reached, or timed out; the device's configuration cannot be read
 	exitNotFound     = 4 // no such proposal, nothing to roll back
 	exitPrecondition = 5 // e.g. nothing to confirm; not the newest change
+	// exitDifferences (6) is drift's and diff's (drift.go).
+	exitDenied = 7 // not authenticated or not allowed (UNAUTHENTICATED, PERMISSION_DENIED)
 )
 
 const exitCodesHelp = `Exit codes:
@@ -58,7 +60,9 @@ const exitCodesHelp = `Exit codes:
   5  precondition failed (FAILED_PRECONDITION: nothing to confirm, a newer change
      must be rolled back first, ...)
   6  differences found: drift and diff found the device's configuration
-     differing from the journal's`
+     differing from the journal's
+  7  not authenticated or not allowed (UNAUTHENTICATED: credentials missing or
+     not accepted; PERMISSION_DENIED: the identity's role does not allow it)`
 
 // opsPasswordEnv holds the password sent to the sidecar: never a flag, so
 // it does not show in ps.
@@ -98,6 +102,8 @@ func grpcExitCode(c codes.Code) int {
 		return exitNotFound
 	case codes.FailedPrecondition:
 		return exitPrecondition
+	case codes.Unauthenticated, codes.PermissionDenied:
+		return exitDenied
 	}
 	return exitFailed
 }
@@ -676,6 +682,12 @@ func printProposal(w io.Writer, d *ProposalDetail) error {
 		"rollback-error", strings.TrimSpace(strings.TrimSuffix(p.RollbackErrorCode+": "+p.RollbackErrorMessage, ": ")),
 		"rollback-author", p.RollbackAuthor,
 		"rollback-comment", p.RollbackComment,
+		"commit-confirmed-by", p.CommitConfirmedBy,
+		"commit-confirmed-at", optTime(p.CommitConfirmedAt),
+		"commit-cancelled-by", p.CommitCancelledBy,
+		"commit-cancelled-at", optTime(p.CommitCancelledAt),
+		"commit-extended-by", p.CommitExtendedBy,
+		"commit-extended-at", optTime(p.CommitExtendedAt),
 	); err != nil {
 		return err
 	}
@@ -1221,6 +1233,10 @@ func printStatus(w io.Writer, v *StatusView, now time.Time) error {
 		"started", optTime(cc.Started),
 		"deadline", deadline,
 		"cancelled", strconv.FormatBool(cc.Cancelled),
+		"author", cc.Author,
+		"cancelled-by", cc.CancelledBy,
+		"extended-by", cc.ExtendedBy,
+		"extended", optTime(cc.Extended),
 	)
 }
 

@@ -116,6 +116,12 @@ type CommitConfirmState struct {
 	Started   time.Time `json:"started,omitzero"`
 	Deadline  time.Time `json:"deadline,omitzero"`
 	Cancelled bool      `json:"cancelled"`
+	// Author committed it; CancelledBy cancelled it; ExtendedBy last moved
+	// its deadline, at Extended.
+	Author      string    `json:"author,omitempty"`
+	CancelledBy string    `json:"cancelled_by,omitempty"`
+	ExtendedBy  string    `json:"extended_by,omitempty"`
+	Extended    time.Time `json:"extended,omitzero"`
 }
 
 // StatusView is what `gnmi-sidecar status` shows.
@@ -198,6 +204,14 @@ type ProposalState struct {
 	RollbackApplied      time.Time `json:"rollback_applied,omitzero"`
 	RollbackAuthor       string    `json:"rollback_author,omitempty"`
 	RollbackComment      string    `json:"rollback_comment,omitempty"`
+	// A commit-confirmed change: who confirmed, cancelled or last
+	// extended it, and when.
+	CommitConfirmedBy string    `json:"commit_confirmed_by,omitempty"`
+	CommitConfirmedAt time.Time `json:"commit_confirmed_at,omitzero"`
+	CommitCancelledBy string    `json:"commit_cancelled_by,omitempty"`
+	CommitCancelledAt time.Time `json:"commit_cancelled_at,omitzero"`
+	CommitExtendedBy  string    `json:"commit_extended_by,omitempty"`
+	CommitExtendedAt  time.Time `json:"commit_extended_at,omitzero"`
 }
 
 // Statuses returns the commit and apply statuses of the proposal's current
@@ -686,11 +700,15 @@ func commitConfirmState(m map[string]*gpb.TypedValue) *CommitConfirmState {
 		return nil
 	}
 	return &CommitConfirmState{
-		ID:        stringOf(m[introspection.ID]),
-		Proposal:  uintOf(m[introspection.Proposal]),
-		Started:   timeOf(m[introspection.Started]),
-		Deadline:  timeOf(m[introspection.Deadline]),
-		Cancelled: boolOf(m[introspection.Cancelled]),
+		ID:          stringOf(m[introspection.ID]),
+		Proposal:    uintOf(m[introspection.Proposal]),
+		Started:     timeOf(m[introspection.Started]),
+		Deadline:    timeOf(m[introspection.Deadline]),
+		Cancelled:   boolOf(m[introspection.Cancelled]),
+		Author:      stringOf(m[introspection.Author]),
+		CancelledBy: stringOf(m[introspection.CancelledBy]),
+		ExtendedBy:  stringOf(m[introspection.ExtendedBy]),
+		Extended:    timeOf(m[introspection.Extended]),
 	}
 }
 
@@ -724,6 +742,12 @@ func proposalState(index uint64, m map[string]*gpb.TypedValue) ProposalState {
 		RollbackApplied:      timeOf(m[introspection.RollbackApplied]),
 		RollbackAuthor:       stringOf(m[introspection.RollbackAuthor]),
 		RollbackComment:      stringOf(m[introspection.RollbackComment]),
+		CommitConfirmedBy:    stringOf(m[introspection.CommitConfirmedBy]),
+		CommitConfirmedAt:    timeOf(m[introspection.CommitConfirmedAt]),
+		CommitCancelledBy:    stringOf(m[introspection.CommitCancelledBy]),
+		CommitCancelledAt:    timeOf(m[introspection.CommitCancelledAt]),
+		CommitExtendedBy:     stringOf(m[introspection.CommitExtendedBy]),
+		CommitExtendedAt:     timeOf(m[introspection.CommitExtendedAt]),
 	}
 	if tv := m[introspection.Index]; tv != nil {
 		p.Index = uintOf(tv)

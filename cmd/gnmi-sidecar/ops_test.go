@@ -434,7 +434,8 @@ func TestOpsCommitConfirmed(t *testing.T) {
 		t.Errorf("status shows the commit's proposal %s, want 2", got)
 	}
 	runOpsAt(t, s.Addr, "commit", "confirm", "wrong").wantCode(t, exitFailed, `confirm commit "wrong": `)
-	mustOps(t, s.Addr, "commit", "extend", "c1", "2h")
+	runOpsAt(t, s.Addr, "commit", "extend", "c1", "2h").wantCode(t, exitFailed, "above the sidecar's limit of 1h0m0s (serve --max-rollback-duration)")
+	mustOps(t, s.Addr, "commit", "extend", "c1", "45m")
 	mustOps(t, s.Addr, "commit", "confirm", "c1")
 	if out := mustOps(t, s.Addr, "status"); !strings.Contains(out, "none outstanding") {
 		t.Errorf("after confirm, status still shows a commit-confirmed:\n%s", out)
@@ -987,7 +988,8 @@ func TestOpsExitCodes(t *testing.T) {
 		codes.InvalidArgument:    exitFailed,
 		codes.Unimplemented:      exitFailed,
 		codes.Internal:           exitFailed,
-		codes.PermissionDenied:   exitFailed,
+		codes.PermissionDenied:   exitDenied,
+		codes.Unauthenticated:    exitDenied,
 	} {
 		err := failed("do it", wrapErr{status.Error(c, "because")})
 		if got := exitCode(err); got != want {

@@ -13,6 +13,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -241,25 +242,57 @@ default_role: ""
 	// viewer (read) reads, and may not roll back.
 	runOpsAt(t, s.addr, append([]string{"status"}, viewerArgs...)...).wantCode(t, 0)
 	runOpsAt(t, s.addr, append([]string{"rollback"}, viewerArgs...)...).
-		wantCode(t, exitFailed, `certificate "viewer" has role read; rollback needs admin`)
+		wantCode(t, exitDenied, `certificate "viewer" has role read; rollback needs admin`)
 	runOpsAt(t, s.addr, append([]string{"rollback"}, botArgs...)...).
-		wantCode(t, exitFailed, `certificate "ops-bot" has role write; rollback needs admin`)
+		wantCode(t, exitDenied, `certificate "ops-bot" has role write; rollback needs admin`)
 	// A certificate not listed has the default role: none.
 	runOpsAt(t, s.addr, append([]string{"status"}, nobodyArgs...)...).
-		wantCode(t, exitFailed, `certificate "nobody" has no role; Get needs read`)
+		wantCode(t, exitDenied, `certificate "nobody" has no role; Get needs read`)
 
 	// Username and password, over the same certificate.
 	t.Setenv(opsPasswordEnv, bobPW)
 	runOpsAt(t, s.addr, append([]string{"status", "--username", "bob"}, nobodyArgs...)...).wantCode(t, 0)
 	runOpsAt(t, s.addr, append([]string{"commit", "confirm", "c1", "--username", "bob"}, nobodyArgs...)...).
-		wantCode(t, exitFailed, `user "bob" has role read; commit-confirmed confirm needs admin`)
+		wantCode(t, exitDenied, `user "bob" has role read; commit-confirmed confirm needs admin`)
 	t.Setenv(opsPasswordEnv, "Wr0ng-Pa55")
 	runOpsAt(t, s.addr, append([]string{"status", "--username", "alice"}, botArgs...)...).
-		wantCode(t, exitFailed, "username or password not accepted")
+		wantCode(t, exitDenied, "username or password not accepted")
+	// Bad credentials are "not authenticated", never "not a gnmi-sidecar".
+	runOpsAt(t, s.addr, append([]string{"set", "--dry-run", "--delete", "/system/config/login-banner", "--username", "alice"}, botArgs...)...).
+		wantCode(t, exitDenied, "set --dry-run", "username or password not accepted")
 	t.Setenv(opsPasswordEnv, alicePW)
 	out := mustOps(t, s.addr, append([]string{"rollback", "--username", "alice"}, nobodyArgs...)...)
 	if !strings.Contains(out, "rolled back proposal 1") {
 		t.Errorf("rollback by alice: %q", out)
+	}
+
+	// A write user's commit-confirmed of 100 years is refused, naming the
+	// limit; one within it is cancelled by an admin, whom journal show
+	// then names as who rolled it back.
+	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+	defer cancel()
+	_, err := setDesc(ctx, botClient, "eth0", "for a century", sidecartest.CommitExtension("c9", sidecartest.CommitFor(876000*time.Hour)))
+	sidecartest.WantStatus(t, err, codes.InvalidArgument, "above the sidecar's limit of 1h0m0s (serve --max-rollback-duration)")
+	resp, err := setDesc(ctx, botClient, "eth0", "for a while", sidecartest.CommitExtension("c9", sidecartest.CommitFor(time.Hour)))
+	if err != nil {
+		t.Fatalf("ops-bot's commit-confirmed: %v", err)
+	}
+	r, err := responseExt(resp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	statusOut := mustOps(t, s.addr, append([]string{"status", "--username", "alice"}, nobodyArgs...)...)
+	for _, want := range []string{"author:", "cert:CN=ops-bot", "deadline:"} {
+		if !strings.Contains(statusOut, want) {
+			t.Errorf("status while a commit-confirmed is outstanding lacks %q:\n%s", want, statusOut)
+		}
+	}
+	mustOps(t, s.addr, append([]string{"commit", "cancel", "c9", "--username", "alice"}, nobodyArgs...)...)
+	show := mustOps(t, s.addr, append([]string{"journal", "show", strconv.FormatUint(r.GetIndex(), 10), "--username", "alice"}, nobodyArgs...)...)
+	for _, want := range []string{"rollback-author:", "commit-cancelled-by:"} {
+		if !strings.Contains(show, want) || !strings.Contains(show[strings.Index(show, want):], "alice") {
+			t.Errorf("journal show of the cancelled commit-confirmed does not name alice after %q:\n%s", want, show)
+		}
 	}
 
 	s.wantNoSecret(t, alicePW, bobPW, "Wr0ng-Pa55", aliceHash)

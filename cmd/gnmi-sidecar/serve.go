@@ -22,6 +22,7 @@ import (
 	"github.com/gnmi-sidecar/gnmi-sidecar/agent/trace"
 	"github.com/gnmi-sidecar/gnmi-sidecar/drift"
 	"github.com/gnmi-sidecar/gnmi-sidecar/leaves"
+	"github.com/gnmi-sidecar/gnmi-sidecar/proxy"
 	"github.com/gnmi-sidecar/gnmi-sidecar/sidecar"
 )
 
@@ -36,6 +37,7 @@ type serveConfig struct {
 	journalMinFree        int64
 	persistentDevice      bool
 	queueWhenDisconnected bool
+	maxRollbackDuration   time.Duration
 	masterArbitration     bool
 	deviceTLS             bool
 	deviceCA              string
@@ -74,6 +76,8 @@ func (c *serveConfig) addFlags(f *pflag.FlagSet) {
 	f.Int64Var(&c.journalMinFree, "journal-min-free", 64<<20, "bytes the journal's filesystem must keep free: below it Sets are refused with RESOURCE_EXHAUSTED, nothing journaled, until there is room (0: no reserve, and a full disk kills the sidecar)")
 	f.BoolVar(&c.persistentDevice, "persistent-device", false, "the device keeps its configuration across restarts: no re-push on reconnect")
 	f.BoolVar(&c.queueWhenDisconnected, "queue-when-disconnected", false, "journal SYNC Sets while the device is unreachable instead of refusing them with UNAVAILABLE")
+	f.DurationVar(&c.maxRollbackDuration, "max-rollback-duration", proxy.DefaultMaxRollbackDuration,
+		"longest rollback_duration a commit-confirmed may ask for (commit or extend); longer is refused with INVALID_ARGUMENT. A commit-confirmed blocks every other change until it is confirmed, cancelled or rolled back")
 	f.BoolVar(&c.masterArbitration, "master-arbitration", false, "send MasterArbitration{election_id: term} with every device Set (fencing)")
 	f.BoolVar(&c.deviceTLS, "device-tls", false, "connect to the device with TLS (implied by the other --device-* TLS flags)")
 	f.StringVar(&c.deviceCA, "device-ca", "", "PEM file of the CA that signed the device's certificate (default: the system roots)")
@@ -287,6 +291,7 @@ func (cfg *serveConfig) checkedConfig(log *slog.Logger) (sidecar.Config, error) 
 		DeviceTarget:          cfg.deviceTarget,
 		PersistentDevice:      cfg.persistentDevice,
 		QueueWhenDisconnected: cfg.queueWhenDisconnected,
+		MaxRollbackDuration:   cfg.maxRollbackDuration,
 		AlwaysReplyExtension:  alwaysReply,
 		MasterArbitration:     cfg.masterArbitration,
 		ApplyTimeout:          cfg.applyTimeout,

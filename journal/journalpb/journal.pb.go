@@ -820,6 +820,10 @@ type Change struct {
 	// A baseline's first proposal, on each later one of the same baseline
 	// (0 on the first): the last one's commit keeps what they all wrote.
 	BaselineFirst uint64 `protobuf:"varint,23,opt,name=baseline_first,json=baselineFirst,proto3" json:"baseline_first,omitempty"`
+	// A commit-confirmed change's confirm, cancel and extensions, in order:
+	// who acted and when (the rollback a cancel starts names its author
+	// too, in Rollback.author).
+	CommitActions []*CommitAction `protobuf:"bytes,24,rep,name=commit_actions,json=commitActions,proto3" json:"commit_actions,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1015,6 +1019,172 @@ func (x *Change) GetBaselineFirst() uint64 {
 	return 0
 }
 
+func (x *Change) GetCommitActions() []*CommitAction {
+	if x != nil {
+		return x.CommitActions
+	}
+	return nil
+}
+
+// An action on a commit-confirmed change after its commit.
+type CommitAction struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// "confirm", "cancel" or "extend" (set_rollback_duration).
+	Action string `protobuf:"bytes,1,opt,name=action,proto3" json:"action,omitempty"`
+	// Who acted (the identity authorization accepted), and why.
+	Author  string                 `protobuf:"bytes,2,opt,name=author,proto3" json:"author,omitempty"`
+	Comment string                 `protobuf:"bytes,3,opt,name=comment,proto3" json:"comment,omitempty"`
+	Time    *timestamppb.Timestamp `protobuf:"bytes,4,opt,name=time,proto3" json:"time,omitempty"`
+	// The deadline the action left (extend: the new one; cancel: the time
+	// of the cancel; confirm: unset).
+	Deadline      *timestamppb.Timestamp `protobuf:"bytes,5,opt,name=deadline,proto3" json:"deadline,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CommitAction) Reset() {
+	*x = CommitAction{}
+	mi := &file_journal_journalpb_journal_proto_msgTypes[7]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CommitAction) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CommitAction) ProtoMessage() {}
+
+func (x *CommitAction) ProtoReflect() protoreflect.Message {
+	mi := &file_journal_journalpb_journal_proto_msgTypes[7]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CommitAction.ProtoReflect.Descriptor instead.
+func (*CommitAction) Descriptor() ([]byte, []int) {
+	return file_journal_journalpb_journal_proto_rawDescGZIP(), []int{7}
+}
+
+func (x *CommitAction) GetAction() string {
+	if x != nil {
+		return x.Action
+	}
+	return ""
+}
+
+func (x *CommitAction) GetAuthor() string {
+	if x != nil {
+		return x.Author
+	}
+	return ""
+}
+
+func (x *CommitAction) GetComment() string {
+	if x != nil {
+		return x.Comment
+	}
+	return ""
+}
+
+func (x *CommitAction) GetTime() *timestamppb.Timestamp {
+	if x != nil {
+		return x.Time
+	}
+	return nil
+}
+
+func (x *CommitAction) GetDeadline() *timestamppb.Timestamp {
+	if x != nil {
+		return x.Deadline
+	}
+	return nil
+}
+
+// A deleted tag: the tag as it was, and who deleted it, when and why.
+type TagDeletion struct {
+	state   protoimpl.MessageState `protogen:"open.v1"`
+	Tag     *Tag                   `protobuf:"bytes,1,opt,name=tag,proto3" json:"tag,omitempty"`
+	Deleted *timestamppb.Timestamp `protobuf:"bytes,2,opt,name=deleted,proto3" json:"deleted,omitempty"`
+	Author  string                 `protobuf:"bytes,3,opt,name=author,proto3" json:"author,omitempty"`
+	Comment string                 `protobuf:"bytes,4,opt,name=comment,proto3" json:"comment,omitempty"`
+	// Configuration.tag_changes at the deletion: its key.
+	Seq           uint64 `protobuf:"varint,5,opt,name=seq,proto3" json:"seq,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *TagDeletion) Reset() {
+	*x = TagDeletion{}
+	mi := &file_journal_journalpb_journal_proto_msgTypes[8]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TagDeletion) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TagDeletion) ProtoMessage() {}
+
+func (x *TagDeletion) ProtoReflect() protoreflect.Message {
+	mi := &file_journal_journalpb_journal_proto_msgTypes[8]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TagDeletion.ProtoReflect.Descriptor instead.
+func (*TagDeletion) Descriptor() ([]byte, []int) {
+	return file_journal_journalpb_journal_proto_rawDescGZIP(), []int{8}
+}
+
+func (x *TagDeletion) GetTag() *Tag {
+	if x != nil {
+		return x.Tag
+	}
+	return nil
+}
+
+func (x *TagDeletion) GetDeleted() *timestamppb.Timestamp {
+	if x != nil {
+		return x.Deleted
+	}
+	return nil
+}
+
+func (x *TagDeletion) GetAuthor() string {
+	if x != nil {
+		return x.Author
+	}
+	return ""
+}
+
+func (x *TagDeletion) GetComment() string {
+	if x != nil {
+		return x.Comment
+	}
+	return ""
+}
+
+func (x *TagDeletion) GetSeq() uint64 {
+	if x != nil {
+		return x.Seq
+	}
+	return 0
+}
+
 // The point a restoring change went back to.
 type Restore struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -1031,7 +1201,7 @@ type Restore struct {
 
 func (x *Restore) Reset() {
 	*x = Restore{}
-	mi := &file_journal_journalpb_journal_proto_msgTypes[7]
+	mi := &file_journal_journalpb_journal_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1043,7 +1213,7 @@ func (x *Restore) String() string {
 func (*Restore) ProtoMessage() {}
 
 func (x *Restore) ProtoReflect() protoreflect.Message {
-	mi := &file_journal_journalpb_journal_proto_msgTypes[7]
+	mi := &file_journal_journalpb_journal_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1056,7 +1226,7 @@ func (x *Restore) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Restore.ProtoReflect.Descriptor instead.
 func (*Restore) Descriptor() ([]byte, []int) {
-	return file_journal_journalpb_journal_proto_rawDescGZIP(), []int{7}
+	return file_journal_journalpb_journal_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *Restore) GetIndex() uint64 {
@@ -1103,7 +1273,7 @@ type Tag struct {
 
 func (x *Tag) Reset() {
 	*x = Tag{}
-	mi := &file_journal_journalpb_journal_proto_msgTypes[8]
+	mi := &file_journal_journalpb_journal_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1115,7 +1285,7 @@ func (x *Tag) String() string {
 func (*Tag) ProtoMessage() {}
 
 func (x *Tag) ProtoReflect() protoreflect.Message {
-	mi := &file_journal_journalpb_journal_proto_msgTypes[8]
+	mi := &file_journal_journalpb_journal_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1128,7 +1298,7 @@ func (x *Tag) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Tag.ProtoReflect.Descriptor instead.
 func (*Tag) Descriptor() ([]byte, []int) {
-	return file_journal_journalpb_journal_proto_rawDescGZIP(), []int{8}
+	return file_journal_journalpb_journal_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *Tag) GetName() string {
@@ -1204,7 +1374,7 @@ type Rollback struct {
 
 func (x *Rollback) Reset() {
 	*x = Rollback{}
-	mi := &file_journal_journalpb_journal_proto_msgTypes[9]
+	mi := &file_journal_journalpb_journal_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1216,7 +1386,7 @@ func (x *Rollback) String() string {
 func (*Rollback) ProtoMessage() {}
 
 func (x *Rollback) ProtoReflect() protoreflect.Message {
-	mi := &file_journal_journalpb_journal_proto_msgTypes[9]
+	mi := &file_journal_journalpb_journal_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1229,7 +1399,7 @@ func (x *Rollback) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Rollback.ProtoReflect.Descriptor instead.
 func (*Rollback) Descriptor() ([]byte, []int) {
-	return file_journal_journalpb_journal_proto_rawDescGZIP(), []int{9}
+	return file_journal_journalpb_journal_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *Rollback) GetIndex() uint64 {
@@ -1321,7 +1491,7 @@ type Proposal struct {
 
 func (x *Proposal) Reset() {
 	*x = Proposal{}
-	mi := &file_journal_journalpb_journal_proto_msgTypes[10]
+	mi := &file_journal_journalpb_journal_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1333,7 +1503,7 @@ func (x *Proposal) String() string {
 func (*Proposal) ProtoMessage() {}
 
 func (x *Proposal) ProtoReflect() protoreflect.Message {
-	mi := &file_journal_journalpb_journal_proto_msgTypes[10]
+	mi := &file_journal_journalpb_journal_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1346,7 +1516,7 @@ func (x *Proposal) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Proposal.ProtoReflect.Descriptor instead.
 func (*Proposal) Descriptor() ([]byte, []int) {
-	return file_journal_journalpb_journal_proto_rawDescGZIP(), []int{10}
+	return file_journal_journalpb_journal_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *Proposal) GetIndex() uint64 {
@@ -1392,7 +1562,7 @@ type ProposalStatus struct {
 
 func (x *ProposalStatus) Reset() {
 	*x = ProposalStatus{}
-	mi := &file_journal_journalpb_journal_proto_msgTypes[11]
+	mi := &file_journal_journalpb_journal_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1404,7 +1574,7 @@ func (x *ProposalStatus) String() string {
 func (*ProposalStatus) ProtoMessage() {}
 
 func (x *ProposalStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_journal_journalpb_journal_proto_msgTypes[11]
+	mi := &file_journal_journalpb_journal_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1417,7 +1587,7 @@ func (x *ProposalStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ProposalStatus.ProtoReflect.Descriptor instead.
 func (*ProposalStatus) Descriptor() ([]byte, []int) {
-	return file_journal_journalpb_journal_proto_rawDescGZIP(), []int{11}
+	return file_journal_journalpb_journal_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *ProposalStatus) GetIndex() uint64 {
@@ -1465,7 +1635,7 @@ type ChangeStatus struct {
 
 func (x *ChangeStatus) Reset() {
 	*x = ChangeStatus{}
-	mi := &file_journal_journalpb_journal_proto_msgTypes[12]
+	mi := &file_journal_journalpb_journal_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1477,7 +1647,7 @@ func (x *ChangeStatus) String() string {
 func (*ChangeStatus) ProtoMessage() {}
 
 func (x *ChangeStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_journal_journalpb_journal_proto_msgTypes[12]
+	mi := &file_journal_journalpb_journal_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1490,7 +1660,7 @@ func (x *ChangeStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ChangeStatus.ProtoReflect.Descriptor instead.
 func (*ChangeStatus) Descriptor() ([]byte, []int) {
-	return file_journal_journalpb_journal_proto_rawDescGZIP(), []int{12}
+	return file_journal_journalpb_journal_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *ChangeStatus) GetCommit() Status {
@@ -1547,7 +1717,7 @@ type StepStatus struct {
 
 func (x *StepStatus) Reset() {
 	*x = StepStatus{}
-	mi := &file_journal_journalpb_journal_proto_msgTypes[13]
+	mi := &file_journal_journalpb_journal_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1559,7 +1729,7 @@ func (x *StepStatus) String() string {
 func (*StepStatus) ProtoMessage() {}
 
 func (x *StepStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_journal_journalpb_journal_proto_msgTypes[13]
+	mi := &file_journal_journalpb_journal_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1572,7 +1742,7 @@ func (x *StepStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StepStatus.ProtoReflect.Descriptor instead.
 func (*StepStatus) Descriptor() ([]byte, []int) {
-	return file_journal_journalpb_journal_proto_rawDescGZIP(), []int{13}
+	return file_journal_journalpb_journal_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *StepStatus) GetCommit() Status {
@@ -1601,7 +1771,7 @@ type Committed struct {
 
 func (x *Committed) Reset() {
 	*x = Committed{}
-	mi := &file_journal_journalpb_journal_proto_msgTypes[14]
+	mi := &file_journal_journalpb_journal_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1613,7 +1783,7 @@ func (x *Committed) String() string {
 func (*Committed) ProtoMessage() {}
 
 func (x *Committed) ProtoReflect() protoreflect.Message {
-	mi := &file_journal_journalpb_journal_proto_msgTypes[14]
+	mi := &file_journal_journalpb_journal_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1626,7 +1796,7 @@ func (x *Committed) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Committed.ProtoReflect.Descriptor instead.
 func (*Committed) Descriptor() ([]byte, []int) {
-	return file_journal_journalpb_journal_proto_rawDescGZIP(), []int{14}
+	return file_journal_journalpb_journal_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *Committed) GetProposal() uint64 {
@@ -1659,7 +1829,7 @@ type Applied struct {
 
 func (x *Applied) Reset() {
 	*x = Applied{}
-	mi := &file_journal_journalpb_journal_proto_msgTypes[15]
+	mi := &file_journal_journalpb_journal_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1671,7 +1841,7 @@ func (x *Applied) String() string {
 func (*Applied) ProtoMessage() {}
 
 func (x *Applied) ProtoReflect() protoreflect.Message {
-	mi := &file_journal_journalpb_journal_proto_msgTypes[15]
+	mi := &file_journal_journalpb_journal_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1684,7 +1854,7 @@ func (x *Applied) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Applied.ProtoReflect.Descriptor instead.
 func (*Applied) Descriptor() ([]byte, []int) {
-	return file_journal_journalpb_journal_proto_rawDescGZIP(), []int{15}
+	return file_journal_journalpb_journal_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *Applied) GetProposal() uint64 {
@@ -1752,7 +1922,7 @@ type Configuration struct {
 
 func (x *Configuration) Reset() {
 	*x = Configuration{}
-	mi := &file_journal_journalpb_journal_proto_msgTypes[16]
+	mi := &file_journal_journalpb_journal_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1764,7 +1934,7 @@ func (x *Configuration) String() string {
 func (*Configuration) ProtoMessage() {}
 
 func (x *Configuration) ProtoReflect() protoreflect.Message {
-	mi := &file_journal_journalpb_journal_proto_msgTypes[16]
+	mi := &file_journal_journalpb_journal_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1777,7 +1947,7 @@ func (x *Configuration) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Configuration.ProtoReflect.Descriptor instead.
 func (*Configuration) Descriptor() ([]byte, []int) {
-	return file_journal_journalpb_journal_proto_rawDescGZIP(), []int{16}
+	return file_journal_journalpb_journal_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *Configuration) GetCommitted() *Committed {
@@ -1893,7 +2063,7 @@ type Resolution struct {
 
 func (x *Resolution) Reset() {
 	*x = Resolution{}
-	mi := &file_journal_journalpb_journal_proto_msgTypes[17]
+	mi := &file_journal_journalpb_journal_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1905,7 +2075,7 @@ func (x *Resolution) String() string {
 func (*Resolution) ProtoMessage() {}
 
 func (x *Resolution) ProtoReflect() protoreflect.Message {
-	mi := &file_journal_journalpb_journal_proto_msgTypes[17]
+	mi := &file_journal_journalpb_journal_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1918,7 +2088,7 @@ func (x *Resolution) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Resolution.ProtoReflect.Descriptor instead.
 func (*Resolution) Descriptor() ([]byte, []int) {
-	return file_journal_journalpb_journal_proto_rawDescGZIP(), []int{17}
+	return file_journal_journalpb_journal_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *Resolution) GetSeq() uint64 {
@@ -1991,7 +2161,7 @@ type OutOfSync struct {
 
 func (x *OutOfSync) Reset() {
 	*x = OutOfSync{}
-	mi := &file_journal_journalpb_journal_proto_msgTypes[18]
+	mi := &file_journal_journalpb_journal_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2003,7 +2173,7 @@ func (x *OutOfSync) String() string {
 func (*OutOfSync) ProtoMessage() {}
 
 func (x *OutOfSync) ProtoReflect() protoreflect.Message {
-	mi := &file_journal_journalpb_journal_proto_msgTypes[18]
+	mi := &file_journal_journalpb_journal_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2016,7 +2186,7 @@ func (x *OutOfSync) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use OutOfSync.ProtoReflect.Descriptor instead.
 func (*OutOfSync) Descriptor() ([]byte, []int) {
-	return file_journal_journalpb_journal_proto_rawDescGZIP(), []int{18}
+	return file_journal_journalpb_journal_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *OutOfSync) GetValue() *PathValue {
@@ -2069,7 +2239,7 @@ type Mastership struct {
 
 func (x *Mastership) Reset() {
 	*x = Mastership{}
-	mi := &file_journal_journalpb_journal_proto_msgTypes[19]
+	mi := &file_journal_journalpb_journal_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2081,7 +2251,7 @@ func (x *Mastership) String() string {
 func (*Mastership) ProtoMessage() {}
 
 func (x *Mastership) ProtoReflect() protoreflect.Message {
-	mi := &file_journal_journalpb_journal_proto_msgTypes[19]
+	mi := &file_journal_journalpb_journal_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2094,7 +2264,7 @@ func (x *Mastership) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Mastership.ProtoReflect.Descriptor instead.
 func (*Mastership) Descriptor() ([]byte, []int) {
-	return file_journal_journalpb_journal_proto_rawDescGZIP(), []int{19}
+	return file_journal_journalpb_journal_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *Mastership) GetTerm() uint64 {
@@ -2131,14 +2301,21 @@ type CommitConfirm struct {
 	// is applied (deadline is then the time of the cancel).
 	Cancelled bool `protobuf:"varint,4,opt,name=cancelled,proto3" json:"cancelled,omitempty"`
 	// When the commit was journaled.
-	Started       *timestamppb.Timestamp `protobuf:"bytes,5,opt,name=started,proto3" json:"started,omitempty"`
+	Started *timestamppb.Timestamp `protobuf:"bytes,5,opt,name=started,proto3" json:"started,omitempty"`
+	// Who committed it (the change's author).
+	Author string `protobuf:"bytes,6,opt,name=author,proto3" json:"author,omitempty"`
+	// Who cancelled it (with cancelled), and who last moved its deadline
+	// (set_rollback_duration) and when.
+	CancelledBy   string                 `protobuf:"bytes,7,opt,name=cancelled_by,json=cancelledBy,proto3" json:"cancelled_by,omitempty"`
+	ExtendedBy    string                 `protobuf:"bytes,8,opt,name=extended_by,json=extendedBy,proto3" json:"extended_by,omitempty"`
+	Extended      *timestamppb.Timestamp `protobuf:"bytes,9,opt,name=extended,proto3" json:"extended,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *CommitConfirm) Reset() {
 	*x = CommitConfirm{}
-	mi := &file_journal_journalpb_journal_proto_msgTypes[20]
+	mi := &file_journal_journalpb_journal_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2150,7 +2327,7 @@ func (x *CommitConfirm) String() string {
 func (*CommitConfirm) ProtoMessage() {}
 
 func (x *CommitConfirm) ProtoReflect() protoreflect.Message {
-	mi := &file_journal_journalpb_journal_proto_msgTypes[20]
+	mi := &file_journal_journalpb_journal_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2163,7 +2340,7 @@ func (x *CommitConfirm) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CommitConfirm.ProtoReflect.Descriptor instead.
 func (*CommitConfirm) Descriptor() ([]byte, []int) {
-	return file_journal_journalpb_journal_proto_rawDescGZIP(), []int{20}
+	return file_journal_journalpb_journal_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *CommitConfirm) GetId() string {
@@ -2201,6 +2378,34 @@ func (x *CommitConfirm) GetStarted() *timestamppb.Timestamp {
 	return nil
 }
 
+func (x *CommitConfirm) GetAuthor() string {
+	if x != nil {
+		return x.Author
+	}
+	return ""
+}
+
+func (x *CommitConfirm) GetCancelledBy() string {
+	if x != nil {
+		return x.CancelledBy
+	}
+	return ""
+}
+
+func (x *CommitConfirm) GetExtendedBy() string {
+	if x != nil {
+		return x.ExtendedBy
+	}
+	return ""
+}
+
+func (x *CommitConfirm) GetExtended() *timestamppb.Timestamp {
+	if x != nil {
+		return x.Extended
+	}
+	return nil
+}
+
 type HistoryEntry struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Absent (unset) when the path held nothing.
@@ -2212,7 +2417,7 @@ type HistoryEntry struct {
 
 func (x *HistoryEntry) Reset() {
 	*x = HistoryEntry{}
-	mi := &file_journal_journalpb_journal_proto_msgTypes[21]
+	mi := &file_journal_journalpb_journal_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2224,7 +2429,7 @@ func (x *HistoryEntry) String() string {
 func (*HistoryEntry) ProtoMessage() {}
 
 func (x *HistoryEntry) ProtoReflect() protoreflect.Message {
-	mi := &file_journal_journalpb_journal_proto_msgTypes[21]
+	mi := &file_journal_journalpb_journal_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2237,7 +2442,7 @@ func (x *HistoryEntry) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HistoryEntry.ProtoReflect.Descriptor instead.
 func (*HistoryEntry) Descriptor() ([]byte, []int) {
-	return file_journal_journalpb_journal_proto_rawDescGZIP(), []int{21}
+	return file_journal_journalpb_journal_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *HistoryEntry) GetBefore() *PathValue {
@@ -2267,7 +2472,7 @@ type HistoryDelta struct {
 
 func (x *HistoryDelta) Reset() {
 	*x = HistoryDelta{}
-	mi := &file_journal_journalpb_journal_proto_msgTypes[22]
+	mi := &file_journal_journalpb_journal_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2279,7 +2484,7 @@ func (x *HistoryDelta) String() string {
 func (*HistoryDelta) ProtoMessage() {}
 
 func (x *HistoryDelta) ProtoReflect() protoreflect.Message {
-	mi := &file_journal_journalpb_journal_proto_msgTypes[22]
+	mi := &file_journal_journalpb_journal_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2292,7 +2497,7 @@ func (x *HistoryDelta) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HistoryDelta.ProtoReflect.Descriptor instead.
 func (*HistoryDelta) Descriptor() ([]byte, []int) {
-	return file_journal_journalpb_journal_proto_rawDescGZIP(), []int{22}
+	return file_journal_journalpb_journal_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *HistoryDelta) GetTime() *timestamppb.Timestamp {
@@ -2358,7 +2563,7 @@ const file_journal_journalpb_journal_proto_rawDesc = "" +
 	"\x05Error\x12\x12\n" +
 	"\x04code\x18\x01 \x01(\rR\x04code\x12\x18\n" +
 	"\amessage\x18\x02 \x01(\tR\amessage\x12.\n" +
-	"\adetails\x18\x03 \x03(\v2\x14.google.protobuf.AnyR\adetails\"\x80\b\n" +
+	"\adetails\x18\x03 \x03(\v2\x14.google.protobuf.AnyR\adetails\"\xcd\b\n" +
 	"\x06Change\x12,\n" +
 	"\x03ops\x18\x01 \x03(\v2\x1a.gnmisidecar.journal.v1.OpR\x03ops\x129\n" +
 	"\x06values\x18\x02 \x03(\v2!.gnmisidecar.journal.v1.PathValueR\x06values\x126\n" +
@@ -2391,7 +2596,20 @@ const file_journal_journalpb_journal_proto_rawDesc = "" +
 	".gnmi.PathR\x06unread\x12\x1f\n" +
 	"\vfinal_chunk\x18\x16 \x01(\bR\n" +
 	"finalChunk\x12%\n" +
-	"\x0ebaseline_first\x18\x17 \x01(\x04R\rbaselineFirst\"R\n" +
+	"\x0ebaseline_first\x18\x17 \x01(\x04R\rbaselineFirst\x12K\n" +
+	"\x0ecommit_actions\x18\x18 \x03(\v2$.gnmisidecar.journal.v1.CommitActionR\rcommitActions\"\xc0\x01\n" +
+	"\fCommitAction\x12\x16\n" +
+	"\x06action\x18\x01 \x01(\tR\x06action\x12\x16\n" +
+	"\x06author\x18\x02 \x01(\tR\x06author\x12\x18\n" +
+	"\acomment\x18\x03 \x01(\tR\acomment\x12.\n" +
+	"\x04time\x18\x04 \x01(\v2\x1a.google.protobuf.TimestampR\x04time\x126\n" +
+	"\bdeadline\x18\x05 \x01(\v2\x1a.google.protobuf.TimestampR\bdeadline\"\xb6\x01\n" +
+	"\vTagDeletion\x12-\n" +
+	"\x03tag\x18\x01 \x01(\v2\x1b.gnmisidecar.journal.v1.TagR\x03tag\x124\n" +
+	"\adeleted\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\adeleted\x12\x16\n" +
+	"\x06author\x18\x03 \x01(\tR\x06author\x12\x18\n" +
+	"\acomment\x18\x04 \x01(\tR\acomment\x12\x10\n" +
+	"\x03seq\x18\x05 \x01(\x04R\x03seq\"R\n" +
 	"\aRestore\x12\x14\n" +
 	"\x05index\x18\x01 \x01(\x04R\x05index\x12\x10\n" +
 	"\x03tag\x18\x02 \x01(\tR\x03tag\x12\x1f\n" +
@@ -2490,13 +2708,18 @@ const file_journal_journalpb_journal_proto_rawDesc = "" +
 	"Mastership\x12\x12\n" +
 	"\x04term\x18\x01 \x01(\x04R\x04term\x12\x12\n" +
 	"\x04conn\x18\x02 \x01(\x04R\x04conn\x12 \n" +
-	"\vincarnation\x18\x03 \x01(\x04R\vincarnation\"\xc7\x01\n" +
+	"\vincarnation\x18\x03 \x01(\x04R\vincarnation\"\xdb\x02\n" +
 	"\rCommitConfirm\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x1a\n" +
 	"\bproposal\x18\x02 \x01(\x04R\bproposal\x126\n" +
 	"\bdeadline\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\bdeadline\x12\x1c\n" +
 	"\tcancelled\x18\x04 \x01(\bR\tcancelled\x124\n" +
-	"\astarted\x18\x05 \x01(\v2\x1a.google.protobuf.TimestampR\astarted\"\x82\x01\n" +
+	"\astarted\x18\x05 \x01(\v2\x1a.google.protobuf.TimestampR\astarted\x12\x16\n" +
+	"\x06author\x18\x06 \x01(\tR\x06author\x12!\n" +
+	"\fcancelled_by\x18\a \x01(\tR\vcancelledBy\x12\x1f\n" +
+	"\vextended_by\x18\b \x01(\tR\n" +
+	"extendedBy\x126\n" +
+	"\bextended\x18\t \x01(\v2\x1a.google.protobuf.TimestampR\bextended\"\x82\x01\n" +
 	"\fHistoryEntry\x129\n" +
 	"\x06before\x18\x01 \x01(\v2!.gnmisidecar.journal.v1.PathValueR\x06before\x127\n" +
 	"\x05after\x18\x02 \x01(\v2!.gnmisidecar.journal.v1.PathValueR\x05after\"\xd3\x01\n" +
@@ -2550,7 +2773,7 @@ func file_journal_journalpb_journal_proto_rawDescGZIP() []byte {
 }
 
 var file_journal_journalpb_journal_proto_enumTypes = make([]protoimpl.EnumInfo, 5)
-var file_journal_journalpb_journal_proto_msgTypes = make([]protoimpl.MessageInfo, 23)
+var file_journal_journalpb_journal_proto_msgTypes = make([]protoimpl.MessageInfo, 25)
 var file_journal_journalpb_journal_proto_goTypes = []any{
 	(Status)(0),                   // 0: gnmisidecar.journal.v1.Status
 	(Phase)(0),                    // 1: gnmisidecar.journal.v1.Phase
@@ -2564,97 +2787,105 @@ var file_journal_journalpb_journal_proto_goTypes = []any{
 	(*PathValue)(nil),             // 9: gnmisidecar.journal.v1.PathValue
 	(*Error)(nil),                 // 10: gnmisidecar.journal.v1.Error
 	(*Change)(nil),                // 11: gnmisidecar.journal.v1.Change
-	(*Restore)(nil),               // 12: gnmisidecar.journal.v1.Restore
-	(*Tag)(nil),                   // 13: gnmisidecar.journal.v1.Tag
-	(*Rollback)(nil),              // 14: gnmisidecar.journal.v1.Rollback
-	(*Proposal)(nil),              // 15: gnmisidecar.journal.v1.Proposal
-	(*ProposalStatus)(nil),        // 16: gnmisidecar.journal.v1.ProposalStatus
-	(*ChangeStatus)(nil),          // 17: gnmisidecar.journal.v1.ChangeStatus
-	(*StepStatus)(nil),            // 18: gnmisidecar.journal.v1.StepStatus
-	(*Committed)(nil),             // 19: gnmisidecar.journal.v1.Committed
-	(*Applied)(nil),               // 20: gnmisidecar.journal.v1.Applied
-	(*Configuration)(nil),         // 21: gnmisidecar.journal.v1.Configuration
-	(*Resolution)(nil),            // 22: gnmisidecar.journal.v1.Resolution
-	(*OutOfSync)(nil),             // 23: gnmisidecar.journal.v1.OutOfSync
-	(*Mastership)(nil),            // 24: gnmisidecar.journal.v1.Mastership
-	(*CommitConfirm)(nil),         // 25: gnmisidecar.journal.v1.CommitConfirm
-	(*HistoryEntry)(nil),          // 26: gnmisidecar.journal.v1.HistoryEntry
-	(*HistoryDelta)(nil),          // 27: gnmisidecar.journal.v1.HistoryDelta
-	(*gnmi.Path)(nil),             // 28: gnmi.Path
-	(*gnmi.TypedValue)(nil),       // 29: gnmi.TypedValue
-	(*anypb.Any)(nil),             // 30: google.protobuf.Any
-	(*timestamppb.Timestamp)(nil), // 31: google.protobuf.Timestamp
+	(*CommitAction)(nil),          // 12: gnmisidecar.journal.v1.CommitAction
+	(*TagDeletion)(nil),           // 13: gnmisidecar.journal.v1.TagDeletion
+	(*Restore)(nil),               // 14: gnmisidecar.journal.v1.Restore
+	(*Tag)(nil),                   // 15: gnmisidecar.journal.v1.Tag
+	(*Rollback)(nil),              // 16: gnmisidecar.journal.v1.Rollback
+	(*Proposal)(nil),              // 17: gnmisidecar.journal.v1.Proposal
+	(*ProposalStatus)(nil),        // 18: gnmisidecar.journal.v1.ProposalStatus
+	(*ChangeStatus)(nil),          // 19: gnmisidecar.journal.v1.ChangeStatus
+	(*StepStatus)(nil),            // 20: gnmisidecar.journal.v1.StepStatus
+	(*Committed)(nil),             // 21: gnmisidecar.journal.v1.Committed
+	(*Applied)(nil),               // 22: gnmisidecar.journal.v1.Applied
+	(*Configuration)(nil),         // 23: gnmisidecar.journal.v1.Configuration
+	(*Resolution)(nil),            // 24: gnmisidecar.journal.v1.Resolution
+	(*OutOfSync)(nil),             // 25: gnmisidecar.journal.v1.OutOfSync
+	(*Mastership)(nil),            // 26: gnmisidecar.journal.v1.Mastership
+	(*CommitConfirm)(nil),         // 27: gnmisidecar.journal.v1.CommitConfirm
+	(*HistoryEntry)(nil),          // 28: gnmisidecar.journal.v1.HistoryEntry
+	(*HistoryDelta)(nil),          // 29: gnmisidecar.journal.v1.HistoryDelta
+	(*gnmi.Path)(nil),             // 30: gnmi.Path
+	(*gnmi.TypedValue)(nil),       // 31: gnmi.TypedValue
+	(*anypb.Any)(nil),             // 32: google.protobuf.Any
+	(*timestamppb.Timestamp)(nil), // 33: google.protobuf.Timestamp
 }
 var file_journal_journalpb_journal_proto_depIdxs = []int32{
-	28, // 0: gnmisidecar.journal.v1.ListKeys.list:type_name -> gnmi.Path
-	28, // 1: gnmisidecar.journal.v1.Leaf.path:type_name -> gnmi.Path
-	29, // 2: gnmisidecar.journal.v1.Leaf.value:type_name -> gnmi.TypedValue
+	30, // 0: gnmisidecar.journal.v1.ListKeys.list:type_name -> gnmi.Path
+	30, // 1: gnmisidecar.journal.v1.Leaf.path:type_name -> gnmi.Path
+	31, // 2: gnmisidecar.journal.v1.Leaf.value:type_name -> gnmi.TypedValue
 	2,  // 3: gnmisidecar.journal.v1.Op.kind:type_name -> gnmisidecar.journal.v1.OpKind
-	28, // 4: gnmisidecar.journal.v1.Op.path:type_name -> gnmi.Path
+	30, // 4: gnmisidecar.journal.v1.Op.path:type_name -> gnmi.Path
 	7,  // 5: gnmisidecar.journal.v1.Op.values:type_name -> gnmisidecar.journal.v1.Leaf
 	7,  // 6: gnmisidecar.journal.v1.Op.units:type_name -> gnmisidecar.journal.v1.Leaf
-	28, // 7: gnmisidecar.journal.v1.Op.implied_deletes:type_name -> gnmi.Path
-	28, // 8: gnmisidecar.journal.v1.PathValue.path:type_name -> gnmi.Path
-	29, // 9: gnmisidecar.journal.v1.PathValue.value:type_name -> gnmi.TypedValue
-	30, // 10: gnmisidecar.journal.v1.Error.details:type_name -> google.protobuf.Any
+	30, // 7: gnmisidecar.journal.v1.Op.implied_deletes:type_name -> gnmi.Path
+	30, // 8: gnmisidecar.journal.v1.PathValue.path:type_name -> gnmi.Path
+	31, // 9: gnmisidecar.journal.v1.PathValue.value:type_name -> gnmi.TypedValue
+	32, // 10: gnmisidecar.journal.v1.Error.details:type_name -> google.protobuf.Any
 	8,  // 11: gnmisidecar.journal.v1.Change.ops:type_name -> gnmisidecar.journal.v1.Op
 	9,  // 12: gnmisidecar.journal.v1.Change.values:type_name -> gnmisidecar.journal.v1.PathValue
 	0,  // 13: gnmisidecar.journal.v1.Change.commit:type_name -> gnmisidecar.journal.v1.Status
 	0,  // 14: gnmisidecar.journal.v1.Change.apply:type_name -> gnmisidecar.journal.v1.Status
-	31, // 15: gnmisidecar.journal.v1.Change.proposed:type_name -> google.protobuf.Timestamp
-	31, // 16: gnmisidecar.journal.v1.Change.committed:type_name -> google.protobuf.Timestamp
-	31, // 17: gnmisidecar.journal.v1.Change.apply_started:type_name -> google.protobuf.Timestamp
-	31, // 18: gnmisidecar.journal.v1.Change.applied:type_name -> google.protobuf.Timestamp
+	33, // 15: gnmisidecar.journal.v1.Change.proposed:type_name -> google.protobuf.Timestamp
+	33, // 16: gnmisidecar.journal.v1.Change.committed:type_name -> google.protobuf.Timestamp
+	33, // 17: gnmisidecar.journal.v1.Change.apply_started:type_name -> google.protobuf.Timestamp
+	33, // 18: gnmisidecar.journal.v1.Change.applied:type_name -> google.protobuf.Timestamp
 	10, // 19: gnmisidecar.journal.v1.Change.error:type_name -> gnmisidecar.journal.v1.Error
-	12, // 20: gnmisidecar.journal.v1.Change.restores:type_name -> gnmisidecar.journal.v1.Restore
-	28, // 21: gnmisidecar.journal.v1.Change.prefix:type_name -> gnmi.Path
+	14, // 20: gnmisidecar.journal.v1.Change.restores:type_name -> gnmisidecar.journal.v1.Restore
+	30, // 21: gnmisidecar.journal.v1.Change.prefix:type_name -> gnmi.Path
 	8,  // 22: gnmisidecar.journal.v1.Change.device_reads:type_name -> gnmisidecar.journal.v1.Op
-	28, // 23: gnmisidecar.journal.v1.Change.read_scopes:type_name -> gnmi.Path
-	28, // 24: gnmisidecar.journal.v1.Change.unread:type_name -> gnmi.Path
-	31, // 25: gnmisidecar.journal.v1.Tag.time:type_name -> google.protobuf.Timestamp
-	31, // 26: gnmisidecar.journal.v1.Tag.created:type_name -> google.protobuf.Timestamp
-	9,  // 27: gnmisidecar.journal.v1.Rollback.values:type_name -> gnmisidecar.journal.v1.PathValue
-	0,  // 28: gnmisidecar.journal.v1.Rollback.commit:type_name -> gnmisidecar.journal.v1.Status
-	0,  // 29: gnmisidecar.journal.v1.Rollback.apply:type_name -> gnmisidecar.journal.v1.Status
-	31, // 30: gnmisidecar.journal.v1.Rollback.proposed:type_name -> google.protobuf.Timestamp
-	31, // 31: gnmisidecar.journal.v1.Rollback.committed:type_name -> google.protobuf.Timestamp
-	31, // 32: gnmisidecar.journal.v1.Rollback.apply_started:type_name -> google.protobuf.Timestamp
-	31, // 33: gnmisidecar.journal.v1.Rollback.applied:type_name -> google.protobuf.Timestamp
-	10, // 34: gnmisidecar.journal.v1.Rollback.error:type_name -> gnmisidecar.journal.v1.Error
-	1,  // 35: gnmisidecar.journal.v1.Proposal.phase:type_name -> gnmisidecar.journal.v1.Phase
-	11, // 36: gnmisidecar.journal.v1.Proposal.change:type_name -> gnmisidecar.journal.v1.Change
-	14, // 37: gnmisidecar.journal.v1.Proposal.rollback:type_name -> gnmisidecar.journal.v1.Rollback
-	1,  // 38: gnmisidecar.journal.v1.ProposalStatus.phase:type_name -> gnmisidecar.journal.v1.Phase
-	17, // 39: gnmisidecar.journal.v1.ProposalStatus.change:type_name -> gnmisidecar.journal.v1.ChangeStatus
-	18, // 40: gnmisidecar.journal.v1.ProposalStatus.rollback:type_name -> gnmisidecar.journal.v1.StepStatus
-	0,  // 41: gnmisidecar.journal.v1.ChangeStatus.commit:type_name -> gnmisidecar.journal.v1.Status
-	0,  // 42: gnmisidecar.journal.v1.ChangeStatus.apply:type_name -> gnmisidecar.journal.v1.Status
-	0,  // 43: gnmisidecar.journal.v1.StepStatus.commit:type_name -> gnmisidecar.journal.v1.Status
-	0,  // 44: gnmisidecar.journal.v1.StepStatus.apply:type_name -> gnmisidecar.journal.v1.Status
-	19, // 45: gnmisidecar.journal.v1.Configuration.committed:type_name -> gnmisidecar.journal.v1.Committed
-	20, // 46: gnmisidecar.journal.v1.Configuration.applied:type_name -> gnmisidecar.journal.v1.Applied
-	0,  // 47: gnmisidecar.journal.v1.Configuration.status:type_name -> gnmisidecar.journal.v1.Status
-	31, // 48: gnmisidecar.journal.v1.Configuration.history_floor:type_name -> google.protobuf.Timestamp
-	31, // 49: gnmisidecar.journal.v1.Configuration.history_time:type_name -> google.protobuf.Timestamp
-	31, // 50: gnmisidecar.journal.v1.Resolution.time:type_name -> google.protobuf.Timestamp
-	28, // 51: gnmisidecar.journal.v1.Resolution.settled:type_name -> gnmi.Path
-	28, // 52: gnmisidecar.journal.v1.Resolution.still_out_of_sync:type_name -> gnmi.Path
-	9,  // 53: gnmisidecar.journal.v1.OutOfSync.value:type_name -> gnmisidecar.journal.v1.PathValue
-	4,  // 54: gnmisidecar.journal.v1.OutOfSync.cause:type_name -> gnmisidecar.journal.v1.OutOfSyncCause
-	10, // 55: gnmisidecar.journal.v1.OutOfSync.error:type_name -> gnmisidecar.journal.v1.Error
-	31, // 56: gnmisidecar.journal.v1.OutOfSync.since:type_name -> google.protobuf.Timestamp
-	31, // 57: gnmisidecar.journal.v1.CommitConfirm.deadline:type_name -> google.protobuf.Timestamp
-	31, // 58: gnmisidecar.journal.v1.CommitConfirm.started:type_name -> google.protobuf.Timestamp
-	9,  // 59: gnmisidecar.journal.v1.HistoryEntry.before:type_name -> gnmisidecar.journal.v1.PathValue
-	9,  // 60: gnmisidecar.journal.v1.HistoryEntry.after:type_name -> gnmisidecar.journal.v1.PathValue
-	31, // 61: gnmisidecar.journal.v1.HistoryDelta.time:type_name -> google.protobuf.Timestamp
-	3,  // 62: gnmisidecar.journal.v1.HistoryDelta.kind:type_name -> gnmisidecar.journal.v1.HistoryKind
-	26, // 63: gnmisidecar.journal.v1.HistoryDelta.entries:type_name -> gnmisidecar.journal.v1.HistoryEntry
-	64, // [64:64] is the sub-list for method output_type
-	64, // [64:64] is the sub-list for method input_type
-	64, // [64:64] is the sub-list for extension type_name
-	64, // [64:64] is the sub-list for extension extendee
-	0,  // [0:64] is the sub-list for field type_name
+	30, // 23: gnmisidecar.journal.v1.Change.read_scopes:type_name -> gnmi.Path
+	30, // 24: gnmisidecar.journal.v1.Change.unread:type_name -> gnmi.Path
+	12, // 25: gnmisidecar.journal.v1.Change.commit_actions:type_name -> gnmisidecar.journal.v1.CommitAction
+	33, // 26: gnmisidecar.journal.v1.CommitAction.time:type_name -> google.protobuf.Timestamp
+	33, // 27: gnmisidecar.journal.v1.CommitAction.deadline:type_name -> google.protobuf.Timestamp
+	15, // 28: gnmisidecar.journal.v1.TagDeletion.tag:type_name -> gnmisidecar.journal.v1.Tag
+	33, // 29: gnmisidecar.journal.v1.TagDeletion.deleted:type_name -> google.protobuf.Timestamp
+	33, // 30: gnmisidecar.journal.v1.Tag.time:type_name -> google.protobuf.Timestamp
+	33, // 31: gnmisidecar.journal.v1.Tag.created:type_name -> google.protobuf.Timestamp
+	9,  // 32: gnmisidecar.journal.v1.Rollback.values:type_name -> gnmisidecar.journal.v1.PathValue
+	0,  // 33: gnmisidecar.journal.v1.Rollback.commit:type_name -> gnmisidecar.journal.v1.Status
+	0,  // 34: gnmisidecar.journal.v1.Rollback.apply:type_name -> gnmisidecar.journal.v1.Status
+	33, // 35: gnmisidecar.journal.v1.Rollback.proposed:type_name -> google.protobuf.Timestamp
+	33, // 36: gnmisidecar.journal.v1.Rollback.committed:type_name -> google.protobuf.Timestamp
+	33, // 37: gnmisidecar.journal.v1.Rollback.apply_started:type_name -> google.protobuf.Timestamp
+	33, // 38: gnmisidecar.journal.v1.Rollback.applied:type_name -> google.protobuf.Timestamp
+	10, // 39: gnmisidecar.journal.v1.Rollback.error:type_name -> gnmisidecar.journal.v1.Error
+	1,  // 40: gnmisidecar.journal.v1.Proposal.phase:type_name -> gnmisidecar.journal.v1.Phase
+	11, // 41: gnmisidecar.journal.v1.Proposal.change:type_name -> gnmisidecar.journal.v1.Change
+	16, // 42: gnmisidecar.journal.v1.Proposal.rollback:type_name -> gnmisidecar.journal.v1.Rollback
+	1,  // 43: gnmisidecar.journal.v1.ProposalStatus.phase:type_name -> gnmisidecar.journal.v1.Phase
+	19, // 44: gnmisidecar.journal.v1.ProposalStatus.change:type_name -> gnmisidecar.journal.v1.ChangeStatus
+	20, // 45: gnmisidecar.journal.v1.ProposalStatus.rollback:type_name -> gnmisidecar.journal.v1.StepStatus
+	0,  // 46: gnmisidecar.journal.v1.ChangeStatus.commit:type_name -> gnmisidecar.journal.v1.Status
+	0,  // 47: gnmisidecar.journal.v1.ChangeStatus.apply:type_name -> gnmisidecar.journal.v1.Status
+	0,  // 48: gnmisidecar.journal.v1.StepStatus.commit:type_name -> gnmisidecar.journal.v1.Status
+	0,  // 49: gnmisidecar.journal.v1.StepStatus.apply:type_name -> gnmisidecar.journal.v1.Status
+	21, // 50: gnmisidecar.journal.v1.Configuration.committed:type_name -> gnmisidecar.journal.v1.Committed
+	22, // 51: gnmisidecar.journal.v1.Configuration.applied:type_name -> gnmisidecar.journal.v1.Applied
+	0,  // 52: gnmisidecar.journal.v1.Configuration.status:type_name -> gnmisidecar.journal.v1.Status
+	33, // 53: gnmisidecar.journal.v1.Configuration.history_floor:type_name -> google.protobuf.Timestamp
+	33, // 54: gnmisidecar.journal.v1.Configuration.history_time:type_name -> google.protobuf.Timestamp
+	33, // 55: gnmisidecar.journal.v1.Resolution.time:type_name -> google.protobuf.Timestamp
+	30, // 56: gnmisidecar.journal.v1.Resolution.settled:type_name -> gnmi.Path
+	30, // 57: gnmisidecar.journal.v1.Resolution.still_out_of_sync:type_name -> gnmi.Path
+	9,  // 58: gnmisidecar.journal.v1.OutOfSync.value:type_name -> gnmisidecar.journal.v1.PathValue
+	4,  // 59: gnmisidecar.journal.v1.OutOfSync.cause:type_name -> gnmisidecar.journal.v1.OutOfSyncCause
+	10, // 60: gnmisidecar.journal.v1.OutOfSync.error:type_name -> gnmisidecar.journal.v1.Error
+	33, // 61: gnmisidecar.journal.v1.OutOfSync.since:type_name -> google.protobuf.Timestamp
+	33, // 62: gnmisidecar.journal.v1.CommitConfirm.deadline:type_name -> google.protobuf.Timestamp
+	33, // 63: gnmisidecar.journal.v1.CommitConfirm.started:type_name -> google.protobuf.Timestamp
+	33, // 64: gnmisidecar.journal.v1.CommitConfirm.extended:type_name -> google.protobuf.Timestamp
+	9,  // 65: gnmisidecar.journal.v1.HistoryEntry.before:type_name -> gnmisidecar.journal.v1.PathValue
+	9,  // 66: gnmisidecar.journal.v1.HistoryEntry.after:type_name -> gnmisidecar.journal.v1.PathValue
+	33, // 67: gnmisidecar.journal.v1.HistoryDelta.time:type_name -> google.protobuf.Timestamp
+	3,  // 68: gnmisidecar.journal.v1.HistoryDelta.kind:type_name -> gnmisidecar.journal.v1.HistoryKind
+	28, // 69: gnmisidecar.journal.v1.HistoryDelta.entries:type_name -> gnmisidecar.journal.v1.HistoryEntry
+	70, // [70:70] is the sub-list for method output_type
+	70, // [70:70] is the sub-list for method input_type
+	70, // [70:70] is the sub-list for extension type_name
+	70, // [70:70] is the sub-list for extension extendee
+	0,  // [0:70] is the sub-list for field type_name
 }
 
 func init() { file_journal_journalpb_journal_proto_init() }
@@ -2668,7 +2899,7 @@ func file_journal_journalpb_journal_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_journal_journalpb_journal_proto_rawDesc), len(file_journal_journalpb_journal_proto_rawDesc)),
 			NumEnums:      5,
-			NumMessages:   23,
+			NumMessages:   25,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

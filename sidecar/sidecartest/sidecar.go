@@ -37,6 +37,8 @@ type Options struct {
 	Device testbed.Options
 	// QueueWhenDisconnected is sidecar.Config.QueueWhenDisconnected.
 	QueueWhenDisconnected bool
+	// MaxRollbackDuration is sidecar.Config.MaxRollbackDuration.
+	MaxRollbackDuration time.Duration
 	// AlwaysReplyExtension is sidecar.Config.AlwaysReplyExtension.
 	AlwaysReplyExtension bool
 	// Retain is the journal's retention (journal.Options.Retain; 0: the
@@ -124,6 +126,7 @@ func Start(t testing.TB, opts Options) *Sidecar {
 		DevicePassword:        opts.DevicePassword,
 		DeviceTarget:          opts.DeviceTarget,
 		QueueWhenDisconnected: opts.QueueWhenDisconnected,
+		MaxRollbackDuration:   opts.MaxRollbackDuration,
 		AlwaysReplyExtension:  opts.AlwaysReplyExtension,
 		DriftPolicy:           opts.DriftPolicy,
 		DriftInterval:         opts.DriftInterval,
