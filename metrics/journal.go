@@ -9,6 +9,8 @@ import (
 	"syscall"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/prometheus/client_golang/prometheus"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
@@ -78,6 +80,10 @@ type Journal struct {
 	outOfSyncDesc *prometheus.Desc
 	termDesc      *prometheus.Desc
 	sizeDesc      *prometheus.Desc
+	freeDesc      *prometheus.Desc
+	capacityDesc  *prometheus.Desc
+	writableDesc  *prometheus.Desc
+	confirmDesc   *prometheus.Desc
 
 	mu     sync.Mutex
 	j      *journal.Journal // nil until Load
@@ -149,6 +155,14 @@ func NewJournal() *Journal {
 			"The mastership term recorded in the journal: it grows by one at every new connection to the device.", nil, nil),
 		sizeDesc: prometheus.NewDesc(Namespace+"_journal_size_bytes",
 			"Disk space the journal's directory uses (allocated blocks, as du counts them).", nil, nil),
+		freeDesc: prometheus.NewDesc(Namespace+"_journal_filesystem_avail_bytes",
+			"Free space of the journal's filesystem that the sidecar may use (statfs f_bavail).", nil, nil),
+		capacityDesc: prometheus.NewDesc(Namespace+"_journal_filesystem_size_bytes",
+			"Size of the journal's filesystem (statfs f_blocks).", nil, nil),
+		writableDesc: prometheus.NewDesc(Namespace+"_journal_writable",
+			"1 while the journal takes writes; 0 while it refuses them: its filesystem is read-only or has less free space than --journal-min-free, or a write failed inside the database (Sets are refused with RESOURCE_EXHAUSTED or UNAVAILABLE).", nil, nil),
+		confirmDesc: prometheus.NewDesc(Namespace+"_commit_confirm_deadline_timestamp_seconds",
+			"Deadline of the outstanding commit-confirmed, in seconds since the Unix epoch; 0 when none is outstanding (gnmi-sidecar status shows it, confirm or cancel settles it).", nil, nil),
 		state: make(map[uint64]proposalState),
 	}
 	for _, a := range actions {
@@ -278,7 +292,7 @@ func (t *Journal) Describe(ch chan<- *prometheus.Desc) {
 	t.transitions.Describe(ch)
 	t.commitLatency.Describe(ch)
 	t.applyLatency.Describe(ch)
-	for _, d := range []*prometheus.Desc{t.proposalsDesc, t.queueDesc, t.retainedDesc, t.outOfSyncDesc, t.termDesc, t.sizeDesc} {
+	for _, d := range []*prometheus.Desc{t.proposalsDesc, t.queueDesc, t.retainedDesc, t.outOfSyncDesc, t.termDesc, t.sizeDesc, t.freeDesc, t.capacityDesc, t.writableDesc, t.confirmDesc} {
 		ch <- d
 	}
 }
@@ -331,6 +345,23 @@ func (t *Journal) Collect(ch chan<- prometheus.Metric) {
 	} else {
 		ch <- prometheus.MustNewConstMetric(t.sizeDesc, prometheus.GaugeValue, float64(size))
 	}
+	var st unix.Statfs_t
+	if err := unix.Statfs(j.Dir(), &st); err != nil {
+		ch <- prometheus.NewInvalidMetric(t.freeDesc, err)
+		ch <- prometheus.NewInvalidMetric(t.capacityDesc, err)
+	} else {
+		ch <- prometheus.MustNewConstMetric(t.freeDesc, prometheus.GaugeValue, float64(st.Bavail)*float64(st.Bsize))
+		ch <- prometheus.MustNewConstMetric(t.capacityDesc, prometheus.GaugeValue, float64(st.Blocks)*float64(st.Bsize))
+	}
+	ch <- prometheus.MustNewConstMetric(t.writableDesc, prometheus.GaugeValue, boolValue(j.Writable() == nil))
+	deadline := 0.0
+	if cc, err := j.CommitConfirm(ctx); err == nil && !cc.GetCancelled() && cc.GetDeadline() != nil {
+		deadline = float64(cc.GetDeadline().AsTime().UnixNano()) / 1e9
+	} else if err != nil && !errors.Is(err, journal.ErrNotFound) {
+		ch <- prometheus.NewInvalidMetric(t.confirmDesc, err)
+		return
+	}
+	ch <- prometheus.MustNewConstMetric(t.confirmDesc, prometheus.GaugeValue, deadline)
 }
 
 // diskUsage returns the disk space the files under dir use: their

@@ -45,6 +45,9 @@ type Sidecar struct {
 	// RPC counts the northbound RPCs: install its interceptors on the gRPC
 	// server.
 	RPC *grpcprom.ServerMetrics
+	// Ready mirrors the gRPC health status of the whole server (and
+	// /healthz): 1 while SERVING, 0 otherwise.
+	Ready prometheus.Gauge
 }
 
 // rpcBuckets are the bounds (seconds) of the RPC handling-time histogram:
@@ -64,9 +67,13 @@ func New() *Sidecar {
 			grpcprom.WithServerHandlingTimeHistogram(
 				grpcprom.WithHistogramNamespace(Namespace),
 				grpcprom.WithHistogramBuckets(rpcBuckets))),
+		Ready: prometheus.NewGauge(prometheus.GaugeOpts{
+			Namespace: Namespace, Name: "ready",
+			Help: "1 while the sidecar is ready (gRPC health SERVING, /healthz 200: the device connected and in step with the journal), else 0.",
+		}),
 	}
 	s.Registry.MustRegister(
-		s.Journal, s.Device, s.Drift, s.RPC,
+		s.Journal, s.Device, s.Drift, s.RPC, s.Ready,
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 	)

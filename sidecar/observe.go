@@ -197,6 +197,7 @@ func (o *observability) announce(stdout io.Writer) {
 // streams: the sidecar is shutting down.
 func (o *observability) drain() {
 	o.health.Shutdown()
+	o.m.Ready.Set(0)
 	o.endWatches()
 }
 
@@ -219,6 +220,7 @@ func (o *observability) follow(ctx context.Context) {
 			for _, svc := range healthServices {
 				o.health.SetServingStatus(svc, want)
 			}
+			o.m.Ready.Set(map[bool]float64{true: 1}[want == healthpb.HealthCheckResponse_SERVING])
 			if current != healthpb.HealthCheckResponse_UNKNOWN || want != healthpb.HealthCheckResponse_NOT_SERVING {
 				attrs := []any{"status", want.String(), "reason", why}
 				if st.Term != 0 {
