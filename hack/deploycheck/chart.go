@@ -127,7 +127,7 @@ func (c *checker) checkChart(dir string) {
 		if n != want {
 			c.errorf(where, "%d StatefulSets rendered, want one per device (%d)", n, want)
 		}
-		c.timings = append(c.timings, fmt.Sprintf("%s: %d objects, rendered in %v, validated in %v", where, len(set), rendered.Round(time.Millisecond), (time.Since(start) - rendered).Round(time.Millisecond)))
+		c.timings = append(c.timings, fmt.Sprintf("%s: %d objects, rendered in %v, validated in %v", where, len(set), rendered.Round(time.Millisecond), (time.Since(start)-rendered).Round(time.Millisecond)))
 	}
 	for _, f := range ch.Files {
 		switch {
