@@ -207,7 +207,7 @@ func startDemo(t *testing.T) (metrics, gnmi string) {
 	}()
 	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(100 * time.Millisecond) {
 		names, err := exportedNames(metrics)
-		if err == nil && names["gnmi_sidecar_device_connected"] && names["gnmi_sidecar_journal_size_bytes"] && names["gnmi_sidecar_ready"] {
+		if err == nil && names["gnmi_sidecar_device_connected"] && names["gnmi_sidecar_journal_size_bytes"] {
 			return metrics, gnmi
 		}
 		if time.Now().After(deadline) {
