@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/openconfig/gnmi/proto/gnmi"
 	"github.com/prometheus/client_golang/prometheus"
@@ -124,9 +125,11 @@ func TestJournalMetrics(t *testing.T) {
 		t.Errorf("gnmi_sidecar_proposals has %d series, want 20 (2 phases x 2 steps x 5 statuses): %v", len(got), got)
 	}
 	for name, want := range map[string]float64{
-		"gnmi_sidecar_queue_depth":                0,
-		"gnmi_sidecar_journal_retained_proposals": 0,
-		"gnmi_sidecar_mastership_term":            0,
+		"gnmi_sidecar_queue_depth":                               0,
+		"gnmi_sidecar_journal_retained_proposals":                0,
+		"gnmi_sidecar_mastership_term":                           0,
+		"gnmi_sidecar_journal_writable":                          1,
+		"gnmi_sidecar_commit_confirm_deadline_timestamp_seconds": 0,
 	} {
 		if got := one(t, c, name); got != want {
 			t.Errorf("empty journal: %s = %v, want %v", name, got, want)
@@ -167,6 +170,9 @@ func TestJournalMetrics(t *testing.T) {
 	}
 	if got := one(t, c, "gnmi_sidecar_journal_size_bytes"); got <= 0 {
 		t.Errorf("gnmi_sidecar_journal_size_bytes = %v, want > 0", got)
+	}
+	if avail, size := one(t, c, "gnmi_sidecar_journal_filesystem_avail_bytes"), one(t, c, "gnmi_sidecar_journal_filesystem_size_bytes"); avail <= 0 || size < avail {
+		t.Errorf("journal filesystem: %v available of %v, want 0 < available <= size", avail, size)
 	}
 	transitions := series(t, c, "gnmi_sidecar_journal_transitions_total")
 	for action, want := range map[string]float64{"ProposeChange": 3, "CommitChange": 2, "StartApply": 1,
@@ -516,5 +522,22 @@ func TestJournalMetricsLoadWhileBusy(t *testing.T) {
 			t.Fatal(err)
 		}
 		busy += 4
+	}
+}
+
+// The outstanding commit-confirmed's deadline is exported, 0 without one.
+func TestCommitConfirmDeadline(t *testing.T) {
+	ctx := context.Background()
+	j, c := openJournal(t, "", journal.Options{})
+	connect(t, ctx, j)
+	if got := one(t, c, "gnmi_sidecar_commit_confirm_deadline_timestamp_seconds"); got != 0 {
+		t.Errorf("none outstanding: %v, want 0", got)
+	}
+	deadline := time.Now().Add(time.Hour).Truncate(time.Second)
+	if _, err := j.ProposeConfirmedChange(ctx, journal.Sender{}, update("y", "1"), "cc1", deadline); err != nil {
+		t.Fatal(err)
+	}
+	if got := one(t, c, "gnmi_sidecar_commit_confirm_deadline_timestamp_seconds"); got != float64(deadline.Unix()) {
+		t.Errorf("gnmi_sidecar_commit_confirm_deadline_timestamp_seconds = %v, want %v", got, deadline.Unix())
 	}
 }
