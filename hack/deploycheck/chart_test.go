@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"os"
 	"os/exec"
 	"strings"
 	"testing"
@@ -14,6 +15,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/yaml"
 
+	"github.com/prometheus/common/model"
+	"github.com/prometheus/prometheus/model/rulefmt"
 	"helm.sh/helm/v3/pkg/chart/loader"
 )
 
@@ -212,6 +215,36 @@ func startDemo(t *testing.T) (metrics, gnmi string) {
 		}
 		if time.Now().After(deadline) {
 			t.Fatalf("demo's metrics incomplete after 30 s: %v", err)
+		}
+	}
+}
+
+// Every alert's runbook link names a section of docs/runbook.md.
+func TestRunbookLinks(t *testing.T) {
+	rules, err := os.ReadFile(chartDir + "/files/rules.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	book, err := os.ReadFile("../../docs/runbook.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sections := map[string]bool{}
+	for _, l := range strings.Split(string(book), "\n") {
+		if h, ok := strings.CutPrefix(l, "## "); ok {
+			sections[strings.ReplaceAll(strings.ToLower(h), " ", "-")] = true
+		}
+	}
+	groups, errs := rulefmt.Parse(rules, false, model.UTF8Validation, promql, nil)
+	if len(errs) > 0 {
+		t.Fatal(errs)
+	}
+	for _, g := range groups.Groups {
+		for _, r := range g.Rules {
+			_, anchor, _ := strings.Cut(r.Annotations["runbook_url"], "docs/runbook.md#")
+			if !sections[anchor] {
+				t.Errorf("alert %s: runbook_url %q: no section %q in docs/runbook.md", r.Alert, r.Annotations["runbook_url"], anchor)
+			}
 		}
 	}
 }
