@@ -96,8 +96,11 @@ test: tools lint
 	$(GO) test $(DEVTAGS) -race -timeout $(TEST_TIMEOUT) $(TEST_FLAGS) ./...
 
 # The deployment files (deploy/) are checked offline by hack/deploycheck, a
-# module of its own (k8s.io stays out of the sidecar's go.mod): manifests by
-# the Kubernetes API machinery and the Pod Security Standards, units by
+# module of its own (k8s.io, Helm and Prometheus stay out of the sidecar's
+# go.mod): the Helm chart rendered by the Helm SDK for 1, 3 and 500 devices,
+# its alert rules and dashboard by Prometheus's rulefmt and PromQL parser
+# (and their metric names against a running sidecar, in its tests),
+# manifests by the Kubernetes API machinery and the Pod Security Standards, units by
 # systemd-analyze (when installed), every option by the gnmi-sidecar built
 # here (its tests build their own).
 lint: $(STATICCHECK)

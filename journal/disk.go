@@ -62,6 +62,11 @@ func (j *Journal) usable() error {
 	return nil
 }
 
+// Writable returns why the journal refuses writes now (ErrNoSpace,
+// ErrUnwritable, ErrFailed), nil if it takes them. A statfs of its
+// directory: cheap enough for every metrics scrape.
+func (j *Journal) Writable() error { return j.usable() }
+
 // fail records that a write failed inside Badger, and returns the error
 // every later call gets.
 func (j *Journal) fail(cause error) error {

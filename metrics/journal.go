@@ -10,6 +10,8 @@ import (
 	"syscall"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/prometheus/client_golang/prometheus"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
@@ -84,6 +86,9 @@ type Journal struct {
 	appliedDesc   *prometheus.Desc
 	ccDesc        *prometheus.Desc
 	ccDeadline    *prometheus.Desc
+	freeDesc      *prometheus.Desc
+	capacityDesc  *prometheus.Desc
+	writableDesc  *prometheus.Desc
 
 	mu     sync.Mutex
 	j      *journal.Journal // nil until Load
@@ -166,6 +171,12 @@ func NewJournal() *Journal {
 		ccDeadline: prometheus.NewDesc(Namespace+"_commit_confirmed_deadline_timestamp_seconds",
 			"When the outstanding commit-confirmed is rolled back unless confirmed (Unix seconds), by its proposal and author (who committed it); absent while none is outstanding.",
 			[]string{"proposal", "author"}, nil),
+		freeDesc: prometheus.NewDesc(Namespace+"_journal_filesystem_avail_bytes",
+			"Free space of the journal's filesystem that the sidecar may use (statfs f_bavail).", nil, nil),
+		capacityDesc: prometheus.NewDesc(Namespace+"_journal_filesystem_size_bytes",
+			"Size of the journal's filesystem (statfs f_blocks).", nil, nil),
+		writableDesc: prometheus.NewDesc(Namespace+"_journal_writable",
+			"1 while the journal takes writes; 0 while it refuses them: its filesystem is read-only or has less free space than --journal-min-free, or a write failed inside the database (Sets are refused with RESOURCE_EXHAUSTED or UNAVAILABLE).", nil, nil),
 		state: make(map[uint64]proposalState),
 	}
 	for _, a := range actions {
@@ -296,7 +307,7 @@ func (t *Journal) Describe(ch chan<- *prometheus.Desc) {
 	t.commitLatency.Describe(ch)
 	t.applyLatency.Describe(ch)
 	for _, d := range []*prometheus.Desc{t.proposalsDesc, t.queueDesc, t.retainedDesc, t.outOfSyncDesc, t.termDesc, t.sizeDesc,
-		t.lastDesc, t.committedDesc, t.appliedDesc, t.ccDesc, t.ccDeadline} {
+		t.lastDesc, t.committedDesc, t.appliedDesc, t.ccDesc, t.ccDeadline, t.freeDesc, t.capacityDesc, t.writableDesc} {
 		ch <- d
 	}
 }
@@ -363,6 +374,15 @@ func (t *Journal) Collect(ch chan<- prometheus.Metric) {
 	} else {
 		ch <- prometheus.MustNewConstMetric(t.sizeDesc, prometheus.GaugeValue, float64(size))
 	}
+	var st unix.Statfs_t
+	if err := unix.Statfs(j.Dir(), &st); err != nil {
+		ch <- prometheus.NewInvalidMetric(t.freeDesc, err)
+		ch <- prometheus.NewInvalidMetric(t.capacityDesc, err)
+	} else {
+		ch <- prometheus.MustNewConstMetric(t.freeDesc, prometheus.GaugeValue, float64(st.Bavail)*float64(st.Bsize))
+		ch <- prometheus.MustNewConstMetric(t.capacityDesc, prometheus.GaugeValue, float64(st.Blocks)*float64(st.Bsize))
+	}
+	ch <- prometheus.MustNewConstMetric(t.writableDesc, prometheus.GaugeValue, boolValue(j.Writable() == nil))
 }
 
 // diskUsage returns the disk space the files under dir use: their

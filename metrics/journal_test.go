@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/openconfig/gnmi/proto/gnmi"
 	"github.com/prometheus/client_golang/prometheus"
@@ -124,9 +125,11 @@ func TestJournalMetrics(t *testing.T) {
 		t.Errorf("gnmi_sidecar_proposals has %d series, want 20 (2 phases x 2 steps x 5 statuses): %v", len(got), got)
 	}
 	for name, want := range map[string]float64{
-		"gnmi_sidecar_queue_depth":                0,
-		"gnmi_sidecar_journal_retained_proposals": 0,
-		"gnmi_sidecar_mastership_term":            0,
+		"gnmi_sidecar_queue_depth":                               0,
+		"gnmi_sidecar_journal_retained_proposals":                0,
+		"gnmi_sidecar_mastership_term":                           0,
+		"gnmi_sidecar_journal_writable":                          1,
+		"gnmi_sidecar_commit_confirmed_outstanding":              0,
 	} {
 		if got := one(t, c, name); got != want {
 			t.Errorf("empty journal: %s = %v, want %v", name, got, want)
@@ -170,6 +173,9 @@ func TestJournalMetrics(t *testing.T) {
 	}
 	if got := one(t, c, "gnmi_sidecar_journal_size_bytes"); got <= 0 {
 		t.Errorf("gnmi_sidecar_journal_size_bytes = %v, want > 0", got)
+	}
+	if avail, size := one(t, c, "gnmi_sidecar_journal_filesystem_avail_bytes"), one(t, c, "gnmi_sidecar_journal_filesystem_size_bytes"); avail <= 0 || size < avail {
+		t.Errorf("journal filesystem: %v available of %v, want 0 < available <= size", avail, size)
 	}
 	transitions := series(t, c, "gnmi_sidecar_journal_transitions_total")
 	for action, want := range map[string]float64{"ProposeChange": 3, "CommitChange": 2, "StartApply": 1,
@@ -519,5 +525,35 @@ func TestJournalMetricsLoadWhileBusy(t *testing.T) {
 			t.Fatal(err)
 		}
 		busy += 4
+	}
+}
+
+// The outstanding commit-confirmed is exported: outstanding 1, its
+// deadline with its proposal and author; none: 0, and no deadline.
+func TestCommitConfirmDeadline(t *testing.T) {
+	ctx := context.Background()
+	j, c := openJournal(t, "", journal.Options{})
+	connect(t, ctx, j)
+	if got := one(t, c, "gnmi_sidecar_commit_confirmed_outstanding"); got != 0 {
+		t.Errorf("none outstanding: outstanding %v, want 0", got)
+	}
+	if got := series(t, c, "gnmi_sidecar_commit_confirmed_deadline_timestamp_seconds"); len(got) != 0 {
+		t.Errorf("none outstanding: deadline %v, want no series", got)
+	}
+	deadline := time.Now().Add(time.Hour).Truncate(time.Second)
+	if _, err := j.ProposeConfirmedChange(ctx, journal.Sender{Author: "alice"}, update("y", "1"), "cc1", deadline); err != nil {
+		t.Fatal(err)
+	}
+	if got := one(t, c, "gnmi_sidecar_commit_confirmed_outstanding"); got != 1 {
+		t.Errorf("outstanding %v, want 1", got)
+	}
+	got := series(t, c, "gnmi_sidecar_commit_confirmed_deadline_timestamp_seconds")
+	if len(got) != 1 {
+		t.Fatalf("deadline series %v, want one", got)
+	}
+	for labels, v := range got {
+		if v != float64(deadline.Unix()) || !strings.Contains(labels, "proposal=1") {
+			t.Errorf("deadline %s = %v, want %v with proposal=1", labels, v, deadline.Unix())
+		}
 	}
 }

@@ -47,6 +47,9 @@ type Sidecar struct {
 	// RPC counts the northbound RPCs: install its interceptors on the gRPC
 	// server.
 	RPC *grpcprom.ServerMetrics
+	// Ready mirrors the gRPC health status of the whole server (and
+	// /healthz): 1 while SERVING, 0 otherwise.
+	Ready prometheus.Gauge
 }
 
 // rpcBuckets are the bounds (seconds) of the RPC handling-time histogram:
@@ -66,6 +69,10 @@ func New() *Sidecar {
 			grpcprom.WithServerHandlingTimeHistogram(
 				grpcprom.WithHistogramNamespace(Namespace),
 				grpcprom.WithHistogramBuckets(rpcBuckets))),
+		Ready: prometheus.NewGauge(prometheus.GaugeOpts{
+			Namespace: Namespace, Name: "ready",
+			Help: "1 while the sidecar is ready (gRPC health SERVING, /healthz 200: the device connected and in step with the journal), else 0.",
+		}),
 	}
 	bi := buildinfo.Read()
 	buildInfo := prometheus.NewGauge(prometheus.GaugeOpts{Namespace: Namespace, Name: "build_info",
@@ -73,7 +80,7 @@ func New() *Sidecar {
 		ConstLabels: prometheus.Labels{"version": bi.Version, "revision": bi.Revision, "goversion": bi.GoVersion}})
 	buildInfo.Set(1)
 	s.Registry.MustRegister(
-		s.Journal, s.Device, s.Drift, s.RPC, buildInfo,
+		s.Journal, s.Device, s.Drift, s.RPC, s.Ready, buildInfo,
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 	)

@@ -197,6 +197,7 @@ func (o *observability) announce(stdout io.Writer) {
 // streams: the sidecar is shutting down.
 func (o *observability) drain() {
 	o.health.Shutdown()
+	o.m.Ready.Set(0)
 	o.endWatches()
 }
 
@@ -219,6 +220,9 @@ func (o *observability) follow(ctx context.Context) {
 			for _, svc := range healthServices {
 				o.health.SetServingStatus(svc, want)
 			}
+			// What the health service answers (NOT_SERVING for good once drained).
+			resp, err := o.health.Check(ctx, &healthpb.HealthCheckRequest{})
+			o.m.Ready.Set(map[bool]float64{true: 1}[err == nil && resp.GetStatus() == healthpb.HealthCheckResponse_SERVING])
 			if current != healthpb.HealthCheckResponse_UNKNOWN || want != healthpb.HealthCheckResponse_NOT_SERVING {
 				attrs := []any{"status", want.String(), "reason", why}
 				if st.Term != 0 {

@@ -165,8 +165,12 @@ func TestMetrics(t *testing.T) {
 	}
 
 	// /healthz, the readiness probe of the Kubernetes manifests, mirrors
-	// the gRPC health status.
+	// the gRPC health status, and so does gnmi_sidecar_ready.
 	waitHealthz(t, addr, http.StatusOK, "SERVING")
+	waitMetrics(t, addr, "gnmi_sidecar_ready 1", func(m map[string]float64) (bool, string) {
+		return m["gnmi_sidecar_ready"] == 1 && m["gnmi_sidecar_journal_writable"] == 1,
+			fmt.Sprintf("ready %v, journal writable %v", m["gnmi_sidecar_ready"], m["gnmi_sidecar_journal_writable"])
+	})
 
 	// The device restarts empty: a new term and a re-push.
 	s.dev.kill(t)

@@ -8,6 +8,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"helm.sh/helm/v3/pkg/chart/loader"
 )
 
 // deployDir holds the repository's deployment files, which the tests break
@@ -15,8 +17,10 @@ import (
 const deployDir = "../../deploy"
 
 // sidecar is a gnmi-sidecar built from the repository by TestMain: the
-// options are parsed by the real binary, as make lint does.
-var sidecar string
+// options are parsed by the real binary, as make lint does. sidecarDev is
+// the same with the developer commands (demo: serve in front of an
+// in-process simulated device).
+var sidecar, sidecarDev string
 
 func TestMain(m *testing.M) {
 	dir, err := os.MkdirTemp("", "deploycheck-test-")
@@ -29,6 +33,13 @@ func TestMain(m *testing.M) {
 	build.Dir = "../.."
 	if out, err := build.CombinedOutput(); err != nil {
 		fmt.Fprintf(os.Stderr, "building gnmi-sidecar: %v\n%s", err, out)
+		os.Exit(1)
+	}
+	sidecarDev = filepath.Join(dir, "gnmi-sidecar-dev")
+	build = exec.Command("go", "build", "-tags", "devtools", "-o", sidecarDev, "./cmd/gnmi-sidecar")
+	build.Dir = "../.."
+	if out, err := build.CombinedOutput(); err != nil {
+		fmt.Fprintf(os.Stderr, "building gnmi-sidecar (devtools): %v\n%s", err, out)
 		os.Exit(1)
 	}
 	code := m.Run()
@@ -52,13 +63,46 @@ func readDeploy(t *testing.T) map[string]string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"kubernetes/statefulset.yaml", "kubernetes/service.yaml", "kubernetes/configmap.yaml", "kubernetes/secret.yaml", "systemd/gnmi-sidecar.service", "systemd/gnmi-sidecar@.service", "config.yaml"} {
+	for _, want := range []string{"helm/gnmi-sidecar/Chart.yaml", "systemd/gnmi-sidecar.service", "systemd/gnmi-sidecar@.service", "config.yaml"} {
 		if _, ok := files[want]; !ok {
 			t.Fatalf("deploy/%s is missing", want)
 		}
 	}
+	// The chart's files are checked by rendering it (TestChart); here its
+	// render for its own values.yaml (device leaf1) stands for them.
+	for name := range files {
+		if strings.HasPrefix(name, "helm/") {
+			delete(files, name)
+		}
+	}
+	files[manifest] = renderDefault(t)
 	return files
 }
+
+// manifest is the name of the chart's render (values.yaml) in readDeploy's files.
+const manifest = "kubernetes/gnmi-sidecar.yaml"
+
+// renderDefault renders the chart for its values.yaml with the Helm SDK.
+func renderDefault(t *testing.T) string {
+	t.Helper()
+	ch, err := loader.Load(chartDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	files, err := renderChart(ch, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b strings.Builder
+	for _, f := range files {
+		b.WriteString("---\n# Source: " + f.name + "\n")
+		b.Write(f.data)
+		b.WriteString("\n")
+	}
+	return b.String()
+}
+
+const chartDir = deployDir + "/helm/gnmi-sidecar"
 
 // run checks the files (named by their path in deploy/) and returns the
 // problems found.
@@ -95,10 +139,9 @@ type edit struct {
 // expected, and only those.
 func TestBroken(t *testing.T) {
 	const (
-		sts  = "kubernetes/statefulset.yaml"
-		svc  = "kubernetes/service.yaml"
-		cm   = "kubernetes/configmap.yaml"
-		sec  = "kubernetes/secret.yaml"
+		sts  = manifest
+		svc  = manifest
+		cm   = manifest
 		unit = "systemd/gnmi-sidecar.service"
 	)
 	tests := []struct {
@@ -124,15 +167,15 @@ func TestBroken(t *testing.T) {
 			want: []string{"Deployment gnmi-sidecar: the sidecar runs in a StatefulSet with one replica"}},
 
 		// Metadata, as the API server validates it.
-		{name: "bad name", edits: []edit{{sts, "name: gnmi-sidecar-leaf1\n  labels", "name: gnmi_sidecar_leaf1\n  labels"}},
+		{name: "bad name", edits: []edit{{sts, "kind: StatefulSet\nmetadata:\n  name: gnmi-sidecar-leaf1", "kind: StatefulSet\nmetadata:\n  name: gnmi_sidecar_leaf1"}},
 			want: []string{`metadata.name: Invalid value: "gnmi_sidecar_leaf1"`}},
 		{name: "bad label value", edits: []edit{{cm, "app.kubernetes.io/instance: gnmi-sidecar-leaf1", "app.kubernetes.io/instance: gnmi sidecar"}},
 			want: []string{`metadata.labels: Invalid value: "gnmi sidecar"`}},
-		{name: "an object twice", edits: []edit{{sec, "name: gnmi-sidecar-leaf1-tls", "name: gnmi-sidecar-leaf1-device"}},
-			want: []string{"Secret gnmi-sidecar-leaf1-device: also defined in", "Secret gnmi-sidecar-leaf1-tls is not in the manifests"}},
+		{name: "an object twice", edits: []edit{{cm, "", "---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: gnmi-sidecar-leaf1\ndata: {}\n"}},
+			want: []string{"ConfigMap gnmi-sidecar-leaf1: also defined in", `ConfigMap gnmi-sidecar-leaf1 has no key "config.yaml"`, "--config /etc/gnmi-sidecar/config/config.yaml: not a key"}},
 
 		// The StatefulSet: selector, Service, Pod Security Standards, volumes.
-		{name: "selector does not match the template", edits: []edit{{sts, "      labels:\n        app.kubernetes.io/name: gnmi-sidecar\n        app.kubernetes.io/instance: gnmi-sidecar-leaf1\n      annotations:", "      labels:\n        app.kubernetes.io/name: gnmi-sidecar\n        app.kubernetes.io/instance: gnmi-sidecar-leaf2\n      annotations:"}},
+		{name: "selector does not match the template", edits: []edit{{sts, "      labels:\n        app.kubernetes.io/name: gnmi-sidecar\n        app.kubernetes.io/instance: gnmi-sidecar-leaf1\n        app.kubernetes.io/part-of", "      labels:\n        app.kubernetes.io/name: gnmi-sidecar\n        app.kubernetes.io/instance: gnmi-sidecar-leaf2\n        app.kubernetes.io/part-of"}},
 			want: []string{"spec.selector does not select the template's labels", `spec.serviceName "gnmi-sidecar-leaf1": want a headless Service`}},
 		{name: "service not headless", edits: []edit{{svc, "  clusterIP: None\n", ""}},
 			want: []string{`spec.serviceName "gnmi-sidecar-leaf1": want a headless Service (clusterIP: None)`}},
@@ -144,10 +187,10 @@ func TestBroken(t *testing.T) {
 			want: []string{"Pod Security Standards (restricted): allowPrivilegeEscalation != false"}},
 		{name: "capabilities kept", edits: []edit{{sts, "            capabilities:\n              drop:\n                - ALL\n", ""}},
 			want: []string{"Pod Security Standards (restricted): unrestricted capabilities"}},
-		{name: "missing Secret", edits: []edit{{sts, "secretName: gnmi-sidecar-leaf1-device", "secretName: gnmi-sidecar-leaf9-device"}},
-			want: []string{"volume device: Secret gnmi-sidecar-leaf9-device is not in the manifests"}},
-		{name: "missing ConfigMap key", edits: []edit{{sts, "- key: authz.yaml", "- key: authz.yml"}},
-			want: []string{`volume config: ConfigMap gnmi-sidecar-leaf1 has no key "authz.yml"`}},
+		{name: "missing ConfigMap", edits: []edit{{sts, "name: gnmi-sidecar-leaf1\n            items", "name: gnmi-sidecar-leaf9\n            items"}},
+			want: []string{"volume config: ConfigMap gnmi-sidecar-leaf9 is not in the manifests", "--config /etc/gnmi-sidecar/config/config.yaml: not a key"}},
+		{name: "missing ConfigMap key", edits: []edit{{sts, "- key: config.yaml", "- key: config.yml"}},
+			want: []string{`volume config: ConfigMap gnmi-sidecar-leaf1 has no key "config.yml"`, "--config /etc/gnmi-sidecar/config/config.yaml: not a key"}},
 
 		// The sidecar's options, in the ConfigMap and the args.
 		{name: "unknown option", edits: []edit{{cm, "log-format: json", "log-format: json\n    log-colour: auto"}},
@@ -182,8 +225,6 @@ func TestBroken(t *testing.T) {
 			want: []string{"listen 0.0.0.0:57400: the container declares no port 57400"}},
 		{name: "probe on the wrong port", edits: []edit{{sts, "path: /healthz\n              port: metrics", "path: /healthz\n              port: gnmi"}},
 			want: []string{"readinessProbe: want httpGet /healthz on the metrics listener (port 9341)"}},
-		{name: "scrape the wrong port", edits: []edit{{sts, `prometheus.io/port: "9341"`, `prometheus.io/port: "9339"`}},
-			want: []string{`annotation prometheus.io/port "9339": the metrics listener is on port 9341`}},
 		{name: "grace shorter than the shutdown", edits: []edit{{sts, "terminationGracePeriodSeconds: 30", "terminationGracePeriodSeconds: 20"}},
 			want: []string{"terminationGracePeriodSeconds 20: must exceed shutdown-timeout (20s)"}},
 

@@ -18,8 +18,10 @@ import (
 	"strings"
 	"time"
 
+	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	apivalidation "k8s.io/apimachinery/pkg/api/validation"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -44,10 +46,11 @@ const graceMargin = 5 * time.Second
 type manifests map[string]runtime.Object
 
 // checkManifests decodes every document strictly (duplicate keys, unknown
-// fields, wrong types), validates its metadata, then checks the set.
-func (c *checker) checkManifests(files []file) {
+// fields, wrong types), validates its metadata, then checks the set, which
+// it returns.
+func (c *checker) checkManifests(files []file) manifests {
 	scheme := runtime.NewScheme()
-	utilruntime.Must(errors.Join(corev1.AddToScheme(scheme), appsv1.AddToScheme(scheme)))
+	utilruntime.Must(errors.Join(corev1.AddToScheme(scheme), appsv1.AddToScheme(scheme), policyv1.AddToScheme(scheme), monitoringv1.AddToScheme(scheme)))
 	dec := kjson.NewSerializerWithOptions(kjson.DefaultMetaFactory, scheme, scheme, kjson.SerializerOptions{Strict: true})
 	set, where := manifests{}, map[runtime.Object]string{}
 	for _, f := range files {
@@ -59,7 +62,10 @@ func (c *checker) checkManifests(files []file) {
 			}
 			j, jsonErr := yaml.YAMLToJSONStrict(doc)
 			var obj runtime.Object
-			if err = errors.Join(err, jsonErr); err == nil && string(j) != "null" { // null: comments only
+			if err = errors.Join(err, jsonErr); err == nil && string(j) == "null" {
+				continue // comments only
+			}
+			if err == nil {
 				obj, _, err = dec.Decode(j, nil, nil)
 			}
 			if err != nil || obj == nil {
@@ -91,7 +97,40 @@ func (c *checker) checkManifests(files []file) {
 			c.checkStatefulSet(where[obj], o, set)
 		case *appsv1.Deployment, *appsv1.ReplicaSet, *appsv1.DaemonSet, *corev1.Pod:
 			c.errorf(where[obj], "the sidecar runs in a StatefulSet with one replica: its journal takes one writer, on a claim that follows the pod")
+		case *policyv1.PodDisruptionBudget:
+			c.checkPDB(where[obj], o, set)
 		}
+	}
+	return set
+}
+
+func isStatefulSet(obj runtime.Object) bool {
+	_, ok := obj.(*appsv1.StatefulSet)
+	return ok
+}
+
+// checkPDB: a budget that selects sidecars and lets a drain evict one: with
+// one replica per device, minAvailable would block every drain.
+func (c *checker) checkPDB(where string, p *policyv1.PodDisruptionBudget, set manifests) {
+	sel, err := metav1.LabelSelectorAsSelector(p.Spec.Selector)
+	if err != nil || sel.Empty() {
+		c.errorf(where, "spec.selector: want the sidecars' labels (%v)", err)
+		return
+	}
+	if p.Spec.MinAvailable != nil || p.Spec.MaxUnavailable == nil {
+		c.errorf(where, "want maxUnavailable, not minAvailable: each device has one sidecar, so minAvailable blocks node drains")
+	}
+	n, all := 0, 0
+	for _, obj := range set {
+		if s, ok := obj.(*appsv1.StatefulSet); ok {
+			all++
+			if sel.Matches(labels.Set(s.Spec.Template.Labels)) {
+				n++
+			}
+		}
+	}
+	if n == 0 && all > 0 {
+		c.errorf(where, "spec.selector %v selects no StatefulSet's pods", sel)
 	}
 }
 
@@ -143,7 +182,9 @@ func (c *checker) checkStatefulSet(where string, s *appsv1.StatefulSet, set mani
 	}
 	for _, v := range tmpl.Spec.Volumes {
 		object, items, data := set.volumeKeys(&v)
-		if object != "" && data == nil {
+		// Secrets are created outside the manifests (kubectl, cert-manager):
+		// checked only when they are among them.
+		if object != "" && data == nil && v.Secret == nil {
 			c.errorf(where, "volume %s: %s is not in the manifests", v.Name, object)
 		}
 		for _, it := range items {

@@ -23,6 +23,7 @@ import (
 
 func main() {
 	sidecar := flag.String("sidecar", "", "gnmi-sidecar binary that parses every option and that systemd-analyze verify runs (none: neither is checked)")
+	metricsFrom := flag.String("metrics-from", "", "a running sidecar's metrics address (host:port): every metric the rules and dashboards name must be among its /metrics")
 	flag.Parse()
 	if flag.NArg() == 0 {
 		fmt.Fprintln(os.Stderr, "usage: deploycheck [-sidecar BIN] PATH...")
@@ -32,6 +33,10 @@ func main() {
 	var files []file
 	for _, p := range flag.Args() {
 		err := filepath.WalkDir(p, func(name string, d fs.DirEntry, err error) error {
+			if err == nil && d.IsDir() && isChart(name) {
+				c.checkChart(name)
+				return filepath.SkipDir
+			}
 			if err != nil || d.IsDir() {
 				return err
 			}
@@ -45,6 +50,12 @@ func main() {
 		}
 	}
 	c.check(files)
+	for _, t := range c.timings {
+		fmt.Println("deploycheck: chart", t)
+	}
+	if *metricsFrom != "" {
+		c.checkExported(*metricsFrom)
+	}
 	slices.Sort(c.problems)
 	for _, p := range c.problems {
 		fmt.Fprintln(os.Stderr, p)
@@ -67,6 +78,8 @@ type file struct {
 type checker struct {
 	sidecar  string // the gnmi-sidecar binary; "" skips the option checks
 	problems []string
+	timings  []string            // each chart render: objects, render and check time
+	metrics  map[string][]string // metric names the rules and dashboards use, to where
 }
 
 func (c *checker) errorf(where, format string, a ...any) {
