@@ -63,7 +63,10 @@ func (c *checker) checkFlags(args []string, where string) {
 		var stderr bytes.Buffer
 		cmd.Stderr = &stderr
 		if err = cmd.Run(); err != nil && stderr.Len() > 0 {
-			msg, _, _ := strings.Cut(strings.TrimPrefix(strings.TrimSpace(stderr.String()), "Error: "), "\n")
+			// One line, "gnmi-sidecar: serve: <why> (see 'gnmi-sidecar serve --help')".
+			msg, _, _ := strings.Cut(strings.TrimSpace(stderr.String()), "\n")
+			msg = strings.TrimPrefix(strings.TrimPrefix(msg, "gnmi-sidecar: "), "serve: ")
+			msg, _, _ = strings.Cut(msg, " (see '")
 			err = errors.New(msg)
 		}
 	}
