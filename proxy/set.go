@@ -11,6 +11,7 @@ import (
 
 	gpb "github.com/openconfig/gnmi/proto/gnmi"
 	"github.com/openconfig/gnmi/proto/gnmi_ext"
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	spb "google.golang.org/genproto/googleapis/rpc/status"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -443,9 +444,28 @@ func (s *Server) refuseIfDisconnected(sync bool) error {
 	if !sync || s.opts.QueueWhenDisconnected || st.Connected {
 		return nil
 	}
-	return status.Errorf(codes.Unavailable,
+	refusal := status.New(codes.Unavailable, fmt.Sprintf(
 		"device %s is not connected; nothing was journaled (retry later, use the sidecar extension's ASYNC mode, or run the sidecar with --queue-when-disconnected)",
-		s.opts.Target)
+		s.opts.Target))
+	return withErrorInfo(refusal, ReasonDeviceUnreachable).Err()
+}
+
+// ErrorDomain and the reasons of the google.rpc.ErrorInfo details the
+// sidecar adds to its own refusals, so that a program tells them from the
+// device's answers without reading messages.
+const (
+	ErrorDomain = "gnmi-sidecar"
+	// ReasonDeviceUnreachable: the sidecar is up but its device is not
+	// connected (UNAVAILABLE).
+	ReasonDeviceUnreachable = "DEVICE_UNREACHABLE"
+)
+
+// withErrorInfo returns st with an ErrorInfo detail of reason.
+func withErrorInfo(st *status.Status, reason string) *status.Status {
+	if withInfo, err := st.WithDetails(&errdetails.ErrorInfo{Reason: reason, Domain: ErrorDomain}); err == nil {
+		return withInfo
+	}
+	return st
 }
 
 // maxDeadlineMargin bounds how much earlier than the client's deadline a

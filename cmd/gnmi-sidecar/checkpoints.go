@@ -325,7 +325,7 @@ Exit codes: gnmi-sidecar help exit-codes.`,
 						// the credentials: not "not a sidecar".
 						return failed(what, err)
 					}
-					return &exitError{code: exitFailed, err: fmt.Errorf(
+					return &exitError{code: exitUnreachable, err: fmt.Errorf(
 						"%s: the target does not serve the origin gnmi-sidecar (%v): it is not a gnmi-sidecar, and a device would apply the Set; nothing was sent", what, err)}
 				}
 			}

@@ -402,7 +402,7 @@ func TestOpsCheckpointErrors(t *testing.T) {
 	// Pointed at the device itself by mistake: a dry run sends nothing (a
 	// device would apply the Set), a Set is applied and says so.
 	sets := s.Dev.SetCount()
-	runOpsAt(t, s.Target, "set", "--dry-run", "--update", descA+`="direct"`).wantCode(t, exitFailed, "not a gnmi-sidecar", "nothing was sent")
+	runOpsAt(t, s.Target, "set", "--dry-run", "--update", descA+`="direct"`).wantCode(t, exitUnreachable, "not a gnmi-sidecar", "nothing was sent")
 	if s.Dev.SetCount() != sets {
 		t.Error("a dry run against the device sent it a Set")
 	}

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	"google.golang.org/grpc/codes"
+
 	"github.com/gnmi-sidecar/gnmi-sidecar/sidecar/sidecartest"
 	"github.com/gnmi-sidecar/gnmi-sidecar/testbed"
 )
@@ -182,4 +184,21 @@ func TestCompletion(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestExitCodesDevice: a change the device refuses exits 8, whatever the
+// device's code (NOT_FOUND included); a change while the device is not
+// connected exits 9: the sidecar answered.
+func TestExitCodesDevice(t *testing.T) {
+	s := sidecartest.Start(t, sidecartest.Options{})
+	s.WaitConnected(t, true)
+	for _, code := range []codes.Code{codes.NotFound, codes.InvalidArgument, codes.FailedPrecondition} {
+		s.Dev.RejectNextSets(1, code)
+		r := runOpsAt(t, s.Addr, "set", "--update", `/system/config/hostname="refused"`)
+		r.wantCode(t, exitDeviceRefused, "set: ")
+	}
+	s.Dev.Stop()
+	s.WaitConnected(t, false)
+	r := runOpsAt(t, s.Addr, "set", "--update", `/system/config/hostname="nobody home"`)
+	r.wantCode(t, exitDeviceUnreachable, "is not connected", "nothing was journaled")
 }

@@ -25,6 +25,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 	terminal "golang.org/x/term"
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials"
@@ -35,6 +36,7 @@ import (
 
 	"github.com/gnmi-sidecar/gnmi-sidecar/client"
 	"github.com/gnmi-sidecar/gnmi-sidecar/leaves"
+	"github.com/gnmi-sidecar/gnmi-sidecar/proxy"
 	"github.com/gnmi-sidecar/gnmi-sidecar/proxy/sidecarpb"
 )
 
@@ -47,7 +49,9 @@ const (
 	exitNotFound     = 4 // no such proposal, nothing to roll back
 	exitPrecondition = 5 // e.g. nothing to confirm; not the newest change
 	// exitDifferences (6) is drift's and diff's (drift.go).
-	exitDenied = 7 // not authenticated or not allowed (UNAUTHENTICATED, PERMISSION_DENIED)
+	exitDenied            = 7 // not authenticated or not allowed (UNAUTHENTICATED, PERMISSION_DENIED)
+	exitDeviceRefused     = 8 // the device refused the change (or the rollback): its code and message
+	exitDeviceUnreachable = 9 // the sidecar answered, but its device is not connected
 )
 
 const exitCodesHelp = `Exit codes:
@@ -62,7 +66,10 @@ const exitCodesHelp = `Exit codes:
   6  differences found: drift and diff found the device's configuration
      differing from the journal's
   7  not authenticated or not allowed (UNAUTHENTICATED: credentials missing or
-     not accepted; PERMISSION_DENIED: the identity's role does not allow it)`
+     not accepted; PERMISSION_DENIED: the identity's role does not allow it)
+  8  the device refused the change or the rollback (its code and message are
+     printed; the journal records the proposal as failed)
+  9  the sidecar answered, but its device is not connected (nothing journaled)`
 
 // opsPasswordEnv holds the password sent to the sidecar: never a flag, so
 // it does not show in ps.
@@ -117,7 +124,26 @@ func failed(what string, err error) error {
 	if errors.As(err, &se) && se.GRPCStatus() != nil {
 		msg = se.GRPCStatus().Message()
 	}
-	return &exitError{code: grpcExitCode(status.Code(err)), err: fmt.Errorf("%s: %s", what, msg), cause: err}
+	return &exitError{code: exitCodeOf(err), err: fmt.Errorf("%s: %s", what, msg), cause: err}
+}
+
+// exitCodeOf is the exit code of a failed call: the device's refusal of a
+// change or rollback (the sidecar's Response detail: apply FAILED) and the
+// sidecar's own "device unreachable" (its ErrorInfo) have codes of their
+// own, whatever their gRPC code; else grpcExitCode.
+func exitCodeOf(err error) int {
+	if r, ok := client.ResponseFromError(err); ok &&
+		(r.GetApply() == sidecarpb.Status_STATUS_FAILED) {
+		return exitDeviceRefused
+	}
+	if st, ok := status.FromError(err); ok {
+		for _, d := range st.Details() {
+			if info, ok := d.(*errdetails.ErrorInfo); ok && info.GetDomain() == proxy.ErrorDomain && info.GetReason() == proxy.ReasonDeviceUnreachable {
+				return exitDeviceUnreachable
+			}
+		}
+	}
+	return grpcExitCode(status.Code(err))
 }
 
 // unreached rewrites the failure of a call to the sidecar at addr as one

@@ -87,7 +87,7 @@ func TestRefusedRollbackAndRepushDoNotBlock(t *testing.T) {
 
 	refusePath(t, s.devAdmin, eth0)
 	r := runOpsAt(t, s.sidecar.addr, "rollback")
-	r.wantCode(t, exitFailed, "refused the rollback of proposal 2", "out of sync")
+	r.wantCode(t, exitDeviceRefused, "refused the rollback of proposal 2", "out of sync")
 	setWithin(t, s, "eth1", "after the refused rollback", 10*time.Second)
 	if got := outOfSyncPaths(t, s.sidecar.addr); !slices.Equal(got, []string{eth0}) {
 		t.Fatalf("out of sync after the refused rollback: %v, want [%s]", got, eth0)
