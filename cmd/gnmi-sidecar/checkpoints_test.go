@@ -393,7 +393,7 @@ func TestOpsCheckpointErrors(t *testing.T) {
 		{"set of a value that is not JSON", []string{"set", "--update", descA + "=plain"}, exitUsage, []string{"not JSON", `'"text"'`}},
 		{"set without a value", []string{"set", "--update", descA}, exitUsage, []string{"want PATH=JSON"}},
 		{"a dry run refused as the Set would be", []string{"set", "--dry-run", "--update", "/interfaces/interface[name=eth0]/config/mtu=1", "--comment", strings.Repeat("x", 2000)}, exitFailed, []string{"comment is 2000 bytes long"}},
-		{"a Set the device refuses", []string{"set", "--update", `/interfaces/interface[name=eth0]/config/mtu="nine"`}, exitFailed, []string{"mtu"}},
+		{"a Set the device refuses", []string{"set", "--update", `/interfaces/interface[name=eth0]/config/mtu="nine"`}, exitDeviceRefused, []string{"mtu"}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			runOpsAt(t, s.Addr, tt.args...).wantCode(t, tt.code, tt.msg...)
