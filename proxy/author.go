@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/x509"
 	"fmt"
+	"net"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -106,9 +107,14 @@ func certificateSubject(ctx context.Context) string {
 	return ""
 }
 
-// peerAddr is the network address of the client of ctx, "" if unknown.
+// peerAddr is the host of the client of ctx, without its port (a new one
+// on every connection: it would make one client many authors), "" if
+// unknown.
 func peerAddr(ctx context.Context) string {
 	if p, ok := peer.FromContext(ctx); ok && p.Addr != nil {
+		if host, _, err := net.SplitHostPort(p.Addr.String()); err == nil {
+			return host
+		}
 		return p.Addr.String()
 	}
 	return ""

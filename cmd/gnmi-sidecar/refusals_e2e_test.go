@@ -144,7 +144,7 @@ func TestRefusedRollbackAndRepushDoNotBlock(t *testing.T) {
 		t.Fatalf("resolve adopt recorded no proposal: %+v", adopted)
 	}
 	show := mustOps(t, s.sidecar.addr, "journal", "show", fmt.Sprint(adopted.Proposal))
-	for _, want := range []string{"adopted:", "true", "author:", "127.0.0.1:", eth3, "written on the device"} {
+	for _, want := range []string{"adopted:", "true", "author:", "127.0.0.1", eth3, "written on the device"} {
 		if !strings.Contains(show, want) {
 			t.Errorf("journal show %d lacks %q:\n%s", adopted.Proposal, want, show)
 		}
