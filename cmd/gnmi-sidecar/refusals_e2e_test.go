@@ -180,7 +180,7 @@ func TestRefusedRollbackAndRepushDoNotBlock(t *testing.T) {
 	}
 	var actions []string
 	for _, r := range st.Resolutions {
-		if !strings.HasPrefix(r.Author, "127.0.0.1:") {
+		if r.Author != "127.0.0.1" {
 			t.Errorf("resolution %s recorded author %q, want the client's address", r.Action, r.Author)
 		}
 		actions = append(actions, fmt.Sprintf("%s:%d", r.Action, len(r.Settled)))
