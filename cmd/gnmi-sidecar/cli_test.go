@@ -202,3 +202,15 @@ func TestExitCodesDevice(t *testing.T) {
 	r := runOpsAt(t, s.Addr, "set", "--update", `/system/config/hostname="nobody home"`)
 	r.wantCode(t, exitDeviceUnreachable, "is not connected", "nothing was journaled")
 }
+
+// TestServeDeviceAddress: --device-address names the device as --target
+// does.
+func TestServeDeviceAddress(t *testing.T) {
+	cmd := newServeCommand(&bytes.Buffer{}, &bytes.Buffer{})
+	if err := cmd.ParseFlags([]string{"--device-address", "10.0.0.1:57400"}); err != nil {
+		t.Fatal(err)
+	}
+	if got := cmd.Flags().Lookup("target").Value.String(); got != "10.0.0.1:57400" {
+		t.Errorf("--device-address 10.0.0.1:57400: target %q", got)
+	}
+}

@@ -138,7 +138,7 @@ and are applied by the next run.`,
 		PreRunE: func(cmd *cobra.Command, _ []string) error { return applyConfigFile(cmd.Flags()) },
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if cfg.target == "" {
-				return &exitError{code: exitUsage, err: errors.New("serve: --target is required: the device's gNMI address, host:port")}
+				return &exitError{code: exitUsage, err: errors.New("serve: --target (or --device-address) is required: the device's gNMI address, host:port")}
 			}
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
@@ -150,7 +150,8 @@ and are applied by the next run.`,
 		},
 	}
 	cfg.addFlags(cmd.Flags())
-	cmd.Flags().StringVar(&cfg.target, "target", "", "the device's gNMI address, host:port (required)")
+	cmd.Flags().StringVar(&cfg.target, "target", "", "the device's gNMI address, host:port (required; also --device-address)")
+	cmd.Flags().StringVar(&cfg.target, "device-address", "", "the same as --target: the device's gNMI address, host:port (--device-target is the gNMI target name its Subscribe prefix carries)")
 	return cmd
 }
 
