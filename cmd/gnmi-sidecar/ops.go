@@ -1014,6 +1014,11 @@ Exit codes: gnmi-sidecar help exit-codes.`,
 			if err != nil {
 				return o.usage(cmd, err)
 			}
+			if dry, _ := cmd.Flags().GetBool("dry-run"); dry {
+				return o.run(cmd, func(ctx context.Context, c gpb.GNMIClient) error {
+					return o.cancelDryRun(ctx, c, res.ID)
+				})
+			}
 			return o.run(cmd, func(ctx context.Context, c gpb.GNMIClient) error {
 				r, err := commitSet(ctx, c, commit)
 				if err != nil {
@@ -1030,6 +1035,17 @@ Exit codes: gnmi-sidecar help exit-codes.`,
 		return c
 	}
 
+	cancel := action("cancel ID", "Cancel the outstanding commit: its change is rolled back now",
+		`cancel cancels the outstanding commit-confirmed ID: its change is rolled
+back, and the command returns once the rollback is applied (allow for it
+with --timeout). --dry-run prints what the rollback would change, and
+journals and applies nothing.`,
+		"cancelled commit", 1,
+		func(id string, _ []string) (*gnmi_ext.Commit, *CommitResult, error) {
+			return &gnmi_ext.Commit{Id: id, Action: &gnmi_ext.Commit_Cancel{Cancel: &gnmi_ext.CommitCancel{}}},
+				&CommitResult{ID: id, Action: "cancel"}, nil
+		})
+	cancel.Flags().Bool("dry-run", false, "print what cancelling would roll back; journal and apply nothing")
 	cmd.AddCommand(
 		action("confirm ID", "Confirm the outstanding commit: its change stays",
 			"confirm confirms the outstanding commit-confirmed ID: its change stays.",
@@ -1038,15 +1054,7 @@ Exit codes: gnmi-sidecar help exit-codes.`,
 				return &gnmi_ext.Commit{Id: id, Action: &gnmi_ext.Commit_Confirm{Confirm: &gnmi_ext.CommitConfirm{}}},
 					&CommitResult{ID: id, Action: "confirm"}, nil
 			}),
-		action("cancel ID", "Cancel the outstanding commit: its change is rolled back now",
-			`cancel cancels the outstanding commit-confirmed ID: its change is rolled
-back, and the command returns once the rollback is applied (allow for it
-with --timeout).`,
-			"cancelled commit", 1,
-			func(id string, _ []string) (*gnmi_ext.Commit, *CommitResult, error) {
-				return &gnmi_ext.Commit{Id: id, Action: &gnmi_ext.Commit_Cancel{Cancel: &gnmi_ext.CommitCancel{}}},
-					&CommitResult{ID: id, Action: "cancel"}, nil
-			}),
+		cancel,
 		action("extend ID DURATION", "Set how long from now the outstanding commit may stay unconfirmed",
 			`extend sets the rollback duration of the outstanding commit-confirmed ID:
 unless confirmed within DURATION from now (e.g. 10m, 1h30m), its change is
@@ -1283,4 +1291,43 @@ func (o *ops) confirm(in io.Reader, question string) bool {
 	answer, _ := bufio.NewReader(in).ReadString('\n')
 	answer = strings.ToLower(strings.TrimSpace(answer))
 	return answer == "y" || answer == "yes"
+}
+
+// cancelDryRun prints what cancelling the outstanding commit-confirmed id
+// would change: its proposal's change undone, leaf by leaf (what the
+// journal records the change wrote, and what each path held before it).
+func (o *ops) cancelDryRun(ctx context.Context, c gpb.GNMIClient, id string) error {
+	what := "commit cancel --dry-run"
+	v, err := fetchStatus(ctx, c)
+	if err != nil {
+		return failed(what, err)
+	}
+	cc := v.CommitConfirm
+	if cc == nil || cc.ID != id {
+		return &exitError{code: exitPrecondition, err: fmt.Errorf("%s: no commit-confirmed %q is outstanding (gnmi-sidecar status)", what, id)}
+	}
+	d, err := fetchProposal(ctx, c, cc.Proposal)
+	if err != nil {
+		return failed(what, err)
+	}
+	res := RollbackDryRunResult{DryRun: true, Index: cc.Proposal, Diff: []DiffEntry{}}
+	for _, ch := range d.Changes {
+		e := DiffEntry{Path: ch.Path}
+		if !ch.Deleted && ch.Value != nil {
+			e.Old = ch.Value
+		}
+		if !ch.PreviousDeleted && ch.PreviousValue != nil {
+			e.New = ch.PreviousValue
+		}
+		if (e.Old == nil && e.New == nil) || (e.Old != nil && e.New != nil && leaves.Equal(e.Old.TV, e.New.TV)) {
+			continue
+		}
+		res.Diff = append(res.Diff, e)
+	}
+	res.Unchanged = len(res.Diff) == 0
+	if o.json() {
+		return o.printJSON(res)
+	}
+	fmt.Fprintf(o.stdout, "cancelling commit %q would roll back proposal %d and change (dry run: nothing was journaled):\n", id, cc.Proposal)
+	return printLeafChanges(o.stdout, res.Diff)
 }

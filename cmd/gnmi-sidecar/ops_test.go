@@ -452,6 +452,14 @@ func TestOpsCommitConfirmed(t *testing.T) {
 	if got := keyValue(t, mustOps(t, s.Addr, "status"), "id"); got != "c3" {
 		t.Errorf("status shows commit id %q after set --commit-request, want c3", got)
 	}
+	// cancel --dry-run shows the rollback and changes nothing.
+	if out := mustOps(t, s.Addr, "commit", "cancel", "c3", "--dry-run"); !strings.Contains(out, "would roll back proposal 4") || !strings.Contains(out, `- /interfaces/interface[name=eth0]/config/description: "4"`) {
+		t.Errorf("commit cancel --dry-run:\n%s", out)
+	}
+	if got := keyValue(t, mustOps(t, s.Addr, "status"), "id"); got != "c3" {
+		t.Errorf("after cancel --dry-run, status shows commit id %q, want c3 still outstanding", got)
+	}
+	runOpsAt(t, s.Addr, "commit", "cancel", "nope", "--dry-run").wantCode(t, exitPrecondition, `no commit-confirmed "nope"`)
 	mustOps(t, s.Addr, "commit", "confirm", "c3")
 	runOpsAt(t, s.Addr, "set", "--update", descA+`="5"`, "--commit-request").wantCode(t, exitUsage, "--commit-request needs --commit-id")
 	runOpsAt(t, s.Addr, "set", "--update", descA+`="5"`, "--commit-id", "x").wantCode(t, exitUsage, "go with --commit-request")
