@@ -59,8 +59,12 @@ func (s *Server) checkRequest(req *gpb.SetRequest, ext *sidecarpb.Request, commi
 			if len(r.GetPaths()) == 0 {
 				return status.Error(codes.InvalidArgument, "resolve adopt: name the paths whose device values the journal takes")
 			}
+		case sidecarpb.Resolve_ACTION_REVERT:
+			if len(r.GetPaths()) == 0 {
+				return status.Error(codes.InvalidArgument, "resolve revert: name the paths to put the journal's values back at (gnmi-sidecar drift lists the drifted ones)")
+			}
 		default:
-			return status.Errorf(codes.InvalidArgument, "resolve: unknown action %v (RETRY, SKIP or ADOPT)", r.GetAction())
+			return status.Errorf(codes.InvalidArgument, "resolve: unknown action %v (RETRY, SKIP, ADOPT or REVERT)", r.GetAction())
 		}
 	}
 	return nil

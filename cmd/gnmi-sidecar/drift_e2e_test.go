@@ -122,6 +122,14 @@ func TestDriftReportE2E(t *testing.T) {
 		t.Errorf("WARN log line %q (%v)", line, err)
 	}
 
+	// A dry run says what the revert would do, and does nothing.
+	if code, out := s.cli(t, "resolve", "revert", "--all", "--dry-run"); code != 0 ||
+		!strings.Contains(out, `/interfaces/interface[name=eth0]/config/description: `) || !strings.Contains(out, `uplink  (the device holds "hacked")`) {
+		t.Errorf("resolve revert --all --dry-run: exit %d\n%s", code, out)
+	}
+	if got, _ := mustGetLeaf(t, s.devClient, descPath("eth0")); got != "hacked" {
+		t.Errorf("after the dry run the device holds %q, want hacked still", got)
+	}
 	// The operator reverts it: the journal's value is back on the device,
 	// and the drift clears.
 	if code, out := s.cli(t, "resolve", "revert", "--all"); code != 0 || !strings.Contains(out, "back on the device at 1 paths") {

@@ -890,6 +890,8 @@ something else there.
                     --drift-policy report (values the device refuses go out
                     of sync)
 
+--dry-run prints what it would do, path by path, and does nothing.
+
 Each is recorded in the journal with who asked (status lists the newest);
 skip and adopt also as a proposal naming its author (journal show).
 Exit code 1 when a retry leaves paths out of sync.
@@ -897,11 +899,18 @@ Exit code 1 when a retry leaves paths out of sync.
 Exit codes: gnmi-sidecar help exit-codes.`,
 	})
 	o.cfg.addFlags(cmd.PersistentFlags())
+	cmd.PersistentFlags().Bool("dry-run", false, "print what the resolve would do; journal and push nothing")
 	action := func(use, short string, a sidecarpb.Resolve_Action, args cobra.PositionalArgs) *cobra.Command {
 		c := o.command(&cobra.Command{Use: use, Short: short, Long: short + "\n\nExit codes: gnmi-sidecar help exit-codes."})
 		c.Args = o.args(args)
 		c.RunE = func(cmd *cobra.Command, paths []string) error {
 			name := strings.Fields(use)[0]
+			if dry, _ := cmd.Flags().GetBool("dry-run"); dry {
+				all, _ := cmd.Flags().GetBool("all")
+				return o.run(cmd, func(ctx context.Context, c gpb.GNMIClient) error {
+					return o.resolveDryRun(ctx, c, name, paths, all)
+				})
+			}
 			return o.run(cmd, func(ctx context.Context, c gpb.GNMIClient) error {
 				if all, _ := cmd.Flags().GetBool("all"); all {
 					d, err := fetchDrift(ctx, c)
@@ -1330,4 +1339,96 @@ func (o *ops) cancelDryRun(ctx context.Context, c gpb.GNMIClient, id string) err
 	}
 	fmt.Fprintf(o.stdout, "cancelling commit %q would roll back proposal %d and change (dry run: nothing was journaled):\n", id, cc.Proposal)
 	return printLeafChanges(o.stdout, res.Diff)
+}
+
+// ResolveDryRun is what `resolve ... --dry-run -o json` prints: the paths
+// the resolve would settle, with the value it would give each (the
+// journal's, for retry and revert) or leave (the device's, for skip and
+// adopt).
+type ResolveDryRun struct {
+	DryRun bool            `json:"dry_run"`
+	Action string          `json:"action"`
+	Paths  []ResolveTarget `json:"paths"`
+}
+
+// ResolveTarget is one path of a resolve dry run.
+type ResolveTarget struct {
+	Path    string `json:"path"`
+	Journal *Value `json:"journal_value,omitempty"`
+	Device  *Value `json:"device_value,omitempty"`
+	Deleted bool   `json:"journal_deleted,omitempty"`
+}
+
+// resolveDryRun prints what resolve action would do at paths (all: every
+// drifted path, for revert), from the sidecar's status and drift: nothing
+// is journaled or pushed.
+func (o *ops) resolveDryRun(ctx context.Context, c gpb.GNMIClient, action string, paths []string, all bool) error {
+	what := "resolve " + action + " --dry-run"
+	under := func(p string) bool {
+		if len(paths) == 0 {
+			return true
+		}
+		for _, q := range paths {
+			if p == q || strings.HasPrefix(p, strings.TrimSuffix(q, "/")+"/") {
+				return true
+			}
+		}
+		return false
+	}
+	res := ResolveDryRun{DryRun: true, Action: action, Paths: []ResolveTarget{}}
+	var verb string
+	switch action {
+	case "retry", "skip":
+		v, err := fetchStatus(ctx, c)
+		if err != nil {
+			return failed(what, err)
+		}
+		for _, rec := range v.OutOfSync {
+			if under(rec.Path) {
+				res.Paths = append(res.Paths, ResolveTarget{Path: rec.Path, Journal: rec.Value, Deleted: rec.Deleted})
+			}
+		}
+		verb = "would push the journal's value again at"
+		if action == "skip" {
+			verb = "would record the device's current value as applied at"
+		}
+	case "revert":
+		d, err := fetchDrift(ctx, c)
+		if err != nil {
+			return failed(what, err)
+		}
+		for _, p := range d.Drift {
+			if all || len(paths) > 0 && under(p.Path) {
+				res.Paths = append(res.Paths, ResolveTarget{Path: p.Path, Journal: p.JournalValue, Device: p.DeviceValue, Deleted: p.JournalDeleted})
+			}
+		}
+		verb = "would put the journal's value back at"
+	default: // adopt
+		for _, p := range paths {
+			res.Paths = append(res.Paths, ResolveTarget{Path: p})
+		}
+		verb = "would read the device's configuration and record it as applied at"
+	}
+	if o.json() {
+		return o.printJSON(res)
+	}
+	if len(res.Paths) == 0 {
+		_, err := fmt.Fprintf(o.stdout, "%s: nothing to do (dry run: nothing was journaled)\n", action)
+		return err
+	}
+	fmt.Fprintf(o.stdout, "%s %s (dry run: nothing was journaled or pushed):\n", action, verb)
+	for _, t := range res.Paths {
+		line := "  " + t.Path
+		switch {
+		case t.Deleted:
+			line += ": (deleted)"
+		case t.Journal != nil && action != "skip":
+			line += ": " + t.Journal.Text()
+		}
+		if t.Device != nil {
+			line += "  (the device holds " + t.Device.Text() + ")"
+		}
+		fmt.Fprintln(o.stdout, line)
+	}
+	return nil
 }
