@@ -18,8 +18,8 @@ import (
 // its pointer keeps it out of the tiny allocator, whose blocks are freed
 // together.
 type retainSentinel struct {
-	p   *int
-	pad [16]byte
+	_ *int
+	_ [16]byte
 }
 
 type retainKey struct{}
