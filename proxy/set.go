@@ -255,9 +255,15 @@ func (s *Server) propose(ctx context.Context, req *gpb.SetRequest, sync bool, jo
 	log.Debug("set journaled", "ops", len(p.GetChange().GetOps()), "sync", sync)
 	// A SYNC client waits as long as it does: its deadline went with its
 	// Set to the device. An ASYNC one stops a little early (waitContext).
-	wctx, cancel := s.waitContext(ctx)
+	// One or the other, never both: a wait context's cancel also stops its
+	// AfterFunc on s.waits, which otherwise keeps the Set's context, and
+	// with it the gRPC stream, for as long as the server runs.
+	var wctx context.Context
+	var cancel context.CancelFunc
 	if sync {
 		wctx, cancel = s.clientWaitContext(ctx)
+	} else {
+		wctx, cancel = s.waitContext(ctx)
 	}
 	defer cancel()
 	i := p.GetIndex()

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"sync"
 	"time"
 
@@ -37,6 +38,7 @@ const healthRecheck = 2 * time.Second
 type observability struct {
 	metricsAddr string // where to serve /metrics and /healthz; "" for nowhere
 	reflection  bool
+	pprof       bool // serve /debug/pprof/ next to /metrics
 	log         *slog.Logger
 	m           *metrics.Sidecar
 	health      *health.Server
@@ -129,6 +131,13 @@ func (o *observability) start() (stop func(), err error) {
 		mux := http.NewServeMux()
 		mux.Handle("/metrics", o.m.Handler(o.log))
 		mux.HandleFunc("/healthz", o.healthz)
+		if o.pprof {
+			mux.HandleFunc("/debug/pprof/", pprof.Index)
+			mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+			mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+			mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+			mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+		}
 		srv = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 		o.boundMetricsAddr = lis.Addr().String()
 		go func() {

@@ -150,6 +150,10 @@ type Config struct {
 	// probe (/healthz) are served over HTTP; "": nowhere. Port 0 picks a
 	// free port.
 	MetricsAddr string
+	// Pprof also serves net/http/pprof's profiles under /debug/pprof/ on
+	// MetricsAddr: a diagnostic (heap and CPU profiles of a running
+	// sidecar), off by default; it needs MetricsAddr.
+	Pprof bool
 	// Reflection registers the gRPC reflection service.
 	Reflection bool
 	// ShutdownTimeout is how long in-flight Sets may take to finish once
@@ -224,6 +228,7 @@ func New(cfg Config) (*Sidecar, error) {
 	}
 	s := &Sidecar{cfg: cfg, log: cfg.Logger, ready: make(chan struct{})}
 	s.obs = newObservability(cfg.MetricsAddr, cfg.Reflection, s.log)
+	s.obs.pprof = cfg.Pprof
 	observe := s.obs.Observe
 	if cfg.Trace != nil {
 		observe = func(e journal.Event) {
@@ -275,6 +280,8 @@ func (c *Config) check() error {
 		if _, _, err := net.SplitHostPort(c.MetricsAddr); err != nil {
 			return &FieldError{Field: "MetricsAddr", Err: err}
 		}
+	} else if c.Pprof {
+		return &FieldError{Field: "Pprof", Err: errors.New("profiles are served on the metrics address: give one")}
 	}
 	return nil
 }

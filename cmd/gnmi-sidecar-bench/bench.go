@@ -30,6 +30,7 @@ type benchConfig struct {
 	leaves        int           // the large configuration (size, re-push, RSS, baseline)
 	proposals     int           // journal size of the reopen row
 	soak          int           // Sets of the soak row
+	soakHeap      string        // directory for serve's heap profiles at each soak slice's end ("": none)
 	scenarios     []string      // subset to run; empty: all
 	short         bool
 	json          bool
@@ -114,6 +115,8 @@ two cores). docs/bench.md explains every row.`,
 	f.IntVar(&cfg.leaves, "leaves", 100_000, "the large configuration: Set p50 at this size vs 100 leaves, re-push, RSS, baseline")
 	f.IntVar(&cfg.proposals, "proposals", 1_000_000, "proposals in the journal of the reopen row")
 	f.IntVar(&cfg.soak, "soak", 1_000_000, "Sets of the soak row (16 clients, 16 leaves, through serve as a child process)")
+	f.StringVar(&cfg.soakHeap, "soak-heap", "", "a diagnostic: run the soak row's serve with --pprof and save its heap profile (after a GC) at each slice's end in this directory, as soak-heap-N.pb.gz")
+	_ = f.MarkHidden("soak-heap")
 	f.StringSliceVar(&cfg.scenarios, "scenarios", nil, "run only these scenarios: "+strings.Join(benchScenarios, ","))
 	f.BoolVar(&cfg.short, "short", false, "small sizes (300 Sets, 1 s rows, 1,000 paced Sets/s, 3,000 leaves, 50,000 proposals, 100,000 soak Sets) unless set explicitly")
 	f.BoolVar(&cfg.json, "json", false, "print one JSON document instead of the table")

@@ -28,6 +28,22 @@ type child struct {
 	client  gpb.GNMIClient
 	stderr  *lockedBuffer
 	started time.Time
+	// metrics receives the metrics address serve prints after its listen
+	// address (closed without one when metrics are off or it exits).
+	metrics     <-chan string
+	metricsAddr string // from metrics, once read (metricsAddress)
+}
+
+// metricsAddress is the child's metrics address, "" if it has none.
+func (c *child) metricsAddress(ctx context.Context) (string, error) {
+	if c.metricsAddr == "" {
+		select {
+		case c.metricsAddr = <-c.metrics:
+		case <-ctx.Done():
+			return "", ctx.Err()
+		}
+	}
+	return c.metricsAddr, nil
 }
 
 // lockedBuffer collects the child's stderr for error messages.
@@ -88,12 +104,12 @@ func (b *bencher) startChild(ctx context.Context, target, dir string, extra ...s
 	if err := c.cmd.Start(); err != nil {
 		return nil, fmt.Errorf("starting %s serve: %w", bin, err)
 	}
-	addr, err := readListenAddr(ctx, stdout)
+	addr, metrics, err := readListenAddr(ctx, stdout)
 	if err != nil {
 		c.stop()
 		return nil, fmt.Errorf("serve child: %w; stderr: %s", err, c.stderr.String())
 	}
-	c.addr = addr
+	c.addr, c.metrics = addr, metrics
 	if c.conn, err = dialInsecure(addr); err != nil {
 		c.stop()
 		return nil, err
@@ -103,33 +119,44 @@ func (b *bencher) startChild(ctx context.Context, target, dir string, extra ...s
 }
 
 // readListenAddr reads the child's stdout until "gnmi-sidecar listening on
-// ADDR", then drains the rest in the background.
-func readListenAddr(ctx context.Context, stdout interface{ Read([]byte) (int, error) }) (string, error) {
-	const prefix = "gnmi-sidecar listening on "
+// ADDR", then drains the rest in the background; metrics receives the
+// address of the "gnmi-sidecar metrics on ADDR" line that follows (closed
+// without one if none comes).
+func readListenAddr(ctx context.Context, stdout interface{ Read([]byte) (int, error) }) (addr string, metrics <-chan string, err error) {
+	const prefix, metricsPrefix = "gnmi-sidecar listening on ", "gnmi-sidecar metrics on "
 	found := make(chan string, 1)
+	foundMetrics := make(chan string, 1)
 	go func() {
-		out := found // nil once the address is sent
+		out, outMetrics := found, foundMetrics // nil once sent
 		sc := bufio.NewScanner(stdout)
 		for sc.Scan() {
 			if a, ok := strings.CutPrefix(sc.Text(), prefix); ok && out != nil {
 				out <- a
 				out = nil
 			}
+			if a, ok := strings.CutPrefix(sc.Text(), metricsPrefix); ok && outMetrics != nil {
+				outMetrics <- a
+				close(outMetrics)
+				outMetrics = nil
+			}
 		}
 		if out != nil {
 			close(out)
+		}
+		if outMetrics != nil {
+			close(outMetrics)
 		}
 	}()
 	select {
 	case a, ok := <-found:
 		if !ok {
-			return "", fmt.Errorf("exited before listening")
+			return "", nil, fmt.Errorf("exited before listening")
 		}
-		return a, nil
+		return a, foundMetrics, nil
 	case <-ctx.Done():
-		return "", ctx.Err()
+		return "", nil, ctx.Err()
 	case <-time.After(2 * time.Minute):
-		return "", fmt.Errorf("no listen address after 2 min")
+		return "", nil, fmt.Errorf("no listen address after 2 min")
 	}
 }
 

@@ -2,8 +2,11 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io"
 	"io/fs"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -47,7 +50,11 @@ func (b *bencher) soak(ctx context.Context) ([]row, error) {
 		return nil, err
 	}
 	defer os.RemoveAll(dir)
-	c, err := b.startChild(ctx, dev.Addr(), dir)
+	var extra []string
+	if b.cfg.soakHeap != "" {
+		extra = append(extra, "--pprof")
+	}
+	c, err := b.startChild(ctx, dev.Addr(), dir, extra...)
 	if err != nil {
 		return nil, err
 	}
@@ -92,6 +99,11 @@ func (b *bencher) soak(ctx context.Context) ([]row, error) {
 			return nil, err
 		}
 		samples = append(samples, s)
+		if b.cfg.soakHeap != "" {
+			if err := saveHeap(ctx, c, filepath.Join(b.cfg.soakHeap, fmt.Sprintf("soak-heap-%d.pb.gz", slice+1))); err != nil {
+				return nil, err
+			}
+		}
 		b.log.Info("soak slice", "slice", slice+1, "sets_per_s", s.rate, "rss_mb", s.rss, "dir_mb", float64(s.dirBytes)/(1<<20))
 	}
 	stopSampling()
@@ -190,4 +202,36 @@ func diskUsage(info fs.FileInfo) int64 {
 		return st.Blocks * 512
 	}
 	return info.Size()
+}
+
+// saveHeap saves the child's heap profile (serve --pprof, after a GC) to file.
+func saveHeap(ctx context.Context, c *child, file string) error {
+	addr, err := c.metricsAddress(ctx)
+	if err != nil {
+		return err
+	}
+	if addr == "" {
+		return errors.New("--soak-heap: serve printed no metrics address")
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+"/debug/pprof/heap?gc=1", nil)
+	if err != nil {
+		return err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return fmt.Errorf("--soak-heap: %w", err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("--soak-heap: %s", resp.Status)
+	}
+	f, err := os.Create(file)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(f, resp.Body); err != nil {
+		_ = f.Close()
+		return err
+	}
+	return f.Close()
 }

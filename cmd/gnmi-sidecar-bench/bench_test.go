@@ -113,13 +113,14 @@ func checkNote(t *testing.T, scenario, note string, re *regexp.Regexp) {
 }
 
 // hasDirect reports whether the row scenario has a direct figure: all but
-// the sidecar-only rows (re-push, RSS, restart, and the baseline's but its
+// the sidecar-only rows (re-push, RSS, restart, soak, and the baseline's but its
 // device read).
 func hasDirect(scenario string) bool {
 	if strings.HasPrefix(scenario, "baseline") {
 		return strings.HasSuffix(scenario, ", device read")
 	}
-	return !strings.HasPrefix(scenario, "re-push") && !strings.HasPrefix(scenario, "RSS") && !strings.HasPrefix(scenario, "restart")
+	return !strings.HasPrefix(scenario, "re-push") && !strings.HasPrefix(scenario, "RSS") && !strings.HasPrefix(scenario, "restart") &&
+		!strings.HasPrefix(scenario, "soak")
 }
 
 // beforeImageNote is what the note of the before-image row says of the

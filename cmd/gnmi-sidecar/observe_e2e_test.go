@@ -334,3 +334,30 @@ func TestMetricsFlag(t *testing.T) {
 		})
 	}
 }
+
+// TestPprof: --pprof serves Go's profiles next to /metrics; without it the
+// metrics listener serves none.
+func TestPprof(t *testing.T) {
+	for _, on := range []bool{false, true} {
+		t.Run(fmt.Sprintf("pprof=%v", on), func(t *testing.T) {
+			var args []string
+			if on {
+				args = []string{"--pprof"}
+			}
+			s := startStack(t, nil, args)
+			resp, err := http.Get("http://" + s.sidecar.metricsAddr(t) + "/debug/pprof/heap")
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, _ = io.Copy(io.Discard, resp.Body)
+			_ = resp.Body.Close()
+			want := http.StatusNotFound
+			if on {
+				want = http.StatusOK
+			}
+			if resp.StatusCode != want {
+				t.Errorf("GET /debug/pprof/heap with --pprof=%v: %s, want %d", on, resp.Status, want)
+			}
+		})
+	}
+}

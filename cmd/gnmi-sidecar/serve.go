@@ -7,8 +7,10 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"os"
 	"os/signal"
+	"runtime/debug"
 	"strconv"
 	"strings"
 	"syscall"
@@ -35,6 +37,8 @@ type serveConfig struct {
 	target                string
 	journalDir            string
 	journalMinFree        int64
+	memoryLimit           int64
+	memoryLimitGiven      bool // --memory-limit given (else $GOMEMLIMIT, if set, wins)
 	persistentDevice      bool
 	queueWhenDisconnected bool
 	maxRollbackDuration   time.Duration
@@ -74,6 +78,7 @@ func (c *serveConfig) addFlags(f *pflag.FlagSet) {
 	f.StringVar(&c.listen, "listen", "127.0.0.1:9339", "northbound gNMI listen address (port 0 picks a free port; the bound address is printed)")
 	f.StringVar(&c.journalDir, "journal-dir", "./data", "directory of the journal (created if missing; one sidecar per directory)")
 	f.Int64Var(&c.journalMinFree, "journal-min-free", 64<<20, "bytes the journal's filesystem must keep free: below it Sets are refused with RESOURCE_EXHAUSTED, nothing journaled, until there is room (0: no reserve, and a full disk kills the sidecar)")
+	f.Int64Var(&c.memoryLimit, "memory-limit", defaultMemoryLimit, "a soft limit in bytes on the Go runtime's memory (debug.SetMemoryLimit): past it the garbage collector runs more often instead of letting the heap double; not a cap, the sidecar uses what it needs (0, the default: none, or $GOMEMLIMIT if set)")
 	f.BoolVar(&c.persistentDevice, "persistent-device", false, "the device keeps its configuration across restarts: no re-push on reconnect")
 	f.BoolVar(&c.queueWhenDisconnected, "queue-when-disconnected", false, "journal SYNC Sets while the device is unreachable instead of refusing them with UNAVAILABLE")
 	f.DurationVar(&c.maxRollbackDuration, "max-rollback-duration", proxy.DefaultMaxRollbackDuration,
@@ -146,6 +151,7 @@ and are applied by the next run.`,
 			if err != nil {
 				return err
 			}
+			cfg.memoryLimitGiven = cmd.Flags().Changed("memory-limit")
 			return serve(ctx, cfg, stdout, log, nil)
 		},
 	}
@@ -186,6 +192,7 @@ func serve(ctx context.Context, cfg serveConfig, stdout io.Writer, log *slog.Log
 	}
 	defer closeTrace()
 	sc.Stdout = stdout
+	defer setMemoryLimit(cfg, log)()
 	s, err := sidecar.New(sc)
 	if err != nil {
 		return flagError(err)
@@ -247,6 +254,9 @@ func (cfg *serveConfig) checkedConfig(log *slog.Logger) (sidecar.Config, error) 
 	if cfg.maxRecvMsgSize <= 0 {
 		return sidecar.Config{}, fmt.Errorf("--max-recv-msg-size %d: want a positive number of bytes", cfg.maxRecvMsgSize)
 	}
+	if cfg.memoryLimit < 0 {
+		return sidecar.Config{}, fmt.Errorf("--memory-limit %d: want a number of bytes, or 0", cfg.memoryLimit)
+	}
 	if cfg.journalMinFree < 0 {
 		return sidecar.Config{}, fmt.Errorf("--journal-min-free %d: want a number of bytes, or 0", cfg.journalMinFree)
 	}
@@ -301,6 +311,7 @@ func (cfg *serveConfig) checkedConfig(log *slog.Logger) (sidecar.Config, error) 
 		Listen:                cfg.listen,
 		MaxRecvMsgSize:        cfg.maxRecvMsgSize,
 		MetricsAddr:           cfg.metricsAddr,
+		Pprof:                 cfg.pprof,
 		Reflection:            cfg.reflection,
 		ShutdownTimeout:       cfg.shutdownTimeout,
 		DriftPolicy:           policy,
@@ -358,6 +369,8 @@ func flagError(err error) error {
 		return fmt.Errorf("--listen: %w", fe.Err)
 	case "MetricsAddr":
 		return fmt.Errorf("--metrics: %w", fe.Err)
+	case "Pprof":
+		return fmt.Errorf("--pprof: %w", fe.Err)
 	}
 	return err
 }
@@ -394,4 +407,28 @@ func parseCodes(names []string) ([]codes.Code, error) {
 		out = append(out, c)
 	}
 	return out, nil
+}
+
+// defaultMemoryLimit is --memory-limit's default: none. The Go memory a
+// sidecar needs grows with its configuration (about 30 MB in use with 16
+// leaves under sustained Sets, more with 100,000), and a limit below what
+// it needs makes the collector run without pause: the operator, who knows
+// the configuration, sets it (docs/bench.md, "Soak").
+const defaultMemoryLimit = 0
+
+// setMemoryLimit sets the runtime's soft memory limit from --memory-limit
+// ($GOMEMLIMIT, which the runtime read at start, wins unless the flag is
+// given), and returns what restores the previous one.
+func setMemoryLimit(cfg serveConfig, log *slog.Logger) (restore func()) {
+	if !cfg.memoryLimitGiven && os.Getenv("GOMEMLIMIT") != "" {
+		log.Debug("memory limit from $GOMEMLIMIT", "bytes", debug.SetMemoryLimit(-1))
+		return func() {}
+	}
+	limit := cfg.memoryLimit
+	if limit == 0 {
+		limit = math.MaxInt64 // the runtime's "no limit"
+	}
+	prev := debug.SetMemoryLimit(limit)
+	log.Debug("memory limit", "bytes", cfg.memoryLimit)
+	return func() { debug.SetMemoryLimit(prev) }
 }

@@ -53,6 +53,8 @@ func TestServeRefusesBadStartUp(t *testing.T) {
 		{"malformed listen address", []string{"--target", "127.0.0.1:1", "--journal-dir", t.TempDir(), "--listen", "not-an-address"}, "--listen"},
 		{"unknown flag", []string{"--target", "127.0.0.1:1", "--frobnicate"}, "unknown flag"},
 		{"negative journal reserve", []string{"--target", "127.0.0.1:1", "--journal-dir", t.TempDir(), "--journal-min-free", "-1"}, "--journal-min-free -1"},
+		{"negative memory limit", []string{"--target", "127.0.0.1:1", "--journal-dir", t.TempDir(), "--memory-limit", "-1"}, "--memory-limit -1"},
+		{"profiles without metrics", []string{"--target", "127.0.0.1:1", "--journal-dir", t.TempDir(), "--metrics", "", "--pprof"}, "--pprof serves on the --metrics address"},
 		{"no request size", []string{"--target", "127.0.0.1:1", "--journal-dir", t.TempDir(), "--max-recv-msg-size", "0"}, "--max-recv-msg-size 0: want a positive number of bytes"},
 		{"unknown drift policy", []string{"--target", "127.0.0.1:1", "--journal-dir", t.TempDir(), "--drift-policy", "fix"},
 			`--drift-policy: unknown drift policy "fix": want report, revert, adopt or off`},
