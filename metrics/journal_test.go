@@ -125,11 +125,11 @@ func TestJournalMetrics(t *testing.T) {
 		t.Errorf("gnmi_sidecar_proposals has %d series, want 20 (2 phases x 2 steps x 5 statuses): %v", len(got), got)
 	}
 	for name, want := range map[string]float64{
-		"gnmi_sidecar_queue_depth":                               0,
-		"gnmi_sidecar_journal_retained_proposals":                0,
-		"gnmi_sidecar_mastership_term":                           0,
-		"gnmi_sidecar_journal_writable":                          1,
-		"gnmi_sidecar_commit_confirmed_outstanding":              0,
+		"gnmi_sidecar_queue_depth":                  0,
+		"gnmi_sidecar_journal_retained_proposals":   0,
+		"gnmi_sidecar_mastership_term":              0,
+		"gnmi_sidecar_journal_writable":             1,
+		"gnmi_sidecar_commit_confirmed_outstanding": 0,
 	} {
 		if got := one(t, c, name); got != want {
 			t.Errorf("empty journal: %s = %v, want %v", name, got, want)
