@@ -11,6 +11,7 @@ package agent
 
 import (
 	"context"
+	"maps"
 	"time"
 )
 
@@ -96,11 +97,12 @@ func (a *Agent) client(i uint64) *waitingClient {
 func (a *Agent) dropClients(i uint64) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	for k := range a.clients {
-		if k <= i {
-			delete(a.clients, k)
-		}
-	}
+	deleteThrough(a.clients, i)
+}
+
+// deleteThrough deletes the entries of m, by proposal index, up to i.
+func deleteThrough[V any](m map[uint64]V, i uint64) {
+	maps.DeleteFunc(m, func(k uint64, _ V) bool { return k <= i })
 }
 
 // ClientGone tells the agent that the waiting client of proposal i gave

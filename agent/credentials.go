@@ -100,11 +100,7 @@ func (a *Agent) releaseCredentials(i uint64, md metadata.MD) {
 func (a *Agent) dropCredentials(i uint64) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	for k := range a.creds {
-		if k <= i {
-			delete(a.creds, k)
-		}
-	}
+	deleteThrough(a.creds, i)
 }
 
 // credentials returns the metadata proposal i's device Set carries (nil:

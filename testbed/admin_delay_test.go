@@ -1,7 +1,6 @@
 package testbed_test
 
 import (
-	"io"
 	"net/http"
 	"net/http/httptest"
 	"testing"
@@ -17,19 +16,7 @@ func TestAdminDelayParsesBeforeApplying(t *testing.T) {
 	d, c := startDevice(t, testbed.Options{})
 	srv := httptest.NewServer(d.AdminHandler())
 	defer srv.Close()
-	post := func(path string) (int, string) {
-		t.Helper()
-		resp, err := http.Post(srv.URL+path, "", nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		body, err := io.ReadAll(resp.Body)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return resp.StatusCode, string(body)
-	}
+	post := func(path string) (int, string) { return adminPost(t, srv.URL+path) }
 	for _, tc := range []struct {
 		path string
 		code int

@@ -3,6 +3,8 @@ package testbed_test
 import (
 	"context"
 	"encoding/json"
+	"io"
+	"net/http"
 	"testing"
 	"time"
 
@@ -136,4 +138,20 @@ func eventually(t *testing.T, what string, cond func() bool) {
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
+}
+
+// adminPost POSTs to url, an admin endpoint, and returns the answer's
+// status code and body.
+func adminPost(t *testing.T, url string) (int, string) {
+	t.Helper()
+	resp, err := http.Post(url, "", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp.StatusCode, string(body)
 }

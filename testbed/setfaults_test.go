@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -357,16 +356,7 @@ func TestAdminSetFaultsAndLog(t *testing.T) {
 	d, c := startDevice(t, testbed.Options{})
 	srv := httptest.NewServer(d.AdminHandler())
 	defer srv.Close()
-	post := func(path string) (int, string) {
-		t.Helper()
-		resp, err := http.Post(srv.URL+path, "", nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		body, _ := io.ReadAll(resp.Body)
-		return resp.StatusCode, string(body)
-	}
+	post := func(path string) (int, string) { return adminPost(t, srv.URL+path) }
 	getLog := func(query string) []testbed.SetRecord {
 		t.Helper()
 		resp, err := http.Get(srv.URL + "/setlog" + query)

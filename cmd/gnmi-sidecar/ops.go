@@ -610,6 +610,30 @@ Exit codes: gnmi-sidecar help exit-codes.`,
 	return cmd
 }
 
+// changesDiff is what a proposal's changes did, leaf by leaf (what each
+// path held before → what it holds after), or with undo what undoing them
+// would do; a delete of nothing and a value written again are left out.
+func changesDiff(changes []ChangeView, undo bool) []DiffEntry {
+	diff := []DiffEntry{}
+	for _, c := range changes {
+		var before, after *Value
+		if !c.PreviousDeleted {
+			before = c.PreviousValue
+		}
+		if !c.Deleted {
+			after = c.Value
+		}
+		if undo {
+			before, after = after, before
+		}
+		if (before == nil && after == nil) || (before != nil && after != nil && leaves.Equal(before.TV, after.TV)) {
+			continue
+		}
+		diff = append(diff, DiffEntry{Path: c.Path, Old: before, New: after})
+	}
+	return diff
+}
+
 // ProposalDiff is what `journal show --diff -o json` prints.
 type ProposalDiff struct {
 	Index uint64      `json:"index"`
@@ -618,20 +642,7 @@ type ProposalDiff struct {
 
 // printProposalDiff prints what proposal d's change did, leaf by leaf.
 func (o *ops) printProposalDiff(d *ProposalDetail) error {
-	out := ProposalDiff{Index: d.State.Index, Diff: []DiffEntry{}}
-	for _, c := range d.Changes {
-		e := DiffEntry{Path: c.Path}
-		if !c.PreviousDeleted && c.PreviousValue != nil {
-			e.Old = c.PreviousValue
-		}
-		if !c.Deleted && c.Value != nil {
-			e.New = c.Value
-		}
-		if (e.Old == nil && e.New == nil) || (e.Old != nil && e.New != nil && leaves.Equal(e.Old.TV, e.New.TV)) {
-			continue // a delete of nothing, or a value written again
-		}
-		out.Diff = append(out.Diff, e)
-	}
+	out := ProposalDiff{Index: d.State.Index, Diff: changesDiff(d.Changes, false)}
 	if o.json() {
 		return o.printJSON(out)
 	}
@@ -1319,20 +1330,7 @@ func (o *ops) cancelDryRun(ctx context.Context, c gpb.GNMIClient, id string) err
 	if err != nil {
 		return failed(what, err)
 	}
-	res := RollbackDryRunResult{DryRun: true, Index: cc.Proposal, Diff: []DiffEntry{}}
-	for _, ch := range d.Changes {
-		e := DiffEntry{Path: ch.Path}
-		if !ch.Deleted && ch.Value != nil {
-			e.Old = ch.Value
-		}
-		if !ch.PreviousDeleted && ch.PreviousValue != nil {
-			e.New = ch.PreviousValue
-		}
-		if (e.Old == nil && e.New == nil) || (e.Old != nil && e.New != nil && leaves.Equal(e.Old.TV, e.New.TV)) {
-			continue
-		}
-		res.Diff = append(res.Diff, e)
-	}
+	res := RollbackDryRunResult{DryRun: true, Index: cc.Proposal, Diff: changesDiff(d.Changes, true)}
 	res.Unchanged = len(res.Diff) == 0
 	if o.json() {
 		return o.printJSON(res)
