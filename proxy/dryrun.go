@@ -44,7 +44,8 @@ func dryRunError(err error) error {
 	if errors.Is(err, leaves.ErrNotInSchema) {
 		code = codes.NotFound
 	}
-	return status.Errorf(code, "%v: the device would refuse this Set (dry run against the device's YANG, --yang; nothing was journaled)", err)
+	st := status.Newf(code, "%v: the device would refuse this Set (dry run against the device's YANG, --yang; nothing was journaled)", err)
+	return withErrorInfo(st, ReasonDeviceWouldRefuse).Err()
 }
 
 // dryRunRollback answers a rollback Set carrying the extension's dry_run:

@@ -464,6 +464,9 @@ const (
 	// ReasonDeviceUnreachable: the sidecar is up but its device is not
 	// connected (UNAVAILABLE).
 	ReasonDeviceUnreachable = "DEVICE_UNREACHABLE"
+	// ReasonDeviceWouldRefuse: a dry run found that the device would refuse
+	// the Set, checking it against the device's YANG.
+	ReasonDeviceWouldRefuse = "DEVICE_WOULD_REFUSE"
 )
 
 // withErrorInfo returns st with an ErrorInfo detail of reason.

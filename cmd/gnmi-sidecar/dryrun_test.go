@@ -147,10 +147,10 @@ func TestOpsSetDryRunSchema(t *testing.T) {
 		code int
 		msg  string
 	}{
-		{"a string for mtu", []string{"--update", `/interfaces/interface[name=eth0]/config/mtu="abc"`}, exitFailed, `"abc" is a string, not a number`},
-		{"mtu out of range", []string{"--update", `/interfaces/interface[name=eth0]/config/mtu=70000`}, exitFailed, "out of its range"},
-		{"an unknown leaf", []string{"--update", `/system/config/no-such-leaf="x"`}, exitNotFound, `no node "no-such-leaf"`},
-		{"an unknown member", []string{"--update", `/system/config={"no-such-leaf":"x"}`}, exitFailed, `member "no-such-leaf"`},
+		{"a string for mtu", []string{"--update", `/interfaces/interface[name=eth0]/config/mtu="abc"`}, exitDeviceRefused, `"abc" is a string, not a number`},
+		{"mtu out of range", []string{"--update", `/interfaces/interface[name=eth0]/config/mtu=70000`}, exitDeviceRefused, "out of its range"},
+		{"an unknown leaf", []string{"--update", `/system/config/no-such-leaf="x"`}, exitDeviceRefused, `no node "no-such-leaf"`},
+		{"an unknown member", []string{"--update", `/system/config={"no-such-leaf":"x"}`}, exitDeviceRefused, `member "no-such-leaf"`},
 		{"valid", []string{"--update", `/interfaces/interface[name=eth0]/config={"mtu":9000,"description":"x"}`}, 0, ""},
 	} {
 		t.Run(tt.name, func(t *testing.T) {

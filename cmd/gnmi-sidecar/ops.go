@@ -138,8 +138,13 @@ func exitCodeOf(err error) int {
 	}
 	if st, ok := status.FromError(err); ok {
 		for _, d := range st.Details() {
-			if info, ok := d.(*errdetails.ErrorInfo); ok && info.GetDomain() == proxy.ErrorDomain && info.GetReason() == proxy.ReasonDeviceUnreachable {
+			info, ok := d.(*errdetails.ErrorInfo)
+			switch {
+			case !ok || info.GetDomain() != proxy.ErrorDomain:
+			case info.GetReason() == proxy.ReasonDeviceUnreachable:
 				return exitDeviceUnreachable
+			case info.GetReason() == proxy.ReasonDeviceWouldRefuse:
+				return exitDeviceRefused
 			}
 		}
 	}
@@ -521,7 +526,9 @@ func newJournalListCommand(o *ops) *cobra.Command {
 		Long: `list prints the newest --limit proposals (0: all the journal keeps), oldest
 first, one row each: INDEX, PHASE, COMMIT and APPLY (the statuses of the
 change, or of its rollback once the phase is ROLLBACK), PROPOSED (UTC),
-AUTHOR (who sent the Set: certificate subject, username or address), OPS
+AUTHOR (who sent the Set: certificate subject, username or host), ROLLED
+BACK BY (who asked for its rollback, or cancelled its commit-confirmed;
+"-" for the sidecar's own: an expired commit-confirmed), OPS
 (operations of the Set), COMMENT (its comment, cut) and ERROR. With
 --failed, only those among
 them whose change did not take effect (commit or apply FAILED or ABORTED:
@@ -560,11 +567,15 @@ func printJournalList(w io.Writer, l *JournalList) error {
 		return err
 	}
 	tw := newTable(w)
-	fmt.Fprintln(tw, "INDEX\tPHASE\tCOMMIT\tAPPLY\tPROPOSED\tAUTHOR\tOPS\tCOMMENT\tERROR")
+	fmt.Fprintln(tw, "INDEX\tPHASE\tCOMMIT\tAPPLY\tPROPOSED\tAUTHOR\tROLLED BACK BY\tOPS\tCOMMENT\tERROR")
 	for _, p := range l.Proposals {
 		commit, apply := p.Statuses()
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%d\t%s\t%s\n", p.Index, p.Phase, commit, apply,
-			fmtTime(p.Proposed), orDash(truncate(p.Author, maxAuthorWidth)), p.Operations,
+		rolledBackBy := ""
+		if p.Phase == "ROLLBACK" {
+			rolledBackBy = truncate(p.RollbackAuthor, maxAuthorWidth)
+		}
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t%s\t%s\n", p.Index, p.Phase, commit, apply,
+			fmtTime(p.Proposed), orDash(truncate(p.Author, maxAuthorWidth)), orDash(rolledBackBy), p.Operations,
 			orDash(truncate(p.Comment, maxCommentWidth)), truncate(p.Error(), maxErrorWidth))
 	}
 	return tw.Flush()

@@ -217,9 +217,9 @@ func TestOpsJournalList(t *testing.T) {
 			var got []string
 			for _, r := range rows {
 				got = append(got, r[0])
-				// INDEX PHASE COMMIT APPLY PROPOSED AUTHOR OPS COMMENT (no ERROR)
-				if len(r) != 8 || r[1] != "CHANGE" || r[2] != "COMPLETE" || r[3] != "COMPLETE" || !rfc3339UTC.MatchString(r[4]) ||
-					r[5] != "127.0.0.1" || r[6] != "1" || r[7] != "-" {
+				// INDEX PHASE COMMIT APPLY PROPOSED AUTHOR ROLLED-BACK-BY OPS COMMENT (no ERROR)
+				if len(r) != 9 || r[1] != "CHANGE" || r[2] != "COMPLETE" || r[3] != "COMPLETE" || !rfc3339UTC.MatchString(r[4]) ||
+					r[5] != "127.0.0.1" || r[6] != "-" || r[7] != "1" || r[8] != "-" {
 					t.Errorf("row %q: want INDEX CHANGE COMPLETE COMPLETE <UTC time> <client address> 1 -", r)
 				}
 			}
