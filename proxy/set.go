@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime/trace"
+	"strings"
 	"time"
 	"unicode/utf8"
 
@@ -782,6 +783,17 @@ func statusOf(s journal.Status) sidecarpb.Status {
 	return sidecarpb.Status(s)
 }
 
+// plainly is err's message as a person reads it: without the package's
+// "journal: " prefix or the category the gRPC code says already
+// (sentinel's text at the end: "...: not found").
+func plainly(err, sentinel error) string {
+	msg := strings.TrimPrefix(err.Error(), "journal: ")
+	if sentinel != nil {
+		msg = strings.TrimSuffix(msg, ": "+sentinel.Error())
+	}
+	return msg
+}
+
 // JournalError maps an error of the journal or the agent to the gRPC
 // status a client gets for it.
 func JournalError(err error) error {
@@ -799,14 +811,16 @@ func JournalError(err error) error {
 		return status.Error(codes.FailedPrecondition, value.Error())
 	case errors.As(err, &value):
 		return status.Error(codes.InvalidArgument, value.Error())
-	case errors.Is(err, journal.ErrGuard), errors.Is(err, journal.ErrCompacted):
-		return status.Error(codes.FailedPrecondition, err.Error())
+	case errors.Is(err, journal.ErrGuard):
+		return status.Error(codes.FailedPrecondition, plainly(err, journal.ErrGuard))
+	case errors.Is(err, journal.ErrCompacted):
+		return status.Error(codes.FailedPrecondition, plainly(err, nil))
 	case errors.Is(err, journal.ErrNotFound):
-		return status.Error(codes.NotFound, err.Error())
+		return status.Error(codes.NotFound, plainly(err, journal.ErrNotFound))
 	case errors.Is(err, journal.ErrExists):
-		return status.Error(codes.AlreadyExists, err.Error())
+		return status.Error(codes.AlreadyExists, plainly(err, journal.ErrExists))
 	case errors.Is(err, journal.ErrInvalid):
-		return status.Error(codes.InvalidArgument, err.Error())
+		return status.Error(codes.InvalidArgument, plainly(err, journal.ErrInvalid))
 	case errors.Is(err, journal.ErrTooLarge):
 		return status.Error(codes.ResourceExhausted, err.Error())
 	// The journal's disk: the sidecar's log says which directory and why.

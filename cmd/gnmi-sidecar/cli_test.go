@@ -28,7 +28,7 @@ func TestCommandLine(t *testing.T) {
 		{args: []string{"help", "exit-codes"}, stdout: []string{"Exit codes:", "3  the sidecar could not be reached", "6  differences found"}},
 		{args: []string{"status", "--help"}, stdout: []string{"Exit codes: gnmi-sidecar help exit-codes."}},
 		{args: []string{"statuss"}, code: exitUsage, stderr: []string{`unknown command "statuss"`, `did you mean "status"?`}},
-		{args: []string{"serve"}, code: exitUsage, stderr: []string{"serve: --target is required"}},
+		{args: []string{"serve"}, code: exitUsage, stderr: []string{"serve: --target (or --device-address) is required"}},
 		{args: []string{"serve", "--bogus"}, code: exitUsage, stderr: []string{"serve: unknown flag: --bogus", "gnmi-sidecar serve --help"}},
 		{args: []string{"version", "extra"}, code: exitUsage, stderr: []string{"version"}},
 	} {
@@ -212,5 +212,17 @@ func TestServeDeviceAddress(t *testing.T) {
 	}
 	if got := cmd.Flags().Lookup("target").Value.String(); got != "10.0.0.1:57400" {
 		t.Errorf("--device-address 10.0.0.1:57400: target %q", got)
+	}
+}
+
+// TestPlainErrors: the sidecar's refusals read as sentences, without the
+// journal package's wording.
+func TestPlainErrors(t *testing.T) {
+	s := sidecartest.Start(t, sidecartest.Options{})
+	mustOps(t, s.Addr, "set", "--update", `/system/config/hostname="a"`)
+	r := runOpsAt(t, s.Addr, "rollback", "--to", "nosuch")
+	r.wantCode(t, exitNotFound, `no tag "nosuch"`)
+	if strings.Contains(r.stderr, "journal: ") || strings.HasSuffix(strings.TrimSpace(r.stderr), ": not found") {
+		t.Errorf("stderr %q: the journal package's wording", r.stderr)
 	}
 }
