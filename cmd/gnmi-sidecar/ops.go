@@ -58,8 +58,10 @@ const exitCodesHelp = `Exit codes:
   0  success
   1  the sidecar refused or failed the operation (any other gRPC error)
   2  bad command line (unknown command or flag, bad index, bad duration)
-  3  the sidecar could not be reached or timed out (UNAVAILABLE, DEADLINE_EXCEEDED);
-     drift, diff and status: the device's configuration cannot be read
+  3  the sidecar could not be reached or timed out (UNAVAILABLE, DEADLINE_EXCEEDED):
+     nothing listens, the name does not resolve, TLS does not match, or what
+     answers is not a gnmi-sidecar; drift, diff and status: the device's
+     configuration cannot be read
   4  not found (NOT_FOUND: no such proposal or tag, nothing to roll back)
   5  precondition failed (FAILED_PRECONDITION: nothing to confirm, a newer change
      must be rolled back first, ...)
