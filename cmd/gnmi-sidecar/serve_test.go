@@ -44,7 +44,7 @@ func TestServeRefusesBadStartUp(t *testing.T) {
 		args []string
 		want string
 	}{
-		{"no target", []string{"--journal-dir", t.TempDir()}, "--target is required"},
+		{"no target", []string{"--journal-dir", t.TempDir()}, "--target (or --device-address) is required"},
 		{"journal in use", []string{"--target", "127.0.0.1:1", "--journal-dir", locked, "--listen", "127.0.0.1:0"}, "is in use by another gnmi-sidecar"},
 		{"bad log level", []string{"--target", "127.0.0.1:1", "--log-level", "loud"}, "--log-level"},
 		{"bad log format", []string{"--target", "127.0.0.1:1", "--log-format", "xml"}, "--log-format"},
