@@ -242,6 +242,20 @@ func appliedList(t testing.TB, j *Journal) []string {
 	return out
 }
 
+// appliedByIndexList renders the applied values in the order a re-push
+// sends them (ScanAppliedByIndex).
+func appliedByIndexList(t testing.TB, j *Journal) []string {
+	t.Helper()
+	var out []string
+	if err := j.ScanAppliedByIndex(context.Background(), func(pv *PathValue) error {
+		out = append(out, render(pv))
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
 func committedAtList(t testing.TB, j *Journal, at int64, prefix *gnmi.Path) ([]string, error) {
 	t.Helper()
 	var out []string

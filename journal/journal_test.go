@@ -845,13 +845,7 @@ func TestRetentionDropsTombstonesNoLongerNeeded(t *testing.T) {
 	if got := appliedList(t, j); !slices.Equal(got, want) {
 		t.Fatalf("applied after compaction:\n got %v\nwant %v", got, want)
 	}
-	var order []string
-	if err := j.ScanAppliedByIndex(ctx, func(pv *PathValue) error {
-		order = append(order, render(pv))
-		return nil
-	}); err != nil {
-		t.Fatal(err)
-	}
+	order := appliedByIndexList(t, j)
 	wantOrder := []string{
 		"/a=a b c@1", "/a/b=deleted@2", `/l=[{"k":1,"v":1}]@4`, "/l[k=1]/v=deleted@5",
 		"/q/s=1@7", "/m/b=1@9", "/y=deleted@10", "/z=2@10", "/w=1@11",
@@ -916,13 +910,7 @@ func TestScanAppliedByIndex(t *testing.T) {
 	applyChange(t, j, term, update(t, "/b", "1", "/a", `{"x":1,"y":1}`))
 	applyChange(t, j, term, update(t, "/a/x", "2"))
 	applyChange(t, j, term, update(t, "/b", "3"))
-	var got []string
-	if err := j.ScanAppliedByIndex(context.Background(), func(pv *PathValue) error {
-		got = append(got, render(pv))
-		return nil
-	}); err != nil {
-		t.Fatal(err)
-	}
+	got := appliedByIndexList(t, j)
 	want := []string{"/a/y=1@1", "/a/x=2@2", "/b=3@3"}
 	if !slices.Equal(got, want) {
 		t.Fatalf("got %v, want %v", got, want)

@@ -120,13 +120,7 @@ func TestOriginOneLeaf(t *testing.T) {
 			if got := appliedList(t, j); !slices.Equal(got, sortedWant) {
 				t.Fatalf("applied:\n got %v\nwant %v", got, sortedWant)
 			}
-			var pushed []string
-			if err := j.ScanAppliedByIndex(ctx, func(pv *PathValue) error {
-				pushed = append(pushed, render(pv))
-				return nil
-			}); err != nil {
-				t.Fatal(err)
-			}
+			pushed := appliedByIndexList(t, j)
 			if !sameSet(pushed, tt.want) {
 				t.Errorf("re-push sends %v, want each of %v once", pushed, tt.want)
 			}

@@ -438,13 +438,7 @@ func TestUpgradeFormat4Origins(t *testing.T) {
 			if got := appliedList(t, j); !slices.Equal(got, want) {
 				t.Fatalf("applied after the upgrade:\n got %v\nwant %v", got, want)
 			}
-			var pushed []string
-			if err := j.ScanAppliedByIndex(ctx, func(pv *PathValue) error {
-				pushed = append(pushed, render(pv))
-				return nil
-			}); err != nil {
-				t.Fatal(err)
-			}
+			pushed := appliedByIndexList(t, j)
 			if !slices.Equal(pushed, []string{want[2], want[3], want[0], want[1]}) {
 				t.Errorf("re-push after the upgrade: %v", pushed)
 			}
