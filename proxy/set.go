@@ -479,7 +479,7 @@ func withErrorInfo(st *status.Status, reason string) *status.Status {
 }
 
 // maxDeadlineMargin bounds how much earlier than the client's deadline a
-// Set stops waiting (see beforeDeadline).
+// Set stops waiting (see waitContext).
 const maxDeadlineMargin = 200 * time.Millisecond
 
 // waitContext returns the context a Set waits with. It ends a little
@@ -488,14 +488,12 @@ const maxDeadlineMargin = 200 * time.Millisecond
 // and drops whatever the handler answers, and the client must learn that
 // its Set stays journaled. It also ends on StopWaiting.
 func (s *Server) waitContext(ctx context.Context) (context.Context, context.CancelFunc) {
-	var wctx context.Context
-	var cancel context.CancelFunc
-	if d, ok := ctx.Deadline(); ok {
-		wctx, cancel = context.WithDeadline(ctx, d.Add(-min(time.Until(d)/10, maxDeadlineMargin)))
-	} else {
-		wctx, cancel = context.WithCancel(ctx)
+	d, ok := ctx.Deadline()
+	if !ok {
+		return s.clientWaitContext(ctx)
 	}
-	stop := context.AfterFunc(s.waits, cancel)
+	early, cancel := context.WithDeadline(ctx, d.Add(-min(time.Until(d)/10, maxDeadlineMargin)))
+	wctx, stop := s.clientWaitContext(early)
 	return wctx, func() {
 		stop()
 		cancel()
