@@ -52,11 +52,7 @@ func (a *Agent) sendChanges(ctx context.Context, step Step, log *slog.Logger) er
 	region.End()
 	if err != nil {
 		log.Error("proposal cannot be sent", "err", err)
-		_, _, err = a.j.FailApply(ctx, step.Index, uint32(codes.Internal), err.Error())
-		if err == nil {
-			poke(a.commitWake) // the later committed proposals are re-based
-		}
-		return err
+		return a.failChange(ctx, s, step, status.New(codes.Internal, err.Error()), false, a.reached, log)
 	}
 	// A proposal sent before without an answer, or by an earlier run, may
 	// have reached the device.
