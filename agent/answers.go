@@ -165,14 +165,7 @@ func readPaths(values []*journal.PathValue) []*gpb.Path {
 			out = append(out, v.GetPath())
 		}
 	}
-	slices.SortFunc(out, func(x, y *gpb.Path) int { return slices.Compare(journal.PathKey(x), journal.PathKey(y)) })
-	kept := out[:0]
-	for _, p := range out {
-		if len(kept) == 0 || !journal.IsUnder(p, kept[len(kept)-1]) {
-			kept = append(kept, p)
-		}
-	}
-	return kept
+	return journal.Outermost(out)
 }
 
 // blame returns the proposal of ps, a batch the device refused with err,

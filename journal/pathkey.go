@@ -116,6 +116,20 @@ func (s subtree) contains(key []byte) bool {
 	return false
 }
 
+// Outermost sorts paths in key order and returns those not at or under
+// another (an equal path once): the subtrees that hold all of them. It
+// reuses paths' array.
+func Outermost(paths []*gnmi.Path) []*gnmi.Path {
+	slices.SortFunc(paths, func(a, b *gnmi.Path) int { return slices.Compare(PathKey(a), PathKey(b)) })
+	kept := paths[:0]
+	for _, p := range paths {
+		if len(kept) == 0 || !IsUnder(p, kept[len(kept)-1]) {
+			kept = append(kept, p)
+		}
+	}
+	return kept
+}
+
 // IsUnder reports whether child is parent or a descendant of it (a path
 // whose last element has no list keys covers all entries of that list).
 func IsUnder(child, parent *gnmi.Path) bool {

@@ -2,6 +2,7 @@ package journal
 
 import (
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 
@@ -87,4 +88,29 @@ func TestLongestPath(t *testing.T) {
 		t.Errorf("last index %d after the refused proposal, want %d", c.GetLastIndex(), i)
 	}
 	checkInvariants(t, j)
+}
+
+// TestOutermost: the subtrees that hold all the paths, none under another.
+func TestOutermost(t *testing.T) {
+	for _, tt := range []struct {
+		in, want []string
+	}{
+		{nil, nil},
+		{[]string{"/a/b"}, []string{"/a/b"}},
+		{[]string{"/a/b/c", "/x", "/a/b", "/a/b"}, []string{"/a/b", "/x"}},
+		{[]string{"/l[k=1]/v", "/l", "/l[k=2]"}, []string{"/l"}},
+		{[]string{"/l[k=1]/v", "/l[k=2]"}, []string{"/l[k=1]/v", "/l[k=2]"}},
+	} {
+		var in []*gnmi.Path
+		for _, s := range tt.in {
+			in = append(in, mustPath(t, s))
+		}
+		var got []string
+		for _, p := range Outermost(in) {
+			got = append(got, pathString(p))
+		}
+		if !slices.Equal(got, tt.want) {
+			t.Errorf("Outermost(%v) = %v, want %v", tt.in, got, tt.want)
+		}
+	}
 }

@@ -2,7 +2,6 @@ package proxy
 
 import (
 	"context"
-	"slices"
 
 	gpb "github.com/openconfig/gnmi/proto/gnmi"
 
@@ -56,17 +55,7 @@ func (s *Server) uncovered(ops []*journal.Op) []*gpb.Path {
 		}
 		out = append(out, entryScope(p))
 	}
-	if len(out) < 2 {
-		return out
-	}
-	slices.SortFunc(out, func(a, b *gpb.Path) int { return slices.Compare(journal.PathKey(a), journal.PathKey(b)) })
-	kept := out[:1]
-	for _, p := range out[1:] {
-		if !journal.IsUnder(p, kept[len(kept)-1]) {
-			kept = append(kept, p)
-		}
-	}
-	return kept
+	return journal.Outermost(out)
 }
 
 // entryScope returns p up to its first keyed element (a list entry), or p
