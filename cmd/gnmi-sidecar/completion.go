@@ -7,9 +7,6 @@ import (
 
 	gpb "github.com/openconfig/gnmi/proto/gnmi"
 	"github.com/spf13/cobra"
-	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials"
-	"google.golang.org/grpc/credentials/insecure"
 )
 
 // Shell completion (cobra's "completion" command: bash, zsh, fish,
@@ -28,15 +25,7 @@ func completeOutput(cmd *cobra.Command) {
 // ask calls f on the sidecar o's flags name, for a completion: nil on any
 // failure.
 func (o *ops) ask(f func(ctx context.Context, c gpb.GNMIClient) ([]string, error)) []string {
-	tlsCfg, err := o.cfg.tlsConfig()
-	if err != nil {
-		return nil
-	}
-	creds := insecure.NewCredentials()
-	if tlsCfg != nil {
-		creds = credentials.NewTLS(tlsCfg)
-	}
-	conn, err := grpc.NewClient(o.cfg.address, grpc.WithTransportCredentials(creds))
+	conn, err := o.dial()
 	if err != nil {
 		return nil
 	}

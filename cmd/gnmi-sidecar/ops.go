@@ -321,18 +321,9 @@ func (o *ops) run(cmd *cobra.Command, f func(ctx context.Context, c gpb.GNMIClie
 	if err := o.cfg.check(); err != nil {
 		return o.usage(cmd, err)
 	}
-	tlsCfg, err := o.cfg.tlsConfig()
+	conn, err := o.dial()
 	if err != nil {
 		return o.usage(cmd, err)
-	}
-	creds := insecure.NewCredentials()
-	if tlsCfg != nil {
-		creds = credentials.NewTLS(tlsCfg)
-	}
-	conn, err := grpc.NewClient(o.cfg.address, grpc.WithTransportCredentials(creds),
-		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(256<<20)))
-	if err != nil {
-		return o.usage(cmd, fmt.Errorf("--address %q: %w", o.cfg.address, err))
 	}
 	defer conn.Close()
 	ctx := cmd.Context()
@@ -361,6 +352,25 @@ func (o *ops) run(cmd *cobra.Command, f func(ctx context.Context, c gpb.GNMIClie
 	}
 	fmt.Fprintf(o.stderr, "gnmi-sidecar: %v\n", err)
 	return err
+}
+
+// dial makes the client connection to the sidecar the flags name (gRPC
+// connects lazily, at the first call).
+func (o *ops) dial() (*grpc.ClientConn, error) {
+	tlsCfg, err := o.cfg.tlsConfig()
+	if err != nil {
+		return nil, err
+	}
+	creds := insecure.NewCredentials()
+	if tlsCfg != nil {
+		creds = credentials.NewTLS(tlsCfg)
+	}
+	conn, err := grpc.NewClient(o.cfg.address, grpc.WithTransportCredentials(creds),
+		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(256<<20)))
+	if err != nil {
+		return nil, fmt.Errorf("--address %q: %w", o.cfg.address, err)
+	}
+	return conn, nil
 }
 
 // printJSON writes v as one indented JSON document.
