@@ -22,6 +22,7 @@ import (
 
 	gpb "github.com/openconfig/gnmi/proto/gnmi"
 	"github.com/openconfig/gnmi/proto/gnmi_ext"
+	"github.com/openconfig/ygot/ygot"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 	terminal "golang.org/x/term"
@@ -35,6 +36,7 @@ import (
 	"google.golang.org/protobuf/types/known/durationpb"
 
 	"github.com/gnmi-sidecar/gnmi-sidecar/client"
+	"github.com/gnmi-sidecar/gnmi-sidecar/journal"
 	"github.com/gnmi-sidecar/gnmi-sidecar/leaves"
 	"github.com/gnmi-sidecar/gnmi-sidecar/proxy"
 	"github.com/gnmi-sidecar/gnmi-sidecar/proxy/sidecarpb"
@@ -1385,16 +1387,19 @@ type ResolveTarget struct {
 // is journaled or pushed.
 func (o *ops) resolveDryRun(ctx context.Context, c gpb.GNMIClient, action string, paths []string, all bool) error {
 	what := "resolve " + action + " --dry-run"
+	scopes := make([]*gpb.Path, 0, len(paths))
+	for _, p := range paths {
+		gp, err := ygot.StringToStructuredPath(p)
+		if err != nil {
+			return &exitError{code: exitUsage, err: fmt.Errorf("%s: path %q: %w", what, p, err)}
+		}
+		scopes = append(scopes, gp)
+	}
+	// At or under one of the paths, as the sidecar selects them
+	// (journal.SelectOutOfSync).
 	under := func(p string) bool {
-		if len(paths) == 0 {
-			return true
-		}
-		for _, q := range paths {
-			if p == q || strings.HasPrefix(p, strings.TrimSuffix(q, "/")+"/") {
-				return true
-			}
-		}
-		return false
+		gp, err := ygot.StringToStructuredPath(p)
+		return len(scopes) == 0 || err == nil && slices.ContainsFunc(scopes, func(s *gpb.Path) bool { return journal.IsUnder(gp, s) })
 	}
 	res := ResolveDryRun{DryRun: true, Action: action, Paths: []ResolveTarget{}}
 	var verb string

@@ -96,6 +96,18 @@ func TestRefusedRollbackAndRepushDoNotBlock(t *testing.T) {
 		t.Errorf("status does not name the out-of-sync path:\n%s", text)
 	}
 
+	// A dry run of the retry names it, selected as the sidecar selects
+	// (a list path covers its entries), and does nothing.
+	if out := mustOps(t, s.sidecar.addr, "resolve", "retry", "/interfaces/interface", "--dry-run"); !strings.Contains(out, eth0+": ") {
+		t.Errorf("resolve retry --dry-run /interfaces/interface:\n%s", out)
+	}
+	if out := mustOps(t, s.sidecar.addr, "resolve", "retry", "/system", "--dry-run"); !strings.Contains(out, "nothing to do") {
+		t.Errorf("resolve retry --dry-run /system:\n%s", out)
+	}
+	if got := outOfSyncPaths(t, s.sidecar.addr); !slices.Equal(got, []string{eth0}) {
+		t.Fatalf("out of sync after the dry run: %v, want [%s]", got, eth0)
+	}
+
 	// A retry while the device still refuses it leaves it out of sync.
 	runOpsAt(t, s.sidecar.addr, "resolve", "retry").wantCode(t, exitFailed, "1 paths still out of sync")
 
