@@ -42,17 +42,13 @@ func (s *Server) resolve(ctx context.Context, r *sidecarpb.Resolve, by journal.S
 	case sidecarpb.Resolve_ACTION_SKIP:
 		res, err = s.skip(ctx, paths, by)
 	case sidecarpb.Resolve_ACTION_ADOPT:
-		if len(paths) == 0 {
-			return nil, status.Error(codes.InvalidArgument, "resolve adopt: name the paths whose device values the journal takes")
-		}
 		res, err = s.adopt(ctx, "ADOPT", paths, by, paths)
 	case sidecarpb.Resolve_ACTION_REVERT:
-		if len(paths) == 0 {
-			return nil, status.Error(codes.InvalidArgument, "resolve revert: name the paths to put the journal's values back at (gnmi-sidecar drift lists the drifted ones)")
-		}
 		res, err = s.revert(ctx, paths, author)
 	default:
-		return nil, status.Errorf(codes.InvalidArgument, "resolve: unknown action %v (RETRY, SKIP, ADOPT or REVERT)", r.GetAction())
+		// checkRequest refused every other action, and an ADOPT or REVERT
+		// without paths, before anything was journaled.
+		return nil, status.Errorf(codes.Internal, "resolve: action %v passed the request checks", r.GetAction())
 	}
 	if err != nil {
 		if _, ok := status.FromError(err); ok {
