@@ -431,6 +431,31 @@ func (j *Journal) learnFromDevice(updates []*gnmi.Update) []leaves.List {
 	return learned
 }
 
+// deviceUnitValues decomposes the device's configuration as read
+// (updates, full paths) leaf by leaf: its units' values by key (the
+// markers of list entries included, those of containers not), and the
+// keys in order.
+func (j *Journal) deviceUnitValues(updates []*gnmi.Update) (map[string]*gnmi.TypedValue, []string, error) {
+	units := make(map[string]*gnmi.TypedValue)
+	var keys []string
+	if len(updates) == 0 {
+		return units, keys, nil
+	}
+	clean, _, err := j.deviceOps(updates)
+	if err != nil {
+		return nil, nil, err
+	}
+	for u := range deviceUnits(clean) {
+		k := string(PathKey(u.GetPath()))
+		if _, ok := units[k]; !ok {
+			keys = append(keys, k)
+		}
+		units[k] = u.GetValue()
+	}
+	slices.Sort(keys)
+	return units, keys, nil
+}
+
 // DeviceConfig is the device's configuration as read, leaf by leaf, for
 // telling which applied values a re-push need not send (Skip).
 type DeviceConfig struct {
@@ -446,25 +471,14 @@ type DeviceConfig struct {
 // full paths, from a read of every read scope) leaf by leaf, and compares
 // it with the applied values' tombstones.
 func (j *Journal) ReadDeviceConfig(ctx context.Context, updates []*gnmi.Update) (*DeviceConfig, error) {
-	d := &DeviceConfig{j: j, units: make(map[string]*gnmi.TypedValue), sent: make(map[string]bool)}
-	var keys []string // of units, sorted
-	if len(updates) > 0 {
-		clean, _, err := j.deviceOps(updates)
-		if err != nil {
-			return nil, err
-		}
-		for u := range deviceUnits(clean) {
-			k := string(PathKey(u.GetPath()))
-			if _, ok := d.units[k]; !ok {
-				keys = append(keys, k)
-			}
-			d.units[k] = u.GetValue()
-		}
-		slices.Sort(keys)
+	units, keys, err := j.deviceUnitValues(updates)
+	if err != nil {
+		return nil, err
 	}
+	d := &DeviceConfig{j: j, units: units, sent: make(map[string]bool)}
 	live := make(map[string]bool)
 	var tombstones []*PathValue
-	err := j.view(ctx, func(txn *badger.Txn) error {
+	err = j.view(ctx, func(txn *badger.Txn) error {
 		return iteratePrefix(txn, nsApplied, func(key, val []byte) error {
 			pv := &PathValue{}
 			if err := proto.Unmarshal(val, pv); err != nil {

@@ -22,21 +22,9 @@ import (
 // atomic, so a device that holds only part of what it writes did not
 // apply it (docs/agent.md, "Answers").
 func (j *Journal) DeviceHolds(updates []*gnmi.Update, values []*PathValue) (bool, error) {
-	units := make(map[string]*gnmi.TypedValue)
-	var keys []string // of units, sorted
-	if len(updates) > 0 {
-		clean, _, err := j.deviceOps(updates)
-		if err != nil {
-			return false, err
-		}
-		for u := range deviceUnits(clean) {
-			k := string(PathKey(u.GetPath()))
-			if _, ok := units[k]; !ok {
-				keys = append(keys, k)
-			}
-			units[k] = u.GetValue()
-		}
-		slices.Sort(keys)
+	units, keys, err := j.deviceUnitValues(updates)
+	if err != nil {
+		return false, err
 	}
 	// last: the value written last at each path, by key; deletes: the
 	// positions of the deletes, in write order.
