@@ -546,11 +546,11 @@ func parseOriginPath(s, notInOrigin string) (p *gpb.Path, ok bool, err error) {
 
 // SyncFromState is what `sync-from -o json` prints.
 type SyncFromState struct {
-	FirstIndex uint64   `json:"first-index"`
-	LastIndex  uint64   `json:"last-index"`
+	FirstIndex uint64   `json:"first_index"`
+	LastIndex  uint64   `json:"last_index"`
 	Units      uint64   `json:"units"`
 	Scopes     []string `json:"scopes"`
-	ReadMillis float64  `json:"read-ms"`
+	ReadMillis float64  `json:"read_ms"`
 }
 
 func newSyncFromCommand(stdout, stderr io.Writer) *cobra.Command {
