@@ -327,12 +327,9 @@ func (j *Journal) ProposeBaseline(ctx context.Context, by Sender, scopes []*gnmi
 	by.emptyOK, by.Read = true, nil
 	return j.propose(ctx, by, ops, "a commit-confirmed is outstanding", "confirm or cancel it first, or wait for its rollback",
 		func(w *writeTxn, p *Proposal) error {
-			c, err := w.configuration()
-			if err != nil {
+			if err := w.markAdopted(p); err != nil {
 				return err
 			}
-			p.Change.Adopted = true
-			p.Change.AdoptedTerm = c.GetApplied().GetTerm()
 			p.Change.Baseline = true
 			p.Change.FinalChunk = part.Final
 			p.Change.BaselineFirst = part.First

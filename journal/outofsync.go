@@ -161,14 +161,23 @@ func (w *writeTxn) dropOutOfSync(c *Configuration, rec *OutOfSync) error {
 func (j *Journal) ProposeAdoption(ctx context.Context, by Sender, ops []*Op, then ...func(*Tx) error) (*Proposal, error) {
 	return j.propose(ctx, by, ops, "a commit-confirmed is outstanding", "confirm or cancel it first, or wait for its rollback",
 		func(w *writeTxn, p *Proposal) error {
-			c, err := w.configuration()
-			if err != nil {
+			if err := w.markAdopted(p); err != nil {
 				return err
 			}
-			p.Change.Adopted = true
-			p.Change.AdoptedTerm = c.GetApplied().GetTerm()
 			return w.put(proposalKey(p.GetIndex()), p)
 		}, then)
+}
+
+// markAdopted marks p's change as the device's values, read under the
+// applied term: applied without a device Set while that term lasts.
+func (w *writeTxn) markAdopted(p *Proposal) error {
+	c, err := w.configuration()
+	if err != nil {
+		return err
+	}
+	p.Change.Adopted = true
+	p.Change.AdoptedTerm = c.GetApplied().GetTerm()
+	return nil
 }
 
 // FailApplyRollback records the device's definitive refusal of proposal
