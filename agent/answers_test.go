@@ -115,32 +115,47 @@ func TestRetryCodesForAcknowledgedChanges(t *testing.T) {
 
 // A Set the device hangs on is in doubt once its time is up: the device is
 // read back, not sent the Set again; not applied, it fails, and the next
-// change goes on the same session.
+// change goes on the same session. The read back takes the device's way of
+// being read: a device that refuses Get of CONFIG, every Get, or
+// JSON_IETF is read otherwise (devread's fallbacks).
 func TestHungSetIsReadBackNotResent(t *testing.T) {
-	r := newRig(t, testbed.Options{}, agent.Options{ApplyTimeout: 500 * time.Millisecond})
-	r.waitQuiescent()
-	term, sets := r.a.Status().Term, r.dev.SetCount()
-	r.dev.HangNextSet()
-	i := r.propose(updateOp(t, descPath("eth0"), str("hung")))
-	p := r.waitApplied(i)
-	if got := p.GetChange().GetApply(); got != journal.StatusFailed {
-		t.Fatalf("apply = %v, want FAILED (read back: not applied)", got)
+	for _, tc := range []struct {
+		name string
+		dev  testbed.Options
+	}{
+		{"reads answered", testbed.Options{}},
+		{"Get CONFIG refused", testbed.Options{RefuseGetConfig: true}},
+		{"every Get refused", testbed.Options{RefuseGet: true}},
+		{"JSON_IETF refused", testbed.Options{RefuseEncodings: map[gpb.Encoding]codes.Code{gpb.Encoding_JSON_IETF: codes.Unimplemented}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := newRig(t, tc.dev, agent.Options{ApplyTimeout: 500 * time.Millisecond})
+			r.waitQuiescent()
+			term, sets := r.a.Status().Term, r.dev.SetCount()
+			r.dev.HangNextSet()
+			i := r.propose(updateOp(t, descPath("eth0"), str("hung")))
+			p := r.waitApplied(i)
+			if got := p.GetChange().GetApply(); got != journal.StatusFailed {
+				t.Fatalf("apply = %v, want FAILED (read back: not applied)", got)
+			}
+			if got := codes.Code(p.GetChange().GetError().GetCode()); got != codes.DeadlineExceeded {
+				t.Errorf("recorded code %v, want DeadlineExceeded", got)
+			}
+			if n := r.dev.SetCount() - sets; n != 1 {
+				t.Errorf("the device received the hung Set %d times, want once", n)
+			}
+			next := r.propose(updateOp(t, descPath("eth0"), str("next")))
+			if got := r.waitApplied(next).GetChange().GetApply(); got != journal.StatusComplete {
+				t.Fatalf("the next change: apply %v", got)
+			}
+			if now := r.a.Status().Term; now != term {
+				t.Errorf("term %d, want the same session's %d", now, term)
+			}
+			wantLeaf(t, r, descPath("eth0"), str("next"))
+			r.waitQuiescent()
+			r.verify()
+		})
 	}
-	if got := codes.Code(p.GetChange().GetError().GetCode()); got != codes.DeadlineExceeded {
-		t.Errorf("recorded code %v, want DeadlineExceeded", got)
-	}
-	if n := r.dev.SetCount() - sets; n != 1 {
-		t.Errorf("the device received the hung Set %d times, want once", n)
-	}
-	next := r.propose(updateOp(t, descPath("eth0"), str("next")))
-	if got := r.waitApplied(next).GetChange().GetApply(); got != journal.StatusComplete {
-		t.Fatalf("the next change: apply %v", got)
-	}
-	if now := r.a.Status().Term; now != term {
-		t.Errorf("term %d, want the same session's %d", now, term)
-	}
-	r.waitQuiescent()
-	r.verify()
 }
 
 // A Set whose answer is in doubt but that the device applied (the answer
@@ -166,43 +181,6 @@ func TestInDoubtSetAppliedIsRecordedApplied(t *testing.T) {
 			wantLeaf(t, r, descPath("eth0"), str("applied"))
 			r.waitQuiescent()
 			r.verify()
-		})
-	}
-}
-
-// The read back takes the device's way of being read: a device that
-// refuses Get of CONFIG, or every Get, or JSON_IETF, is read otherwise
-// (devread's fallbacks), and the hung Set is still settled without being
-// sent again; the next change goes on the same session.
-func TestHungSetReadBackOnADeviceThatRefusesReads(t *testing.T) {
-	for _, tc := range []struct {
-		name string
-		dev  testbed.Options
-	}{
-		{"Get CONFIG refused", testbed.Options{RefuseGetConfig: true}},
-		{"every Get refused", testbed.Options{RefuseGet: true}},
-		{"JSON_IETF refused", testbed.Options{RefuseEncodings: map[gpb.Encoding]codes.Code{gpb.Encoding_JSON_IETF: codes.Unimplemented}}},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			r := newRig(t, tc.dev, agent.Options{ApplyTimeout: 500 * time.Millisecond})
-			r.waitQuiescent()
-			term, sets := r.a.Status().Term, r.dev.SetCount()
-			r.dev.HangNextSet()
-			i := r.propose(updateOp(t, descPath("eth0"), str("hung")))
-			if got := r.waitApplied(i).GetChange().GetApply(); got != journal.StatusFailed {
-				t.Fatalf("apply = %v, want FAILED (read back: not applied)", got)
-			}
-			if n := r.dev.SetCount() - sets; n != 1 {
-				t.Errorf("the device received the hung Set %d times, want once", n)
-			}
-			next := r.propose(updateOp(t, descPath("eth0"), str("next")))
-			if got := r.waitApplied(next).GetChange().GetApply(); got != journal.StatusComplete {
-				t.Fatalf("the next change: apply %v", got)
-			}
-			if now := r.a.Status().Term; now != term {
-				t.Errorf("term %d, want the same session's %d", now, term)
-			}
-			wantLeaf(t, r, descPath("eth0"), str("next"))
 		})
 	}
 }
