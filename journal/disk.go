@@ -109,6 +109,9 @@ const closeWait = 2 * time.Second
 // closeDB closes the database; that of a failed journal only if it closes
 // within closeWait, else it is abandoned to the process's exit.
 func (j *Journal) closeDB() error {
+	if j.db == nil {
+		return nil
+	}
 	if j.failure() == nil {
 		return j.db.Close()
 	}

@@ -70,15 +70,25 @@ type Options struct {
 	// 10,000); negative keeps all.
 	Retain int
 	// RetentionInterval is how often retention runs in the background
-	// (default 1 min). Compact runs it on demand.
+	// (default 1 min); it also runs as soon as the journal holds a tenth
+	// more proposals than Retain (retentionSlack). Compact runs it on
+	// demand.
 	RetentionInterval time.Duration
 	// GCInterval is how often Badger's value-log GC runs (default 5 min).
 	GCInterval time.Duration
-	// MemTableSize is Badger's memtable size (default 16 MiB, at least
-	// 1 MiB). It bounds one transaction to about 15 % of it, which bounds
-	// the number of paths one proposal may touch (about 20,000 at the
-	// default).
+	// MemTableSize is Badger's memtable size in steady state (default
+	// 2 MiB, at least 1 MiB). Badger allocates it up front as a Go heap
+	// arena and bounds one transaction to 15 % of it: about 700 paths of
+	// one proposal at 2 MiB. A transition larger than that is not refused:
+	// the writer reopens the database with a memtable large enough for it
+	// (up to MaxMemTableSize), commits it, and reopens at this size again
+	// (grow.go).
 	MemTableSize int64
+	// MaxMemTableSize is the largest memtable a transition may grow it to
+	// (default 1 GiB: a proposal of about 400,000 paths); a transition
+	// that does not fit in it fails with ErrTooLarge. At most
+	// MemTableSize: no growth.
+	MaxMemTableSize int64
 	// Logger receives Badger's warnings and errors and the journal's own
 	// background errors (default slog.Default()).
 	Logger *slog.Logger
@@ -87,7 +97,7 @@ type Options struct {
 	Clock func() time.Time
 	// MinFreeBytes is the free space the journal's filesystem must keep:
 	// below it every write is refused with ErrNoSpace (default 4 ×
-	// MemTableSize, 64 MiB; negative: no reserve). See disk.go.
+	// MemTableSize, 8 MiB; negative: no reserve; serve sets 64 MiB). See disk.go.
 	MinFreeBytes int64
 	// Schema is the device's YANG schema, for decomposing the values of
 	// proposals leaf by leaf (package leaves) and for upgrading a format-1
@@ -116,9 +126,13 @@ func (o Options) withDefaults() Options {
 		o.GCInterval = 5 * time.Minute
 	}
 	if o.MemTableSize <= 0 {
-		o.MemTableSize = 16 << 20
+		o.MemTableSize = 2 << 20
 	}
 	o.MemTableSize = max(o.MemTableSize, 1<<20)
+	if o.MaxMemTableSize == 0 {
+		o.MaxMemTableSize = 1 << 30
+	}
+	o.MaxMemTableSize = max(o.MaxMemTableSize, o.MemTableSize)
 	if o.MinFreeBytes == 0 {
 		o.MinFreeBytes = defaultMinFree * o.MemTableSize
 	}
@@ -132,32 +146,44 @@ func (o Options) withDefaults() Options {
 	return o
 }
 
-// badgerOptions sizes Badger for a sidecar: a few MiB of memtables and
-// caches instead of Badger's server defaults (64 MiB memtables ×5, 256 MiB
-// block cache). The memtable is the largest item left: Badger allocates
-// each one as a Go heap arena of about 1.3 × MemTableSize up front (21 MB at
-// the default); see "Memory" in docs/bench.md.
-func (o Options) badgerOptions(dir string) badger.Options {
-	return badger.DefaultOptions(dir).
+// badgerOptions sizes Badger for a sidecar, with memtables of memTable
+// bytes: a few MiB of memtables and caches instead of Badger's server
+// defaults (64 MiB memtables ×5, 256 MiB block cache). The memtable is the
+// largest item left: Badger allocates each one as a Go heap arena of about
+// 1.3 × its size up front (2.7 MB at the default 2 MiB); see "Memory" in
+// docs/bench.md.
+func (o Options) badgerOptions(dir string, memTable int64) badger.Options {
+	bopts := badger.DefaultOptions(dir).
 		WithSyncWrites(!o.NoSync).
-		// Bounds a transaction (ErrTooLarge); not shrunk below the documented default.
-		WithMemTableSize(o.MemTableSize).
+		// Sized for one device's steady traffic; a larger transition grows it
+		// for itself (grow.go).
+		WithMemTableSize(memTable).
 		// At most two full memtables queued for flush behind the mutable one, not five.
 		WithNumMemtables(2).
 		// Flush L0 to L1 early: a sidecar's writes are small and steady.
 		WithNumLevelZeroTables(2).
 		// Stall writes only well past the compaction trigger.
 		WithNumLevelZeroTablesStall(8).
-		// Small tables: compactions touch (and buffer) 2 MiB, not 64 MiB.
-		WithBaseTableSize(2 << 20).
+		// Small tables at every level: a compaction's table builders buffer
+		// their table on the heap (about twice its size), Badger runs several
+		// at once, and its pool of builders keeps up to 8 of them grown to
+		// the largest table they built. With Badger's defaults (2 MiB tables,
+		// twice as large a level down) the pool held 84 MB after 60,000 Sets.
+		WithBaseTableSize(1 << 20).
 		// L1 of 8 MiB: 100,000 leaves fit in a few levels.
 		WithBaseLevelSize(8 << 20).
 		// The minimum Badger accepts with compaction on (1 is refused).
 		WithNumCompactors(2).
-		// Reads are scans (re-push, history) that a cache does not help, and
-		// every cached block stays on the Go heap: 2 MiB instead of 8 saves
-		// about 13 MB of RSS with 100,000 leaves (BenchmarkRSS), Set p50 as before.
-		WithBlockCacheSize(2 << 20).
+		// No compression, so no block cache: a table's blocks are read in
+		// place from its mapped file. Compression made Badger's table
+		// builders keep a compressed copy of every block, and its pool
+		// keeps the builders: 165 MB of heap after 60,000 Sets against 45
+		// without ("Soak" in docs/bench.md). The journal takes more disk
+		// (about 4×; it holds the newest Options.Retain proposals) and less
+		// CPU. Tables written compressed before stay readable (each table's
+		// compression is in Badger's manifest).
+		WithCompression(options.None).
+		WithBlockCacheSize(0).
 		// Table indexes and blooms, capped (0 would keep every index on the heap).
 		WithIndexCacheSize(8 << 20).
 		// Value-log files of 16 MiB (mmapped, preallocated at twice that,
@@ -174,6 +200,8 @@ func (o Options) badgerOptions(dir string) badger.Options {
 		WithDetectConflicts(false). // one writer goroutine: no conflicts to detect
 		WithMetricsEnabled(false).  // the sidecar exports its own metrics
 		WithLogger(badgerLogger{o.Logger.With("component", "badger")})
+	bopts.TableSizeMultiplier = 1 // every level's tables as small (see WithBaseTableSize)
+	return bopts
 }
 
 // Journal is an open journal. All methods are safe for concurrent use.
@@ -186,8 +214,11 @@ type Journal struct {
 
 	mu     sync.RWMutex // guards closed against submit
 	closed bool
-	dbMu   sync.RWMutex // held by reads, so Close waits for them
-	queue  chan *request
+	dbMu   sync.RWMutex // held by reads, so Close and a reopen (grow.go) wait for them
+	// memTable is the open database's memtable size: Options.MemTableSize
+	// but while a large transition runs (grow.go). The writer's alone.
+	memTable int64
+	queue    chan *request
 
 	closing atomic.Bool
 	failed  atomic.Pointer[error] // set once by fail (disk.go)
@@ -214,8 +245,10 @@ type Journal struct {
 	tombstonesFrom atomic.Uint64
 
 	writerDone chan struct{}
-	stopBg     context.CancelFunc
-	bgDone     sync.WaitGroup
+	// retentionDue calls the background retention (callRetention).
+	retentionDue chan struct{}
+	stopBg       context.CancelFunc
+	bgDone       sync.WaitGroup
 }
 
 // Open opens (creating if needed) the journal in dir. A directory another
@@ -229,7 +262,7 @@ func Open(dir string, opts Options) (*Journal, error) {
 	if err != nil {
 		return nil, err
 	}
-	bopts := opts.badgerOptions(dir)
+	bopts := opts.badgerOptions(dir, opts.MemTableSize)
 	valueLog := hasValueLog(dir) // before Badger preallocates its next file
 	if err := verifyTables(dir, bopts); err != nil {
 		_ = lock.Close()
@@ -241,14 +274,16 @@ func Open(dir string, opts Options) (*Journal, error) {
 		return nil, fmt.Errorf("journal: open %s: %w", dir, namingFile(dir, err))
 	}
 	j := &Journal{
-		dir:        dir,
-		db:         db,
-		lock:       lock,
-		opts:       opts,
-		log:        opts.Logger.With("component", "journal", "dir", dir),
-		queue:      make(chan *request, 1024),
-		writerDone: make(chan struct{}),
-		keptLists:  make(map[string]int),
+		dir:          dir,
+		db:           db,
+		memTable:     opts.MemTableSize,
+		lock:         lock,
+		opts:         opts,
+		log:          opts.Logger.With("component", "journal", "dir", dir),
+		queue:        make(chan *request, 1024),
+		writerDone:   make(chan struct{}),
+		keptLists:    make(map[string]int),
+		retentionDue: make(chan struct{}, 1),
 	}
 	err = j.initialize()
 	if err == nil {
@@ -279,12 +314,55 @@ func Open(dir string, opts Options) (*Journal, error) {
 	j.stopBg = cancel
 	j.bgDone.Add(2)
 	go j.every(ctx, opts.GCInterval, j.runValueLogGC)
-	go j.every(ctx, opts.RetentionInterval, func(ctx context.Context) {
-		if _, err := j.Compact(ctx); err != nil && ctx.Err() == nil {
+	go j.retention(ctx)
+	return j, nil
+}
+
+// retention runs Compact every RetentionInterval, and whenever the writer
+// calls for it (callRetention) unless the last called run dropped nothing
+// (an unfinished proposal holds retention back): then calls wait for the
+// next interval.
+func (j *Journal) retention(ctx context.Context) {
+	defer j.bgDone.Done()
+	t := time.NewTicker(j.opts.RetentionInterval)
+	defer t.Stop()
+	held := false
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			held = false
+		case <-j.retentionDue:
+			if held {
+				continue
+			}
+		}
+		n, err := j.Compact(ctx)
+		if err != nil && ctx.Err() == nil {
 			j.log.Error("retention failed", "err", err)
 		}
-	})
-	return j, nil
+		held = n == 0
+	}
+}
+
+// retentionSlack is how many proposals beyond Options.Retain the journal
+// may hold before the writer calls for retention rather than waiting for
+// its interval: a tenth of Retain, so that under sustained Sets the
+// journal (and the file pages of it the process maps) stays within 10 %
+// of its retained size, and each run drops a bounded amount.
+func retentionSlack(retain int) uint64 { return uint64(max(retain/10, retentionSlice)) }
+
+// callRetention asks the background retention to run now if the
+// configuration c holds more than Retain + retentionSlack proposals.
+func (j *Journal) callRetention(c *Configuration) {
+	if j.opts.Retain < 0 || c.GetLastIndex() < c.GetFirstIndex()+uint64(j.opts.Retain)+retentionSlack(j.opts.Retain) {
+		return
+	}
+	select {
+	case j.retentionDue <- struct{}{}:
+	default: // already called
+	}
 }
 
 // lockDir takes an exclusive flock on dir/journal.lock, held until Close
@@ -403,7 +481,9 @@ func (j *Journal) every(ctx context.Context, interval time.Duration, fn func(con
 
 func (j *Journal) runValueLogGC(ctx context.Context) {
 	for ctx.Err() == nil && j.failure() == nil {
+		j.dbMu.RLock() // the writer may reopen the database (grow.go)
 		err := j.db.RunValueLogGC(0.5)
+		j.dbMu.RUnlock()
 		if err == nil {
 			continue // a file was rewritten; there may be more
 		}
@@ -534,6 +614,7 @@ func (j *Journal) writer() {
 		}
 		for len(taken) > 0 {
 			taken = taken[j.runBatch(taken):]
+			j.shrink()
 		}
 	}
 }
@@ -597,6 +678,14 @@ func (j *Journal) runBatch(batch []*request) int {
 		if err != nil && (w.wrote || errors.Is(err, badger.ErrTxnTooBig)) {
 			txn.Discard()
 			if k == 0 {
+				if errors.Is(err, badger.ErrTxnTooBig) && j.memTable < j.opts.MaxMemTableSize {
+					// Alone and too large for this memtable: grow it and try again.
+					if gerr := j.grow(); gerr != nil {
+						r.finish(fmt.Errorf("journal: %w", gerr))
+						return 1
+					}
+					return j.runBatch(batch[:1])
+				}
 				if errors.Is(err, badger.ErrTxnTooBig) {
 					err = fmt.Errorf("%w: %w", ErrTooLarge, err)
 				}
@@ -624,6 +713,7 @@ func (j *Journal) runBatch(batch []*request) int {
 	if w.hasHeads {
 		h := w.heads
 		j.heads.Store(&h)
+		j.callRetention(h.config)
 	} else {
 		j.forgetHeads() // this transaction worked without them: readers read Badger
 	}

@@ -1064,11 +1064,11 @@ func TestOpenRejectsForeignData(t *testing.T) {
 	}
 }
 
-// TestOversizedTransitionFailsAlone: a transition too big for one
-// transaction fails with Badger's ErrTxnTooBig, while the transitions
+// TestOversizedTransitionFailsAlone: a transition too big for the largest
+// memtable the journal may grow (here: no growth) fails with Badger's ErrTxnTooBig, while the transitions
 // batched with it succeed and the journal stays consistent.
 func TestOversizedTransitionFailsAlone(t *testing.T) {
-	j := openTest(t, "", Options{NoSync: true, MemTableSize: 1 << 20})
+	j := openTest(t, "", Options{NoSync: true, MemTableSize: 1 << 20, MaxMemTableSize: 1 << 20})
 	ctx := context.Background()
 	term := synced(t, j)
 	var huge []string
@@ -1129,7 +1129,7 @@ func TestOversizedTransitionFailsAlone(t *testing.T) {
 // request that fails after writing, or that overflows the transaction, is
 // rolled back alone; the requests around it are committed.
 func TestBatchIsolatesFailingRequest(t *testing.T) {
-	j := openTest(t, "", Options{NoSync: true, MemTableSize: 1 << 20})
+	j := openTest(t, "", Options{NoSync: true, MemTableSize: 1 << 20, MaxMemTableSize: 1 << 20})
 	mark := func(name string) func(w *writeTxn) error {
 		return func(w *writeTxn) error { return w.putEmpty([]byte("t/" + name)) }
 	}

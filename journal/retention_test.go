@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"testing"
+	"time"
 )
 
 // TestRetentionSlices runs many retention cycles with a small retention
@@ -78,5 +79,75 @@ func TestRetentionSlices(t *testing.T) {
 			}
 			checkInvariants(t, j)
 		})
+	}
+}
+
+// TestRetentionRunsWhenTheJournalOutgrowsIt: with an interval that never
+// comes, retention still runs once the journal holds retentionSlack more
+// proposals than Retain, and brings it back to Retain; and a proposal that
+// is not finished holds it back without making every later commit call it
+// in vain (it waits for the interval).
+func TestRetentionRunsWhenTheJournalOutgrowsIt(t *testing.T) {
+	const retain = 100
+	slices := make(chan sliceStats, 1024)
+	j := openTest(t, "", Options{NoSync: true, Retain: retain, RetentionInterval: time.Hour,
+		onSlice: func(st sliceStats) {
+			select {
+			case slices <- st:
+			default:
+			}
+		}})
+	ctx := context.Background()
+	term := synced(t, j)
+	slack := int(retentionSlack(retain))
+	for n := range retain + slack - 1 {
+		applyChange(t, j, term, update(t, "/a", fmt.Sprint(n)))
+	}
+	configuration := func() *Configuration {
+		c, err := j.Configuration(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	if c := configuration(); c.FirstIndex != 1 {
+		t.Fatalf("retention ran with %d proposals, below Retain + slack %d", c.LastIndex, retain+slack)
+	}
+	applyChange(t, j, term, update(t, "/a", "last"))
+	deadline := time.Now().Add(time.Minute)
+	for c := configuration(); c.LastIndex-c.FirstIndex+1 > retain; c = configuration() {
+		if time.Now().After(deadline) {
+			t.Fatalf("after a minute the journal still holds proposals %d…%d, want the newest %d", c.FirstIndex, c.LastIndex, retain)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+
+	// An unfinished proposal (proposed, never committed) holds retention
+	// back: the journal grows past Retain + slack, and retention, called
+	// once in vain, is not called again by every commit.
+	held, err := j.ProposeChange(ctx, []*Op{update(t, "/held", "x")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for len(slices) > 0 {
+		<-slices
+	}
+	for n := range 2 * slack {
+		if _, err := j.ProposeChange(ctx, []*Op{update(t, "/b", fmt.Sprint(n))}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := j.Update(ctx, func(*Tx) error { return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if c := configuration(); c.FirstIndex > held.Index {
+		t.Fatalf("retention dropped past the unfinished proposal %d: first %d", held.Index, c.FirstIndex)
+	}
+	// One called run drops what the held proposal does not hold back (two
+	// slices of 64 and an empty one), the next finds nothing to drop, and
+	// the calls after that wait for the interval; called by every commit,
+	// retention would run dozens of times.
+	if n := len(slices); n > 8 {
+		t.Fatalf("%d retention slices ran while an unfinished proposal held retention back, want a handful", n)
 	}
 }

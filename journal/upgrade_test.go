@@ -177,7 +177,7 @@ type format1 struct {
 func (f format1) write(t *testing.T) string {
 	t.Helper()
 	dir := t.TempDir()
-	db, err := badger.Open(Options{NoSync: true}.withDefaults().badgerOptions(dir))
+	db, err := badger.Open(Options{NoSync: true}.withDefaults().badgerOptions(dir, 4<<20))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -401,7 +401,7 @@ func TestUpgradeFormat4Origins(t *testing.T) {
 			clock := &fakeClock{}
 			writeFormat4(t, dir, clock)
 			if interrupted {
-				db, err := badger.Open(Options{NoSync: true}.withDefaults().badgerOptions(dir))
+				db, err := badger.Open(Options{NoSync: true}.withDefaults().badgerOptions(dir, 4<<20))
 				if err != nil {
 					t.Fatal(err)
 				}

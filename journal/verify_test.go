@@ -89,7 +89,7 @@ func TestOpenRefusesADamagedJournal(t *testing.T) {
 			copyDir(t, src, dir)
 			switch {
 			case tc.record != nil:
-				db, err := badger.Open(Options{}.withDefaults().badgerOptions(dir).WithLogger(nil))
+				db, err := badger.Open(Options{}.withDefaults().badgerOptions(dir, 4<<20).WithLogger(nil))
 				if err != nil {
 					t.Fatal(err)
 				}

@@ -39,6 +39,8 @@ type serveConfig struct {
 	journalMinFree        int64
 	memoryLimit           int64
 	memoryLimitGiven      bool // --memory-limit given (else $GOMEMLIMIT, if set, wins)
+	gcPercent             int
+	gcPercentGiven        bool // --gc-percent given (else $GOGC, if set, wins)
 	persistentDevice      bool
 	queueWhenDisconnected bool
 	maxRollbackDuration   time.Duration
@@ -79,6 +81,7 @@ func (c *serveConfig) addFlags(f *pflag.FlagSet) {
 	f.StringVar(&c.journalDir, "journal-dir", "./data", "directory of the journal (created if missing; one sidecar per directory)")
 	f.Int64Var(&c.journalMinFree, "journal-min-free", 64<<20, "bytes the journal's filesystem must keep free: below it Sets are refused with RESOURCE_EXHAUSTED, nothing journaled, until there is room (0: no reserve, and a full disk kills the sidecar)")
 	f.Int64Var(&c.memoryLimit, "memory-limit", defaultMemoryLimit, "a soft limit in bytes on the Go runtime's memory (debug.SetMemoryLimit): past it the garbage collector runs more often instead of letting the heap double; not a cap, the sidecar uses what it needs (0, the default: none, or $GOMEMLIMIT if set)")
+	f.IntVar(&c.gcPercent, "gc-percent", defaultGCPercent, "how far the Go heap may grow past what was live at the last garbage collection before the next, in percent (debug.SetGCPercent; $GOGC if set, unless this is given); lower keeps the RSS closer to what is in use for a little more CPU")
 	f.BoolVar(&c.persistentDevice, "persistent-device", false, "the device keeps its configuration across restarts: no re-push on reconnect")
 	f.BoolVar(&c.queueWhenDisconnected, "queue-when-disconnected", false, "journal SYNC Sets while the device is unreachable instead of refusing them with UNAVAILABLE")
 	f.DurationVar(&c.maxRollbackDuration, "max-rollback-duration", proxy.DefaultMaxRollbackDuration,
@@ -152,6 +155,7 @@ and are applied by the next run.`,
 				return err
 			}
 			cfg.memoryLimitGiven = cmd.Flags().Changed("memory-limit")
+			cfg.gcPercentGiven = cmd.Flags().Changed("gc-percent")
 			return serve(ctx, cfg, stdout, log, nil)
 		},
 	}
@@ -193,6 +197,7 @@ func serve(ctx context.Context, cfg serveConfig, stdout io.Writer, log *slog.Log
 	defer closeTrace()
 	sc.Stdout = stdout
 	defer setMemoryLimit(cfg, log)()
+	defer setGCPercent(cfg, log)()
 	s, err := sidecar.New(sc)
 	if err != nil {
 		return flagError(err)
@@ -256,6 +261,9 @@ func (cfg *serveConfig) checkedConfig(log *slog.Logger) (sidecar.Config, error) 
 	}
 	if cfg.memoryLimit < 0 {
 		return sidecar.Config{}, fmt.Errorf("--memory-limit %d: want a number of bytes, or 0", cfg.memoryLimit)
+	}
+	if cfg.gcPercent <= 0 {
+		return sidecar.Config{}, fmt.Errorf("--gc-percent %d: want a positive percentage (Go's own default is 100)", cfg.gcPercent)
 	}
 	if cfg.journalMinFree < 0 {
 		return sidecar.Config{}, fmt.Errorf("--journal-min-free %d: want a number of bytes, or 0", cfg.journalMinFree)
@@ -415,6 +423,27 @@ func parseCodes(names []string) ([]codes.Code, error) {
 // it needs makes the collector run without pause: the operator, who knows
 // the configuration, sets it (docs/bench.md, "Soak").
 const defaultMemoryLimit = 0
+
+// defaultGCPercent is --gc-percent's default: half Go's. Most of what a
+// sidecar holds in use is Badger's buffers (its memtable, the table
+// builders of its flushes and compactions), which the collector does not
+// scan, so collecting twice as often costs little CPU, and the heap's
+// slack, which is most of the RSS under sustained Sets with Go's 100,
+// halves (docs/bench.md, "Soak").
+const defaultGCPercent = 50
+
+// setGCPercent sets the collector's target from --gc-percent ($GOGC, which
+// the runtime read at start, wins unless the flag is given), and returns
+// what restores the previous one.
+func setGCPercent(cfg serveConfig, log *slog.Logger) (restore func()) {
+	if !cfg.gcPercentGiven && os.Getenv("GOGC") != "" {
+		log.Debug("GC percent from $GOGC", "percent", os.Getenv("GOGC"))
+		return func() {}
+	}
+	prev := debug.SetGCPercent(cfg.gcPercent)
+	log.Debug("GC percent", "percent", cfg.gcPercent)
+	return func() { debug.SetGCPercent(prev) }
+}
 
 // setMemoryLimit sets the runtime's soft memory limit from --memory-limit
 // ($GOMEMLIMIT, which the runtime read at start, wins unless the flag is

@@ -1,0 +1,92 @@
+package journal
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+)
+
+// TestLargeTransitionGrowsTheMemtable: a proposal of many more paths than
+// one transaction of the steady memtable holds is proposed, committed and
+// applied (the writer grows the memtable for it), while other writers and
+// readers carry on; afterwards the journal is back at its steady memtable,
+// and everything is durable across a reopen.
+func TestLargeTransitionGrowsTheMemtable(t *testing.T) {
+	dir := t.TempDir()
+	opts := Options{NoSync: true, MemTableSize: 1 << 20}
+	j := openTest(t, dir, opts)
+	ctx := context.Background()
+	term := synced(t, j)
+	const paths = 2000 // about 5 times what a 1 MiB memtable's transaction holds
+	var kv []string
+	for n := range paths {
+		kv = append(kv, fmt.Sprintf("/interfaces/interface[name=eth%d]/config/description", n), fmt.Sprintf("d%d", n))
+	}
+	big, err := j.ProposeChange(ctx, []*Op{update(t, kv...)})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	// Small proposals and streaming reads run alongside the large commit.
+	var wg sync.WaitGroup
+	errs := make(chan error, 16)
+	wg.Go(func() {
+		if _, _, err := j.CommitChange(ctx, big.Index); err != nil {
+			errs <- fmt.Errorf("commit of the large proposal: %w", err)
+		}
+	})
+	for n := range 8 {
+		wg.Go(func() {
+			if _, err := j.ProposeChange(ctx, []*Op{update(t, fmt.Sprintf("/small%d", n), "1")}); err != nil {
+				errs <- fmt.Errorf("small proposal %d: %w", n, err)
+			}
+		})
+		wg.Go(func() {
+			if err := j.Committed(ctx, nil, func(*PathValue) error { return nil }); err != nil {
+				errs <- fmt.Errorf("read %d: %w", n, err)
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	if t.Failed() {
+		t.FailNow()
+	}
+	if _, _, err := j.StartApply(ctx, big.Index); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := j.CompleteApply(ctx, big.Index, term); err != nil {
+		t.Fatal(err)
+	}
+	const values = 2 * paths // each entry's description and its key leaf, name
+	if got := len(committedList(t, j, nil)); got != values {
+		t.Fatalf("%d committed values, want %d", got, values)
+	}
+	// The writer shrinks the memtable after each batch; a request after the
+	// large ones runs after that.
+	if _, err := j.Configuration(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := j.Update(ctx, func(*Tx) error { return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if j.memTable != opts.MemTableSize {
+		t.Fatalf("memtable %d bytes after the large transition, want the steady %d", j.memTable, opts.MemTableSize)
+	}
+
+	if err := j.Close(); err != nil {
+		t.Fatal(err)
+	}
+	j = openTest(t, dir, opts)
+	if got := len(committedList(t, j, nil)); got != values {
+		t.Fatalf("after reopening: %d committed values, want %d", got, values)
+	}
+	var applied int
+	if err := j.Applied(ctx, nil, func(*PathValue) error { applied++; return nil }); err != nil || applied != values {
+		t.Fatalf("after reopening: %d applied values (%v), want %d", applied, err, values)
+	}
+}
