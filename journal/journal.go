@@ -342,7 +342,11 @@ func (j *Journal) retention(ctx context.Context) {
 		if err != nil && ctx.Err() == nil {
 			j.log.Error("retention failed", "err", err)
 		}
-		held = n == 0
+		// Held back: nothing dropped, and still outgrown. (A call made
+		// before a run that dropped enough finds nothing to drop either.)
+		if c, cerr := j.Configuration(ctx); cerr == nil {
+			held = n == 0 && j.outgrown(c)
+		}
 	}
 }
 
@@ -353,10 +357,17 @@ func (j *Journal) retention(ctx context.Context) {
 // of its retained size, and each run drops a bounded amount.
 func retentionSlack(retain int) uint64 { return uint64(max(retain/10, retentionSlice)) }
 
+// outgrown reports whether c holds Retain + retentionSlack proposals or
+// more.
+func (j *Journal) outgrown(c *Configuration) bool {
+	kept := c.GetLastIndex() + 1 - c.GetFirstIndex()
+	return j.opts.Retain >= 0 && kept >= uint64(j.opts.Retain)+retentionSlack(j.opts.Retain)
+}
+
 // callRetention asks the background retention to run now if the
-// configuration c holds more than Retain + retentionSlack proposals.
+// configuration c holds Retain + retentionSlack proposals or more.
 func (j *Journal) callRetention(c *Configuration) {
-	if j.opts.Retain < 0 || c.GetLastIndex() < c.GetFirstIndex()+uint64(j.opts.Retain)+retentionSlack(j.opts.Retain) {
+	if !j.outgrown(c) {
 		return
 	}
 	select {
