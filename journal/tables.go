@@ -1,0 +1,107 @@
+package journal
+
+import (
+	"context"
+	"time"
+
+	badger "github.com/dgraph-io/badger/v4"
+)
+
+// Badger's own compactors each wake every 50 ms for as long as the
+// database is open, busy or not: 40 wake-ups a second (each a timer, a
+// thread woken and put back to sleep), nearly all of an idle sidecar's CPU
+// (docs/bench.md, "At rest"). The journal opens Badger without them
+// (NumCompactors 0) and has Badger compact after writes only: every write
+// transaction pokes compactTables, which waits tablesSettle for more writes
+// and then, if level 0 holds NumLevelZeroTables tables or more, runs
+// Badger's compaction (DB.Flatten: level 0 into the tree, and each level
+// into the next, until one level holds every table). At rest nothing wakes.
+//
+// Writes cannot stall on a full level 0 unseen: Badger stalls at
+// NumLevelZeroTablesStall (8) tables, and after the last write before a
+// stall at most the memtables then queued (NumMemtables, 2, and the one
+// being written) reach level 0, so the check that follows that write finds
+// 2 or more tables whenever a stall could come.
+
+// tablesSettle is how long compactTables lets writes go on after a poke
+// before it looks at level 0: a burst of writes makes one check, not one
+// per transaction.
+const tablesSettle = 100 * time.Millisecond
+
+// numLevelZeroTables is the level-0 table count from which the journal
+// compacts (Badger's NumLevelZeroTables, the same trigger its compactors
+// use).
+const numLevelZeroTables = 2
+
+// wroteTables tells compactTables that a write transaction committed. Cheap
+// on the writer's path: a send that does not block, and wakes compactTables
+// at most once per tablesSettle.
+func (j *Journal) wroteTables() {
+	select {
+	case j.tablesWritten <- struct{}{}:
+	default:
+	}
+}
+
+// update is db.Update followed by wroteTables, for the journal's writes
+// outside the writer (initialization, upgrades).
+func (j *Journal) update(fn func(txn *badger.Txn) error) error {
+	err := j.db.Update(fn)
+	j.wroteTables()
+	return err
+}
+
+// dropPrefix is DB.DropPrefix, which stops Badger's compactions while it
+// runs and so must not run during compactTables' (tablesMu).
+func (j *Journal) dropPrefix(prefixes ...[]byte) error {
+	j.tablesMu.Lock()
+	defer j.tablesMu.Unlock()
+	err := j.db.DropPrefix(prefixes...)
+	j.wroteTables()
+	return err
+}
+
+// compactTables compacts Badger's tables after writes (see above) until
+// ctx ends.
+func (j *Journal) compactTables(ctx context.Context) {
+	defer j.bgDone.Done()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-j.tablesWritten:
+		}
+		t := time.NewTimer(tablesSettle)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return
+		case <-t.C:
+		}
+		if j.failure() != nil {
+			continue
+		}
+		if levelZeroTables(j.db) < numLevelZeroTables {
+			continue
+		}
+		began := time.Now()
+		j.tablesMu.Lock()
+		err := j.db.Flatten(1)
+		j.tablesMu.Unlock()
+		if err != nil {
+			j.log.Warn("compacting the database's tables failed", "err", err)
+			continue
+		}
+		j.log.Debug("compacted the database's tables", "took", time.Since(began).Round(time.Millisecond))
+	}
+}
+
+// levelZeroTables is the number of tables in Badger's level 0.
+func levelZeroTables(db *badger.DB) int {
+	for _, l := range db.Levels() {
+		if l.Level == 0 {
+			return l.NumTables
+		}
+	}
+	return 0
+}
