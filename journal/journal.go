@@ -261,7 +261,6 @@ func Open(dir string, opts Options) (*Journal, error) {
 	j.stopBg = cancel
 	j.bgDone.Add(1)
 	go j.compactTables(ctx)
-	j.wroteTables() // Badger may have replayed memtables into level 0
 	err = j.initialize()
 	if err == nil {
 		err = verifyRecords(db, dir, valueLog, bopts.ValueThreshold)

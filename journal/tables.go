@@ -28,6 +28,12 @@ import (
 // per transaction.
 const tablesSettle = 100 * time.Millisecond
 
+// openSettle is how long after Open compactTables first looks at level 0
+// (which Badger's replay of its memtable logs may have filled), poked or
+// not: a sidecar starting up re-pushes and serves first, as it did with
+// Badger's compactors, which start after a random delay of up to a second.
+const openSettle = time.Second
+
 // numLevelZeroTables is the level-0 table count from which the journal
 // compacts (Badger's NumLevelZeroTables, the same trigger its compactors
 // use).
@@ -62,38 +68,42 @@ func (j *Journal) dropPrefix(prefixes ...[]byte) error {
 }
 
 // compactTables compacts Badger's tables after writes (see above) until
-// ctx ends.
+// ctx ends. It looks first openSettle after Open, poked or not.
 func (j *Journal) compactTables(ctx context.Context) {
 	defer j.bgDone.Done()
+	t := time.NewTimer(openSettle)
+	defer t.Stop()
 	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		j.compactLevelZero()
 		select {
 		case <-ctx.Done():
 			return
 		case <-j.tablesWritten:
 		}
-		t := time.NewTimer(tablesSettle)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return
-		case <-t.C:
-		}
-		if j.failure() != nil {
-			continue
-		}
-		if levelZeroTables(j.db) < numLevelZeroTables {
-			continue
-		}
-		began := time.Now()
-		j.tablesMu.Lock()
-		err := j.db.Flatten(1)
-		j.tablesMu.Unlock()
-		if err != nil {
-			j.log.Warn("compacting the database's tables failed", "err", err)
-			continue
-		}
-		j.log.Debug("compacted the database's tables", "took", time.Since(began).Round(time.Millisecond))
+		t.Reset(tablesSettle)
 	}
+}
+
+// compactLevelZero has Badger compact its tables if level 0 holds
+// numLevelZeroTables or more.
+func (j *Journal) compactLevelZero() {
+	if j.failure() != nil || levelZeroTables(j.db) < numLevelZeroTables {
+		return
+	}
+	began := time.Now()
+	j.tablesMu.Lock()
+	err := j.db.Flatten(1)
+	j.tablesMu.Unlock()
+	if err != nil {
+		j.log.Warn("compacting the database's tables failed", "err", err)
+		return
+	}
+	j.log.Debug("compacted the database's tables", "took", time.Since(began).Round(time.Millisecond))
 }
 
 // levelZeroTables is the number of tables in Badger's level 0.
