@@ -83,8 +83,12 @@ type Options struct {
 	MaxSetValues int
 	// MaxRecvBytes caps a device response (default 64 MiB).
 	MaxRecvBytes int
-	// Resync is how often the loops re-read the journal even without a
-	// notification (default 1 s).
+	// Resync is how often a loop with nothing to do re-reads the journal
+	// even without a notification (default 1 min). Every journal
+	// transition notifies the loops: this is a safety net, kept slow so
+	// that an idle sidecar does not wake for it. A failed step is retried,
+	// and a waiting client's proposal re-read, every second at most
+	// (retryPeriod).
 	Resync time.Duration
 	// CompletionLinger is how long the record of the device's answer to a
 	// Set waits for the next proposal to share its journal transaction
@@ -110,7 +114,7 @@ func (o Options) withDefaults() Options {
 		{&o.ApplyTimeout, 30 * time.Second},
 		{&o.BackoffInitial, 100 * time.Millisecond},
 		{&o.BackoffMax, 10 * time.Second},
-		{&o.Resync, time.Second},
+		{&o.Resync, time.Minute},
 		{&o.RetryFor, time.Minute},
 	}
 	for _, d := range defaults {
@@ -355,7 +359,7 @@ func (a *Agent) wait(ctx context.Context, i uint64, done doneWhen, worth func() 
 				return p, err
 			}
 		}
-		t := time.NewTimer(a.opts.Resync)
+		t := time.NewTimer(a.retryPeriod())
 		select {
 		case <-changed:
 			read = false
@@ -450,6 +454,13 @@ func (a *Agent) broadcast() {
 	a.changed = make(chan struct{})
 }
 
+// retryPeriod is how soon a failed step is tried again and a waiting
+// client's proposal read again without a notification: a second, or
+// Resync if shorter.
+func (a *Agent) retryPeriod() time.Duration {
+	return min(a.opts.Resync, time.Second)
+}
+
 func poke(c chan struct{}) {
 	select {
 	case c <- struct{}{}:
@@ -505,7 +516,11 @@ func (a *Agent) loop(ctx context.Context, name string, wake chan struct{}, next 
 		default:
 			log.Error("step failed", "step", step.Kind, "proposal", step.Index, "err", err)
 		}
-		t := time.NewTimer(a.opts.Resync)
+		resync := a.opts.Resync
+		if err != nil {
+			resync = a.retryPeriod()
+		}
+		t := time.NewTimer(resync)
 		select {
 		case <-wake:
 		case <-t.C:
@@ -1091,6 +1106,7 @@ func (a *Agent) connectLoop(ctx context.Context) error {
 		a.sess = nil
 		a.status.Disconnects++
 		a.mu.Unlock()
+		poke(a.applyWake) // its next decision sees no session, now rather than at Resync
 		a.broadcast()
 		if ctx.Err() != nil {
 			return ctx.Err()

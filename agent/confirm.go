@@ -52,6 +52,9 @@ func (a *Agent) confirmLoop(ctx context.Context) error {
 			log.Error("commit-confirmed expiry", "proposal", rec.GetProposal(), "err", err)
 		}
 		wait := a.opts.Resync
+		if err != nil {
+			wait = a.retryPeriod()
+		}
 		if d.Kind == ExpiryWait {
 			wait = min(wait, time.Until(d.Until))
 		}

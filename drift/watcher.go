@@ -575,8 +575,10 @@ func (w *Watcher) appliedMark(ctx context.Context) (appliedMark, error) {
 	return appliedMark{c.GetApplied().GetIndex(), c.GetApplied().GetProposal(), c.GetApplied().GetTerm(), c.GetLastIndex()}, nil
 }
 
-// scopeCheckPeriod is how often a session looks whether the applied
-// configuration lies in new subtrees (which it must subscribe to).
+// scopeCheckPeriod is how soon after the agent reports a change a session
+// looks whether the applied configuration lies in new subtrees (which it
+// must subscribe to), and at most how often. Without changes it does not
+// look.
 const scopeCheckPeriod = time.Second
 
 // breakWait bounds how long, after the subscription broke, a comparison
@@ -613,8 +615,11 @@ func (s *watchSession) loop(ctx context.Context, broken <-chan error) error {
 		timer.Reset(d)
 		scheduled = true
 	}
-	scopeTick := time.NewTicker(scopeCheckPeriod)
-	defer scopeTick.Stop()
+	// One look after the first period covers changes since the session
+	// read its mark; later ones follow the agent's changes.
+	scopeCheck := time.NewTimer(scopeCheckPeriod)
+	defer scopeCheck.Stop()
+	var changes <-chan struct{}
 	for {
 		select {
 		case <-ctx.Done():
@@ -625,7 +630,12 @@ func (s *watchSession) loop(ctx context.Context, broken <-chan error) error {
 				err = errors.New("the device ended the subscription")
 			}
 			return fmt.Errorf("%w: %w", errBroken, err)
-		case <-scopeTick.C:
+		case <-changes:
+			changes = nil
+			scopeCheck.Reset(scopeCheckPeriod)
+			continue
+		case <-scopeCheck.C:
+			changes = w.opts.Agent.Changes()
 			changed, err := s.scopesChanged(ctx)
 			if err != nil {
 				return err

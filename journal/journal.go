@@ -160,8 +160,6 @@ func (o Options) badgerOptions(dir string, memTable int64) badger.Options {
 		WithMemTableSize(memTable).
 		// At most two full memtables queued for flush behind the mutable one, not five.
 		WithNumMemtables(2).
-		// Flush L0 to L1 early: a sidecar's writes are small and steady.
-		WithNumLevelZeroTables(2).
 		// Stall writes only well past the compaction trigger.
 		WithNumLevelZeroTablesStall(8).
 		// Small tables at every level: a compaction's table builders buffer
@@ -172,8 +170,10 @@ func (o Options) badgerOptions(dir string, memTable int64) badger.Options {
 		WithBaseTableSize(1 << 20).
 		// L1 of 8 MiB: 100,000 leaves fit in a few levels.
 		WithBaseLevelSize(8 << 20).
-		// The minimum Badger accepts with compaction on (1 is refused).
-		WithNumCompactors(2).
+		// No compactors of Badger's own, which tick every 50 ms even at
+		// rest: the journal compacts after writes (tables.go).
+		WithNumCompactors(0).
+		WithNumLevelZeroTables(numLevelZeroTables).
 		// No compression, so no block cache: a table's blocks are read in
 		// place from its mapped file. Compression made Badger's table
 		// builders keep a compressed copy of every block, and its pool
@@ -244,6 +244,10 @@ type Journal struct {
 	// tombstones of writers before this index were checked (retention.go).
 	tombstonesFrom atomic.Uint64
 
+	// tablesWritten wakes compactTables after a write (tables.go).
+	tablesWritten chan struct{}
+	tablesMu      sync.Mutex // held while Badger compacts or drops (tables.go)
+
 	writerDone chan struct{}
 	// retentionDue calls the background retention (callRetention).
 	retentionDue chan struct{}
@@ -284,7 +288,14 @@ func Open(dir string, opts Options) (*Journal, error) {
 		writerDone:   make(chan struct{}),
 		keptLists:    make(map[string]int),
 		retentionDue: make(chan struct{}, 1),
+
+		tablesWritten: make(chan struct{}, 1),
 	}
+	// Compaction runs from the start: an upgrade may write a lot.
+	ctx, cancel := context.WithCancel(context.Background())
+	j.stopBg = cancel
+	j.bgDone.Add(1)
+	go j.compactTables(ctx)
 	err = j.initialize()
 	if err == nil {
 		err = verifyRecords(db, dir, valueLog, bopts.ValueThreshold)
@@ -305,13 +316,13 @@ func Open(dir string, opts Options) (*Journal, error) {
 		j.decomposer = leaves.NewDecomposer(opts.Schema, j.keys)
 	}
 	if err != nil {
+		cancel()
+		j.bgDone.Wait()
 		_ = db.Close()
 		_ = lock.Close()
 		return nil, fmt.Errorf("journal: open %s: %w", dir, err)
 	}
 	go j.writer()
-	ctx, cancel := context.WithCancel(context.Background())
-	j.stopBg = cancel
 	j.bgDone.Add(2)
 	go j.every(ctx, opts.GCInterval, j.runValueLogGC)
 	go j.retention(ctx)
@@ -397,7 +408,7 @@ func lockDir(dir string) (*os.File, error) {
 // initialize writes the initial records of a new journal, or checks the
 // format of an existing one.
 func (j *Journal) initialize() error {
-	return j.db.Update(func(txn *badger.Txn) error {
+	return j.update(func(txn *badger.Txn) error {
 		var meta journalpb.Meta
 		found, err := getRecord(txn, keyMeta, &meta)
 		if err != nil {
@@ -713,6 +724,7 @@ func (j *Journal) runBatch(batch []*request) int {
 	region := trace.StartRegion(context.Background(), "journal.commit")
 	err := txn.Commit()
 	region.End()
+	j.wroteTables()
 	if err != nil {
 		err = j.fail(err) // from now on every read is refused: the heads are never read again
 		for _, r := range batch {

@@ -80,7 +80,7 @@ func (j *Journal) dropFormat1() error {
 	if err != nil || !left {
 		return err
 	}
-	return j.db.DropPrefix(format1Namespaces...)
+	return j.dropPrefix(format1Namespaces...)
 }
 
 type upgrader struct {
@@ -138,7 +138,7 @@ func (u *upgrader) run() error {
 	u.dec = leaves.NewDecomposer(u.j.opts.Schema, keys)
 	// The history is rebuilt too: CommittedAt undoes its deltas from the
 	// committed values, so they must be of the same kind.
-	if err := db.DropPrefix(nsCommitted, nsApplied, nsAppliedIndex, nsAppliedDeleted, nsListKeys, nsHistory); err != nil {
+	if err := u.j.dropPrefix(nsCommitted, nsApplied, nsAppliedIndex, nsAppliedDeleted, nsListKeys, nsHistory); err != nil {
 		return err
 	}
 	u.c.HistorySeq, u.c.HistoryTime = 0, nil
@@ -148,7 +148,7 @@ func (u *upgrader) run() error {
 	if err := u.replay(proposals); err != nil {
 		return err
 	}
-	err = db.Update(func(txn *badger.Txn) error {
+	err = u.j.update(func(txn *badger.Txn) error {
 		w := &writeTxn{txn: txn, now: u.j.opts.Clock()}
 		if err := w.recordLists(keys.Lists()); err != nil {
 			return err
@@ -161,7 +161,7 @@ func (u *upgrader) run() error {
 	if err != nil {
 		return err
 	}
-	return db.DropPrefix(format1Namespaces...)
+	return u.j.dropPrefix(format1Namespaces...)
 }
 
 func unfinished(what string) error {
@@ -187,7 +187,7 @@ func (u *upgrader) seed(values []*PathValue) error {
 	for len(values) > 0 {
 		chunk := values[:min(len(values), seedChunk)]
 		values = values[len(chunk):]
-		err := u.j.db.Update(func(txn *badger.Txn) error {
+		err := u.j.update(func(txn *badger.Txn) error {
 			w := &writeTxn{txn: txn, now: u.j.opts.Clock()}
 			for _, pv := range chunk {
 				eff := &effective{values: make(map[string]*PathValue)}
@@ -313,7 +313,7 @@ func (u *upgrader) replay(proposals []*Proposal) error {
 				op.Units, op.ImpliedDeletes = nil, nil
 			}
 		}
-		err := u.j.db.Update(func(txn *badger.Txn) error {
+		err := u.j.update(func(txn *badger.Txn) error {
 			return (&writeTxn{txn: txn}).put(proposalKey(p.GetIndex()), p)
 		})
 		if err != nil {
@@ -354,7 +354,7 @@ func (u *upgrader) applyChange(p *Proposal) error {
 			return err
 		}
 	}
-	err := u.j.db.Update(func(txn *badger.Txn) error {
+	err := u.j.update(func(txn *badger.Txn) error {
 		w := &writeTxn{txn: txn, now: p.GetChange().GetCommitted().AsTime()}
 		i := p.GetIndex()
 		eff, err := w.expand(i, p.GetChange().GetOps())
@@ -404,7 +404,7 @@ func (u *upgrader) applyChange(p *Proposal) error {
 // CompleteApplyRollback would have: its values (recomputed by
 // applyChange) go into the committed and applied values.
 func (u *upgrader) applyRollback(p *Proposal) error {
-	return u.j.db.Update(func(txn *badger.Txn) error {
+	return u.j.update(func(txn *badger.Txn) error {
 		w := &writeTxn{txn: txn, now: p.GetRollback().GetCommitted().AsTime()}
 		values := p.GetRollback().GetValues()
 		history := make([]*journalpb.HistoryEntry, 0, len(values))

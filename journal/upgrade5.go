@@ -72,7 +72,7 @@ func (j *Journal) upgradeOrigins(from uint32) error {
 			moved += n
 		}
 	}
-	err = j.db.Update(func(txn *badger.Txn) error {
+	err = j.update(func(txn *badger.Txn) error {
 		w := &writeTxn{txn: txn, now: j.opts.Clock()}
 		if err := w.delete(keyOriginsMerged); err != nil {
 			return err
@@ -395,7 +395,7 @@ func (u *originUpgrade) mergeSpellings() (int, error) {
 		d.d.Entries = entries
 	}
 
-	err = j.db.Update(func(txn *badger.Txn) error {
+	err = j.update(func(txn *badger.Txn) error {
 		w := &writeTxn{txn: txn, now: j.opts.Clock()}
 		for _, d := range deltas {
 			if err := w.put(d.key, d.d); err != nil {
@@ -486,7 +486,7 @@ const moveChunk = 1000
 func (u *originUpgrade) moveOpenconfigKeys(ns []byte) (int, error) {
 	j := u.j
 	moved := 0
-	err := j.db.Update(func(txn *badger.Txn) error {
+	err := j.update(func(txn *badger.Txn) error {
 		w := &writeTxn{txn: txn, now: j.opts.Clock()}
 		var keys [][]byte
 		err := iteratePrefix(txn, valueKey(ns, openconfigOrigin), func(key, _ []byte) error {

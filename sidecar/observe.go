@@ -31,8 +31,9 @@ import (
 var healthServices = []string{"", gpb.GNMI_ServiceDesc.ServiceName}
 
 // healthRecheck is how often the health follower re-reads the agent's
-// status even without a change.
-const healthRecheck = 2 * time.Second
+// status even without a change: a safety net (the agent reports every
+// change), slow so that an idle sidecar does not wake for it.
+const healthRecheck = time.Minute
 
 // observability is the sidecar's metrics, health and reflection.
 type observability struct {

@@ -31,6 +31,10 @@ type benchConfig struct {
 	proposals     int           // journal size of the reopen row
 	soak          int           // Sets of the soak row
 	soakHeap      string        // directory for serve's heap profiles at each soak slice's end ("": none)
+	fleet         int           // serve children of the fleet row
+	fleetIdle     time.Duration // the fleet row's idle window
+	fleetSets     int           // Sets to each sidecar in the fleet row's burst
+	forwardProxy  string        // run only the forward-only proxy in front of this device (the fleet row's child)
 	scenarios     []string      // subset to run; empty: all
 	short         bool
 	json          bool
@@ -42,7 +46,7 @@ type benchConfig struct {
 }
 
 // benchScenarios are the scenario names --scenarios accepts, in run order.
-var benchScenarios = []string{"latency", "throughput", "coalesce", "size", "beforeimage", "repush", "subscribe", "rss", "baseline", "reopen", "soak"}
+var benchScenarios = []string{"latency", "throughput", "coalesce", "size", "beforeimage", "repush", "subscribe", "rss", "baseline", "reopen", "soak", "fleet"}
 
 // full and short sizes; flags given explicitly override either.
 func (c *benchConfig) applyShort(cmd *cobra.Command) {
@@ -60,6 +64,8 @@ func (c *benchConfig) applyShort(cmd *cobra.Command) {
 	set("leaves", func() { c.leaves = 3_000 }) // the simulated device absorbs about 1 ms per new leaf: see docs/bench.md
 	set("proposals", func() { c.proposals = 50_000 })
 	set("soak", func() { c.soak = 100_000 })
+	set("fleet", func() { c.fleet = 5 })
+	set("fleet-idle", func() { c.fleetIdle = 10 * time.Second })
 }
 
 func (c *benchConfig) validate() error {
@@ -68,8 +74,9 @@ func (c *benchConfig) validate() error {
 			return &usageError{err: fmt.Errorf("--scenarios: unknown scenario %q (want %s)", s, strings.Join(benchScenarios, ","))}
 		}
 	}
-	if c.sets < 1 || c.duration <= 0 || c.leaves < 100 || c.proposals < 1 || c.subscribeRate < 1 || c.soak < 160 {
-		return &usageError{err: errors.New("--sets, --proposals and --subscribe-rate must be ≥ 1, --leaves ≥ 100, --soak ≥ 160, --duration > 0")}
+	if c.sets < 1 || c.duration <= 0 || c.leaves < 100 || c.proposals < 1 || c.subscribeRate < 1 || c.soak < 160 ||
+		c.fleet < 1 || c.fleetIdle <= 0 || c.fleetSets < 1 {
+		return &usageError{err: errors.New("--sets, --proposals, --subscribe-rate, --fleet and --fleet-sets must be ≥ 1, --leaves ≥ 100, --soak ≥ 160, --duration and --fleet-idle > 0")}
 	}
 	return nil
 }
@@ -101,6 +108,9 @@ two cores). docs/bench.md explains every row.`,
 			}
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
+			if cfg.forwardProxy != "" {
+				return serveForwardProxy(ctx, cfg.forwardProxy, stdout)
+			}
 			log, err := newLogger(stderr, cfg.logLevel)
 			if err != nil {
 				return &usageError{err: err}
@@ -117,8 +127,13 @@ two cores). docs/bench.md explains every row.`,
 	f.IntVar(&cfg.soak, "soak", 1_000_000, "Sets of the soak row (16 clients, 16 leaves, through serve as a child process)")
 	f.StringVar(&cfg.soakHeap, "soak-heap", "", "a diagnostic: run the soak row's serve with --pprof and save its heap profile (after a GC) at each slice's end in this directory, as soak-heap-N.pb.gz")
 	_ = f.MarkHidden("soak-heap")
+	f.IntVar(&cfg.fleet, "fleet", 20, "serve processes of the fleet row, each in front of its own device")
+	f.DurationVar(&cfg.fleetIdle, "fleet-idle", time.Minute, "how long the fleet row's sidecars idle while measured")
+	f.IntVar(&cfg.fleetSets, "fleet-sets", 100, "Sets to each sidecar in the fleet row's burst")
+	f.StringVar(&cfg.forwardProxy, "forward-proxy", "", "serve only the forward-only proxy in front of this device address (the fleet row runs it as a child)")
+	_ = f.MarkHidden("forward-proxy")
 	f.StringSliceVar(&cfg.scenarios, "scenarios", nil, "run only these scenarios: "+strings.Join(benchScenarios, ","))
-	f.BoolVar(&cfg.short, "short", false, "small sizes (300 Sets, 1 s rows, 1,000 paced Sets/s, 3,000 leaves, 50,000 proposals, 100,000 soak Sets) unless set explicitly")
+	f.BoolVar(&cfg.short, "short", false, "small sizes (300 Sets, 1 s rows, 1,000 paced Sets/s, 3,000 leaves, 50,000 proposals, 100,000 soak Sets, a fleet of 5 idle for 10 s) unless set explicitly")
 	f.BoolVar(&cfg.json, "json", false, "print one JSON document instead of the table")
 	f.StringVar(&cfg.cpuProfile, "cpuprofile", "", "write a CPU profile of this process (the in-process device and sidecar, and the clients) to this file, for go tool pprof")
 	f.StringVar(&cfg.memProfile, "memprofile", "", "write this process's allocation profile (every allocation of the run, sampled) to this file at the end, for go tool pprof -sample_index=alloc_space")
@@ -275,6 +290,7 @@ func (c benchConfig) settings() map[string]string {
 	return map[string]string{
 		"sets": fmt.Sprint(c.sets), "duration": c.duration.String(), "subscribe-rate": fmt.Sprint(c.subscribeRate), "leaves": fmt.Sprint(c.leaves),
 		"proposals": fmt.Sprint(c.proposals), "soak": fmt.Sprint(c.soak), "short": fmt.Sprint(c.short),
+		"fleet": fmt.Sprint(c.fleet), "fleet-idle": c.fleetIdle.String(), "fleet-sets": fmt.Sprint(c.fleetSets),
 	}
 }
 

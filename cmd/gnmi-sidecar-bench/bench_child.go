@@ -91,10 +91,21 @@ func (b *bencher) startChild(ctx context.Context, target, dir string, extra ...s
 	if err != nil {
 		return nil, err
 	}
-	c := &child{stderr: &lockedBuffer{}}
 	args := append([]string{"serve", "--target", target, "--journal-dir", dir,
 		"--listen", "127.0.0.1:0", "--metrics", "127.0.0.1:0", "--log-level", "warn"}, extra...)
+	return startProcess(ctx, nil, bin, args...)
+}
+
+// startProcess runs bin with args, and env added to this process's
+// environment: a process that prints "gnmi-sidecar listening on ADDR" as
+// serve does. It returns once the process printed it, with a gNMI client
+// for ADDR.
+func startProcess(ctx context.Context, env []string, bin string, args ...string) (*child, error) {
+	c := &child{stderr: &lockedBuffer{}}
 	c.cmd = exec.Command(bin, args...)
+	if env != nil {
+		c.cmd.Env = append(os.Environ(), env...)
+	}
 	c.cmd.Stderr = c.stderr
 	stdout, err := c.cmd.StdoutPipe()
 	if err != nil {
@@ -102,12 +113,12 @@ func (b *bencher) startChild(ctx context.Context, target, dir string, extra ...s
 	}
 	c.started = time.Now()
 	if err := c.cmd.Start(); err != nil {
-		return nil, fmt.Errorf("starting %s serve: %w", bin, err)
+		return nil, fmt.Errorf("starting %s %s: %w", bin, args[0], err)
 	}
 	addr, metrics, err := readListenAddr(ctx, stdout)
 	if err != nil {
 		c.stop()
-		return nil, fmt.Errorf("serve child: %w; stderr: %s", err, c.stderr.String())
+		return nil, fmt.Errorf("%s child: %w; stderr: %s", args[0], err, c.stderr.String())
 	}
 	c.addr, c.metrics = addr, metrics
 	if c.conn, err = dialInsecure(addr); err != nil {
@@ -296,6 +307,38 @@ func (c *child) cpu() (time.Duration, error) {
 		return 0, fmt.Errorf("/proc/%d/stat utime, stime: %w", c.cmd.Process.Pid, err)
 	}
 	return time.Duration(utime+stime) * 10 * time.Millisecond, nil
+}
+
+// wakeups is how many times the child's threads have been switched out
+// so far: the sum over /proc/PID/task/*/status of voluntary_ctxt_switches
+// (it blocked: waited for a timer, a lock, the network) and
+// nonvoluntary_ctxt_switches (it was preempted). Each follows a wake-up
+// of the thread. Threads that exited are not counted.
+func (c *child) wakeups() (uint64, error) {
+	pid := c.cmd.Process.Pid
+	tasks, err := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
+	if err != nil {
+		return 0, fmt.Errorf("reading the child's threads: %w", err)
+	}
+	var n uint64
+	for _, t := range tasks {
+		data, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%s/status", pid, t.Name()))
+		if err != nil {
+			continue // the thread exited
+		}
+		for line := range strings.SplitSeq(string(data), "\n") {
+			name, rest, ok := strings.Cut(line, ":")
+			if !ok || (name != "voluntary_ctxt_switches" && name != "nonvoluntary_ctxt_switches") {
+				continue
+			}
+			var v uint64
+			if _, err := fmt.Sscan(rest, &v); err != nil {
+				return 0, fmt.Errorf("/proc/%d/task/%s/status %s: %w", pid, t.Name(), name, err)
+			}
+			n += v
+		}
+	}
+	return n, nil
 }
 
 // rssSettle is how long the child idles after its work before its RSS is

@@ -51,6 +51,7 @@ func (b *bencher) steps() []step {
 	add("baseline", fmt.Sprintf("baseline of %d leaves (child process)", b.cfg.leaves), b.baseline)
 	add("reopen", fmt.Sprintf("serve restart with %d proposals (child process)", b.cfg.proposals), b.reopen)
 	add("soak", fmt.Sprintf("soak: %d Sets, %d clients × own leaf (child process)", b.cfg.soak, soakClients), b.soak)
+	add("fleet", fmt.Sprintf("fleet of %d (child processes), idle %v, then %d Sets to each", b.cfg.fleet, b.cfg.fleetIdle, b.cfg.fleetSets), b.fleet)
 	return out
 }
 

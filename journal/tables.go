@@ -1,0 +1,119 @@
+package journal
+
+import (
+	"context"
+	"time"
+
+	badger "github.com/dgraph-io/badger/v4"
+)
+
+// Badger's own compactors each wake every 50 ms for as long as the
+// database is open, busy or not: 40 wake-ups a second (each a timer, a
+// thread woken and put back to sleep), nearly all of an idle sidecar's CPU
+// (docs/bench.md, "At rest"). The journal opens Badger without them
+// (NumCompactors 0) and has Badger compact after writes only: every write
+// transaction pokes compactTables, which waits tablesSettle for more writes
+// and then, if level 0 holds NumLevelZeroTables tables or more, runs
+// Badger's compaction (DB.Flatten: level 0 into the tree, and each level
+// into the next, until one level holds every table). At rest nothing wakes.
+//
+// Writes cannot stall on a full level 0 unseen: Badger stalls at
+// NumLevelZeroTablesStall (8) tables, and after the last write before a
+// stall at most the memtables then queued (NumMemtables, 2, and the one
+// being written) reach level 0, so the check that follows that write finds
+// 2 or more tables whenever a stall could come.
+
+// tablesSettle is how long compactTables lets writes go on after a poke
+// before it looks at level 0: a burst of writes makes one check, not one
+// per transaction.
+const tablesSettle = 100 * time.Millisecond
+
+// openSettle is how long after Open compactTables first looks at level 0
+// (which Badger's replay of its memtable logs may have filled), poked or
+// not: a sidecar starting up re-pushes and serves first, as it did with
+// Badger's compactors, which start after a random delay of up to a second.
+const openSettle = time.Second
+
+// numLevelZeroTables is the level-0 table count from which the journal
+// compacts (Badger's NumLevelZeroTables, the same trigger its compactors
+// use).
+const numLevelZeroTables = 2
+
+// wroteTables tells compactTables that a write transaction committed. Cheap
+// on the writer's path: a send that does not block, and wakes compactTables
+// at most once per tablesSettle.
+func (j *Journal) wroteTables() {
+	select {
+	case j.tablesWritten <- struct{}{}:
+	default:
+	}
+}
+
+// update is db.Update followed by wroteTables, for the journal's writes
+// outside the writer (initialization, upgrades).
+func (j *Journal) update(fn func(txn *badger.Txn) error) error {
+	err := j.db.Update(fn)
+	j.wroteTables()
+	return err
+}
+
+// dropPrefix is DB.DropPrefix, which stops Badger's compactions while it
+// runs and so must not run during compactTables' (tablesMu).
+func (j *Journal) dropPrefix(prefixes ...[]byte) error {
+	j.tablesMu.Lock()
+	defer j.tablesMu.Unlock()
+	err := j.db.DropPrefix(prefixes...)
+	j.wroteTables()
+	return err
+}
+
+// compactTables compacts Badger's tables after writes (see above) until
+// ctx ends. It looks first openSettle after Open, poked or not.
+func (j *Journal) compactTables(ctx context.Context) {
+	defer j.bgDone.Done()
+	t := time.NewTimer(openSettle)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		j.compactLevelZero()
+		select {
+		case <-ctx.Done():
+			return
+		case <-j.tablesWritten:
+		}
+		t.Reset(tablesSettle)
+	}
+}
+
+// compactLevelZero has Badger compact its tables if level 0 holds
+// numLevelZeroTables or more.
+func (j *Journal) compactLevelZero() {
+	j.dbMu.RLock() // the writer may reopen the database (grow.go)
+	defer j.dbMu.RUnlock()
+	if j.failure() != nil || j.db == nil || levelZeroTables(j.db) < numLevelZeroTables {
+		return
+	}
+	began := time.Now()
+	j.tablesMu.Lock()
+	err := j.db.Flatten(1)
+	j.tablesMu.Unlock()
+	if err != nil {
+		j.log.Warn("compacting the database's tables failed", "err", err)
+		return
+	}
+	j.log.Debug("compacted the database's tables", "took", time.Since(began).Round(time.Millisecond))
+}
+
+// levelZeroTables is the number of tables in Badger's level 0.
+func levelZeroTables(db *badger.DB) int {
+	for _, l := range db.Levels() {
+		if l.Level == 0 {
+			return l.NumTables
+		}
+	}
+	return 0
+}
