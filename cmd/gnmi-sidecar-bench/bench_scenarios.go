@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"runtime/metrics"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -163,7 +164,8 @@ func (b *bencher) throughput(ctx context.Context, clients int, delay time.Durati
 			sc.cpuPerSet(), floor.cpuPerSet())
 		cpu = cpu.withTarget("≤ 1.5× the forward-only proxy", cpu.Ratio <= 1.5)
 		cpu.Note = fmt.Sprintf("the bench process's CPU time (user + system) over each side's run ÷ its Sets, devices and clients included on both sides: "+
-			"sidecar %.2f of 2 cores, forward-only proxy %.2f; direct %.0f µs a Set", sc.coresUsed(), floor.coresUsed(), dr.cpuPerSet())
+			"sidecar %.2f of 2 cores, forward-only proxy %.2f; direct %.0f µs a Set; heap allocations a Set, counted the same way: sidecar %.0f, forward-only proxy %.0f, direct %.0f",
+			sc.coresUsed(), floor.coresUsed(), dr.cpuPerSet(), sc.allocsPerSet(), floor.allocsPerSet(), dr.allocsPerSet())
 		rows = append(rows, cpu)
 	}
 	return rows, nil
@@ -235,12 +237,17 @@ func (b *bencher) setsBoth(ctx context.Context, clients int, perSet, perUpdate t
 }
 
 // setsRan is what a run of Sets did: Sets completed in how long, and the
-// bench process's CPU time (processCPU) meanwhile.
+// bench process's CPU time (processCPU) and heap allocations
+// (processAllocs) meanwhile.
 type setsRan struct {
 	sets    int64
 	elapsed time.Duration
 	cpu     time.Duration
+	allocs  uint64
 }
+
+// allocsPerSet is the process's heap allocations per Set completed.
+func (r setsRan) allocsPerSet() float64 { return float64(r.allocs) / float64(max(r.sets, 1)) }
 
 func (r setsRan) rate() float64 { return float64(r.sets) / r.elapsed.Seconds() }
 
@@ -284,21 +291,23 @@ func setsRun(ctx context.Context, s *side, clients int, d time.Duration) (setsRa
 		case <-runCtx.Done():
 		}
 	}()
-	start, cpu := time.Now(), processCPU()
+	start, cpu, allocs := time.Now(), processCPU(), processAllocs()
 	g, gctx := errgroup.WithContext(runCtx)
 	for i, c := range conns {
-		g.Go(func() error {
-			for n := 0; gctx.Err() == nil; n++ {
-				if _, err := setLeaf(gctx, c, clientLeaf(i), fmt.Sprintf("v%d", n)); err != nil {
-					if gctx.Err() != nil {
-						return nil // the run ended during this Set
+		labeled("clients", func() {
+			g.Go(func() error {
+				for n := 0; gctx.Err() == nil; n++ {
+					if _, err := setLeaf(gctx, c, clientLeaf(i), fmt.Sprintf("v%d", n)); err != nil {
+						if gctx.Err() != nil {
+							return nil // the run ended during this Set
+						}
+						return err
 					}
-					return err
+					count.Add(1)
+					firstOnce.Do(func() { close(first) })
 				}
-				count.Add(1)
-				firstOnce.Do(func() { close(first) })
-			}
-			return nil
+				return nil
+			})
 		})
 	}
 	if err := g.Wait(); err != nil {
@@ -307,7 +316,7 @@ func setsRun(ctx context.Context, s *side, clients int, d time.Duration) (setsRa
 	if ctx.Err() != nil {
 		return setsRan{}, ctx.Err()
 	}
-	return setsRan{sets: count.Load(), elapsed: time.Since(start), cpu: processCPU() - cpu}, nil
+	return setsRan{sets: count.Load(), elapsed: time.Since(start), cpu: processCPU() - cpu, allocs: processAllocs() - allocs}, nil
 }
 
 // pacedSetsRun offers perSecond Sets a second to s for d, open loop: the
@@ -692,6 +701,16 @@ func processCPU() time.Duration {
 		return 0
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// processAllocs is how many heap objects the bench process has allocated.
+func processAllocs() uint64 {
+	s := []metrics.Sample{{Name: "/gc/heap/allocs:objects"}}
+	metrics.Read(s)
+	if s[0].Value.Kind() != metrics.KindUint64 {
+		return 0
+	}
+	return s[0].Value.Uint64()
 }
 
 // updateCount is what one subscriber received while counting: its
