@@ -3,6 +3,7 @@ package journal
 import (
 	"context"
 	"errors"
+	"slices"
 
 	"github.com/dgraph-io/badger/v4"
 	"google.golang.org/protobuf/proto"
@@ -65,7 +66,7 @@ func (w *writeTxn) recordCommitAction(rec *CommitConfirm, action string, by Send
 	if p.Change == nil {
 		p.Change = &Change{}
 	}
-	p.Change.CommitActions = append(p.Change.CommitActions, &CommitAction{
+	p.Change.CommitActions = append(slices.Clip(p.Change.CommitActions), &CommitAction{
 		Action:   action,
 		Author:   by.Author,
 		Comment:  by.Comment,

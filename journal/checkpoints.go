@@ -296,6 +296,9 @@ func (j *Journal) CreateTag(ctx context.Context, name string, at Point, by Sende
 		} else if found {
 			return fmt.Errorf("journal: tag %q exists already (delete it first: gnmi-sidecar journal tag --delete %s): %w", name, name, ErrExists)
 		}
+		if err := w.flushProposals(); err != nil { // resolvePoint reads proposals in Badger
+			return err
+		}
 		rp, err := resolvePoint(ctx, w.txn, c, at, w.now)
 		if err != nil {
 			return err
@@ -532,7 +535,7 @@ func (w *writeTxn) commitsSettled(c *Configuration, i uint64) (bool, error) {
 	// Commits are decided in index order: i-1's being decided, so are
 	// all before it.
 	if prev := i - 1; prev >= c.GetFirstIndex() && prev > 0 {
-		p, err := loadProposalStatus(w.txn, c, prev)
+		p, err := w.proposalStatus(c, prev)
 		if err != nil {
 			return false, err
 		}
@@ -541,7 +544,7 @@ func (w *writeTxn) commitsSettled(c *Configuration, i uint64) (bool, error) {
 		}
 	}
 	if rb := c.GetRollingBack(); rb != 0 {
-		p, err := loadProposalStatus(w.txn, c, rb)
+		p, err := w.proposalStatus(c, rb)
 		if err != nil {
 			return false, err
 		}

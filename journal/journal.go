@@ -1,10 +1,13 @@
 package journal
 
 import (
+	"bytes"
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"os"
 	"path/filepath"
 	"runtime/trace"
@@ -689,11 +692,16 @@ func (j *Journal) runBatch(batch []*request) int {
 	w := &writeTxn{txn: txn, now: j.opts.Clock(), observed: j.opts.Observer != nil}
 	w.startHeads(j.heads.Load())
 	w.keptLists = j.keptLists
+	w.deferProposals = true
 	results := make([]error, len(batch))
 	for k, r := range batch {
 		w.wrote = false
+		clear(w.pending)
 		emitted := len(w.events)
 		err := r.fn(w)
+		if err == nil {
+			err = w.flushProposals()
+		}
 		if err != nil {
 			w.events = w.events[:emitted]
 		}
@@ -796,6 +804,15 @@ type writeTxn struct {
 	// scopesAdded are the read scopes this transaction recorded, for
 	// Journal.coverage once it is durable.
 	scopesAdded []string
+	// If deferProposals (the writer's transactions), the proposal records
+	// a request writes are kept decoded in pending, by index, and encoded
+	// once at the request's end (flushProposals): the several transitions
+	// of one Set in one request (propose, commit, start apply; or a
+	// batch's completions) encode its record once, and read it back
+	// without decoding it. A pending proposal is never changed: a
+	// transition reads a copy of it (proposal).
+	deferProposals bool
+	pending        map[uint64]*Proposal
 }
 
 // emit records a transition for Options.Observer.
@@ -808,6 +825,14 @@ func (w *writeTxn) emit(e Event) {
 }
 
 func (w *writeTxn) put(key []byte, m proto.Message) error {
+	if p, ok := m.(*Proposal); ok && w.deferProposals && string(key) == string(proposalKey(p.GetIndex())) {
+		if w.pending == nil {
+			w.pending = make(map[uint64]*Proposal)
+		}
+		w.pending[p.GetIndex()] = p
+		w.wrote = true
+		return nil
+	}
 	b, err := proto.Marshal(m)
 	if err != nil {
 		return fmt.Errorf("encode %q: %w", key, err)
@@ -826,11 +851,34 @@ func (w *writeTxn) putEmpty(key []byte) error {
 }
 
 func (w *writeTxn) delete(key []byte) error {
+	if len(w.pending) > 0 && bytes.HasPrefix(key, nsProposal) && len(key) == len(nsProposal)+8 {
+		delete(w.pending, binary.BigEndian.Uint64(key[len(nsProposal):]))
+	}
 	w.wrote = true
 	if err := w.txn.Delete(key); err != nil {
 		return err
 	}
 	w.noteWrite(key, nil)
+	return nil
+}
+
+// flushProposals encodes and writes the pending proposals, in index
+// order.
+func (w *writeTxn) flushProposals() error {
+	if len(w.pending) == 0 {
+		return nil
+	}
+	for _, i := range slices.Sorted(maps.Keys(w.pending)) {
+		key := proposalKey(i)
+		b, err := proto.Marshal(w.pending[i])
+		if err != nil {
+			return fmt.Errorf("encode %q: %w", key, err)
+		}
+		if err := w.txn.Set(key, b); err != nil {
+			return err
+		}
+	}
+	clear(w.pending)
 	return nil
 }
 

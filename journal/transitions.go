@@ -13,6 +13,7 @@ import (
 	"github.com/dgraph-io/badger/v4"
 	"github.com/openconfig/gnmi/proto/gnmi"
 	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/reflect/protoreflect"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/gnmi-sidecar/gnmi-sidecar/gnmipath"
@@ -284,14 +285,26 @@ func (j *Journal) cleanOps(ops []*Op) ([]*Op, []leaves.List, error) {
 // shared. The units, implied deletes and units_are_values are cleanOps'
 // to fill in.
 func copyToClean(op *Op) *Op {
-	out := &Op{Kind: op.GetKind(), Path: proto.CloneOf(op.GetPath()), OriginOnPath: op.GetOriginOnPath()}
+	out := &Op{Kind: op.GetKind(), Path: ownPath(op.GetPath()), OriginOnPath: op.GetOriginOnPath()}
 	if vs := op.GetValues(); len(vs) > 0 {
 		out.Values = make([]*Leaf, len(vs))
 		for k, v := range vs {
-			out.Values[k] = &Leaf{Path: proto.CloneOf(v.GetPath()), Value: v.GetValue()}
+			out.Values[k] = &Leaf{Path: ownPath(v.GetPath()), Value: v.GetValue()}
 		}
 	}
 	return out
+}
+
+// ownPath is a new Path with p's origin, target and elements, the
+// elements shared (nothing changes a path's elements), for cleanOps to
+// change its target; a path with legacy elements or unknown fields is
+// cloned whole.
+func ownPath(p *gnmi.Path) *gnmi.Path {
+	//lint:ignore SA1019 a path's deprecated elements are copied too
+	if p == nil || len(p.GetElement()) > 0 || len(p.ProtoReflect().GetUnknown()) > 0 {
+		return proto.CloneOf(p)
+	}
+	return &gnmi.Path{Origin: p.GetOrigin(), Target: p.GetTarget(), Elem: slices.Clip(p.GetElem())}
 }
 
 // sameLeaf is proto.Equal for two leaves, without reflection when they
@@ -307,9 +320,16 @@ func sameLeaf(a, b *Leaf) bool {
 		len(pa.ProtoReflect().GetUnknown()) == 0 && len(pb.ProtoReflect().GetUnknown()) == 0 &&
 		len(a.ProtoReflect().GetUnknown()) == 0 && len(b.ProtoReflect().GetUnknown()) == 0
 	for k := 0; shared && k < len(pa.GetElem()); k++ {
-		shared = pa.GetElem()[k] == pb.GetElem()[k]
+		shared = sameElem(pa.GetElem()[k], pb.GetElem()[k])
 	}
 	return shared || proto.Equal(a, b)
+}
+
+// sameElem is proto.Equal for two path elements without unknown fields,
+// without reflection.
+func sameElem(a, b *gnmi.PathElem) bool {
+	return a == b || a != nil && b != nil && a.GetName() == b.GetName() && maps.Equal(a.GetKey(), b.GetKey()) &&
+		len(a.ProtoReflect().GetUnknown()) == 0 && len(b.ProtoReflect().GetUnknown()) == 0
 }
 
 // writes reports whether an operation of kind k writes values: a replace,
@@ -470,7 +490,7 @@ func (w *writeTxn) commitGuard(c *Configuration, p *Proposal) error {
 	}
 	i := p.GetIndex()
 	for k := max(c.GetCommitted().GetProposal()+1, c.GetFirstIndex()); k+1 < i; k++ {
-		pk, err := loadProposalStatus(w.txn, c, k)
+		pk, err := w.proposalStatus(c, k)
 		if err != nil {
 			return err
 		}
@@ -825,6 +845,9 @@ func proposeRollbackTransition(i uint64, by Sender) proposalTransition {
 // p in the Rollback phase with its rollback commit and apply Pending and
 // makes it the rollback under way.
 func (w *writeTxn) proposeRollback(c *Configuration, p *Proposal) error {
+	if err := w.flushProposals(); err != nil { // rollbackGuard reads the later proposals in Badger
+		return err
+	}
 	if err := rollbackGuard(w.txn, c, p); err != nil {
 		return err
 	}
@@ -1112,7 +1135,66 @@ func loadConfiguration(txn *badger.Txn) (*Configuration, error) {
 }
 
 func (w *writeTxn) proposal(c *Configuration, i uint64) (*Proposal, error) {
+	if p, ok := w.pending[i]; ok {
+		if err := kept(c, i); err != nil {
+			return nil, err
+		}
+		return shallowProposal(p), nil
+	}
 	return loadProposal(w.txn, c, i)
+}
+
+// proposalStatus is loadProposalStatus in w, which may hold the proposal
+// decoded (writeTxn.pending).
+func (w *writeTxn) proposalStatus(c *Configuration, i uint64) (*Proposal, error) {
+	p, ok := w.pending[i]
+	if !ok {
+		return loadProposalStatus(w.txn, c, i)
+	}
+	if err := kept(c, i); err != nil {
+		return nil, err
+	}
+	ch, rb := p.GetChange(), p.GetRollback()
+	return &Proposal{Index: p.GetIndex(), Phase: p.GetPhase(),
+		Change: &Change{Commit: ch.GetCommit(), Apply: ch.GetApply(), Adopted: ch.GetAdopted(),
+			AbortedBy: ch.GetAbortedBy(), AdoptedTerm: ch.GetAdoptedTerm(), Baseline: ch.GetBaseline()},
+		Rollback: &Rollback{Commit: rb.GetCommit(), Apply: rb.GetApply()}}, nil
+}
+
+// kept checks that proposal i exists and retention kept it.
+func kept(c *Configuration, i uint64) error {
+	if i == 0 || i > c.GetLastIndex() {
+		return fmt.Errorf("journal: proposal %d: %w", i, ErrNotFound)
+	}
+	if i < c.GetFirstIndex() {
+		return fmt.Errorf("journal: proposal %d (oldest kept is %d): %w", i, c.GetFirstIndex(), ErrCompacted)
+	}
+	return nil
+}
+
+// shallowProposal copies p's own fields and those of its change and
+// rollback, sharing everything below them (operations, values, errors,
+// timestamps): what a transition changes of a proposal it read.
+func shallowProposal(p *Proposal) *Proposal {
+	out := shallowCopy(p)
+	out.Change = shallowCopy(p.GetChange())
+	out.Rollback = shallowCopy(p.GetRollback())
+	return out
+}
+
+// shallowCopy is a new message of m's type with m's fields, its message
+// and list fields sharing m's.
+func shallowCopy[M proto.Message](m M) M {
+	src := m.ProtoReflect()
+	dst := src.New()
+	if src.IsValid() {
+		src.Range(func(fd protoreflect.FieldDescriptor, v protoreflect.Value) bool {
+			dst.Set(fd, v)
+			return true
+		})
+		dst.SetUnknown(src.GetUnknown())
+	}
+	return dst.Interface().(M)
 }
 
 func loadProposal(txn *badger.Txn, c *Configuration, i uint64) (*Proposal, error) {
@@ -1187,7 +1269,7 @@ func (w *writeTxn) guardWithPrevious(c *Configuration, p *Proposal, guard func(c
 	var prev *Proposal
 	if i := p.GetIndex(); i > 1 && i-1 >= c.GetFirstIndex() {
 		var err error
-		if prev, err = loadProposalStatus(w.txn, c, i-1); err != nil {
+		if prev, err = w.proposalStatus(c, i-1); err != nil {
 			return err
 		}
 	}

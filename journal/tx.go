@@ -69,5 +69,5 @@ func (tx *Tx) ProposalStatus(i uint64) (*Proposal, error) {
 	if err != nil {
 		return nil, err
 	}
-	return loadProposalStatus(tx.w.txn, c, i)
+	return tx.w.proposalStatus(c, i)
 }

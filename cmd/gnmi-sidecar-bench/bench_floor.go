@@ -53,7 +53,7 @@ func startFloorProxy(deviceAddr, kind string, durable func(context.Context) erro
 	}
 	srv := grpc.NewServer()
 	gpb.RegisterGNMIServer(srv, &floorProxy{device: gpb.NewGNMIClient(device), durable: durable, region: "floor." + kind + ".Set"})
-	go func() { _ = srv.Serve(lis) }()
+	labeled("floor", func() { go func() { _ = srv.Serve(lis) }() })
 	return lis.Addr().String(), func() {
 		srv.Stop()
 		device.Close()

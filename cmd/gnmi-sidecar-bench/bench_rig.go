@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"runtime/pprof"
 	"runtime/trace"
 	"slices"
 	"time"
@@ -64,7 +65,8 @@ func (b *bencher) startDevice(ctx context.Context) (*testbed.Device, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := dev.Start(ctx, "127.0.0.1:0"); err != nil {
+	labeled("device", func() { err = dev.Start(ctx, "127.0.0.1:0") })
+	if err != nil {
 		return nil, fmt.Errorf("starting the device: %w", err)
 	}
 	return dev, nil
@@ -108,14 +110,17 @@ func (b *bencher) startSidecar(ctx context.Context) (*side, error) {
 		dev.Stop()
 		return nil, err
 	}
-	sc, err := sidecar.New(sidecar.Config{
-		Target:              dev.Addr(),
-		JournalDir:          dir,
-		JournalMinFreeBytes: 64 << 20, // serve's --journal-min-free default
-		Listen:              "127.0.0.1:0",
-		MetricsAddr:         "127.0.0.1:0", // on, as by default, but on a free port
-		Reflection:          true,
-		Logger:              b.log.With("component", "sidecar"),
+	var sc *sidecar.Sidecar
+	labeled("sidecar", func() { // New opens the journal, whose writer runs from then on
+		sc, err = sidecar.New(sidecar.Config{
+			Target:              dev.Addr(),
+			JournalDir:          dir,
+			JournalMinFreeBytes: 64 << 20, // serve's --journal-min-free default
+			Listen:              "127.0.0.1:0",
+			MetricsAddr:         "127.0.0.1:0", // on, as by default, but on a free port
+			Reflection:          true,
+			Logger:              b.log.With("component", "sidecar"),
+		})
 	})
 	if err != nil {
 		dev.Stop()
@@ -124,7 +129,7 @@ func (b *bencher) startSidecar(ctx context.Context) (*side, error) {
 	}
 	runCtx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- sc.Run(runCtx) }()
+	labeled("sidecar", func() { go func() { done <- sc.Run(runCtx) }() })
 	stopSidecar := func() {
 		cancel()
 		if err := <-done; err != nil {
@@ -147,6 +152,14 @@ func (b *bencher) startSidecar(ctx context.Context) (*side, error) {
 		return nil, err
 	}
 	return s, nil
+}
+
+// labeled runs start, which starts goroutines, with the profiler label
+// part=part: the goroutines it starts, and theirs, carry it, so that a
+// --cpuprofile tells the parts of the process apart
+// (go tool pprof -tagfocus part=sidecar).
+func labeled(part string, start func()) {
+	pprof.Do(context.Background(), pprof.Labels("part", part), func(context.Context) { start() })
 }
 
 // introspectionOrigin is the gNMI origin of the sidecar's own tree

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"runtime/metrics"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -127,27 +128,48 @@ func latencyBoth(ctx context.Context, r *rig, n, spread int, fl *floors) (sc [3]
 // throughput: scenario 2, clients concurrent clients each setting its own
 // leaf as fast as it can for the configured duration, against a device
 // that takes delay to commit a Set.
-// Against the 0 ms device with 64 clients, the Sets also go through a
-// proxy that only forwards them (forwardOnly), in front of the direct
+// Against the 0 ms device with 8 and 64 clients, the Sets also go through
+// a proxy that only forwards them (forwardOnly), in front of the direct
 // device: the note gives what the extra gRPC hop alone leaves of the
-// direct rate on this machine.
+// direct rate on this machine, and rows of their own compare the sidecar
+// with that proxy: its rate, and (64 clients) the process's CPU time per
+// Set on each side.
 func (b *bencher) throughput(ctx context.Context, clients int, delay time.Duration) ([]row, error) {
-	withFloor := clients == 64 && delay == 0
+	withFloor := clients >= 8 && delay == 0
 	sc, dr, floor, _, err := b.setsBoth(ctx, clients, delay, 0, withFloor)
 	if err != nil {
 		return nil, err
 	}
-	out := newRow(fmt.Sprintf("Set throughput, %d clients, %v device", clients, delay), "Sets/s", "higher", sc.rate(), dr.rate())
+	name := fmt.Sprintf("Set throughput, %d clients, %v device", clients, delay)
+	out := newRow(name, "Sets/s", "higher", sc.rate(), dr.rate())
 	switch {
 	case clients == 64 && delay > 0:
 		out = out.withTarget("≥ 10× direct", out.Ratio >= 10)
 	case clients == 64:
 		out = out.withTarget("≥ 0.95× direct", out.Ratio >= 0.95)
 	}
-	if withFloor {
-		out.Note = fmt.Sprintf("through a proxy that only forwards each Set (no journal), run after the direct side: %.0f Sets/s, %.2f× direct", floor.rate(), floor.rate()/dr.rate())
+	if !withFloor {
+		return []row{out}, nil
 	}
-	return []row{out}, nil
+	out.Note = fmt.Sprintf("through a proxy that only forwards each Set (no journal), run after the direct side: %.0f Sets/s, %.2f× direct", floor.rate(), floor.rate()/dr.rate())
+	// The direct column of the rows below is the forwarding proxy's.
+	vsFloor := newRow(name+", vs forward-only proxy", "Sets/s", "higher", sc.rate(), floor.rate())
+	want := 0.8
+	if clients == 64 {
+		want = 1.0
+	}
+	vsFloor = vsFloor.withTarget(fmt.Sprintf("≥ %.1f× the forward-only proxy", want), vsFloor.Ratio >= want)
+	rows := []row{out, vsFloor}
+	if clients == 64 {
+		cpu := newRow(fmt.Sprintf("CPU per Set, %d clients, %v device, vs forward-only proxy", clients, delay), "µs", "lower",
+			sc.cpuPerSet(), floor.cpuPerSet())
+		cpu = cpu.withTarget("≤ 1.5× the forward-only proxy", cpu.Ratio <= 1.5)
+		cpu.Note = fmt.Sprintf("the bench process's CPU time (user + system) over each side's run ÷ its Sets, devices and clients included on both sides: "+
+			"sidecar %.2f of 2 cores, forward-only proxy %.2f; direct %.0f µs a Set; heap allocations a Set, counted the same way: sidecar %.0f, forward-only proxy %.0f, direct %.0f",
+			sc.coresUsed(), floor.coresUsed(), dr.cpuPerSet(), sc.allocsPerSet(), floor.allocsPerSet(), dr.allocsPerSet())
+		rows = append(rows, cpu)
+	}
+	return rows, nil
 }
 
 // The device of the coalesce rows: a small cost per Set and a larger one
@@ -215,13 +237,28 @@ func (b *bencher) setsBoth(ctx context.Context, clients int, perSet, perUpdate t
 	return sc, dr, floor, deviceSets, nil
 }
 
-// setsRan is what a run of Sets did: Sets completed in how long.
+// setsRan is what a run of Sets did: Sets completed in how long, and the
+// bench process's CPU time (processCPU) and heap allocations
+// (processAllocs) meanwhile.
 type setsRan struct {
 	sets    int64
 	elapsed time.Duration
+	cpu     time.Duration
+	allocs  uint64
 }
 
+// allocsPerSet is the process's heap allocations per Set completed.
+func (r setsRan) allocsPerSet() float64 { return float64(r.allocs) / float64(max(r.sets, 1)) }
+
 func (r setsRan) rate() float64 { return float64(r.sets) / r.elapsed.Seconds() }
+
+// cpuPerSet is the process's CPU time per Set completed, in µs.
+func (r setsRan) cpuPerSet() float64 {
+	return float64(r.cpu.Nanoseconds()) / 1e3 / float64(max(r.sets, 1))
+}
+
+// coresUsed is the process's CPU time over the run's wall time.
+func (r setsRan) coresUsed() float64 { return r.cpu.Seconds() / r.elapsed.Seconds() }
 
 // setsRun runs clients goroutines (one gRPC connection each, as separate
 // clients would), each Setting its own leaf as fast as it can, for d (or
@@ -255,21 +292,23 @@ func setsRun(ctx context.Context, s *side, clients int, d time.Duration) (setsRa
 		case <-runCtx.Done():
 		}
 	}()
-	start := time.Now()
+	start, cpu, allocs := time.Now(), processCPU(), processAllocs()
 	g, gctx := errgroup.WithContext(runCtx)
 	for i, c := range conns {
-		g.Go(func() error {
-			for n := 0; gctx.Err() == nil; n++ {
-				if _, err := setLeaf(gctx, c, clientLeaf(i), fmt.Sprintf("v%d", n)); err != nil {
-					if gctx.Err() != nil {
-						return nil // the run ended during this Set
+		labeled("clients", func() {
+			g.Go(func() error {
+				for n := 0; gctx.Err() == nil; n++ {
+					if _, err := setLeaf(gctx, c, clientLeaf(i), fmt.Sprintf("v%d", n)); err != nil {
+						if gctx.Err() != nil {
+							return nil // the run ended during this Set
+						}
+						return err
 					}
-					return err
+					count.Add(1)
+					firstOnce.Do(func() { close(first) })
 				}
-				count.Add(1)
-				firstOnce.Do(func() { close(first) })
-			}
-			return nil
+				return nil
+			})
 		})
 	}
 	if err := g.Wait(); err != nil {
@@ -278,7 +317,7 @@ func setsRun(ctx context.Context, s *side, clients int, d time.Duration) (setsRa
 	if ctx.Err() != nil {
 		return setsRan{}, ctx.Err()
 	}
-	return setsRan{sets: count.Load(), elapsed: time.Since(start)}, nil
+	return setsRan{sets: count.Load(), elapsed: time.Since(start), cpu: processCPU() - cpu, allocs: processAllocs() - allocs}, nil
 }
 
 // pacedSetsRun offers perSecond Sets a second to s for d, open loop: the
@@ -663,6 +702,16 @@ func processCPU() time.Duration {
 		return 0
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// processAllocs is how many heap objects the bench process has allocated.
+func processAllocs() uint64 {
+	s := []metrics.Sample{{Name: "/gc/heap/allocs:objects"}}
+	metrics.Read(s)
+	if s[0].Value.Kind() != metrics.KindUint64 {
+		return 0
+	}
+	return s[0].Value.Uint64()
 }
 
 // updateCount is what one subscriber received while counting: its

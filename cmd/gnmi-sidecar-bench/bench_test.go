@@ -68,7 +68,9 @@ func runBenchCommand(t *testing.T, args ...string) (string, string) {
 // sizes, one per row.
 var wantBenchRows = []string{
 	"Set latency p50, 1 client", "Set latency p99, 1 client",
-	"Set throughput, 1 clients, 0s device", "Set throughput, 8 clients, 0s device", "Set throughput, 64 clients, 0s device",
+	"Set throughput, 1 clients, 0s device", "Set throughput, 8 clients, 0s device",
+	"Set throughput, 8 clients, 0s device, vs forward-only proxy", "Set throughput, 64 clients, 0s device",
+	"Set throughput, 64 clients, 0s device, vs forward-only proxy", "CPU per Set, 64 clients, 0s device, vs forward-only proxy",
 	"Set throughput, 1 clients, 20ms device", "Set throughput, 8 clients, 20ms device", "Set throughput, 64 clients, 20ms device",
 	"Set throughput, 1 clients, 2ms + 1ms/update device", "Set throughput, 8 clients, 2ms + 1ms/update device",
 	"Set throughput, 64 clients, 2ms + 1ms/update device",
@@ -91,7 +93,10 @@ var wantBenchRows = []string{
 var floorNotes = map[string]*regexp.Regexp{
 	"Set latency p50, 1 client": regexp.MustCompile(`only fsyncs 4 KiB, then forwards: p50 (\d+\.\d+) ms; ` +
 		`that only commits one small record to a journal, then forwards: p50 (\d+\.\d+) ms; the sidecar's own part: -?\d+\.\d+ ms`),
+	"Set throughput, 8 clients, 0s device":  regexp.MustCompile(`only forwards each Set \(no journal\), run after the direct side: (\d+) Sets/s, (\d+\.\d+)× direct`),
 	"Set throughput, 64 clients, 0s device": regexp.MustCompile(`only forwards each Set \(no journal\), run after the direct side: (\d+) Sets/s, (\d+\.\d+)× direct`),
+	"CPU per Set, 64 clients, 0s device, vs forward-only proxy": regexp.MustCompile(`sidecar (\d+\.\d+) of 2 cores, forward-only proxy (\d+\.\d+); direct (\d+) µs a Set; ` +
+		`heap allocations a Set, counted the same way: sidecar (\d+), forward-only proxy (\d+), direct (\d+)`),
 }
 
 // checkFloorNote checks the note of row scenario if floorNotes has it.
