@@ -14,23 +14,26 @@ import (
 // Replace, a large baseline part — grow it for itself: the writer closes
 // the database (flushing the memtable), reopens it with a memtable four
 // times larger, until the transition fits or MaxMemTableSize is reached,
-// commits the transition, and reopens at the steady size (shrink). The
-// memory a large Set costs is thus held while it is written, not for the
-// life of the process. Reads in flight finish first (dbMu); new ones wait
+// commits the transition, and reopens at the steady size (shrink) once
+// nothing is waiting for the writer, so that a burst of large transitions
+// (a baseline, a bulk load) grows it once. The memory a large Set costs
+// is thus held while such Sets are written, not for the life of the
+// process. Reads in flight finish first (dbMu); new ones wait
 // for the reopen. Nothing durable changes: Close flushes, Open replays.
 
 // grow reopens the database with a memtable four times larger (at most
 // MaxMemTableSize). The writer's alone.
 func (j *Journal) grow() error {
-	size := min(j.memTable*4, j.opts.MaxMemTableSize)
-	j.log.Info("growing the memtable for a large transition", "from_bytes", j.memTable, "to_bytes", size)
+	from := j.memTable.Load()
+	size := min(from*4, j.opts.MaxMemTableSize)
+	j.log.Info("growing the memtable for a large transition", "from_bytes", from, "to_bytes", size)
 	return j.reopen(size)
 }
 
 // shrink reopens the database at the steady memtable size if a large
-// transition grew it. The writer's alone.
+// transition grew it. The writer's alone, when its queue is empty.
 func (j *Journal) shrink() {
-	if j.memTable == j.opts.MemTableSize || j.failure() != nil {
+	if j.memTable.Load() == j.opts.MemTableSize || j.failure() != nil {
 		return
 	}
 	if err := j.reopen(j.opts.MemTableSize); err != nil {
@@ -52,6 +55,7 @@ func (j *Journal) reopen(size int64) error {
 		j.db = nil // closed: closeDB has nothing left to close
 		return j.fail(fmt.Errorf("reopening the database with a memtable of %s: %w", mib(uint64(size)), namingFile(j.dir, err)))
 	}
-	j.db, j.memTable = db, size
+	j.db = db
+	j.memTable.Store(size)
 	return nil
 }

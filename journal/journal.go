@@ -219,8 +219,8 @@ type Journal struct {
 	closed bool
 	dbMu   sync.RWMutex // held by reads, so Close and a reopen (grow.go) wait for them
 	// memTable is the open database's memtable size: Options.MemTableSize
-	// but while a large transition runs (grow.go). The writer's alone.
-	memTable int64
+	// but while large transitions run (grow.go). Written by the writer only.
+	memTable atomic.Int64
 	queue    chan *request
 
 	closing atomic.Bool
@@ -283,7 +283,6 @@ func Open(dir string, opts Options) (*Journal, error) {
 	j := &Journal{
 		dir:          dir,
 		db:           db,
-		memTable:     opts.MemTableSize,
 		lock:         lock,
 		opts:         opts,
 		log:          opts.Logger.With("component", "journal", "dir", dir),
@@ -299,6 +298,7 @@ func Open(dir string, opts Options) (*Journal, error) {
 	j.stopBg = cancel
 	j.bgDone.Add(1)
 	go j.compactTables(ctx)
+	j.memTable.Store(opts.MemTableSize)
 	err = j.initialize()
 	if err == nil {
 		err = verifyRecords(db, dir, valueLog, bopts.ValueThreshold)
@@ -639,7 +639,9 @@ func (j *Journal) writer() {
 		}
 		for len(taken) > 0 {
 			taken = taken[j.runBatch(taken):]
-			j.shrink()
+		}
+		if len(j.queue) == 0 {
+			j.shrink() // nothing waiting: a burst of large transitions grows the memtable once
 		}
 	}
 }
@@ -708,7 +710,7 @@ func (j *Journal) runBatch(batch []*request) int {
 		if err != nil && (w.wrote || errors.Is(err, badger.ErrTxnTooBig)) {
 			txn.Discard()
 			if k == 0 {
-				if errors.Is(err, badger.ErrTxnTooBig) && j.memTable < j.opts.MaxMemTableSize {
+				if errors.Is(err, badger.ErrTxnTooBig) && j.memTable.Load() < j.opts.MaxMemTableSize {
 					// Alone and too large for this memtable: grow it and try again.
 					if gerr := j.grow(); gerr != nil {
 						r.finish(fmt.Errorf("journal: %w", gerr))
