@@ -500,13 +500,12 @@ func TestRejectedRetryRestoresWhatAnEarlierAttemptWrote(t *testing.T) {
 }
 
 func TestTooLargeToCommitFailsAndWorkGoesOn(t *testing.T) {
-	r := newRig(t, testbed.Options{}, agent.Options{}) // 1 MiB memtables: about 150 KB per transaction
-	var leaves []*journal.Leaf
-	root := sidecartest.Path(t, "/interfaces")
-	for n := range 5000 {
-		leaves = append(leaves, &journal.Leaf{Path: sidecartest.Path(t, descPath(fmt.Sprintf("eth%d", n))), Value: str("x")})
-	}
-	huge := r.propose(&journal.Op{Kind: journal.OpUpdate, Path: root, Values: leaves})
+	r := newRig(t, testbed.Options{}, agent.Options{})
+	// 1 MiB memtables that may not grow: about 150 KB per transaction.
+	r.stop()
+	r.maxMemTable = 1 << 20
+	r.start()
+	huge := r.propose(manyDescriptions(t, 5000))
 	next := r.propose(updateOp(t, descPath("eth0"), str("after the huge one")))
 	p := r.waitApplied(huge)
 	if p.GetChange().GetCommit() != journal.StatusFailed || codes.Code(p.GetChange().GetError().GetCode()) != codes.ResourceExhausted {
@@ -519,6 +518,34 @@ func TestTooLargeToCommitFailsAndWorkGoesOn(t *testing.T) {
 		t.Fatalf("proposal after the huge one: apply %v", p.GetChange().GetApply())
 	}
 	wantLeaf(t, r, descPath("eth0"), str("after the huge one"))
+	r.waitQuiescent()
+	r.verify()
+}
+
+// manyDescriptions is an update of n interfaces' descriptions.
+func manyDescriptions(t *testing.T, n int) *journal.Op {
+	var leaves []*journal.Leaf
+	for k := range n {
+		leaves = append(leaves, &journal.Leaf{Path: sidecartest.Path(t, descPath(fmt.Sprintf("eth%d", k))), Value: str(fmt.Sprintf("d%d", k))})
+	}
+	return &journal.Op{Kind: journal.OpUpdate, Path: sidecartest.Path(t, "/interfaces"), Values: leaves}
+}
+
+// A proposal too large for one transaction of the journal's steady
+// memtable (1 MiB here) is committed and applied all the same: the
+// journal grows its memtable for it.
+func TestLargeProposalIsApplied(t *testing.T) {
+	r := newRig(t, testbed.Options{}, agent.Options{})
+	huge := r.propose(manyDescriptions(t, 5000))
+	next := r.propose(updateOp(t, descPath("eth0"), str("after the large one")))
+	if p := r.waitApplied(huge); p.GetChange().GetApply() != journal.StatusComplete {
+		t.Fatalf("large proposal: commit %v, apply %v, error %v; want applied", p.GetChange().GetCommit(), p.GetChange().GetApply(), p.GetChange().GetError())
+	}
+	if p := r.waitApplied(next); p.GetChange().GetApply() != journal.StatusComplete {
+		t.Fatalf("proposal after the large one: apply %v", p.GetChange().GetApply())
+	}
+	wantLeaf(t, r, descPath("eth4999"), str("d4999"))
+	wantLeaf(t, r, descPath("eth0"), str("after the large one"))
 	r.waitQuiescent()
 	r.verify()
 }

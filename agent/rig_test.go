@@ -28,6 +28,8 @@ type rig struct {
 	dir       string
 	tracePath string
 	opts      agent.Options
+	// maxMemTable is the journal's MaxMemTableSize (0: its default).
+	maxMemTable int64
 
 	traceFile io.Closer
 	j         *journal.Journal
@@ -72,7 +74,7 @@ func (r *rig) openJournal() (*journal.Journal, io.Closer) {
 	if err != nil {
 		r.t.Fatal(err)
 	}
-	j, err := journal.Open(r.dir, journal.Options{NoSync: true, Observer: tracer.Observe, Retain: -1, MemTableSize: 1 << 20})
+	j, err := journal.Open(r.dir, journal.Options{NoSync: true, Observer: tracer.Observe, Retain: -1, MemTableSize: 1 << 20, MaxMemTableSize: r.maxMemTable})
 	if err != nil {
 		r.t.Fatal(err)
 	}
