@@ -2,6 +2,7 @@ package journal
 
 import (
 	"fmt"
+	"time"
 
 	"github.com/dgraph-io/badger/v4"
 )
@@ -18,35 +19,62 @@ import (
 // nothing is waiting for the writer, so that a burst of large transitions
 // (a baseline, a bulk load) grows it once. The memory a large Set costs
 // is thus held while such Sets are written, not for the life of the
-// process. Reads in flight finish first (dbMu); new ones wait
-// for the reopen. Nothing durable changes: Close flushes, Open replays.
+// process. Reads in flight finish first (dbMu; at most defaultGrowWait), new ones
+// wait for the reopen. Nothing durable changes: Close flushes, Open
+// replays.
+
+// defaultGrowWait bounds how long grow waits for the reads in flight
+// (Options.growWait): a read streaming to a slow client holds the
+// database, and the writer (every write) waits while grow does.
+const defaultGrowWait = 10 * time.Second
 
 // grow reopens the database with a memtable four times larger (at most
-// MaxMemTableSize). The writer's alone.
+// MaxMemTableSize). The writer's alone. If reads hold the database for
+// defaultGrowWait, the transition fails with ErrTooLarge (nothing is written; the
+// same transition can be tried again).
 func (j *Journal) grow() error {
 	from := j.memTable.Load()
 	size := min(from*4, j.opts.MaxMemTableSize)
 	j.log.Info("growing the memtable for a large transition", "from_bytes", from, "to_bytes", size)
+	if !j.lockForReopen(j.opts.growWait) {
+		return fmt.Errorf("the journal could not grow its memtable for this transition: reads in progress held it for %v; try again: %w", j.opts.growWait, ErrTooLarge)
+	}
+	defer j.dbMu.Unlock()
 	return j.reopen(size)
 }
 
 // shrink reopens the database at the steady memtable size if a large
-// transition grew it. The writer's alone, when its queue is empty.
+// transition grew it and no read is in progress (else a later batch
+// does). The writer's alone, when its queue is empty.
 func (j *Journal) shrink() {
-	if j.memTable.Load() == j.opts.MemTableSize || j.failure() != nil {
+	if j.memTable.Load() == j.opts.MemTableSize || j.failure() != nil || !j.dbMu.TryLock() {
 		return
 	}
+	defer j.dbMu.Unlock()
 	if err := j.reopen(j.opts.MemTableSize); err != nil {
 		j.log.Error("reopening the journal at its steady memtable size failed", "err", err)
 	}
 }
 
+// lockForReopen takes dbMu exclusively, waiting at most d for the reads in
+// flight. It polls rather than calling Lock, which cannot be abandoned and
+// would hold every new read back while it waits.
+func (j *Journal) lockForReopen(d time.Duration) bool {
+	deadline := time.Now().Add(d)
+	for !j.dbMu.TryLock() {
+		if time.Now().After(deadline) {
+			return false
+		}
+		time.Sleep(time.Millisecond)
+	}
+	return true
+}
+
 // reopen closes the database and opens it again with memtables of size
-// bytes. A failure fails the journal (ErrFailed): the database may be
-// closed, and a new process recovers what was durable.
+// bytes; the caller holds dbMu. A failure fails the journal (ErrFailed):
+// the database may be closed, and a new process recovers what was
+// durable.
 func (j *Journal) reopen(size int64) error {
-	j.dbMu.Lock()
-	defer j.dbMu.Unlock()
 	if err := j.db.Close(); err != nil {
 		return j.fail(fmt.Errorf("closing the database to resize its memtable: %w", err))
 	}

@@ -2,6 +2,7 @@ package journal
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"testing"
@@ -86,5 +87,56 @@ func TestLargeTransitionGrowsTheMemtable(t *testing.T) {
 	var applied int
 	if err := j.Applied(ctx, nil, func(*PathValue) error { applied++; return nil }); err != nil || applied != values {
 		t.Fatalf("after reopening: %d applied values (%v), want %d", applied, err, values)
+	}
+}
+
+// TestGrowWaitsForReadsABoundedTime: a read that holds the database (a
+// stream to a slow client) makes a transition that must grow the memtable
+// fail after Options.growWait with ErrTooLarge, writing nothing, rather
+// than stall the writer; small writes go on meanwhile, and once the read
+// ends the same transition succeeds.
+func TestGrowWaitsForReadsABoundedTime(t *testing.T) {
+	j := openTest(t, "", Options{NoSync: true, MemTableSize: 1 << 20, growWait: 200 * time.Millisecond})
+	ctx := context.Background()
+	synced(t, j)
+	var kv []string
+	for n := range 2000 {
+		kv = append(kv, fmt.Sprintf("/interfaces/interface[name=eth%d]/config/description", n), "d")
+	}
+	big, err := j.ProposeChange(ctx, []*Op{update(t, kv...)}) // its record goes to the value log: proposing fits
+	if err != nil {
+		t.Fatal(err)
+	}
+	reading, release := make(chan struct{}), make(chan struct{})
+	readDone := make(chan error, 1)
+	go func() {
+		first := true
+		readDone <- j.Proposals(ctx, 1, 1, func(*Proposal) error {
+			if first {
+				first = false
+				close(reading)
+				<-release
+			}
+			return nil
+		})
+	}()
+	<-reading
+	if _, _, err := j.CommitChange(ctx, big.Index); !errors.Is(err, ErrTooLarge) {
+		close(release)
+		t.Fatalf("committing a large proposal while a read holds the journal: %v, want ErrTooLarge", err)
+	}
+	if _, err := j.ProposeChange(ctx, []*Op{update(t, "/small", "1")}); err != nil {
+		close(release)
+		t.Fatalf("a small proposal while the read goes on: %v", err)
+	}
+	close(release)
+	if err := <-readDone; err != nil {
+		t.Fatal(err)
+	}
+	if p, err := j.Proposal(ctx, big.Index); err != nil || p.GetChange().GetCommit() != StatusPending {
+		t.Fatalf("after the refused commit: %v (%v), want it still pending", p.GetChange().GetCommit(), err)
+	}
+	if _, _, err := j.CommitChange(ctx, big.Index); err != nil {
+		t.Fatalf("committing the large proposal once the read ended: %v", err)
 	}
 }

@@ -116,6 +116,9 @@ type Options struct {
 	// onSlice, if set (by tests), gets the stats of every durable
 	// retention slice.
 	onSlice func(sliceStats)
+	// growWait is how long a transition that grows the memtable waits for
+	// the reads in flight (default defaultGrowWait; tests shorten it).
+	growWait time.Duration
 }
 
 func (o Options) withDefaults() Options {
@@ -132,6 +135,9 @@ func (o Options) withDefaults() Options {
 		o.MemTableSize = 2 << 20
 	}
 	o.MemTableSize = max(o.MemTableSize, 1<<20)
+	if o.growWait <= 0 {
+		o.growWait = defaultGrowWait
+	}
 	if o.MaxMemTableSize == 0 {
 		o.MaxMemTableSize = 1 << 30
 	}
