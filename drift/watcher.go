@@ -865,8 +865,9 @@ func (w *Watcher) check(ctx context.Context, scope *gpb.Path, since time.Time, b
 	return true, nil
 }
 
-// largeCompare is the number of the journal's values compared from which a comparison returns the memory it used to the
-// operating system when it is done.
+// largeCompare is the number of the journal's values compared from which
+// a comparison returns the memory it used to the operating system when it
+// is done.
 const largeCompare = 2_000
 
 // errBusy: the sidecar wrote to the device during a comparison.
