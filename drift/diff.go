@@ -51,7 +51,7 @@ func (w *Watcher) Diff(ctx context.Context, paths []*gpb.Path) ([]Diff, time.Tim
 			var all []Diff
 			busy := false
 			for _, scope := range scopes {
-				diffs, _, err := w.compare(ctx, scope, before)
+				diffs, _, err := w.compare(ctx, scope, before, nil)
 				if errors.Is(err, errBusy) {
 					busy = true
 					break

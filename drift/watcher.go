@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"maps"
+	"runtime/debug"
 	"slices"
 	"strings"
 	"sync"
@@ -839,7 +840,14 @@ func (w *Watcher) explained(ctx context.Context, n Note) (bool, error) {
 // false when it did not. since is when the first sign of drift there came
 // (zero: now).
 func (w *Watcher) check(ctx context.Context, scope *gpb.Path, since time.Time, before agent.Rest) (done bool, err error) {
-	diffs, oos, err := w.compare(ctx, scope, before)
+	var compared int
+	diffs, oos, err := w.compare(ctx, scope, before, &compared)
+	if compared >= largeCompare {
+		// The comparison's copies of both sides are garbage now; the heap
+		// goal they raised would keep them resident while the sidecar
+		// idles, as it mostly does after the first comparison of a session.
+		debug.FreeOSMemory()
+	}
 	if errors.Is(err, errBusy) {
 		return false, nil
 	}
@@ -857,18 +865,27 @@ func (w *Watcher) check(ctx context.Context, scope *gpb.Path, since time.Time, b
 	return true, nil
 }
 
+// largeCompare is the number of the journal's values compared from which
+// a comparison returns the memory it used to the operating system when it
+// is done.
+const largeCompare = 2_000
+
 // errBusy: the sidecar wrote to the device during a comparison.
 var errBusy = errors.New("the sidecar is applying changes to the device")
 
 // compare reads the device's configuration at scope and the journal's,
 // and compares them, if the pipeline is at rest as before throughout
-// (else errBusy).
-func (w *Watcher) compare(ctx context.Context, scope *gpb.Path, before agent.Rest) ([]Diff, []*journal.OutOfSync, error) {
+// (else errBusy). compared, if not nil, receives the number of the
+// journal's values compared.
+func (w *Watcher) compare(ctx context.Context, scope *gpb.Path, before agent.Rest, compared *int) ([]Diff, []*journal.OutOfSync, error) {
 	values, err := w.reader.Read(w.outgoing(ctx), w.opts.DeviceTarget, scope)
 	if err != nil {
 		return nil, nil, err
 	}
 	var applied []*journal.PathValue
+	if compared != nil {
+		defer func() { *compared = len(applied) }()
+	}
 	above, err := w.opts.Journal.AppliedAt(ctx, coveringPaths(scope))
 	if err != nil {
 		return nil, nil, err

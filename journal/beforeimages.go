@@ -465,13 +465,21 @@ type DeviceConfig struct {
 }
 
 // ReadDeviceConfig decomposes the device's configuration as read (updates,
-// full paths, from a read of every read scope) leaf by leaf, and compares
-// it with the applied values' tombstones.
+// full paths, from a read of every read scope or of subtrees above them)
+// leaf by leaf, keeping what lies in the read scopes, and compares it with
+// the applied values' tombstones.
 func (j *Journal) ReadDeviceConfig(ctx context.Context, updates []*gnmi.Update) (*DeviceConfig, error) {
 	units, keys, err := j.deviceUnitValues(updates)
 	if err != nil {
 		return nil, err
 	}
+	keys = slices.DeleteFunc(keys, func(k string) bool {
+		if j.coverage.covers([]byte(k)) {
+			return false
+		}
+		delete(units, k)
+		return true
+	})
 	d := &DeviceConfig{j: j, units: units, sent: make(map[string]bool)}
 	live := make(map[string]bool)
 	var tombstones []*PathValue

@@ -1270,6 +1270,25 @@ func TestProposalStatusMatchesProposal(t *testing.T) {
 				t.Errorf("%s: proposal %d: status view %v, proposal %v", when, i, got, want)
 			}
 		}
+		// ProposalStatuses streams the same views, without the values.
+		next := c.GetFirstIndex()
+		err = j.ProposalStatuses(ctx, 0, 0, func(p *Proposal) error {
+			st, err := j.ProposalStatus(ctx, next)
+			if err != nil {
+				return err
+			}
+			if !proto.Equal(p, st) {
+				t.Errorf("%s: ProposalStatuses gave %v for proposal %d, ProposalStatus %v", when, p, next, st)
+			}
+			next++
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if next != c.GetLastIndex()+1 {
+			t.Errorf("%s: ProposalStatuses gave proposals up to %d, want up to %d", when, next-1, c.GetLastIndex())
+		}
 	}
 	applyChange(t, j, term, update(t, "/a", "1"))
 	for _, op := range []*Op{update(t, "/a", "2"), update(t, "/a", "4")} {

@@ -143,6 +143,24 @@ func (j *Journal) readProposal(ctx context.Context, i uint64, load func(*badger.
 // Proposals streams the kept proposals with from <= index <= to (to = 0: up
 // to the newest) in index order.
 func (j *Journal) Proposals(ctx context.Context, from, to uint64, fn func(*Proposal) error) error {
+	return j.scanProposals(ctx, from, to, func(v []byte) (*Proposal, error) {
+		p := &Proposal{}
+		return p, proto.Unmarshal(v, p)
+	}, fn)
+}
+
+// ProposalStatuses is Proposals reading of each proposal only what
+// ProposalStatus reads: a caller that counts statuses (the metrics, the
+// baseline's check at start) does not decode every operation and value
+// of the journal, megabytes per large proposal.
+func (j *Journal) ProposalStatuses(ctx context.Context, from, to uint64, fn func(*Proposal) error) error {
+	return j.scanProposals(ctx, from, to, decodeProposalStatus, fn)
+}
+
+// scanProposals gives fn the kept proposals with from <= index <= to (to =
+// 0: up to the newest) in index order, each as decode makes it of its
+// record.
+func (j *Journal) scanProposals(ctx context.Context, from, to uint64, decode func([]byte) (*Proposal, error), fn func(*Proposal) error) error {
 	if to == 0 {
 		to = math.MaxUint64
 	}
@@ -161,8 +179,12 @@ func (j *Journal) Proposals(ctx context.Context, from, to uint64, fn func(*Propo
 			if bytes.Compare(item.Key(), end) > 0 {
 				return nil
 			}
-			p := &Proposal{}
-			if err := readValue(item, func(v []byte) error { return proto.Unmarshal(v, p) }); err != nil {
+			var p *Proposal
+			err := readValue(item, func(v []byte) (err error) {
+				p, err = decode(v)
+				return err
+			})
+			if err != nil {
 				return fmt.Errorf("journal: decode %q: %w", item.Key(), err)
 			}
 			if err := fn(p); err != nil {

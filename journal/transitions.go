@@ -1231,7 +1231,6 @@ func loadProposalStatus(txn *badger.Txn, c *Configuration, i uint64) (*Proposal,
 	if i < c.GetFirstIndex() {
 		return nil, fmt.Errorf("journal: proposal %d (oldest kept is %d): %w", i, c.GetFirstIndex(), ErrCompacted)
 	}
-	st := &journalpb.ProposalStatus{}
 	item, err := txn.Get(proposalKey(i))
 	if errors.Is(err, badger.ErrKeyNotFound) {
 		return nil, fmt.Errorf("journal: proposal %d record missing", i)
@@ -1239,9 +1238,23 @@ func loadProposalStatus(txn *badger.Txn, c *Configuration, i uint64) (*Proposal,
 	if err != nil {
 		return nil, fmt.Errorf("read proposal %d: %w", i, err)
 	}
-	err = readValue(item, func(v []byte) error { return proto.UnmarshalOptions{DiscardUnknown: true}.Unmarshal(v, st) })
+	var p *Proposal
+	err = readValue(item, func(v []byte) (err error) {
+		p, err = decodeProposalStatus(v)
+		return err
+	})
 	if err != nil {
 		return nil, fmt.Errorf("decode proposal %d: %w", i, err)
+	}
+	return p, nil
+}
+
+// decodeProposalStatus decodes of a proposal record only what
+// ProposalStatus reads.
+func decodeProposalStatus(v []byte) (*Proposal, error) {
+	st := &journalpb.ProposalStatus{}
+	if err := (proto.UnmarshalOptions{DiscardUnknown: true}).Unmarshal(v, st); err != nil {
+		return nil, err
 	}
 	ch := st.GetChange()
 	return &Proposal{Index: st.GetIndex(), Phase: st.GetPhase(),

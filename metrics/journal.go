@@ -279,7 +279,7 @@ func (t *Journal) Load(ctx context.Context, j *journal.Journal) error {
 	t.loading, t.pending = true, nil
 	t.mu.Unlock()
 	state := make(map[uint64]proposalState)
-	err := j.Proposals(ctx, 0, 0, func(p *journal.Proposal) error {
+	err := j.ProposalStatuses(ctx, 0, 0, func(p *journal.Proposal) error {
 		state[p.GetIndex()] = stateOf(p)
 		return nil
 	})

@@ -192,7 +192,7 @@ func NeedsBaseline(ctx context.Context, j *journal.Journal) (bool, error) {
 		}
 	}
 	need := true
-	err = j.Proposals(ctx, c.GetFirstIndex(), c.GetLastIndex(), func(p *journal.Proposal) error {
+	err = j.ProposalStatuses(ctx, c.GetFirstIndex(), c.GetLastIndex(), func(p *journal.Proposal) error {
 		if !p.GetChange().GetBaseline() {
 			need = false
 			return errStop

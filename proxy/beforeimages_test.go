@@ -282,3 +282,59 @@ func TestRepushWhereTheDeviceDiffers(t *testing.T) {
 		t.Errorf("the re-push sent %d values, want 2: the hostname and the banner the device held otherwise", got)
 	}
 }
+
+// TestRepushReadsListEntriesAtOnce: a journal that knows the device at
+// many entries of one list (each read before the change that created it)
+// reads the device before a re-push with one Get of the list's parent,
+// not a Get per entry, and still sends exactly what the device does not
+// hold: what the parent holds outside the read scopes is left out.
+func TestRepushReadsListEntriesAtOnce(t *testing.T) {
+	const entries = 40
+	r := sidecartest.Start(t, sidecartest.Options{Seed: configuredDevice(t), Device: testbed.Options{Persistent: true}})
+	req := &gpb.SetRequest{}
+	for n := range entries {
+		req.Update = append(req.Update, &gpb.Update{
+			Path: sidecartest.Path(t, fmt.Sprintf("/interfaces/interface[name=e%d]/config/description", n)),
+			Val:  sidecartest.StringVal(fmt.Sprintf("entry %d", n)),
+		})
+	}
+	r.MustSet(t, req)
+	r.Settle(t)
+	repush := func(what string, restart bool) (gets int64) {
+		t.Helper()
+		before, repushes := r.Dev.Requests("Get"), r.Agent.Status().Repushes
+		if restart {
+			r.Dev.Stop()
+			if err := r.Dev.Start(t.Context(), ""); err != nil {
+				t.Fatal(err)
+			}
+		} else {
+			r.Dev.DropConnections()
+		}
+		sidecartest.Eventually(t, 30*time.Second, what, func() bool {
+			return r.Agent.Status().Repushes > repushes
+		})
+		return r.Dev.Requests("Get") - before
+	}
+	// Per entry, the re-push would read the device entries times; the
+	// drift watcher's own reads are a few.
+	if gets := repush("a re-push after the device's restart", true); gets >= entries/2 {
+		t.Errorf("the device was read with %d Gets around the re-push, want a few (the %d entries' parent at once)", gets, entries)
+	}
+	if got := r.Agent.Status().LastRepushValues; got != 0 {
+		t.Errorf("the re-push after a restart with everything saved sent %d values, want none", got)
+	}
+	dev := sidecartest.Dial(t, r.Target)
+	if _, err := dev.Set(context.Background(), &gpb.SetRequest{Update: []*gpb.Update{
+		{Path: sidecartest.Path(t, "/interfaces/interface[name=e7]/config/description"), Val: sidecartest.StringVal("behind its back")},
+		{Path: sidecartest.Path(t, descPath), Val: sidecartest.StringVal("outside the journal")},
+	}}); err != nil {
+		t.Fatal(err)
+	}
+	repush("a re-push after the reconnect", false)
+	if got := r.Agent.Status().LastRepushValues; got != 1 {
+		t.Errorf("the re-push sent %d values, want 1: e7's description", got)
+	}
+	r.WantDeviceLeaf(t, "/interfaces/interface[name=e7]/config/description", sidecartest.StringVal("entry 7"))
+	r.WantDeviceLeaf(t, descPath, sidecartest.StringVal("outside the journal"))
+}

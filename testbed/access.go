@@ -41,6 +41,14 @@ func (d *Device) LastRequest(rpc string) (Request, bool) {
 	return r, true
 }
 
+// Requests returns how many requests of rpc (Capabilities, Get, Set or
+// Subscribe) the device received since New, refused ones included.
+func (d *Device) Requests(rpc string) int64 {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.requests[rpc]
+}
+
 // rpcName is the method name of a full gRPC method ("/gnmi.gNMI/Set").
 func rpcName(fullMethod string) string {
 	return fullMethod[strings.LastIndex(fullMethod, "/")+1:]
@@ -56,6 +64,7 @@ func (d *Device) received(ctx context.Context, rpc string, req proto.Message) er
 	// LastRequest hands out copies.
 	d.mu.Lock()
 	d.last[rpc] = Request{RPC: rpc, Time: time.Now(), Metadata: kept, Message: req}
+	d.requests[rpc]++
 	d.mu.Unlock()
 	if err := d.authenticate(md); err != nil {
 		return err

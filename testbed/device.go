@@ -128,8 +128,10 @@ type Device struct {
 	setCount int64
 	watchers map[*watcher]struct{}
 	faults   faults
-	// last holds the last request of each RPC (LastRequest).
-	last map[string]Request
+	// last holds the last request of each RPC (LastRequest); requests
+	// counts them (Requests).
+	last     map[string]Request
+	requests map[string]int64
 	// sets is the Set log (SetLog).
 	sets setLog
 }
@@ -163,7 +165,7 @@ func New(opts Options) (*Device, error) {
 		opts.Target = "testbed"
 	}
 	return &Device{opts: opts, log: log, model: m, fast: newFastSet(m.RootSchema(), m.NewRoot()), setSem: make(chan struct{}, 1),
-		watchers: map[*watcher]struct{}{}, last: map[string]Request{}}, nil
+		watchers: map[*watcher]struct{}{}, last: map[string]Request{}, requests: map[string]int64{}}, nil
 }
 
 // Start serves the device on addr ("127.0.0.1:0" picks a free port). An
