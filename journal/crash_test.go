@@ -345,6 +345,9 @@ func (h *crashDriver) advance(ctx context.Context) error {
 func (h *crashDriver) advanceOne(ctx context.Context, i uint64) error {
 	j := h.j
 	p, err := j.Proposal(ctx, i)
+	if errors.Is(err, ErrCompacted) {
+		return nil // finished, and dropped by the background retention since advance read the configuration
+	}
 	if err != nil {
 		return err
 	}
