@@ -66,7 +66,10 @@ func (j *Journal) publishedHeads(ctx context.Context) (*heads, error) {
 // Badger behind the writer's back, while no transaction runs (one running
 // would publish its own heads again); the writer's list-keys cache
 // (Journal.keptLists) is not dropped.
-func (j *Journal) forgetHeads() { j.heads.Store(nil) }
+func (j *Journal) forgetHeads() {
+	j.heads.Store(nil)
+	j.recent.clear()
+}
 
 // startHeads gives w the published heads, loading them in w's
 // transaction when none are published. If they cannot be loaded (a
@@ -96,7 +99,7 @@ func (w *writeTxn) noteWrite(key []byte, m proto.Message) {
 			return
 		}
 		if string(key) == string(keyConfiguration) {
-			w.heads.config = withDefaults(proto.CloneOf(m.(*Configuration)))
+			w.heads.config = withDefaults(copyConfiguration(m.(*Configuration)))
 		} else {
 			w.heads.mastership = proto.CloneOf(m.(*Mastership))
 		}
@@ -118,4 +121,14 @@ func withDefaults(c *Configuration) *Configuration {
 		c.Applied = &journalpb.Applied{}
 	}
 	return c
+}
+
+// copyConfiguration copies c and its committed and applied records, the
+// parts the transitions change in place; its timestamps are shared: they
+// are replaced, never changed.
+func copyConfiguration(c *Configuration) *Configuration {
+	out := shallowCopy(c)
+	out.Committed = shallowCopy(c.GetCommitted())
+	out.Applied = shallowCopy(c.GetApplied())
+	return out
 }
