@@ -113,8 +113,10 @@ func (j *Journal) CommitConfirm(ctx context.Context) (*CommitConfirm, error) {
 // Proposal returns proposal i: ErrNotFound if it never existed, ErrCompacted
 // if retention dropped it.
 func (j *Journal) Proposal(ctx context.Context, i uint64) (*Proposal, error) {
-	if p, err := j.recentProposal(ctx, i); p != nil || err != nil {
-		return shallowProposal(p), err
+	if p, err := j.recentProposal(ctx, i); err != nil {
+		return nil, err
+	} else if p != nil {
+		return shallowProposal(p), nil
 	}
 	return j.readProposal(ctx, i, loadProposal)
 }
@@ -125,8 +127,10 @@ func (j *Journal) Proposal(ctx context.Context, i uint64) (*Proposal, error) {
 // aborted_by. It skips decoding the operations and values, the bulk of a
 // record.
 func (j *Journal) ProposalStatus(ctx context.Context, i uint64) (*Proposal, error) {
-	if p, err := j.recentProposal(ctx, i); p != nil || err != nil {
-		return statusOf(p), err
+	if p, err := j.recentProposal(ctx, i); err != nil {
+		return nil, err
+	} else if p != nil {
+		return statusOf(p), nil
 	}
 	return j.readProposal(ctx, i, loadProposalStatus)
 }
