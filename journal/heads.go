@@ -99,7 +99,7 @@ func (w *writeTxn) noteWrite(key []byte, m proto.Message) {
 			return
 		}
 		if string(key) == string(keyConfiguration) {
-			w.heads.config = withDefaults(copyConfiguration(m.(*Configuration)))
+			w.heads.config = withDefaults(proto.CloneOf(m.(*Configuration)))
 		} else {
 			w.heads.mastership = proto.CloneOf(m.(*Mastership))
 		}
@@ -121,14 +121,4 @@ func withDefaults(c *Configuration) *Configuration {
 		c.Applied = &journalpb.Applied{}
 	}
 	return c
-}
-
-// copyConfiguration copies c and its committed and applied records, the
-// parts the transitions change in place; its timestamps are shared: they
-// are replaced, never changed.
-func copyConfiguration(c *Configuration) *Configuration {
-	out := shallowCopy(c)
-	out.Committed = shallowCopy(c.GetCommitted())
-	out.Applied = shallowCopy(c.GetApplied())
-	return out
 }

@@ -1117,7 +1117,7 @@ func (w *writeTxn) configurationAndMastership() (*Configuration, *Mastership, er
 
 func (w *writeTxn) configuration() (*Configuration, error) {
 	if w.hasHeads {
-		return copyConfiguration(w.heads.config), nil
+		return proto.CloneOf(w.heads.config), nil
 	}
 	return loadConfiguration(w.txn)
 }
