@@ -666,13 +666,15 @@ func (a *Agent) next(ctx context.Context, tick EventKind,
 
 // perform carries out one step: its device I/O, then its transition.
 func (a *Agent) perform(ctx context.Context, step Step) error {
-	log := a.log.With("step", step.Kind)
+	attrs := make([]any, 0, 6)
+	attrs = append(attrs, "step", step.Kind)
 	if step.Index != 0 {
-		log = log.With("proposal", step.Index)
+		attrs = append(attrs, "proposal", step.Index)
 	}
 	if step.Term != 0 {
-		log = log.With("term", step.Term)
+		attrs = append(attrs, "term", step.Term)
 	}
+	log := a.log.With(attrs...)
 	j := a.j
 	var err error
 	switch step.Kind {

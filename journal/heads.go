@@ -66,7 +66,10 @@ func (j *Journal) publishedHeads(ctx context.Context) (*heads, error) {
 // Badger behind the writer's back, while no transaction runs (one running
 // would publish its own heads again); the writer's list-keys cache
 // (Journal.keptLists) is not dropped.
-func (j *Journal) forgetHeads() { j.heads.Store(nil) }
+func (j *Journal) forgetHeads() {
+	j.heads.Store(nil)
+	j.recent.clear()
+}
 
 // startHeads gives w the published heads, loading them in w's
 // transaction when none are published. If they cannot be loaded (a

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"slices"
 	"strings"
@@ -306,6 +307,9 @@ func checkInvariants(t testing.TB, j *Journal) {
 
 func invariants(j *Journal) error {
 	ctx := context.Background()
+	if err := recentAsStored(j); err != nil {
+		return err
+	}
 	if err := headsAsStored(j); err != nil {
 		return err
 	}
@@ -628,4 +632,28 @@ func headsAsStored(j *Journal) error {
 		}
 	}
 	return nil
+}
+
+// recentAsStored checks that every proposal record the writer keeps
+// decoded (Journal.recent) is the record Badger holds.
+func recentAsStored(j *Journal) error {
+	j.recent.mu.Lock()
+	kept := maps.Clone(j.recent.byIndex)
+	j.recent.mu.Unlock()
+	return j.db.View(func(txn *badger.Txn) error {
+		for i, e := range kept {
+			stored := &Proposal{}
+			found, err := getRecord(txn, proposalKey(i), stored)
+			if err != nil {
+				return err
+			}
+			if !found {
+				return fmt.Errorf("the writer keeps proposal %d, which the journal no longer holds", i)
+			}
+			if !proto.Equal(shallowProposal(e.p), shallowProposal(stored)) {
+				return fmt.Errorf("the writer keeps proposal %d as %v, the journal holds %v", i, e.p, stored)
+			}
+		}
+		return nil
+	})
 }

@@ -233,6 +233,7 @@ type Journal struct {
 	failed  atomic.Pointer[error] // set once by fail (disk.go)
 	commits atomic.Uint64         // write transactions committed, for benchmarks
 	heads   atomic.Pointer[heads] // the singleton records as of the newest durable transaction (heads.go)
+	recent  recentProposals       // the proposal records the newest durable transactions wrote (recent.go)
 	// keptLists are the list-keys records known to be stored, by key: the
 	// number of keys each holds. The writer's alone (recordLists).
 	keptLists map[string]int
@@ -701,6 +702,7 @@ func (j *Journal) runBatch(batch []*request) int {
 	w.startHeads(j.heads.Load())
 	w.keptLists = j.keptLists
 	w.deferProposals = true
+	w.recent = &j.recent
 	results := make([]error, len(batch))
 	for k, r := range batch {
 		w.wrote = false
@@ -737,6 +739,7 @@ func (j *Journal) runBatch(batch []*request) int {
 		}
 		results[k] = err
 	}
+	j.recent.drop(w.written)
 	region := trace.StartRegion(context.Background(), "journal.commit")
 	err := txn.Commit()
 	region.End()
@@ -755,6 +758,9 @@ func (j *Journal) runBatch(batch []*request) int {
 		j.callRetention(h.config)
 	} else {
 		j.forgetHeads() // this transaction worked without them: readers read Badger
+	}
+	if w.hasHeads {
+		j.recent.add(w.written)
 	}
 	for key, n := range w.listsKept {
 		j.keptLists[key] = n
@@ -821,6 +827,13 @@ type writeTxn struct {
 	// transition reads a copy of it (proposal).
 	deferProposals bool
 	pending        map[uint64]*Proposal
+	// recent is Journal.recent in the writer's transactions (nil in
+	// others); written, the proposal records this transaction wrote
+	// (flushProposals) or deleted, for it once the transaction is
+	// durable, and for the transaction's later reads, which must not read
+	// recent's older records of them.
+	recent  *recentProposals
+	written map[uint64]recentProposal
 }
 
 // emit records a transition for Options.Observer.
@@ -859,8 +872,10 @@ func (w *writeTxn) putEmpty(key []byte) error {
 }
 
 func (w *writeTxn) delete(key []byte) error {
-	if len(w.pending) > 0 && bytes.HasPrefix(key, nsProposal) && len(key) == len(nsProposal)+8 {
-		delete(w.pending, binary.BigEndian.Uint64(key[len(nsProposal):]))
+	if bytes.HasPrefix(key, nsProposal) && len(key) == len(nsProposal)+8 {
+		i := binary.BigEndian.Uint64(key[len(nsProposal):])
+		delete(w.pending, i)
+		w.noteWritten(i, nil, 0)
 	}
 	w.wrote = true
 	if err := w.txn.Delete(key); err != nil {
@@ -885,9 +900,38 @@ func (w *writeTxn) flushProposals() error {
 		if err := w.txn.Set(key, b); err != nil {
 			return err
 		}
+		w.noteWritten(i, w.pending[i], len(b))
 	}
 	clear(w.pending)
 	return nil
+}
+
+// noteWritten records in w.written that this transaction wrote proposal
+// i's record, p encoded in size bytes (p nil: deleted it).
+func (w *writeTxn) noteWritten(i uint64, p *Proposal, size int) {
+	if w.recent == nil {
+		return
+	}
+	if w.written == nil {
+		w.written = make(map[uint64]recentProposal)
+	}
+	w.written[i] = recentProposal{p: p, size: size}
+}
+
+// recentProposal returns the newest record of proposal i if the writer
+// holds it decoded (this request's pending one, this transaction's
+// written one, the recent durable ones), else nil. It is not a copy.
+func (w *writeTxn) recentProposal(i uint64) *Proposal {
+	if p, ok := w.pending[i]; ok {
+		return p
+	}
+	if e, ok := w.written[i]; ok {
+		return e.p
+	}
+	if w.recent == nil {
+		return nil
+	}
+	return w.recent.get(i)
 }
 
 func (w *writeTxn) get(key []byte, m proto.Message) (bool, error) {

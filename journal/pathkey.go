@@ -45,15 +45,24 @@ const (
 // the deprecated string Element field are not supported (ProposeChange
 // refuses them).
 func PathKey(p *gnmi.Path) []byte {
-	var b []byte
-	b = appendEscaped(b, keyOrigin(p))
+	origin := keyOrigin(p)
+	size := len(origin)
+	for _, e := range p.GetElem() {
+		size += 1 + len(e.GetName())
+		for k, v := range e.GetKey() {
+			size += 2 + len(k) + len(v)
+		}
+	}
+	b := make([]byte, 0, size) // escapes, rare, grow it
+	b = appendEscaped(b, origin)
+	var sorted [4]string
 	for _, e := range p.GetElem() {
 		b = append(b, sepElem)
 		b = appendEscaped(b, leaves.Name(e.GetName()))
 		if len(e.GetKey()) == 0 {
 			continue
 		}
-		names := make([]string, 0, len(e.GetKey()))
+		names := sorted[:0]
 		for k := range e.GetKey() {
 			names = append(names, k)
 		}

@@ -113,6 +113,11 @@ func (j *Journal) CommitConfirm(ctx context.Context) (*CommitConfirm, error) {
 // Proposal returns proposal i: ErrNotFound if it never existed, ErrCompacted
 // if retention dropped it.
 func (j *Journal) Proposal(ctx context.Context, i uint64) (*Proposal, error) {
+	if p, err := j.recentProposal(ctx, i); err != nil {
+		return nil, err
+	} else if p != nil {
+		return shallowProposal(p), nil
+	}
 	return j.readProposal(ctx, i, loadProposal)
 }
 
@@ -122,7 +127,23 @@ func (j *Journal) Proposal(ctx context.Context, i uint64) (*Proposal, error) {
 // aborted_by. It skips decoding the operations and values, the bulk of a
 // record.
 func (j *Journal) ProposalStatus(ctx context.Context, i uint64) (*Proposal, error) {
+	if p, err := j.recentProposal(ctx, i); err != nil {
+		return nil, err
+	} else if p != nil {
+		return statusOf(p), nil
+	}
 	return j.readProposal(ctx, i, loadProposalStatus)
+}
+
+// recentProposal returns the writer's kept record of proposal i
+// (Journal.recent; not a copy) if it has one and the published heads
+// say the proposal is kept, else nil. Its error is a read's refusal.
+func (j *Journal) recentProposal(ctx context.Context, i uint64) (*Proposal, error) {
+	h, err := j.publishedHeads(ctx)
+	if err != nil || h == nil || kept(h.config, i) != nil {
+		return nil, err
+	}
+	return j.recent.get(i), nil
 }
 
 // readProposal reads proposal i with load (loadProposal or
@@ -163,6 +184,24 @@ func (j *Journal) ProposalStatuses(ctx context.Context, from, to uint64, fn func
 func (j *Journal) scanProposals(ctx context.Context, from, to uint64, decode func([]byte) (*Proposal, error), fn func(*Proposal) error) error {
 	if to == 0 {
 		to = math.MaxUint64
+	}
+	h, err := j.publishedHeads(ctx)
+	if err != nil {
+		return err
+	}
+	if h != nil {
+		// The writer's kept records first, then Badger from the first
+		// proposal it keeps none of: each is the proposal's newest
+		// durable version, as Badger's snapshot, taken after, has it.
+		for _, p := range j.recent.prefix(max(from, h.config.GetFirstIndex(), 1), min(to, h.config.GetLastIndex())) {
+			if err := fn(shallowProposal(p)); err != nil {
+				return err
+			}
+			from = p.GetIndex() + 1
+		}
+		if from > to || from > h.config.GetLastIndex() {
+			return nil
+		}
 	}
 	return j.view(ctx, func(txn *badger.Txn) error {
 		opts := badger.DefaultIteratorOptions

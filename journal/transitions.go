@@ -1135,7 +1135,7 @@ func loadConfiguration(txn *badger.Txn) (*Configuration, error) {
 }
 
 func (w *writeTxn) proposal(c *Configuration, i uint64) (*Proposal, error) {
-	if p, ok := w.pending[i]; ok {
+	if p := w.recentProposal(i); p != nil {
 		if err := kept(c, i); err != nil {
 			return nil, err
 		}
@@ -1147,18 +1147,14 @@ func (w *writeTxn) proposal(c *Configuration, i uint64) (*Proposal, error) {
 // proposalStatus is loadProposalStatus in w, which may hold the proposal
 // decoded (writeTxn.pending).
 func (w *writeTxn) proposalStatus(c *Configuration, i uint64) (*Proposal, error) {
-	p, ok := w.pending[i]
-	if !ok {
+	p := w.recentProposal(i)
+	if p == nil {
 		return loadProposalStatus(w.txn, c, i)
 	}
 	if err := kept(c, i); err != nil {
 		return nil, err
 	}
-	ch, rb := p.GetChange(), p.GetRollback()
-	return &Proposal{Index: p.GetIndex(), Phase: p.GetPhase(),
-		Change: &Change{Commit: ch.GetCommit(), Apply: ch.GetApply(), Adopted: ch.GetAdopted(),
-			AbortedBy: ch.GetAbortedBy(), AdoptedTerm: ch.GetAdoptedTerm(), Baseline: ch.GetBaseline()},
-		Rollback: &Rollback{Commit: rb.GetCommit(), Apply: rb.GetApply()}}, nil
+	return statusOf(p), nil
 }
 
 // kept checks that proposal i exists and retention kept it.

@@ -1,0 +1,123 @@
+package journal
+
+import (
+	"maps"
+	"slices"
+	"sync"
+)
+
+// recentProposals are the proposal records the writer's newest durable
+// transactions wrote, as the writer held them decoded: the agent reads a
+// proposal right after the writer wrote it (the applier the ready ones,
+// the waiters their statuses, the completion the one it completes), and
+// this spares those reads the decoding. A kept record is the newest
+// durable version of its proposal, never changed (readers get a copy,
+// shallowProposal): the writer drops a proposal's record before the
+// transaction that writes or deletes it commits and keeps the new one once
+// it is durable, after publishing the heads. A proposal without a record
+// here is read from Badger.
+type recentProposals struct {
+	mu      sync.Mutex
+	byIndex map[uint64]recentProposal
+	size    int // encoded bytes of the records kept
+}
+
+type recentProposal struct {
+	p    *Proposal // nil: deleted by the transaction (writeTxn.written)
+	size int
+}
+
+// The records kept are bounded, by count and by encoded size (the
+// decoded ones take a few times that); a larger record is never kept.
+const (
+	recentMaxCount      = 1024
+	recentMaxSize       = 1 << 20
+	recentMaxRecordSize = 16 << 10
+)
+
+// get returns proposal i's kept record (not a copy), or nil.
+func (r *recentProposals) get(i uint64) *Proposal {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.byIndex[i].p
+}
+
+// prefix returns the kept records of from, from+1, ... up to to, stopping
+// at the first proposal without one.
+func (r *recentProposals) prefix(from, to uint64) []*Proposal {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []*Proposal
+	for i := from; i <= to; i++ {
+		e, ok := r.byIndex[i]
+		if !ok {
+			break
+		}
+		out = append(out, e.p)
+	}
+	return out
+}
+
+// drop forgets the records of the proposals in written: a transaction
+// about to commit changes them.
+func (r *recentProposals) drop(written map[uint64]recentProposal) {
+	if len(written) == 0 {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for i := range written {
+		if e, ok := r.byIndex[i]; ok {
+			r.size -= e.size
+			delete(r.byIndex, i)
+		}
+	}
+}
+
+// add keeps the records a durable transaction wrote, dropping the oldest
+// proposals' beyond the bounds.
+func (r *recentProposals) add(written map[uint64]recentProposal) {
+	if len(written) == 0 {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.byIndex == nil {
+		r.byIndex = make(map[uint64]recentProposal)
+	}
+	for i, e := range written {
+		if e.p == nil || e.size > recentMaxRecordSize {
+			continue
+		}
+		r.byIndex[i] = e
+		r.size += e.size
+	}
+	if len(r.byIndex) <= recentMaxCount && r.size <= recentMaxSize {
+		return
+	}
+	// Down to half the bounds, so that this runs once in many transactions.
+	for _, i := range slices.Sorted(maps.Keys(r.byIndex)) {
+		if len(r.byIndex) <= recentMaxCount/2 && r.size <= recentMaxSize/2 {
+			break
+		}
+		r.size -= r.byIndex[i].size
+		delete(r.byIndex, i)
+	}
+}
+
+// clear forgets every record.
+func (r *recentProposals) clear() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	clear(r.byIndex)
+	r.size = 0
+}
+
+// statusOf is p's ProposalStatus view (loadProposalStatus).
+func statusOf(p *Proposal) *Proposal {
+	ch, rb := p.GetChange(), p.GetRollback()
+	return &Proposal{Index: p.GetIndex(), Phase: p.GetPhase(),
+		Change: &Change{Commit: ch.GetCommit(), Apply: ch.GetApply(), Adopted: ch.GetAdopted(),
+			AbortedBy: ch.GetAbortedBy(), AdoptedTerm: ch.GetAdoptedTerm(), Baseline: ch.GetBaseline()},
+		Rollback: &Rollback{Commit: rb.GetCommit(), Apply: rb.GetApply()}}
+}
