@@ -173,7 +173,9 @@ func (j *Journal) Proposals(ctx context.Context, from, to uint64, fn func(*Propo
 // ProposalStatuses is Proposals reading of each proposal only what
 // ProposalStatus reads: a caller that counts statuses (the metrics, the
 // baseline's check at start) does not decode every operation and value
-// of the journal, megabytes per large proposal.
+// of the journal, megabytes per large proposal. A proposal the writer
+// still keeps decoded (recent.go) comes whole, which costs nothing: a
+// caller reads its status fields and ignores the rest.
 func (j *Journal) ProposalStatuses(ctx context.Context, from, to uint64, fn func(*Proposal) error) error {
 	return j.scanProposals(ctx, from, to, decodeProposalStatus, fn)
 }

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"log/slog"
 	"maps"
 	"os"
 	"path/filepath"
@@ -200,4 +201,29 @@ func readValue(item *badger.Item, fn func([]byte) error) error {
 		}
 		return fn(v)
 	})
+}
+
+// removeEmptyMemtableLogs removes the memtable logs (.mem) of dir that
+// are empty files. Badger creates a memtable's log and then sizes it; a
+// process killed in between leaves an empty file, which Badger's Open
+// refuses ("while opening memtables ... Create a new file") although it
+// holds nothing: every entry is written after the sizing. The journal
+// creates memtables often (small ones, and a reopen when a large
+// transition grows one), so the window is hit in practice.
+func removeEmptyMemtableLogs(dir string, log *slog.Logger) error {
+	names, err := filepath.Glob(filepath.Join(dir, "*.mem"))
+	if err != nil {
+		return err
+	}
+	for _, name := range names {
+		fi, err := os.Stat(name)
+		if err != nil || fi.Size() != 0 {
+			continue
+		}
+		if err := os.Remove(name); err != nil {
+			return fmt.Errorf("removing the empty memtable log %s a crash left: %w", name, err)
+		}
+		log.Info("removed an empty memtable log a crash left", "file", name)
+	}
+	return nil
 }
