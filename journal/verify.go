@@ -203,17 +203,21 @@ func readValue(item *badger.Item, fn func([]byte) error) error {
 	})
 }
 
-// removeEmptyMemtableLogs removes the memtable logs (.mem) of dir that
-// are empty files. Badger creates a memtable's log and then sizes it; a
-// process killed in between leaves an empty file, which Badger's Open
-// refuses ("while opening memtables ... Create a new file") although it
-// holds nothing: every entry is written after the sizing. The journal
-// creates memtables often (small ones, and a reopen when a large
+// removeEmptyMemtableLogs removes the memtable logs (.mem) and value-log
+// files (.vlog) of dir that are empty files. Badger creates such a file
+// and then sizes it; a process killed in between leaves an empty file,
+// which Badger's Open refuses ("Create a new file", Badger issue #2207)
+// although it holds nothing: every entry is written after the sizing. The
+// journal creates memtables often (small ones, and a reopen when a large
 // transition grows one), so the window is hit in practice.
 func removeEmptyMemtableLogs(dir string, log *slog.Logger) error {
-	names, err := filepath.Glob(filepath.Join(dir, "*.mem"))
-	if err != nil {
-		return err
+	var names []string
+	for _, pattern := range []string{"*.mem", "*.vlog"} {
+		found, err := filepath.Glob(filepath.Join(dir, pattern))
+		if err != nil {
+			return err
+		}
+		names = append(names, found...)
 	}
 	for _, name := range names {
 		fi, err := os.Stat(name)
@@ -221,9 +225,9 @@ func removeEmptyMemtableLogs(dir string, log *slog.Logger) error {
 			continue
 		}
 		if err := os.Remove(name); err != nil {
-			return fmt.Errorf("removing the empty memtable log %s a crash left: %w", name, err)
+			return fmt.Errorf("removing the empty file %s a crash left: %w", name, err)
 		}
-		log.Info("removed an empty memtable log a crash left", "file", name)
+		log.Info("removed an empty file a crash left", "file", name)
 	}
 	return nil
 }
