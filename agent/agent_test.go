@@ -536,7 +536,7 @@ func manyDescriptions(t *testing.T, n int) *journal.Op {
 // journal grows its memtable for it.
 func TestLargeProposalIsApplied(t *testing.T) {
 	r := newRig(t, testbed.Options{}, agent.Options{})
-	huge := r.propose(manyDescriptions(t, 5000))
+	huge := r.propose(manyDescriptions(t, 1500)) // about 4 times what one transaction holds
 	next := r.propose(updateOp(t, descPath("eth0"), str("after the large one")))
 	if p := r.waitApplied(huge); p.GetChange().GetApply() != journal.StatusComplete {
 		t.Fatalf("large proposal: commit %v, apply %v, error %v; want applied", p.GetChange().GetCommit(), p.GetChange().GetApply(), p.GetChange().GetError())
@@ -544,7 +544,7 @@ func TestLargeProposalIsApplied(t *testing.T) {
 	if p := r.waitApplied(next); p.GetChange().GetApply() != journal.StatusComplete {
 		t.Fatalf("proposal after the large one: apply %v", p.GetChange().GetApply())
 	}
-	wantLeaf(t, r, descPath("eth4999"), str("d4999"))
+	wantLeaf(t, r, descPath("eth1499"), str("d1499"))
 	wantLeaf(t, r, descPath("eth0"), str("after the large one"))
 	r.waitQuiescent()
 	r.verify()

@@ -106,6 +106,22 @@ func mib(n uint64) string { return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20)) }
 // lasts.
 const closeWait = 2 * time.Second
 
+// waitBackground waits for the background goroutines to end; those of a
+// failed journal only for closeWait.
+func (j *Journal) waitBackground() {
+	if j.failure() == nil {
+		j.bgDone.Wait()
+		return
+	}
+	done := make(chan struct{})
+	go func() { j.bgDone.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(closeWait):
+		j.log.Warn("background work of the failed journal did not end; abandoned", "waited", closeWait)
+	}
+}
+
 // closeDB closes the database; that of a failed journal only if it closes
 // within closeWait, else it is abandoned to the process's exit.
 func (j *Journal) closeDB() error {

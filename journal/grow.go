@@ -36,7 +36,7 @@ func (j *Journal) grow() error {
 	from := j.memTable.Load()
 	size := min(from*4, j.opts.MaxMemTableSize)
 	j.log.Info("growing the memtable for a large transition", "from_bytes", from, "to_bytes", size)
-	if !j.lockForReopen(j.opts.growWait) {
+	if !j.lockWithin(j.opts.growWait) {
 		return fmt.Errorf("the journal could not grow its memtable for this transition: reads in progress held it for %v; try again: %w", j.opts.growWait, ErrTooLarge)
 	}
 	defer j.dbMu.Unlock()
@@ -56,10 +56,10 @@ func (j *Journal) shrink() {
 	}
 }
 
-// lockForReopen takes dbMu exclusively, waiting at most d for the reads in
+// lockWithin takes dbMu exclusively, waiting at most d for the reads in
 // flight. It polls rather than calling Lock, which cannot be abandoned and
 // would hold every new read back while it waits.
-func (j *Journal) lockForReopen(d time.Duration) bool {
+func (j *Journal) lockWithin(d time.Duration) bool {
 	deadline := time.Now().Add(d)
 	for !j.dbMu.TryLock() {
 		if time.Now().After(deadline) {

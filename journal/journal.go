@@ -481,17 +481,28 @@ func (j *Journal) Close() error {
 		return ErrClosed
 	}
 
-	// Background work may still submit, so stop it before the writer.
+	// Background work may still submit, so stop it before the writer. A
+	// failed journal's may be stuck in Badger (a compaction on a disk that
+	// refuses writes): it is waited for at most closeWait, then abandoned
+	// to the process's exit, like the database (closeDB).
 	j.stopBg()
-	j.bgDone.Wait()
+	j.waitBackground()
 	j.mu.Lock()
 	j.closed = true
 	close(j.queue)
 	j.mu.Unlock()
 	<-j.writerDone
-	j.dbMu.Lock()
-	defer j.dbMu.Unlock()
-	err := j.closeDB()
+	var err error
+	if j.failure() == nil {
+		j.dbMu.Lock()
+		defer j.dbMu.Unlock()
+		err = j.closeDB()
+	} else if j.lockWithin(closeWait) {
+		defer j.dbMu.Unlock()
+		err = j.closeDB()
+	} else {
+		err = fmt.Errorf("reads or background work of the failed journal still held the database after %v; abandoned", closeWait)
+	}
 	if lerr := j.lock.Close(); err == nil {
 		err = lerr
 	}
