@@ -298,6 +298,15 @@ func (a *Agent) Run(ctx context.Context) error {
 	g.Go(func() error { return a.loop(ctx, "committer", a.commitWake, a.nextCommit) })
 	g.Go(func() error { return a.loop(ctx, "applier", a.applyWake, a.nextApply) })
 	g.Go(func() error { return a.confirmLoop(ctx) })
+	g.Go(func() error {
+		// A failed journal stops the agent now, not at its loops' next look.
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-a.j.Failed():
+			return fmt.Errorf("agent: %w", a.j.Failure())
+		}
+	})
 	err = g.Wait()
 	if s := a.session(); s != nil {
 		s.end(errors.New("agent stopped"))

@@ -74,9 +74,19 @@ func (j *Journal) fail(cause error) error {
 		j.dir, rootCause(cause), ErrFailed)
 	if j.failed.CompareAndSwap(nil, &err) {
 		j.log.Error("journal failed: it takes no more reads or writes", "err", cause)
+		close(j.failedCh)
 	}
 	return *j.failed.Load()
 }
+
+// Failed is closed once the journal has failed (ErrFailed): a write
+// failed inside the database, and the process must stop and reopen it.
+// A sidecar stops on it at once, not when its next transition finds out.
+func (j *Journal) Failed() <-chan struct{} { return j.failedCh }
+
+// Failure returns the error of a failed journal (wrapping ErrFailed), nil
+// if it has not failed.
+func (j *Journal) Failure() error { return j.failure() }
 
 // failure returns the error of a failed journal, nil if it has not failed.
 func (j *Journal) failure() error {

@@ -229,11 +229,12 @@ type Journal struct {
 	memTable atomic.Int64
 	queue    chan *request
 
-	closing atomic.Bool
-	failed  atomic.Pointer[error] // set once by fail (disk.go)
-	commits atomic.Uint64         // write transactions committed, for benchmarks
-	heads   atomic.Pointer[heads] // the singleton records as of the newest durable transaction (heads.go)
-	recent  recentProposals       // the proposal records the newest durable transactions wrote (recent.go)
+	closing  atomic.Bool
+	failed   atomic.Pointer[error] // set once by fail (disk.go)
+	failedCh chan struct{}         // closed by fail
+	commits  atomic.Uint64         // write transactions committed, for benchmarks
+	heads    atomic.Pointer[heads] // the singleton records as of the newest durable transaction (heads.go)
+	recent   recentProposals       // the proposal records the newest durable transactions wrote (recent.go)
 	// keptLists are the list-keys records known to be stored, by key: the
 	// number of keys each holds. The writer's alone (recordLists).
 	keptLists map[string]int
@@ -301,6 +302,7 @@ func Open(dir string, opts Options) (*Journal, error) {
 		writerDone:   make(chan struct{}),
 		keptLists:    make(map[string]int),
 		retentionDue: make(chan struct{}, 1),
+		failedCh:     make(chan struct{}),
 
 		tablesWritten: make(chan struct{}, 1),
 	}
