@@ -28,28 +28,36 @@ func TestAnswerIsAnAnswer(t *testing.T) {
 			term, sets := r.a.Status().Term, r.dev.SetCount()
 			r.dev.RejectNextSets(1, code)
 			i := r.propose(updateOp(t, descPath("eth0"), str("refused")))
-			p := r.waitApplied(i)
-			if got := p.GetChange().GetApply(); got != journal.StatusFailed {
-				t.Fatalf("apply = %v, want FAILED: the device answered %v", got, code)
-			}
-			if got := codes.Code(p.GetChange().GetError().GetCode()); got != code {
-				t.Errorf("recorded code %v, want the device's %v", got, code)
-			}
-			if n := r.dev.SetCount() - sets; n != 1 {
-				t.Errorf("the device received the refused Set %d times, want once", n)
-			}
-			next := r.propose(updateOp(t, descPath("eth0"), str("next")))
-			if got := r.waitApplied(next).GetChange().GetApply(); got != journal.StatusComplete {
-				t.Fatalf("the next change: apply %v, want COMPLETE", got)
-			}
-			if now := r.a.Status().Term; now != term {
-				t.Errorf("term %d after an answer, want the same session's %d (no reconnect)", now, term)
-			}
-			wantLeaf(t, r, descPath("eth0"), str("next"))
-			r.waitQuiescent()
-			r.verify()
+			wantFailedOnceSessionGoesOn(t, r, i, code, sets, term)
 		})
 	}
+}
+
+// wantFailedOnceSessionGoesOn checks that proposal i failed with code,
+// its Set sent to the device once (sets: the device's Set count before
+// it), and that the next change is applied on the same session (term).
+func wantFailedOnceSessionGoesOn(t *testing.T, r *rig, i uint64, code codes.Code, sets int64, term uint64) {
+	t.Helper()
+	p := r.waitApplied(i)
+	if got := p.GetChange().GetApply(); got != journal.StatusFailed {
+		t.Fatalf("apply = %v, want FAILED with %v", got, code)
+	}
+	if got := codes.Code(p.GetChange().GetError().GetCode()); got != code {
+		t.Errorf("recorded code %v, want %v", got, code)
+	}
+	if n := r.dev.SetCount() - sets; n != 1 {
+		t.Errorf("the device received the Set %d times, want once", n)
+	}
+	next := r.propose(updateOp(t, descPath("eth0"), str("next")))
+	if got := r.waitApplied(next).GetChange().GetApply(); got != journal.StatusComplete {
+		t.Fatalf("the next change: apply %v, want COMPLETE", got)
+	}
+	if now := r.a.Status().Term; now != term {
+		t.Errorf("term %d, want the same session's %d (no reconnect)", now, term)
+	}
+	wantLeaf(t, r, descPath("eth0"), str("next"))
+	r.waitQuiescent()
+	r.verify()
 }
 
 // An acknowledged change the device answers with a code the operator
@@ -134,26 +142,7 @@ func TestHungSetIsReadBackNotResent(t *testing.T) {
 			term, sets := r.a.Status().Term, r.dev.SetCount()
 			r.dev.HangNextSet()
 			i := r.propose(updateOp(t, descPath("eth0"), str("hung")))
-			p := r.waitApplied(i)
-			if got := p.GetChange().GetApply(); got != journal.StatusFailed {
-				t.Fatalf("apply = %v, want FAILED (read back: not applied)", got)
-			}
-			if got := codes.Code(p.GetChange().GetError().GetCode()); got != codes.DeadlineExceeded {
-				t.Errorf("recorded code %v, want DeadlineExceeded", got)
-			}
-			if n := r.dev.SetCount() - sets; n != 1 {
-				t.Errorf("the device received the hung Set %d times, want once", n)
-			}
-			next := r.propose(updateOp(t, descPath("eth0"), str("next")))
-			if got := r.waitApplied(next).GetChange().GetApply(); got != journal.StatusComplete {
-				t.Fatalf("the next change: apply %v", got)
-			}
-			if now := r.a.Status().Term; now != term {
-				t.Errorf("term %d, want the same session's %d", now, term)
-			}
-			wantLeaf(t, r, descPath("eth0"), str("next"))
-			r.waitQuiescent()
-			r.verify()
+			wantFailedOnceSessionGoesOn(t, r, i, codes.DeadlineExceeded, sets, term) // read back: not applied
 		})
 	}
 }

@@ -279,7 +279,7 @@ func Open(dir string, opts Options) (*Journal, error) {
 	}
 	bopts := opts.badgerOptions(dir, opts.MemTableSize)
 	valueLog := hasValueLog(dir) // before Badger preallocates its next file
-	if err := removeEmptyMemtableLogs(dir, opts.Logger.With("component", "journal", "dir", dir)); err != nil {
+	if err := removeEmptyLogFiles(dir, opts.Logger.With("component", "journal", "dir", dir)); err != nil {
 		_ = lock.Close()
 		return nil, fmt.Errorf("journal: open %s: %w", dir, err)
 	}

@@ -203,14 +203,14 @@ func readValue(item *badger.Item, fn func([]byte) error) error {
 	})
 }
 
-// removeEmptyMemtableLogs removes the memtable logs (.mem) and value-log
+// removeEmptyLogFiles removes the memtable logs (.mem) and value-log
 // files (.vlog) of dir that are empty files. Badger creates such a file
 // and then sizes it; a process killed in between leaves an empty file,
 // which Badger's Open refuses ("Create a new file", Badger issue #2207)
 // although it holds nothing: every entry is written after the sizing. The
 // journal creates memtables often (small ones, and a reopen when a large
 // transition grows one), so the window is hit in practice.
-func removeEmptyMemtableLogs(dir string, log *slog.Logger) error {
+func removeEmptyLogFiles(dir string, log *slog.Logger) error {
 	var names []string
 	for _, pattern := range []string{"*.mem", "*.vlog"} {
 		found, err := filepath.Glob(filepath.Join(dir, pattern))
