@@ -3,6 +3,7 @@ package journal
 import (
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/dgraph-io/badger/v4"
 	"github.com/openconfig/gnmi/proto/gnmi"
@@ -30,7 +31,7 @@ func (s *listSet) add(p *gnmi.Path) {
 		return
 	}
 	for _, l := range leaves.ListsOf(p) {
-		id := string(PathKey(l.Path)) + "\x00" + fmt.Sprint(l.Keys)
+		id := string(PathKey(l.Path)) + "\x00" + strings.Join(l.Keys, "\x00")
 		if !s.seen[id] {
 			s.seen[id] = true
 			s.lists = append(s.lists, l)

@@ -58,7 +58,7 @@ func (j *Journal) Configuration(ctx context.Context) (*Configuration, error) {
 	if h, err := j.publishedHeads(ctx); err != nil {
 		return nil, err
 	} else if h != nil {
-		return proto.CloneOf(h.config), nil
+		return cloneConfiguration(h.config), nil
 	}
 	var c *Configuration
 	err := j.view(ctx, func(txn *badger.Txn) (err error) {

@@ -5,6 +5,7 @@ import (
 
 	"github.com/openconfig/gnmi/proto/gnmi"
 	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/reflect/protoreflect"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/gnmi-sidecar/gnmi-sidecar/journal/journalpb"
@@ -38,4 +39,91 @@ func TestShallowProposal(t *testing.T) {
 	if empty := shallowProposal(&Proposal{Index: 1}); empty.GetChange() == nil || empty.GetRollback() == nil {
 		t.Errorf("a proposal without change or rollback: copy %v, want both present", empty)
 	}
+}
+
+// TestShallowCopiesAreWhole: the copies written out field by field
+// (shallowProposal, cloneConfiguration) hold every field of their messages,
+// a field added to the format included: each field of each message is set
+// by reflection, and the copy must equal the original.
+func TestShallowCopiesAreWhole(t *testing.T) {
+	change, rollback, config := &Change{}, &Rollback{}, &Configuration{}
+	fillEveryField(t, change.ProtoReflect(), 0) // its messages are shared, not copied
+	fillEveryField(t, rollback.ProtoReflect(), 0)
+	fillEveryField(t, config.ProtoReflect(), 1) // its messages are copied
+	p := &Proposal{}
+	fillEveryField(t, p.ProtoReflect(), 0)
+	p.Change, p.Rollback = change, rollback
+	for _, m := range []proto.Message{p, change, rollback, config, config.GetCommitted(), config.GetApplied(), config.GetHistoryTime()} {
+		m.ProtoReflect().SetUnknown([]byte{0xf8, 0x07, 0x01}) // field 127, varint 1
+	}
+	if cp := shallowProposal(p); !proto.Equal(cp, p) {
+		t.Errorf("shallowProposal:\n got %v\nwant %v", cp, p)
+	}
+	want := proto.Clone(config)
+	cp := cloneConfiguration(config)
+	if !proto.Equal(cp, config) {
+		t.Errorf("cloneConfiguration:\n got %v\nwant %v", cp, config)
+	}
+	cp.Committed.Index++
+	cp.Applied.Term++
+	cp.HistoryTime.Seconds++
+	cp.HistoryFloor.Nanos++
+	if !proto.Equal(config, want) {
+		t.Errorf("changing the clone changed the original: %v, want %v", config, want)
+	}
+}
+
+// fillEveryField sets every field of m to a value other than its default;
+// message fields get messages filled depth levels further down.
+func fillEveryField(t *testing.T, m protoreflect.Message, depth int) {
+	t.Helper()
+	fields := m.Descriptor().Fields()
+	for i := range fields.Len() {
+		fd := fields.Get(i)
+		switch {
+		case fd.IsMap():
+			t.Fatalf("%s: a map field; fillEveryField needs a case for it", fd.FullName())
+		case fd.IsList():
+			list := m.Mutable(fd).List()
+			list.Append(someValue(t, fd, list.NewElement, depth))
+		case fd.Message() != nil:
+			m.Set(fd, someValue(t, fd, func() protoreflect.Value { return m.NewField(fd) }, depth))
+		default:
+			m.Set(fd, someValue(t, fd, nil, depth))
+		}
+	}
+}
+
+func someValue(t *testing.T, fd protoreflect.FieldDescriptor, newMessage func() protoreflect.Value, depth int) protoreflect.Value {
+	t.Helper()
+	switch fd.Kind() {
+	case protoreflect.BoolKind:
+		return protoreflect.ValueOfBool(true)
+	case protoreflect.EnumKind:
+		return protoreflect.ValueOfEnum(1)
+	case protoreflect.Int32Kind, protoreflect.Sint32Kind, protoreflect.Sfixed32Kind:
+		return protoreflect.ValueOfInt32(3)
+	case protoreflect.Int64Kind, protoreflect.Sint64Kind, protoreflect.Sfixed64Kind:
+		return protoreflect.ValueOfInt64(3)
+	case protoreflect.Uint32Kind, protoreflect.Fixed32Kind:
+		return protoreflect.ValueOfUint32(3)
+	case protoreflect.Uint64Kind, protoreflect.Fixed64Kind:
+		return protoreflect.ValueOfUint64(3)
+	case protoreflect.FloatKind:
+		return protoreflect.ValueOfFloat32(3)
+	case protoreflect.DoubleKind:
+		return protoreflect.ValueOfFloat64(3)
+	case protoreflect.StringKind:
+		return protoreflect.ValueOfString(string(fd.Name()))
+	case protoreflect.BytesKind:
+		return protoreflect.ValueOfBytes([]byte(fd.Name()))
+	case protoreflect.MessageKind, protoreflect.GroupKind:
+		v := newMessage()
+		if depth > 0 {
+			fillEveryField(t, v.Message(), depth-1)
+		}
+		return v
+	}
+	t.Fatalf("%s: kind %v; someValue needs a case for it", fd.FullName(), fd.Kind())
+	return protoreflect.Value{}
 }
