@@ -47,6 +47,10 @@ type DeviceRead struct {
 	// Unread are the subtrees the change writes that the device could not
 	// be read at: a rollback that would delete what is there is refused.
 	Unread []*gnmi.Path
+	// Wide are subtrees read whole in place of the Scopes under them (the
+	// parent of many entries of one list, devread.ReadCoalesced): of what
+	// Values hold under them, only what lies in Scopes is taken.
+	Wide []*gnmi.Path
 }
 
 // GetUnread returns r's Unread (nil for a nil r).
@@ -391,6 +395,45 @@ func (j *Journal) deviceOps(updates []*gnmi.Update) ([]*Op, []leaves.List, error
 		return nil, nil, fmt.Errorf("the device's values: %w", err)
 	}
 	return clean, append(learned, lists...), nil
+}
+
+// deviceReads is deviceOps of read's values, less what they hold under
+// read.Wide outside read.Scopes: another entry of a list read whole is
+// neither what the change's before-image needs nor in a scope the journal
+// will know, and a list of 100,000 entries read for 20 of them would
+// otherwise go into the proposal's record whole.
+func (j *Journal) deviceReads(read *DeviceRead) ([]*Op, []leaves.List, error) {
+	ops, lists, err := j.deviceOps(read.Values)
+	if err != nil || len(read.Wide) == 0 {
+		return ops, lists, err
+	}
+	wide, scopes := subtreesOf(read.Wide), subtreesOf(read.Scopes)
+	in := func(set []subtree, key []byte) bool {
+		return slices.ContainsFunc(set, func(s subtree) bool { return s.contains(key) })
+	}
+	kept := ops[:0]
+	for _, op := range ops {
+		units := Units(op)
+		keep := slices.DeleteFunc(slices.Clone(units), func(u *Leaf) bool {
+			key := PathKey(u.GetPath())
+			return in(wide, key) && !in(scopes, key)
+		})
+		switch {
+		case len(keep) == len(units):
+			kept = append(kept, op)
+		case len(keep) > 0:
+			kept = append(kept, &Op{Kind: op.GetKind(), Path: op.GetPath(), OriginOnPath: op.GetOriginOnPath(), Values: keep, Units: keep})
+		}
+	}
+	return kept, lists, nil
+}
+
+func subtreesOf(paths []*gnmi.Path) []subtree {
+	out := make([]subtree, len(paths))
+	for n, p := range paths {
+		out[n] = subtreeOf(p)
+	}
+	return out
 }
 
 // deviceUnits yields the units of ops, the device's values (deviceOps),

@@ -67,7 +67,7 @@ func (j *Journal) DryRun(ctx context.Context, ops []*Op, read *DeviceRead) ([]Le
 	}
 	ch := &Change{}
 	if read != nil && len(read.Values) > 0 {
-		if ch.DeviceReads, _, err = j.deviceOps(read.Values); err != nil {
+		if ch.DeviceReads, _, err = j.deviceReads(read); err != nil {
 			return nil, fmt.Errorf("journal: before the change: %w", err)
 		}
 	}

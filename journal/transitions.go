@@ -128,7 +128,7 @@ func (j *Journal) propose(ctx context.Context, by Sender, ops []*Op, lead, advic
 	var reads []*Op
 	if by.Read != nil && len(by.Read.Values) > 0 {
 		var readLists []leaves.List
-		if reads, readLists, err = j.deviceOps(by.Read.Values); err != nil {
+		if reads, readLists, err = j.deviceReads(by.Read); err != nil {
 			return nil, fmt.Errorf("journal: before the change: %w", err)
 		}
 		lists = append(lists, readLists...)

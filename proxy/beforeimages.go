@@ -23,7 +23,7 @@ func (s *Server) beforeImages(ctx context.Context, target string, ops []*journal
 	if len(scopes) == 0 {
 		return nil
 	}
-	values, err := s.reader.Read(s.outgoing(ctx), target, scopes...)
+	values, wide, err := s.reader.ReadCoalesced(s.outgoing(ctx), target, scopes)
 	if err != nil {
 		names := make([]string, len(scopes))
 		for n, p := range scopes {
@@ -33,7 +33,7 @@ func (s *Server) beforeImages(ctx context.Context, target string, ops []*journal
 			"paths", names, "err", err)
 		return &journal.DeviceRead{Unread: scopes}
 	}
-	read := &journal.DeviceRead{Values: values}
+	read := &journal.DeviceRead{Values: values, Wide: wide}
 	for _, p := range scopes {
 		if !journal.IsWildcard(p) {
 			read.Scopes = append(read.Scopes, p)

@@ -3,6 +3,7 @@ package proxy_test
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -14,6 +15,7 @@ import (
 	"google.golang.org/protobuf/testing/protocmp"
 
 	"github.com/gnmi-sidecar/gnmi-sidecar/client"
+	"github.com/gnmi-sidecar/gnmi-sidecar/gnmipath"
 	"github.com/gnmi-sidecar/gnmi-sidecar/journal"
 	"github.com/gnmi-sidecar/gnmi-sidecar/proxy/sidecarpb"
 	"github.com/gnmi-sidecar/gnmi-sidecar/sidecar/sidecartest"
@@ -337,4 +339,49 @@ func TestRepushReadsListEntriesAtOnce(t *testing.T) {
 	}
 	r.WantDeviceLeaf(t, "/interfaces/interface[name=e7]/config/description", sidecartest.StringVal("entry 7"))
 	r.WantDeviceLeaf(t, descPath, sidecartest.StringVal("outside the journal"))
+}
+
+// TestBeforeImagesReadListEntriesAtOnce: a Set of many entries of one list
+// outside the journal's read scopes reads the device before it with one
+// Get of the list, not a Get per entry (a Set of 2,000 new interfaces made
+// 2,000 round trips), and takes from that read only the entries it
+// writes: the rollback restores the entries the device held and deletes
+// those it created, and what the list holds besides is neither journaled
+// nor touched.
+func TestBeforeImagesReadListEntriesAtOnce(t *testing.T) {
+	const entries, held = 40, 5
+	seed := configuredDevice(t)
+	for n := range held {
+		seed = append(seed, sidecartest.UpdateRequest(t, fmt.Sprintf("/interfaces/interface[name=e%d]/config/description", n), sidecartest.StringVal(fmt.Sprintf("held %d", n))))
+	}
+	seed = append(seed, sidecartest.UpdateRequest(t, "/interfaces/interface[name=bystander]/config/description", sidecartest.StringVal("not in the Set")))
+	r := sidecartest.Start(t, sidecartest.Options{Seed: seed})
+	before := sidecartest.DeviceLeaves(t, r.Dev)
+	req := &gpb.SetRequest{}
+	for n := range entries {
+		req.Update = append(req.Update, &gpb.Update{
+			Path: sidecartest.Path(t, fmt.Sprintf("/interfaces/interface[name=e%d]/config/description", n)),
+			Val:  sidecartest.StringVal(fmt.Sprintf("entry %d", n)),
+		})
+	}
+	gets := r.Dev.Requests("Get")
+	r.MustSet(t, req)
+	if got := r.Dev.Requests("Get") - gets; got >= entries/2 {
+		t.Errorf("the Set of %d entries read the device with %d Gets, want a few (the list at once)", entries, got)
+	}
+	p := r.Proposal(t, r.LastIndex(t))
+	for _, op := range p.GetChange().GetDeviceReads() {
+		for _, u := range journal.Units(op) {
+			if s := gnmipath.String(u.GetPath()); strings.Contains(s, "bystander") || strings.Contains(s, "eth0") {
+				t.Errorf("the proposal's device reads hold %s, outside the entries the Set writes", s)
+			}
+		}
+	}
+	if got, err := r.Journal.AppliedAt(t.Context(), []*gpb.Path{sidecartest.Path(t, "/interfaces/interface[name=bystander]/config/description")}); err != nil || got[0] != nil {
+		t.Errorf("the journal holds %v (err %v) for an entry the Set did not write, want nothing", got, err)
+	}
+	r.MustSet(t, sidecartest.RollbackRequest(t, 0))
+	if diff := cmp.Diff(before, sidecartest.DeviceLeaves(t, r.Dev), protocmp.Transform()); diff != "" {
+		t.Errorf("the device after the rollback differs from before the Set (-before +after):\n%s", diff)
+	}
 }

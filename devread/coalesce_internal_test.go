@@ -1,7 +1,8 @@
-package agent
+package devread
 
 import (
 	"fmt"
+	"math/rand/v2"
 	"slices"
 	"testing"
 
@@ -9,11 +10,11 @@ import (
 	"github.com/openconfig/ygot/ygot"
 
 	"github.com/gnmi-sidecar/gnmi-sidecar/gnmipath"
-	"github.com/gnmi-sidecar/gnmi-sidecar/journal"
 )
 
-// TestReadPlan: the re-push reads the parent of coalesceAt or more read
-// scopes once, and every other scope as it is.
+// TestReadPlan: a coalesced read reads the parent of CoalesceAt or more
+// paths once, and every other path as it is (a path with a wildcard
+// included), whatever their order.
 func TestReadPlan(t *testing.T) {
 	path := func(s string) *gpb.Path {
 		p, err := ygot.StringToStructuredPath(s)
@@ -23,20 +24,30 @@ func TestReadPlan(t *testing.T) {
 		return p
 	}
 	var scopes []*gpb.Path
-	for n := range coalesceAt {
+	for n := range CoalesceAt {
 		scopes = append(scopes, path(fmt.Sprintf("/interfaces/interface[name=e%d]", n)))
 	}
-	for n := range coalesceAt - 1 {
+	for n := range CoalesceAt - 1 {
 		scopes = append(scopes, path(fmt.Sprintf("/network-instances/network-instance[name=n%d]", n)))
 	}
+	for n := range CoalesceAt {
+		scopes = append(scopes, path(fmt.Sprintf("/qos/queues/queue[name=*]/config/q%d", n)))
+	}
 	scopes = append(scopes, path("/system/config/hostname"), path("/system"), path("/acl"))
-	slices.SortFunc(scopes, func(a, b *gpb.Path) int { return slices.Compare(journal.PathKey(a), journal.PathKey(b)) })
+	rand.Shuffle(len(scopes), func(i, j int) { scopes[i], scopes[j] = scopes[j], scopes[i] })
 	var got []string
-	for _, p := range readPlan(scopes) {
+	plan, wide := readPlan(scopes)
+	for _, p := range plan {
 		got = append(got, gnmipath.String(p))
 	}
+	if len(wide) != 1 || gnmipath.String(wide[0]) != "/interfaces" {
+		t.Errorf("wide = %v, want /interfaces", wide)
+	}
 	want := []string{"/acl", "/interfaces"}
-	for n := range coalesceAt - 1 {
+	for n := range CoalesceAt {
+		want = append(want, fmt.Sprintf("/qos/queues/queue[name=*]/config/q%d", n))
+	}
+	for n := range CoalesceAt - 1 {
 		want = append(want, fmt.Sprintf("/network-instances/network-instance[name=n%d]", n))
 	}
 	want = append(want, "/system")
