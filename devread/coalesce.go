@@ -30,7 +30,7 @@ const CoalesceAt = 16
 func (r *Reader) ReadCoalesced(ctx context.Context, target string, paths []*gpb.Path) (values []*gpb.Update, wide []*gpb.Path, err error) {
 	plan, wide := readPlan(paths)
 	if len(wide) == 0 {
-		values, err := r.Read(ctx, target, paths...)
+		values, err = r.Read(ctx, target, paths...)
 		return values, nil, err
 	}
 	values, err = r.Read(ctx, target, plan...)

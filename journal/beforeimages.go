@@ -407,16 +407,13 @@ func (j *Journal) deviceReads(read *DeviceRead) ([]*Op, []leaves.List, error) {
 	if err != nil || len(read.Wide) == 0 {
 		return ops, lists, err
 	}
-	wide, scopes := subtreesOf(read.Wide), subtreesOf(read.Scopes)
-	in := func(set []subtree, key []byte) bool {
-		return slices.ContainsFunc(set, func(s subtree) bool { return s.contains(key) })
-	}
+	wide, scopes := pathKeySet(read.Wide), pathKeySet(read.Scopes)
 	kept := ops[:0]
 	for _, op := range ops {
 		units := Units(op)
 		keep := slices.DeleteFunc(slices.Clone(units), func(u *Leaf) bool {
 			key := PathKey(u.GetPath())
-			return in(wide, key) && !in(scopes, key)
+			return keyOrAbove(wide, key) && !keyOrAbove(scopes, key)
 		})
 		switch {
 		case len(keep) == len(units):
@@ -428,10 +425,11 @@ func (j *Journal) deviceReads(read *DeviceRead) ([]*Op, []leaves.List, error) {
 	return kept, lists, nil
 }
 
-func subtreesOf(paths []*gnmi.Path) []subtree {
-	out := make([]subtree, len(paths))
-	for n, p := range paths {
-		out[n] = subtreeOf(p)
+// pathKeySet is the set of paths' keys, for keyOrAbove.
+func pathKeySet(paths []*gnmi.Path) map[string]bool {
+	out := make(map[string]bool, len(paths))
+	for _, p := range paths {
+		out[string(PathKey(p))] = true
 	}
 	return out
 }
