@@ -773,11 +773,9 @@ func (j *Journal) runBatch(batch []*request) int {
 		h := w.heads
 		j.heads.Store(&h)
 		j.callRetention(h.config)
+		j.recent.add(w.written)
 	} else {
 		j.forgetHeads() // this transaction worked without them: readers read Badger
-	}
-	if w.hasHeads {
-		j.recent.add(w.written)
 	}
 	for key, n := range w.listsKept {
 		j.keptLists[key] = n

@@ -1274,11 +1274,8 @@ func copyUnknown(dst, src proto.Message) {
 }
 
 func loadProposal(txn *badger.Txn, c *Configuration, i uint64) (*Proposal, error) {
-	if i == 0 || i > c.GetLastIndex() {
-		return nil, fmt.Errorf("journal: proposal %d: %w", i, ErrNotFound)
-	}
-	if i < c.GetFirstIndex() {
-		return nil, fmt.Errorf("journal: proposal %d (oldest kept is %d): %w", i, c.GetFirstIndex(), ErrCompacted)
+	if err := kept(c, i); err != nil {
+		return nil, err
 	}
 	p := &Proposal{}
 	found, err := getRecord(txn, proposalKey(i), p)
@@ -1301,11 +1298,8 @@ func loadProposal(txn *badger.Txn, c *Configuration, i uint64) (*Proposal, error
 // ProposalStatus view of its record: what a guard or a decision needs,
 // without decoding its operations and values), as a Proposal.
 func loadProposalStatus(txn *badger.Txn, c *Configuration, i uint64) (*Proposal, error) {
-	if i == 0 || i > c.GetLastIndex() {
-		return nil, fmt.Errorf("journal: proposal %d: %w", i, ErrNotFound)
-	}
-	if i < c.GetFirstIndex() {
-		return nil, fmt.Errorf("journal: proposal %d (oldest kept is %d): %w", i, c.GetFirstIndex(), ErrCompacted)
+	if err := kept(c, i); err != nil {
+		return nil, err
 	}
 	item, err := txn.Get(proposalKey(i))
 	if errors.Is(err, badger.ErrKeyNotFound) {
