@@ -9,6 +9,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	gpb "github.com/openconfig/gnmi/proto/gnmi"
+	"github.com/openconfig/gnmi/proto/gnmi_ext"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
@@ -342,12 +343,15 @@ func TestRepushReadsListEntriesAtOnce(t *testing.T) {
 }
 
 // TestBeforeImagesReadListEntriesAtOnce: a Set of many entries of one list
-// outside the journal's read scopes reads the device before it with one
+// outside the journal's read scopes reads the device before it with a
 // Get of the list, not a Get per entry (a Set of 2,000 new interfaces made
 // 2,000 round trips), and takes from that read only the entries it
-// writes: the rollback restores the entries the device held and deletes
-// those it created, and what the list holds besides is neither journaled
-// nor touched.
+// writes. Whatever the device refuses of reads (Get CONFIG; every Get and
+// JSON_IETF, read with Subscribe ONCE in JSON), every undo (rollback,
+// commit-confirmed expiry, rollback --to) restores the entries the device
+// held and deletes those it created, a re-push after the device's restart
+// loses nothing, and what the list holds besides is neither journaled nor
+// touched.
 func TestBeforeImagesReadListEntriesAtOnce(t *testing.T) {
 	const entries, held = 40, 5
 	seed := configuredDevice(t)
@@ -355,33 +359,90 @@ func TestBeforeImagesReadListEntriesAtOnce(t *testing.T) {
 		seed = append(seed, sidecartest.UpdateRequest(t, fmt.Sprintf("/interfaces/interface[name=e%d]/config/description", n), sidecartest.StringVal(fmt.Sprintf("held %d", n))))
 	}
 	seed = append(seed, sidecartest.UpdateRequest(t, "/interfaces/interface[name=bystander]/config/description", sidecartest.StringVal("not in the Set")))
-	r := sidecartest.Start(t, sidecartest.Options{Seed: seed})
-	before := sidecartest.DeviceLeaves(t, r.Dev)
-	req := &gpb.SetRequest{}
-	for n := range entries {
-		req.Update = append(req.Update, &gpb.Update{
-			Path: sidecartest.Path(t, fmt.Sprintf("/interfaces/interface[name=e%d]/config/description", n)),
-			Val:  sidecartest.StringVal(fmt.Sprintf("entry %d", n)),
-		})
-	}
-	gets := r.Dev.Requests("Get")
-	r.MustSet(t, req)
-	if got := r.Dev.Requests("Get") - gets; got >= entries/2 {
-		t.Errorf("the Set of %d entries read the device with %d Gets, want a few (the list at once)", entries, got)
-	}
-	p := r.Proposal(t, r.LastIndex(t))
-	for _, op := range p.GetChange().GetDeviceReads() {
-		for _, u := range journal.Units(op) {
-			if s := gnmipath.String(u.GetPath()); strings.Contains(s, "bystander") || strings.Contains(s, "eth0") {
-				t.Errorf("the proposal's device reads hold %s, outside the entries the Set writes", s)
-			}
+	set := func(t *testing.T, ext ...*gnmi_ext.Extension) *gpb.SetRequest {
+		req := &gpb.SetRequest{Extension: ext}
+		for n := range entries {
+			req.Update = append(req.Update, &gpb.Update{
+				Path: sidecartest.Path(t, fmt.Sprintf("/interfaces/interface[name=e%d]/config/description", n)),
+				Val:  sidecartest.StringVal(fmt.Sprintf("entry %d", n)),
+			})
 		}
+		return req
 	}
-	if got, err := r.Journal.AppliedAt(t.Context(), []*gpb.Path{sidecartest.Path(t, "/interfaces/interface[name=bystander]/config/description")}); err != nil || got[0] != nil {
-		t.Errorf("the journal holds %v (err %v) for an entry the Set did not write, want nothing", got, err)
-	}
-	r.MustSet(t, sidecartest.RollbackRequest(t, 0))
-	if diff := cmp.Diff(before, sidecartest.DeviceLeaves(t, r.Dev), protocmp.Transform()); diff != "" {
-		t.Errorf("the device after the rollback differs from before the Set (-before +after):\n%s", diff)
+	for _, dev := range []struct {
+		name string
+		opts testbed.Options
+	}{
+		{name: "a device that answers every read", opts: testbed.Options{Persistent: true}},
+		{name: "a device that refuses Get CONFIG", opts: testbed.Options{Persistent: true, RefuseGetConfig: true}},
+		{name: "a device read only with Subscribe, not in JSON_IETF", opts: testbed.Options{Persistent: true, RefuseGet: true,
+			RefuseEncodings: map[gpb.Encoding]codes.Code{gpb.Encoding_JSON_IETF: codes.Unimplemented}}},
+	} {
+		for _, undo := range []struct {
+			name string
+			ext  []*gnmi_ext.Extension
+			do   func(t *testing.T, r *sidecartest.Sidecar, beforeIndex uint64, before map[string]*gpb.TypedValue)
+		}{{
+			name: "rollback",
+			do: func(t *testing.T, r *sidecartest.Sidecar, _ uint64, _ map[string]*gpb.TypedValue) {
+				r.MustSet(t, sidecartest.RollbackRequest(t, 0))
+			},
+		}, {
+			name: "commit-confirmed expiry",
+			ext:  []*gnmi_ext.Extension{sidecartest.CommitExtension("c1", sidecartest.CommitFor(time.Second))},
+			do: func(t *testing.T, r *sidecartest.Sidecar, _ uint64, before map[string]*gpb.TypedValue) {
+				sidecartest.Eventually(t, 30*time.Second, "the commit-confirmed to expire and its rollback to be applied", func() bool {
+					return r.OutstandingCommit(t) == nil && cmp.Equal(before, sidecartest.DeviceLeaves(t, r.Dev), protocmp.Transform())
+				})
+			},
+		}, {
+			name: "rollback --to",
+			do: func(t *testing.T, r *sidecartest.Sidecar, beforeIndex uint64, _ map[string]*gpb.TypedValue) {
+				if _, _, err := client.RollbackTo(t.Context(), r.Client, "", beforeIndex, sidecarpb.SetMode_SET_MODE_SYNC, "back"); err != nil {
+					t.Fatal(err)
+				}
+			},
+		}} {
+			t.Run(dev.name+", "+undo.name, func(t *testing.T) {
+				r := sidecartest.Start(t, sidecartest.Options{Seed: seed, Device: dev.opts})
+				// A change first, so that rollback --to has a point before the Set.
+				r.MustSet(t, sidecartest.UpdateRequest(t, "/system/config/hostname", sidecartest.StringVal("r1")))
+				before, beforeIndex := sidecartest.DeviceLeaves(t, r.Dev), r.LastIndex(t)
+				reads := func() int64 { return r.Dev.Requests("Get") + r.Dev.Requests("Subscribe") }
+				was := reads()
+				r.MustSet(t, set(t, undo.ext...))
+				if got := reads() - was; got >= entries/2 {
+					t.Errorf("the Set of %d entries read the device with %d Gets and Subscribes, want a few (the list at once)", entries, got)
+				}
+				p := r.Proposal(t, r.LastIndex(t))
+				for _, op := range p.GetChange().GetDeviceReads() {
+					for _, u := range journal.Units(op) {
+						if s := gnmipath.String(u.GetPath()); strings.Contains(s, "bystander") || strings.Contains(s, "eth0") {
+							t.Errorf("the proposal's device reads hold %s, outside the entries the Set writes", s)
+						}
+					}
+				}
+				if got, err := r.Journal.AppliedAt(t.Context(), []*gpb.Path{sidecartest.Path(t, "/interfaces/interface[name=bystander]/config/description")}); err != nil || got[0] != nil {
+					t.Errorf("the journal holds %v (err %v) for an entry the Set did not write, want nothing", got, err)
+				}
+				r.Settle(t)
+				after := sidecartest.DeviceLeaves(t, r.Dev)
+				// The device restarts with what it held: the re-push loses
+				// nothing of it and adds nothing.
+				repushes := r.Agent.Status().Repushes
+				r.Dev.Stop()
+				if err := r.Dev.Start(t.Context(), ""); err != nil {
+					t.Fatal(err)
+				}
+				sidecartest.Eventually(t, 30*time.Second, "a re-push after the device's restart", func() bool { return r.Agent.Status().Repushes > repushes })
+				if diff := cmp.Diff(after, sidecartest.DeviceLeaves(t, r.Dev), protocmp.Transform()); diff != "" {
+					t.Errorf("the device after the re-push differs from after the Set (-after the Set +after the re-push):\n%s", diff)
+				}
+				undo.do(t, r, beforeIndex, before)
+				if diff := cmp.Diff(before, sidecartest.DeviceLeaves(t, r.Dev), protocmp.Transform()); diff != "" {
+					t.Errorf("the device after the %s differs from before the Set (-before +after):\n%s", undo.name, diff)
+				}
+			})
+		}
 	}
 }
