@@ -6,7 +6,6 @@ import (
 	"slices"
 
 	"github.com/dgraph-io/badger/v4"
-	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/gnmi-sidecar/gnmi-sidecar/journal/journalpb"
@@ -126,7 +125,7 @@ func (j *Journal) TagDeletions(ctx context.Context) ([]*TagDeletion, error) {
 	err := j.view(ctx, func(txn *badger.Txn) error {
 		return iteratePrefix(txn, nsTagDeletion, func(_, val []byte) error {
 			d := &TagDeletion{}
-			if err := proto.Unmarshal(val, d); err != nil {
+			if err := decodeRecord(val, d); err != nil {
 				return err
 			}
 			out = append(out, d)

@@ -111,7 +111,7 @@ func (j *Journal) ReadScopes(ctx context.Context) ([]*gnmi.Path, error) {
 	err := j.view(ctx, func(txn *badger.Txn) error {
 		return iteratePrefix(txn, nsReadScope, func(key, val []byte) error {
 			p := &gnmi.Path{}
-			if err := proto.Unmarshal(val, p); err != nil {
+			if err := decodeRecord(val, p); err != nil {
 				return fmt.Errorf("decode %q: %w", key, err)
 			}
 			out = append(out, p)
@@ -269,7 +269,7 @@ func (w *writeTxn) removeStale(eff *effective, i, first uint64, scopes []*gnmi.P
 		sub := subtreeOf(scope)
 		stale := func(key []byte, val []byte) error {
 			pv := &PathValue{}
-			if err := proto.Unmarshal(val, pv); err != nil {
+			if err := decodeRecord(val, pv); err != nil {
 				return fmt.Errorf("decode %q: %w", key, err)
 			}
 			k := key[len(nsCommitted):]
@@ -285,7 +285,7 @@ func (w *writeTxn) removeStale(eff *effective, i, first uint64, scopes []*gnmi.P
 		if pv, err := w.value(nsCommitted, sub.key); err != nil {
 			return err
 		} else if pv != nil {
-			b, err := proto.Marshal(pv)
+			b, err := encodeRecord(pv)
 			if err != nil {
 				return err
 			}
@@ -527,7 +527,7 @@ func (j *Journal) ReadDeviceConfig(ctx context.Context, updates []*gnmi.Update) 
 	err = j.view(ctx, func(txn *badger.Txn) error {
 		return iteratePrefix(txn, nsApplied, func(key, val []byte) error {
 			pv := &PathValue{}
-			if err := proto.Unmarshal(val, pv); err != nil {
+			if err := decodeRecord(val, pv); err != nil {
 				return fmt.Errorf("decode %q: %w", key, err)
 			}
 			if pv.GetDeleted() {

@@ -19,7 +19,6 @@ import (
 	"time"
 
 	"github.com/openconfig/gnmi/proto/gnmi"
-	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/gnmi-sidecar/gnmi-sidecar/journal/journalpb"
@@ -246,7 +245,7 @@ func BenchmarkReopen1M(b *testing.B) {
 			Change: &Change{Ops: []*Op{op}, Values: []*PathValue{pv}, Commit: StatusComplete, Apply: StatusComplete,
 				Proposed: now, Committed: now, ApplyStarted: now, Applied: now},
 			Rollback: &Rollback{Index: i - 1, Values: []*PathValue{pv}}}
-		v, err := proto.Marshal(p)
+		v, err := encodeRecord(p)
 		if err != nil {
 			b.Fatal(err)
 		}

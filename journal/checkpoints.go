@@ -22,7 +22,6 @@ import (
 	"time"
 
 	"github.com/dgraph-io/badger/v4"
-	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/gnmi-sidecar/gnmi-sidecar/gnmipath"
@@ -234,7 +233,7 @@ func decodeDelta(item *badger.Item) (uint64, *HistoryDelta, error) {
 		return 0, nil, fmt.Errorf("journal: history key %q: not %s<8-byte seq>", key, nsHistory)
 	}
 	d := &HistoryDelta{}
-	if err := readValue(item, func(v []byte) error { return proto.Unmarshal(v, d) }); err != nil {
+	if err := readValue(item, func(v []byte) error { return decodeRecord(v, d) }); err != nil {
 		return 0, nil, fmt.Errorf("journal: decode %q: %w", key, err)
 	}
 	return binary.BigEndian.Uint64(key[len(nsHistory):]), d, nil
@@ -368,7 +367,7 @@ func (j *Journal) Tags(ctx context.Context) ([]*Tag, error) {
 	err := j.view(ctx, func(txn *badger.Txn) error {
 		return iteratePrefix(txn, nsTag, func(key, val []byte) error {
 			t := &Tag{}
-			if err := proto.Unmarshal(val, t); err != nil {
+			if err := decodeRecord(val, t); err != nil {
 				return fmt.Errorf("journal: decode %q: %w", key, err)
 			}
 			out = append(out, t)

@@ -56,6 +56,38 @@ func (j *Journal) shrink() {
 	}
 }
 
+// valueLogUnflushed bounds the bytes written to the value log between two
+// flushes of the memtable (flushForValueLog).
+const valueLogUnflushed = 16 << 20
+
+// flushForValueLog flushes the memtable (by reopening the database at the
+// same size: Badger has no other way) once valueLogUnflushed bytes of
+// records went to the value log since the last flush, and has the
+// compaction that follows run on the one table it makes. The writer's
+// alone; if reads are in progress, a later batch does it.
+//
+// The value log's GC can reclaim a record's old version only once a
+// compaction dropped it, and a compaction sees only what was flushed. A
+// memtable holds pointers into the value log, so one full of pointers to
+// large records (Sets of large values) stands for far more of the log
+// than its own size, and Badger would flush it only when full: the log
+// would grow with the size of the values written, not with what the
+// journal keeps.
+func (j *Journal) flushForValueLog() {
+	if j.failure() != nil || !j.dbMu.TryLock() {
+		return
+	}
+	defer j.dbMu.Unlock()
+	written := j.valueLogWritten.Load()
+	if err := j.reopen(j.memTable.Load()); err != nil {
+		j.log.Error("flushing the memtable for the value log's GC failed", "err", err)
+		return
+	}
+	j.valueLogWritten.Add(-written)
+	j.compactFlushed.Store(true)
+	j.wroteTables()
+}
+
 // lockWithin takes dbMu exclusively, waiting at most d for the reads in
 // flight. It polls rather than calling Lock, which cannot be abandoned and
 // would hold every new read back while it waits.

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"math/rand/v2"
 	"os"
 	"slices"
 	"strings"
@@ -321,7 +322,7 @@ func invariants(j *Journal) error {
 	err = j.db.View(func(txn *badger.Txn) error {
 		return iteratePrefix(txn, nsProposal, func(key, val []byte) error {
 			p := &Proposal{}
-			if err := proto.Unmarshal(val, p); err != nil {
+			if err := decodeRecord(val, p); err != nil {
 				return err
 			}
 			props[p.Index] = p
@@ -493,7 +494,7 @@ func invariants(j *Journal) error {
 		err = j.db.View(func(txn *badger.Txn) error {
 			return iteratePrefix(txn, nsHistory, func(key, val []byte) error {
 				d := &journalpb.HistoryDelta{}
-				if err := proto.Unmarshal(val, d); err != nil {
+				if err := decodeRecord(val, d); err != nil {
 					return err
 				}
 				seq++
@@ -595,7 +596,7 @@ func valueMap(j *Journal, ns []byte) (map[string]*PathValue, error) {
 	err := j.db.View(func(txn *badger.Txn) error {
 		return scanValues(context.Background(), txn, ns, nil, func(k, v []byte) error {
 			pv := &PathValue{}
-			if err := proto.Unmarshal(v, pv); err != nil {
+			if err := decodeRecord(v, pv); err != nil {
 				return err
 			}
 			m[string(k)] = pv
@@ -656,4 +657,17 @@ func recentAsStored(j *Journal) error {
 		}
 		return nil
 	})
+}
+
+// incompressible returns n letters that compression does not shrink much
+// (records are stored compressed, codec.go): a test that needs its values
+// to take room, in the tree or the value log, uses it, not a repeated
+// letter.
+func incompressible(n int) string {
+	r := rand.New(rand.NewPCG(uint64(n), 1))
+	b := make([]byte, n)
+	for i := range b {
+		b[i] = byte('a' + r.IntN(26))
+	}
+	return string(b)
 }

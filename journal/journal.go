@@ -37,8 +37,11 @@ import (
 // leaf (PathKey), which format-4 code would read as two (and later
 // additions). A format-2, -3 or -4 journal is format-5 data once the
 // records of such paths are re-keyed: opening it does so and flips the
-// format (see upgrade and upgradeOrigins).
-const formatVersion = 5
+// format (see upgrade and upgradeOrigins). Format 6 stores records
+// compressed (codec.go), which format-5 code would read as damaged; a
+// format-5 journal is format-6 data as it is, so opening it only flips
+// the format.
+const formatVersion = 6
 
 // Errors callers branch on. Returned errors wrap them; use errors.Is.
 var (
@@ -80,9 +83,9 @@ type Options struct {
 	// GCInterval is how often Badger's value-log GC runs (default 5 min).
 	GCInterval time.Duration
 	// MemTableSize is Badger's memtable size in steady state (default
-	// 2 MiB, at least 1 MiB). Badger allocates it up front as a Go heap
-	// arena and bounds one transaction to 15 % of it: about 700 paths of
-	// one proposal at 2 MiB. A transition larger than that is not refused:
+	// and least 1 MiB). Badger allocates it up front as a Go heap arena
+	// and bounds one transaction to 15 % of it: a few hundred paths of one
+	// proposal at 1 MiB. A transition larger than that is not refused:
 	// the writer reopens the database with a memtable large enough for it
 	// (up to MaxMemTableSize), commits it, and reopens at this size again
 	// (grow.go).
@@ -100,7 +103,7 @@ type Options struct {
 	Clock func() time.Time
 	// MinFreeBytes is the free space the journal's filesystem must keep:
 	// below it every write is refused with ErrNoSpace (default 4 ×
-	// MemTableSize, 8 MiB; negative: no reserve; serve sets 64 MiB). See disk.go.
+	// MemTableSize, 4 MiB; negative: no reserve; serve sets 64 MiB). See disk.go.
 	MinFreeBytes int64
 	// Schema is the device's YANG schema, for decomposing the values of
 	// proposals leaf by leaf (package leaves) and for upgrading a format-1
@@ -132,7 +135,7 @@ func (o Options) withDefaults() Options {
 		o.GCInterval = 5 * time.Minute
 	}
 	if o.MemTableSize <= 0 {
-		o.MemTableSize = 2 << 20
+		o.MemTableSize = 1 << 20
 	}
 	o.MemTableSize = max(o.MemTableSize, 1<<20)
 	if o.growWait <= 0 {
@@ -154,6 +157,10 @@ func (o Options) withDefaults() Options {
 	}
 	return o
 }
+
+// valueThreshold is the size from which Badger keeps a record in its value
+// log (see badgerOptions).
+const valueThreshold = 128
 
 // badgerOptions sizes Badger for a sidecar, with memtables of memTable
 // bytes: a few MiB of memtables and caches instead of Badger's server
@@ -195,14 +202,24 @@ func (o Options) badgerOptions(dir string, memTable int64) badger.Options {
 		WithBlockCacheSize(0).
 		// Table indexes and blooms, capped (0 would keep every index on the heap).
 		WithIndexCacheSize(8 << 20).
-		// Value-log files of 16 MiB (mmapped, preallocated at twice that,
-		// sparse). Badger reads the newest file whole at every open to find
-		// where its valid entries end: with 64 MiB files that alone made
-		// 60 MB of RSS with 100,000 leaves journaled (see docs/bench.md).
-		WithValueLogFileSize(16 << 20).
-		// Records above 64 KiB (large proposals) go to the value log, so
-		// they count against a transaction's size only as pointers.
-		WithValueThreshold(64 << 10).
+		// Records of valueThreshold bytes or more (encoded: proposals and
+		// history deltas) go to the value log, so that the tree holds
+		// their keys and small records only: retention deletes at the
+		// head of the proposals and history while new records go at
+		// their tails, so every compaction rewrites the whole tree, and
+		// with the records in it that made each compaction's buffers and
+		// new tables (and so the RSS) scale with the journal ("The
+		// peaks" in docs/bench.md). The value log's GC runs after
+		// compactions (collectValueLog). Large records count against a
+		// transaction's size only as pointers.
+		WithValueThreshold(valueThreshold).
+		// Value-log files of 1 MiB, Badger's least (mmapped, preallocated
+		// at twice that, sparse): a GC step rewrites or removes one file
+		// and holds the writer meanwhile (collectValueLog), so small files
+		// bound that wait and keep the log near its live size. Badger
+		// reads the newest file whole at every open to find where its
+		// valid entries end.
+		WithValueLogFileSize(1 << 20).
 		// A damaged block or value is an error, not garbage (verify.go).
 		WithChecksumVerificationMode(options.OnBlockRead).
 		WithVerifyValueChecksum(true).
@@ -258,6 +275,16 @@ type Journal struct {
 	// tablesWritten wakes compactTables after a write (tables.go).
 	tablesWritten chan struct{}
 	tablesMu      sync.Mutex // held while Badger compacts or drops (tables.go)
+	// valueLogWritten counts the bytes of records written to the value
+	// log since the memtable was last flushed: the writer adds, a flush
+	// or compaction takes away (flushForValueLog). compactFlushed asks
+	// compactTables to compact a single level-0 table, the one such a
+	// flush made.
+	valueLogWritten atomic.Int64
+	compactFlushed  atomic.Bool
+	// valueLogDue asks the writer to run the value log's GC
+	// (collectValueLog).
+	valueLogDue atomic.Bool
 
 	writerDone chan struct{}
 	// retentionDue calls the background retention (callRetention).
@@ -431,8 +458,8 @@ func (j *Journal) initialize() error {
 			return err
 		}
 		if found {
-			if f := meta.GetFormat(); f != formatVersion && (f < 1 || f > 4) {
-				return fmt.Errorf("format %d, this build reads %d (and upgrades 1 to 4): %w", f, formatVersion, ErrFormat)
+			if f := meta.GetFormat(); f != formatVersion && (f < 1 || f > 5) {
+				return fmt.Errorf("format %d, this build reads %d (and upgrades 1 to 5): %w", f, formatVersion, ErrFormat)
 			}
 			return nil
 		}
@@ -457,7 +484,7 @@ func (j *Journal) initialize() error {
 			{keyMastership, &Mastership{}},
 		}
 		for _, r := range init {
-			b, err := proto.Marshal(r.msg)
+			b, err := encodeRecord(r.msg)
 			if err != nil {
 				return err
 			}
@@ -528,18 +555,47 @@ func (j *Journal) every(ctx context.Context, interval time.Duration, fn func(con
 	}
 }
 
+// runValueLogGC has the writer run Badger's value-log GC
+// (collectValueLog), also when nothing is written (then no compaction
+// calls for it).
 func (j *Journal) runValueLogGC(ctx context.Context) {
-	for ctx.Err() == nil && j.failure() == nil {
-		j.dbMu.RLock() // the writer may reopen the database (grow.go)
+	j.valueLogDue.Store(true)
+	_ = j.wakeWriter(ctx)
+}
+
+// wakeWriter has the writer go round its loop with nothing to write, for
+// the work it does between transactions (collectValueLog).
+func (j *Journal) wakeWriter(ctx context.Context) error {
+	return j.submitRequest(ctx, &request{done: make(chan struct{})})
+}
+
+// collectValueLog runs Badger's value-log GC while it is due
+// (valueLogDue, set after compactions and every GCInterval), a step at a
+// time: each rewrites the live records of one value-log file half
+// garbage or more to the log's head and removes the file. The writer runs
+// it between its transactions, one step after a batch while requests
+// wait (they wait for that step) and every step due while none does.
+//
+// It runs in the writer because Badger's GC must not overlap a write: it
+// reads the memtable's newest version (DB.MaxVersion) while Badger's
+// write goroutine sets it without a lock (Badger v4.9.6, a data race the
+// race detector reports), and no write is in flight between the
+// writer's transactions.
+func (j *Journal) collectValueLog() {
+	for j.valueLogDue.Load() && j.failure() == nil {
+		began := time.Now()
 		err := j.db.RunValueLogGC(0.5)
-		j.dbMu.RUnlock()
-		if err == nil {
-			continue // a file was rewritten; there may be more
+		if err != nil {
+			j.valueLogDue.Store(false)
+			if !errors.Is(err, badger.ErrNoRewrite) && !errors.Is(err, badger.ErrRejected) {
+				j.log.Warn("value-log GC failed", "err", err)
+			}
+			return
 		}
-		if !errors.Is(err, badger.ErrNoRewrite) && !errors.Is(err, badger.ErrRejected) {
-			j.log.Warn("value-log GC failed", "err", err)
+		j.log.Debug("rewrote a value-log file", "took", time.Since(began).Round(time.Microsecond))
+		if len(j.queue) > 0 {
+			return
 		}
-		return
 	}
 }
 
@@ -576,7 +632,7 @@ func (l badgerLogger) write(level slog.Level, f string, args []any) {
 // A request is one transition: fn checks its guards and then writes, inside
 // a transaction shared with the other requests of the batch.
 type request struct {
-	fn func(w *writeTxn) error
+	fn func(w *writeTxn) error // nil: a wake-up (wakeWriter), nothing to write
 	// linger: the request may wait this long for other requests to share
 	// its transaction (see UpdateLingering); 0 for every other request.
 	linger time.Duration
@@ -658,6 +714,10 @@ func (j *Journal) writer() {
 		taken := batch[:0]
 		for _, r := range batch {
 			if r.state.CompareAndSwap(requestQueued, requestTaken) {
+				if r.fn == nil { // wakeWriter's: nothing to write
+					r.finish(nil)
+					continue
+				}
 				taken = append(taken, r)
 			}
 		}
@@ -667,6 +727,10 @@ func (j *Journal) writer() {
 		if len(j.queue) == 0 {
 			j.shrink() // nothing waiting: a burst of large transitions grows the memtable once
 		}
+		if j.valueLogWritten.Load() >= valueLogUnflushed {
+			j.flushForValueLog()
+		}
+		j.collectValueLog()
 	}
 }
 
@@ -769,6 +833,7 @@ func (j *Journal) runBatch(batch []*request) int {
 		return len(batch)
 	}
 	j.commits.Add(1)
+	j.valueLogWritten.Add(w.valueLog)
 	if w.hasHeads {
 		h := w.heads
 		j.heads.Store(&h)
@@ -849,6 +914,9 @@ type writeTxn struct {
 	// recent's older records of them.
 	recent  *recentProposals
 	written map[uint64]recentProposal
+	// valueLog counts the bytes of the records this transaction wrote
+	// that go to the value log (valueThreshold or more).
+	valueLog int64
 }
 
 // emit records a transition for Options.Observer.
@@ -869,16 +937,24 @@ func (w *writeTxn) put(key []byte, m proto.Message) error {
 		w.wrote = true
 		return nil
 	}
-	b, err := proto.Marshal(m)
+	b, err := encodeRecord(m)
 	if err != nil {
 		return fmt.Errorf("encode %q: %w", key, err)
 	}
 	w.wrote = true
-	if err := w.txn.Set(key, b); err != nil {
+	if err := w.set(key, b); err != nil {
 		return err
 	}
 	w.noteWrite(key, m)
 	return nil
+}
+
+// set is txn.Set, counting what goes to the value log.
+func (w *writeTxn) set(key, value []byte) error {
+	if len(value) >= valueThreshold {
+		w.valueLog += int64(len(value))
+	}
+	return w.txn.Set(key, value)
 }
 
 func (w *writeTxn) putEmpty(key []byte) error {
@@ -908,14 +984,14 @@ func (w *writeTxn) flushProposals() error {
 	}
 	for _, i := range slices.Sorted(maps.Keys(w.pending)) {
 		key := proposalKey(i)
-		b, err := proto.Marshal(w.pending[i])
+		b, size, err := encodeRecordSized(w.pending[i])
 		if err != nil {
 			return fmt.Errorf("encode %q: %w", key, err)
 		}
-		if err := w.txn.Set(key, b); err != nil {
+		if err := w.set(key, b); err != nil {
 			return err
 		}
-		w.noteWritten(i, w.pending[i], len(b))
+		w.noteWritten(i, w.pending[i], size)
 	}
 	clear(w.pending)
 	return nil
@@ -961,7 +1037,7 @@ func getRecord(txn *badger.Txn, key []byte, m proto.Message) (bool, error) {
 	if err != nil {
 		return false, fmt.Errorf("read %q: %w", key, err)
 	}
-	err = readValue(item, func(v []byte) error { return proto.Unmarshal(v, m) })
+	err = readValue(item, func(v []byte) error { return decodeRecord(v, m) })
 	if err != nil {
 		return false, fmt.Errorf("decode %q: %w", key, err)
 	}

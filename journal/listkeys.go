@@ -7,7 +7,6 @@ import (
 
 	"github.com/dgraph-io/badger/v4"
 	"github.com/openconfig/gnmi/proto/gnmi"
-	"google.golang.org/protobuf/proto"
 
 	"github.com/gnmi-sidecar/gnmi-sidecar/leaves"
 )
@@ -98,7 +97,7 @@ func loadListKeys(db *badger.DB) (*leaves.Keys, error) {
 	err := db.View(func(txn *badger.Txn) error {
 		return iteratePrefix(txn, nsListKeys, func(key, val []byte) error {
 			lk := &ListKeys{}
-			if err := proto.Unmarshal(val, lk); err != nil {
+			if err := decodeRecord(val, lk); err != nil {
 				return fmt.Errorf("decode %q: %w: %w", key, err, ErrCorrupt)
 			}
 			lists = append(lists, leaves.List{Path: lk.GetList(), Keys: lk.GetKeys()})

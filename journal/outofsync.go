@@ -81,7 +81,7 @@ func loadOutOfSync(txn *badger.Txn) ([]*OutOfSync, error) {
 	var out []*OutOfSync
 	err := iteratePrefix(txn, nsOutOfSync, func(key, val []byte) error {
 		rec := &OutOfSync{}
-		if err := proto.Unmarshal(val, rec); err != nil {
+		if err := decodeRecord(val, rec); err != nil {
 			return fmt.Errorf("%w: decode %q: %w", ErrCorrupt, key, err)
 		}
 		out = append(out, rec)
@@ -355,7 +355,7 @@ func (j *Journal) Resolutions(ctx context.Context, n int) ([]*Resolution, error)
 	err := j.view(ctx, func(txn *badger.Txn) error {
 		return iteratePrefix(txn, nsResolution, func(key, val []byte) error {
 			r := &Resolution{}
-			if err := proto.Unmarshal(val, r); err != nil {
+			if err := decodeRecord(val, r); err != nil {
 				return fmt.Errorf("%w: decode %q: %w", ErrCorrupt, key, err)
 			}
 			out = append(out, r)

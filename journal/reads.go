@@ -166,7 +166,7 @@ func (j *Journal) readProposal(ctx context.Context, i uint64, load func(*badger.
 func (j *Journal) Proposals(ctx context.Context, from, to uint64, fn func(*Proposal) error) error {
 	return j.scanProposals(ctx, from, to, func(v []byte) (*Proposal, error) {
 		p := &Proposal{}
-		return p, proto.Unmarshal(v, p)
+		return p, decodeRecord(v, p)
 	}, fn)
 }
 
@@ -417,7 +417,7 @@ func (j *Journal) History(ctx context.Context, from, to time.Time, fn func(*Hist
 				return err
 			}
 			d := &HistoryDelta{}
-			if err := readValue(it.Item(), func(v []byte) error { return proto.Unmarshal(v, d) }); err != nil {
+			if err := readValue(it.Item(), func(v []byte) error { return decodeRecord(v, d) }); err != nil {
 				return fmt.Errorf("journal: decode %q: %w", it.Item().Key(), err)
 			}
 			t := d.GetTime().AsTime()
@@ -474,7 +474,7 @@ func scanValues(ctx context.Context, txn *badger.Txn, ns []byte, prefix *gnmi.Pa
 func decodeTo(fn func(*PathValue) error) func(pathKey, val []byte) error {
 	return func(pathKey, val []byte) error {
 		pv := &PathValue{}
-		if err := proto.Unmarshal(val, pv); err != nil {
+		if err := decodeRecord(val, pv); err != nil {
 			return fmt.Errorf("journal: decode value of %q: %w", pathKey, err)
 		}
 		return fn(pv)

@@ -67,7 +67,7 @@ func FuzzRecordDecoding(f *testing.F) {
 		errs := journalReads(j, c)
 		var malformed bool
 		if r.msg != nil {
-			malformed = proto.Unmarshal(value, r.msg()) != nil
+			malformed = decodeRecord(value, r.msg()) != nil
 		} else {
 			// An index entry is malformed unless it names an applied value.
 			_, applied := pristine[string(nsApplied)+string(suffix[min(8, len(suffix)):])]

@@ -8,7 +8,6 @@ import (
 
 	"github.com/dgraph-io/badger/v4"
 	"github.com/openconfig/gnmi/proto/gnmi"
-	"google.golang.org/protobuf/proto"
 
 	"github.com/gnmi-sidecar/gnmi-sidecar/leaves"
 )
@@ -75,7 +74,7 @@ func (j *Journal) AppliedRoots(ctx context.Context) ([]*gnmi.Path, error) {
 			item := it.Item()
 			key := item.Key()[len(nsApplied):]
 			pv := &PathValue{}
-			if err := readValue(item, func(v []byte) error { return proto.Unmarshal(v, pv) }); err != nil {
+			if err := readValue(item, func(v []byte) error { return decodeRecord(v, pv) }); err != nil {
 				return fmt.Errorf("journal: decode %q: %w", item.Key(), err)
 			}
 			var next []byte // the first key past the subtree

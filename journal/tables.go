@@ -79,7 +79,13 @@ func (j *Journal) compactTables(ctx context.Context) {
 			return
 		case <-t.C:
 		}
-		j.compactLevelZero()
+		if j.compactLevelZero() {
+			// The compaction dropped versions and deleted records and
+			// counted their bytes against their value-log files: the
+			// writer rewrites or removes the files now half garbage.
+			j.valueLogDue.Store(true)
+			_ = j.wakeWriter(ctx)
+		}
 		select {
 		case <-ctx.Done():
 			return
@@ -90,22 +96,27 @@ func (j *Journal) compactTables(ctx context.Context) {
 }
 
 // compactLevelZero has Badger compact its tables if level 0 holds
-// numLevelZeroTables or more.
-func (j *Journal) compactLevelZero() {
+// numLevelZeroTables or more (or the table flushForValueLog made), and
+// reports whether it did.
+func (j *Journal) compactLevelZero() bool {
 	j.dbMu.RLock() // the writer may reopen the database (grow.go)
 	defer j.dbMu.RUnlock()
-	if j.failure() != nil || j.db == nil || levelZeroTables(j.db) < numLevelZeroTables {
-		return
+	if j.failure() != nil || j.db == nil {
+		return false
+	}
+	if n := levelZeroTables(j.db); n < numLevelZeroTables && (n == 0 || !j.compactFlushed.Load()) {
+		return false
 	}
 	began := time.Now()
 	j.tablesMu.Lock()
-	err := j.db.Flatten(1)
-	j.tablesMu.Unlock()
-	if err != nil {
+	defer j.tablesMu.Unlock()
+	j.compactFlushed.Store(false)
+	if err := j.db.Flatten(1); err != nil {
 		j.log.Warn("compacting the database's tables failed", "err", err)
-		return
+		return false
 	}
 	j.log.Debug("compacted the database's tables", "took", time.Since(began).Round(time.Millisecond))
+	return true
 }
 
 // levelZeroTables is the number of tables in Badger's level 0.

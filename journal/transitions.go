@@ -1323,7 +1323,7 @@ func loadProposalStatus(txn *badger.Txn, c *Configuration, i uint64) (*Proposal,
 // ProposalStatus reads.
 func decodeProposalStatus(v []byte) (*Proposal, error) {
 	st := &journalpb.ProposalStatus{}
-	if err := (proto.UnmarshalOptions{DiscardUnknown: true}).Unmarshal(v, st); err != nil {
+	if err := decodeRecordWith(proto.UnmarshalOptions{DiscardUnknown: true}, v, st); err != nil {
 		return nil, err
 	}
 	ch := st.GetChange()
@@ -1580,7 +1580,7 @@ func (w *writeTxn) storedAtOrUnder(eff *effective, p *gnmi.Path) (bool, error) {
 	for _, prefix := range sub.prefixes {
 		err := iteratePrefix(w.txn, valueKey(nsCommitted, prefix), func(key, val []byte) error {
 			pv := &PathValue{}
-			if err := proto.Unmarshal(val, pv); err != nil {
+			if err := decodeRecord(val, pv); err != nil {
 				return fmt.Errorf("decode %q: %w", key, err)
 			}
 			if live(key[len(nsCommitted):], pv) {
@@ -1618,7 +1618,7 @@ func (w *writeTxn) tombstoneSubtree(eff *effective, i uint64, p *gnmi.Path, atPa
 	for _, prefix := range sub.prefixes {
 		err := iteratePrefix(w.txn, valueKey(nsCommitted, prefix), func(key, val []byte) error {
 			pv := &PathValue{}
-			if err := proto.Unmarshal(val, pv); err != nil {
+			if err := decodeRecord(val, pv); err != nil {
 				return fmt.Errorf("decode %q: %w", key, err)
 			}
 			if !pv.GetDeleted() {
@@ -1662,7 +1662,7 @@ func (w *writeTxn) deleteMatches(eff *effective, i uint64, pattern *gnmi.Path) e
 	}
 	err := scanValues(context.Background(), w.txn, nsCommitted, under, func(_, val []byte) error {
 		pv := &PathValue{}
-		if err := proto.Unmarshal(val, pv); err != nil {
+		if err := decodeRecord(val, pv); err != nil {
 			return err
 		}
 		if !pv.GetDeleted() {

@@ -9,7 +9,6 @@ import (
 
 	"github.com/dgraph-io/badger/v4"
 	"github.com/openconfig/gnmi/proto/gnmi"
-	"google.golang.org/protobuf/proto"
 
 	"github.com/gnmi-sidecar/gnmi-sidecar/journal/journalpb"
 	"github.com/gnmi-sidecar/gnmi-sidecar/leaves"
@@ -43,6 +42,19 @@ func (j *Journal) upgrade() error {
 		return err
 	}
 	if meta.GetFormat() == formatVersion {
+		return j.dropFormat1()
+	}
+	if meta.GetFormat() == 5 {
+		// Format 5's records are format 6's (format 6 only adds compressed
+		// ones); the format moves so that format-5 code no longer opens
+		// the journal.
+		err := j.update(func(txn *badger.Txn) error {
+			w := &writeTxn{txn: txn, now: j.opts.Clock()}
+			return w.put(keyMeta, &journalpb.Meta{Format: formatVersion})
+		})
+		if err != nil {
+			return fmt.Errorf("upgrading the journal from format 5 to %d: %w", formatVersion, err)
+		}
 		return j.dropFormat1()
 	}
 	if f := meta.GetFormat(); f >= 2 && f <= 4 {
@@ -122,7 +134,7 @@ func (u *upgrader) run() error {
 		}
 		return iteratePrefix(txn, format1Namespaces[1], func(key, val []byte) error {
 			pv := &PathValue{}
-			if err := proto.Unmarshal(val, pv); err != nil {
+			if err := decodeRecord(val, pv); err != nil {
 				return fmt.Errorf("decode %q: %w: %w", key, err, ErrCorrupt)
 			}
 			keys.Learn(pv.GetPath())

@@ -252,7 +252,7 @@ func (u *originUpgrade) mergeSpellings() (int, error) {
 		history := func(fn func(key []byte, d *HistoryDelta)) error {
 			return iteratePrefix(txn, nsHistory, func(key, val []byte) error {
 				d := &HistoryDelta{}
-				if err := proto.Unmarshal(val, d); err != nil {
+				if err := decodeRecord(val, d); err != nil {
 					return fmt.Errorf("decode %q: %w: %w", key, err, ErrCorrupt)
 				}
 				fn(key, d)

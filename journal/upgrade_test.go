@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/dgraph-io/badger/v4"
+	"github.com/klauspost/compress/s2"
 	"github.com/openconfig/gnmi/proto/gnmi"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/timestamppb"
@@ -302,16 +303,20 @@ func TestUpgradeFormat1Refusals(t *testing.T) {
 	}
 }
 
-// TestUpgradeFormat2And3 opens a format-2, -3 and -4 journal: their
-// records are kept as they are and the format becomes the current one,
-// which older builds refuse.
+// TestUpgradeFormat2And3 opens a format-2, -3, -4 and -5 journal, its
+// records written plain (uncompressed) as those formats did: they are
+// kept as they are and the format becomes the current one, which older
+// builds refuse.
 func TestUpgradeFormat2And3(t *testing.T) {
-	for _, from := range []uint32{2, 3, 4} {
+	for _, from := range []uint32{2, 3, 4, 5} {
 		t.Run(fmt.Sprint(from), func(t *testing.T) {
 			dir := t.TempDir()
 			j := openTest(t, dir, Options{NoSync: true})
 			term := synced(t, j)
-			applyChange(t, j, term, update(t, "/a", "1"))
+			applyChange(t, j, term, update(t, "/a", "1"), update(t, "/b", incompressible(200)))
+			if plain := asPlainRecords(t, j); plain == 0 {
+				t.Fatal("no record was stored compressed")
+			}
 			if err := j.submit(context.Background(), func(w *writeTxn) error {
 				return w.put(keyMeta, &journalpb.Meta{Format: from})
 			}); err != nil {
@@ -324,12 +329,56 @@ func TestUpgradeFormat2And3(t *testing.T) {
 			if f := metaFormat(t, j); f != formatVersion {
 				t.Fatalf("format %d after opening a format-%d journal, want %d", f, from, formatVersion)
 			}
-			if got := committedList(t, j, nil); !slices.Equal(got, []string{"/a=1@1"}) {
+			if got := committedList(t, j, nil); !slices.Equal(got, []string{"/a=1@1", "/b=" + incompressible(200) + "@1"}) {
 				t.Errorf("committed after the upgrade: %v", got)
 			}
+			if p, err := j.Proposal(context.Background(), 1); err != nil || len(p.GetChange().GetValues()) != 2 {
+				t.Errorf("proposal 1 after the upgrade: %v, %v", p, err)
+			}
+			applyChange(t, j, term, update(t, "/a", "2"))
 			checkInvariants(t, j)
 		})
 	}
+}
+
+// asPlainRecords rewrites every record of j that is stored compressed as
+// its plain encoding, as format 5 and older stored them, and returns how
+// many it rewrote.
+func asPlainRecords(t *testing.T, j *Journal) int {
+	t.Helper()
+	n := 0
+	err := j.db.Update(func(txn *badger.Txn) error {
+		it := txn.NewIterator(badger.DefaultIteratorOptions)
+		plain := map[string][]byte{}
+		for it.Rewind(); it.Valid(); it.Next() {
+			v, err := it.Item().ValueCopy(nil)
+			if err != nil {
+				it.Close()
+				return err
+			}
+			if len(v) > 0 && v[0] == compressedRecord {
+				b, err := s2.Decode(nil, v[1:])
+				if err != nil {
+					it.Close()
+					return err
+				}
+				plain[string(it.Item().Key())] = b
+			}
+		}
+		it.Close()
+		for k, v := range plain {
+			if err := txn.Set([]byte(k), v); err != nil {
+				return err
+			}
+		}
+		n = len(plain)
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	j.forgetHeads() // written behind the writer's back
+	return n
 }
 
 // asFormat4 makes PathKey key paths as format 4 did (the origin as

@@ -1,6 +1,7 @@
 package journal
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -25,10 +26,12 @@ func TestOpenRefusesADamagedJournal(t *testing.T) {
 		t.Fatal(err)
 	}
 	term := synced(t, j)
+	var large string // the newest 100-KiB value
 	for k := range 600 {
-		value := strings.Repeat("v", 1000)
+		value := incompressible(1000)
 		if k%100 == 0 {
-			value = strings.Repeat("V", 100<<10) // 100 KiB: in the value log
+			value = incompressible(100<<10 + k) // 100 KiB: in the value log
+			large = value
 		}
 		applyChange(t, j, term, update(t, fmt.Sprintf("/a/k%d", k), value))
 	}
@@ -44,6 +47,28 @@ func TestOpenRefusesADamagedJournal(t *testing.T) {
 		return filepath.Base(names[0])
 	}
 	table, vlog := largest("*.sst"), largest("*.vlog")
+	// The value log keeps every version written until its GC, and reads
+	// reach only the newest: the last copy of the newest large value
+	// (stored as written, being incompressible) is the one to damage.
+	needle := []byte(large[50<<10 : 50<<10+64])
+	var liveFile string
+	names, _ := filepath.Glob(filepath.Join(src, "*.vlog"))
+	slices.Sort(names) // in the order written
+	for _, name := range names {
+		if b, err := os.ReadFile(name); err == nil && bytes.Contains(b, needle) {
+			liveFile = filepath.Base(name)
+		}
+	}
+	if liveFile == "" {
+		t.Fatal("the newest large value is in no value-log file")
+	}
+	lastCopy := func(b []byte) []byte {
+		at := bytes.LastIndex(b, needle)
+		for k := at; k < at+len(needle); k++ {
+			b[k] ^= 0x5a
+		}
+		return b
+	}
 
 	xor := func(at func(n int) int) func([]byte) []byte {
 		return func(b []byte) []byte {
@@ -68,7 +93,7 @@ func TestOpenRefusesADamagedJournal(t *testing.T) {
 		{name: "a table's index", file: table, damage: xor(func(n int) int { return n - 80 }), want: []string{table, "checksum"}},
 		{name: "a table zeroed", file: table, damage: zeroAfter(0), want: []string{table, "is damaged"}},
 		{name: "a table missing", file: table, want: []string{table, "no such file"}},
-		{name: "a value in the value log", file: vlog, damage: middle, want: []string{vlog, "cannot be read"}},
+		{name: "a value in the value log", file: liveFile, damage: lastCopy, want: []string{liveFile, "cannot be read"}},
 		{name: "the value log zeroed after its header", file: vlog, damage: zeroAfter(20), want: []string{vlog, "cannot be read"}},
 		// The last byte is in the last change set's data, whatever the
 		// MANIFEST's layout (64 bytes from its middle may hit a length).
@@ -176,7 +201,7 @@ func TestUnreadableValueIsAnError(t *testing.T) {
 	dir := t.TempDir()
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
 	j := openTest(t, dir, Options{NoSync: true, Logger: quiet})
-	p, err := j.ProposeChange(t.Context(), []*Op{update(t, "/a", strings.Repeat("V", 100<<10))})
+	p, err := j.ProposeChange(t.Context(), []*Op{update(t, "/a", incompressible(100<<10))})
 	if err != nil {
 		t.Fatal(err)
 	}

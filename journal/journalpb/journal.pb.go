@@ -340,7 +340,8 @@ type Meta struct {
 	// (Change.baseline, device_reads, read_scopes, unread, final_chunk;
 	// PathValue.unknown; the read scopes under their own key namespace), and
 	// a path with no origin and the same path with origin openconfig are one
-	// leaf.
+	// leaf. 6: records stored compressed when that makes them smaller (a
+	// zero byte, then the record as an S2 block; journal/codec.go).
 	Format        uint32 `protobuf:"varint,1,opt,name=format,proto3" json:"format,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
