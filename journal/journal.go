@@ -80,7 +80,8 @@ type Options struct {
 	// more proposals than Retain (retentionSlack). Compact runs it on
 	// demand.
 	RetentionInterval time.Duration
-	// GCInterval is how often Badger's value-log GC runs (default 5 min).
+	// GCInterval is how often Badger's value-log GC runs besides after
+	// every compaction of its tables (default 5 min).
 	GCInterval time.Duration
 	// MemTableSize is Badger's memtable size in steady state (default
 	// and least 1 MiB). Badger allocates it up front as a Go heap arena
@@ -276,10 +277,10 @@ type Journal struct {
 	tablesWritten chan struct{}
 	tablesMu      sync.Mutex // held while Badger compacts or drops (tables.go)
 	// valueLogWritten counts the bytes of records written to the value
-	// log since the memtable was last flushed: the writer adds, a flush
-	// or compaction takes away (flushForValueLog). compactFlushed asks
-	// compactTables to compact a single level-0 table, the one such a
-	// flush made.
+	// log since flushForValueLog last flushed the memtable (Badger's own
+	// flushes, when it is full, are not counted: they only make the next
+	// one come early). compactFlushed asks compactTables to compact a
+	// single level-0 table, the one such a flush made.
 	valueLogWritten atomic.Int64
 	compactFlushed  atomic.Bool
 	// valueLogDue asks the writer to run the value log's GC
