@@ -57,7 +57,7 @@ func (j *Journal) shrink() {
 }
 
 // valueLogUnflushed bounds the bytes written to the value log between two
-// flushes of the memtable (flushForValueLog).
+// flushes of the memtable (flushForValueLog, noteFlushes).
 const valueLogUnflushed = 16 << 20
 
 // flushForValueLog flushes the memtable (by reopening the database at the

@@ -277,12 +277,13 @@ type Journal struct {
 	tablesWritten chan struct{}
 	tablesMu      sync.Mutex // held while Badger compacts or drops (tables.go)
 	// valueLogWritten counts the bytes of records written to the value
-	// log since flushForValueLog last flushed the memtable (Badger's own
-	// flushes, when it is full, are not counted: they only make the next
-	// one come early). compactFlushed asks compactTables to compact a
-	// single level-0 table, the one such a flush made.
+	// log since the memtable was last flushed, by flushForValueLog or by
+	// Badger (noteFlushes). compactFlushed asks compactTables to compact
+	// a single level-0 table, the one such a flush made. seenLevelZero
+	// is the newest level-0 table noteFlushes has seen (compactTables').
 	valueLogWritten atomic.Int64
 	compactFlushed  atomic.Bool
+	seenLevelZero   uint64
 	// valueLogDue asks the writer to run the value log's GC
 	// (collectValueLog).
 	valueLogDue atomic.Bool

@@ -104,6 +104,7 @@ func (j *Journal) compactLevelZero() bool {
 	if j.failure() != nil || j.db == nil {
 		return false
 	}
+	j.noteFlushes()
 	if n := levelZeroTables(j.db); n < numLevelZeroTables && (n == 0 || !j.compactFlushed.Load()) {
 		return false
 	}
@@ -117,6 +118,34 @@ func (j *Journal) compactLevelZero() bool {
 	}
 	j.log.Debug("compacted the database's tables", "took", time.Since(began).Round(time.Millisecond))
 	return true
+}
+
+// noteFlushes restarts the count of value-log bytes not yet flushed
+// (valueLogWritten) when Badger flushed a full memtable of its own since
+// the last look (level 0 holds a table newer than any seen), so that
+// flushForValueLog does not reopen the database for what Badger flushed
+// (in steady traffic of small records, never). If that memtable stood for
+// a quarter of valueLogUnflushed or more, its table is compacted at once,
+// alone, as flushForValueLog's is. Only while a level below 0 holds
+// tables: Flatten leaves a lone level-0 table where it is when no other
+// level holds any, and what it superseded would go uncounted.
+// compactTables' alone.
+func (j *Journal) noteFlushes() {
+	newest, below := j.seenLevelZero, false
+	for _, t := range j.db.Tables() {
+		if t.Level == 0 {
+			newest = max(newest, t.ID)
+		} else {
+			below = true
+		}
+	}
+	if newest <= j.seenLevelZero || !below {
+		return
+	}
+	j.seenLevelZero = newest
+	if j.valueLogWritten.Swap(0) >= valueLogUnflushed/4 {
+		j.compactFlushed.Store(true)
+	}
 }
 
 // levelZeroTables is the number of tables in Badger's level 0.
