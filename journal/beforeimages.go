@@ -267,34 +267,31 @@ func refuseUnknown(what string, values []*PathValue) error {
 func (w *writeTxn) removeStale(eff *effective, i, first uint64, scopes []*gnmi.Path) error {
 	for _, scope := range scopes {
 		sub := subtreeOf(scope)
-		stale := func(key []byte, val []byte) error {
-			pv := &PathValue{}
-			if err := decodeRecord(val, pv); err != nil {
-				return fmt.Errorf("decode %q: %w", key, err)
-			}
-			k := key[len(nsCommitted):]
+		// stale tombstones the committed value pv at path key k.
+		stale := func(k []byte, pv *PathValue) {
 			if pv.GetDeleted() || pv.GetIndex() >= first {
-				return nil
+				return
 			}
 			if _, ok := eff.values[string(k)]; ok {
-				return nil
+				return
 			}
 			eff.put(bytes.Clone(k), &PathValue{Path: pv.GetPath(), Index: i, Deleted: true})
-			return nil
 		}
 		if pv, err := w.value(nsCommitted, sub.key); err != nil {
 			return err
 		} else if pv != nil {
-			b, err := encodeRecord(pv)
-			if err != nil {
-				return err
-			}
-			if err := stale(valueKey(nsCommitted, sub.key), b); err != nil {
-				return err
-			}
+			stale(sub.key, pv)
 		}
 		for _, prefix := range sub.prefixes {
-			if err := iteratePrefix(w.txn, valueKey(nsCommitted, prefix), stale); err != nil {
+			err := iteratePrefix(w.txn, valueKey(nsCommitted, prefix), func(key, val []byte) error {
+				pv := &PathValue{}
+				if err := decodeRecord(val, pv); err != nil {
+					return fmt.Errorf("decode %q: %w", key, err)
+				}
+				stale(key[len(nsCommitted):], pv)
+				return nil
+			})
+			if err != nil {
 				return err
 			}
 		}
