@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -91,6 +92,28 @@ func TestParseCodes(t *testing.T) {
 		}
 		if err != nil || !slices.Equal(got, tc.want) {
 			t.Errorf("parseCodes(%q) = %v, %v; want %v", tc.in, got, err, tc.want)
+		}
+	}
+}
+
+// TestHeapSamplingOnlyWithPprof: serve samples heap allocations only when
+// --pprof serves the profiles, and gives the process its rate back.
+func TestHeapSamplingOnlyWithPprof(t *testing.T) {
+	const rate = 4096
+	prev := runtime.MemProfileRate
+	runtime.MemProfileRate = rate
+	t.Cleanup(func() { runtime.MemProfileRate = prev })
+	for _, tt := range []struct {
+		pprof bool
+		want  int
+	}{{pprof: false, want: 0}, {pprof: true, want: rate}} {
+		restore := setMemProfileRate(tt.pprof)
+		if got := runtime.MemProfileRate; got != tt.want {
+			t.Errorf("--pprof=%v: MemProfileRate %d while serving, want %d", tt.pprof, got, tt.want)
+		}
+		restore()
+		if got := runtime.MemProfileRate; got != rate {
+			t.Errorf("--pprof=%v: MemProfileRate %d after serve, want %d back", tt.pprof, got, rate)
 		}
 	}
 }
