@@ -311,6 +311,9 @@ func invariants(j *Journal) error {
 	if err := recentAsStored(j); err != nil {
 		return err
 	}
+	if err := valuesAsStored(j); err != nil {
+		return err
+	}
 	if err := headsAsStored(j); err != nil {
 		return err
 	}
@@ -653,6 +656,37 @@ func recentAsStored(j *Journal) error {
 			}
 			if !proto.Equal(shallowProposal(e.p), shallowProposal(stored)) {
 				return fmt.Errorf("the writer keeps proposal %d as %v, the journal holds %v", i, e.p, stored)
+			}
+		}
+		return nil
+	})
+}
+
+// valuesAsStored checks that every value record the writer keeps
+// (Journal.values) is the record Badger holds, or its absence.
+func valuesAsStored(j *Journal) error {
+	j.values.mu.Lock()
+	kept := maps.Clone(j.values.byKey)
+	j.values.mu.Unlock()
+	return j.db.View(func(txn *badger.Txn) error {
+		for key, v := range kept {
+			stored := &PathValue{}
+			found, err := getRecord(txn, []byte(key), stored)
+			if err != nil {
+				return err
+			}
+			if found == v.deleted {
+				return fmt.Errorf("the writer keeps the value %q as deleted=%v, the journal holds it: %v", key, v.deleted, found)
+			}
+			if v.deleted {
+				continue
+			}
+			keptValue := &PathValue{}
+			if err := decodeRecord(v.b, keptValue); err != nil {
+				return fmt.Errorf("the writer keeps the value %q undecodable: %w", key, err)
+			}
+			if !proto.Equal(keptValue, stored) {
+				return fmt.Errorf("the writer keeps the value %q as %v, the journal holds %v", key, keptValue, stored)
 			}
 		}
 		return nil

@@ -253,6 +253,7 @@ type Journal struct {
 	commits  atomic.Uint64         // write transactions committed, for benchmarks
 	heads    atomic.Pointer[heads] // the singleton records as of the newest durable transaction (heads.go)
 	recent   recentProposals       // the proposal records the newest durable transactions wrote (recent.go)
+	values   recentValues          // the committed and applied value records they wrote (recent.go)
 	// keptLists are the list-keys records known to be stored, by key: the
 	// number of keys each holds. The writer's alone (recordLists).
 	keptLists map[string]int
@@ -786,6 +787,7 @@ func (j *Journal) runBatch(batch []*request) int {
 	w.keptLists = j.keptLists
 	w.deferProposals = true
 	w.recent = &j.recent
+	w.values = &j.values
 	results := make([]error, len(batch))
 	for k, r := range batch {
 		w.wrote = false
@@ -836,6 +838,7 @@ func (j *Journal) runBatch(batch []*request) int {
 	}
 	j.commits.Add(1)
 	j.valueLogWritten.Add(w.valueLog)
+	j.values.add(w.valuesWritten)
 	if w.hasHeads {
 		h := w.heads
 		j.heads.Store(&h)
@@ -916,6 +919,12 @@ type writeTxn struct {
 	// recent's older records of them.
 	recent  *recentProposals
 	written map[uint64]recentProposal
+	// values is Journal.values in the writer's transactions (nil in
+	// others); valuesWritten, the value records this transaction wrote or
+	// deleted, for it once the transaction is durable, and for the
+	// transaction's later reads.
+	values        *recentValues
+	valuesWritten map[string]recentValue
 	// valueLog counts the bytes of the records this transaction wrote
 	// that go to the value log (valueThreshold or more).
 	valueLog int64
@@ -948,6 +957,7 @@ func (w *writeTxn) put(key []byte, m proto.Message) error {
 		return err
 	}
 	w.noteWrite(key, m)
+	w.noteValue(key, recentValue{b: b})
 	return nil
 }
 
@@ -975,7 +985,20 @@ func (w *writeTxn) delete(key []byte) error {
 		return err
 	}
 	w.noteWrite(key, nil)
+	w.noteValue(key, recentValue{deleted: true})
 	return nil
+}
+
+// noteValue records in w.valuesWritten what this transaction wrote at key
+// if it is a committed or applied value record.
+func (w *writeTxn) noteValue(key []byte, v recentValue) {
+	if w.values == nil || !(bytes.HasPrefix(key, nsCommitted) || bytes.HasPrefix(key, nsApplied)) {
+		return
+	}
+	if w.valuesWritten == nil {
+		w.valuesWritten = make(map[string]recentValue)
+	}
+	w.valuesWritten[string(key)] = v
 }
 
 // flushProposals encodes and writes the pending proposals, in index

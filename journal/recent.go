@@ -125,3 +125,81 @@ func statusOf(p *Proposal) *Proposal {
 			AbortedBy: ch.GetAbortedBy(), AdoptedTerm: ch.GetAdoptedTerm(), Baseline: ch.GetBaseline()},
 		Rollback: &Rollback{Commit: rb.GetCommit(), Apply: rb.GetApply()}}
 }
+
+// recentValues are the encoded committed and applied value records (lc/,
+// la/) the writer's durable transactions wrote: a commit reads the
+// committed value of every path it writes (the before-image of its history
+// delta and rollback) and an apply the applied one, which are most often
+// the values the previous Sets to those paths wrote. Reading them here
+// spares a Badger lookup (the memtables, the tables' blooms and indexes,
+// and the value-log read and checksum of a record of valueThreshold bytes
+// or more) per path; they are still decoded per read, so a reader can
+// never change a kept record. Only the writer reads them (writeTxn.value)
+// and adds to them, once a transaction is durable; a transaction's own
+// writes are read from writeTxn.valuesWritten first. A value without a
+// record here is read from Badger.
+type recentValues struct {
+	mu    sync.Mutex
+	byKey map[string]recentValue
+	size  int // bytes of the keys and records kept
+}
+
+// recentValue is a kept value record: its encoding, or deleted.
+type recentValue struct {
+	b       []byte
+	deleted bool
+}
+
+// The values kept are bounded by count and by bytes: a device's steady
+// traffic rewrites a few hundred paths at most, and a larger write (a
+// replace of a whole subtree, a baseline) would only churn them.
+const (
+	recentValuesMaxCount = 2048
+	recentValuesMaxSize  = 256 << 10
+)
+
+// get returns the kept record of key, and whether one is kept.
+func (r *recentValues) get(key []byte) (recentValue, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	v, ok := r.byKey[string(key)]
+	return v, ok
+}
+
+// add keeps the records a durable transaction wrote; beyond the bounds it
+// forgets others, at random (map order), down to half of them.
+func (r *recentValues) add(written map[string]recentValue) {
+	if len(written) == 0 {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.byKey == nil {
+		r.byKey = make(map[string]recentValue)
+	}
+	for k, v := range written {
+		if old, ok := r.byKey[k]; ok {
+			r.size -= len(k) + len(old.b)
+		}
+		r.byKey[k] = v
+		r.size += len(k) + len(v.b)
+	}
+	if len(r.byKey) <= recentValuesMaxCount && r.size <= recentValuesMaxSize {
+		return
+	}
+	for k, v := range r.byKey {
+		if len(r.byKey) <= recentValuesMaxCount/2 && r.size <= recentValuesMaxSize/2 {
+			break
+		}
+		r.size -= len(k) + len(v.b)
+		delete(r.byKey, k)
+	}
+}
+
+// clear forgets every record.
+func (r *recentValues) clear() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	clear(r.byKey)
+	r.size = 0
+}

@@ -1377,12 +1377,34 @@ func (w *writeTxn) putProposalAndConfiguration(p *Proposal, c *Configuration) er
 
 // value reads the committed or applied value of a path key (nil if absent).
 func (w *writeTxn) value(ns, pathKey []byte) (*PathValue, error) {
+	key := valueKey(ns, pathKey)
 	pv := &PathValue{}
-	found, err := w.get(valueKey(ns, pathKey), pv)
+	if v, ok := w.recentValue(key); ok {
+		if v.deleted {
+			return nil, nil
+		}
+		if err := decodeRecord(v.b, pv); err != nil {
+			return nil, fmt.Errorf("decode %q: %w", key, err)
+		}
+		return pv, nil
+	}
+	found, err := w.get(key, pv)
 	if err != nil || !found {
 		return nil, err
 	}
 	return pv, nil
+}
+
+// recentValue returns the newest record of the value at key if the writer
+// holds it (this transaction's, or a recent durable one's).
+func (w *writeTxn) recentValue(key []byte) (recentValue, bool) {
+	if v, ok := w.valuesWritten[string(key)]; ok {
+		return v, true
+	}
+	if w.values == nil {
+		return recentValue{}, false
+	}
+	return w.values.get(key)
 }
 
 // writeApplied writes values into the applied values, keeping the
