@@ -195,11 +195,3 @@ func (r *recentValues) add(written map[string]recentValue) {
 		delete(r.byKey, k)
 	}
 }
-
-// clear forgets every record.
-func (r *recentValues) clear() {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	clear(r.byKey)
-	r.size = 0
-}
