@@ -64,6 +64,25 @@ func startFloorProxy(deviceAddr, kind string, durable func(context.Context) erro
 // hop any proxy adds.
 func forwardOnly(context.Context) error { return nil }
 
+// journalCommit opens a journal (Badger, as the sidecar's) in a new
+// directory and returns the journal floor proxy's durable write: one small
+// record committed (a Connect, which writes the mastership record).
+// Concurrent commits share a transaction and its fsync, as the sidecar's
+// transitions do (the journal's group commit).
+func journalCommit(log *slog.Logger) (commit func(context.Context) error, closeJournal func(), err error) {
+	dir, err := os.MkdirTemp("", "gnmi-sidecar-bench-floor-")
+	if err != nil {
+		return nil, nil, err
+	}
+	j, err := journal.Open(dir, journal.Options{Logger: log})
+	if err != nil {
+		_ = os.RemoveAll(dir)
+		return nil, nil, fmt.Errorf("floor journal: %w", err)
+	}
+	commit = func(ctx context.Context) error { _, err := j.Connect(ctx); return err }
+	return commit, func() { _ = j.Close(); _ = os.RemoveAll(dir) }, nil
+}
+
 // floors are the two floor proxies of the latency row, in front of the
 // direct device: one fsyncs a 4 KiB write before forwarding (the target's
 // one fsync), the other commits one small record to a journal (Badger, as
@@ -91,23 +110,18 @@ func startFloors(deviceAddr string, log *slog.Logger) (_ *floors, err error) {
 		return nil, err
 	}
 	undo = append(undo, fs.close)
-	dir, err := os.MkdirTemp("", "gnmi-sidecar-bench-floor-")
+	commit, closeJournal, err := journalCommit(log)
 	if err != nil {
 		return nil, err
 	}
-	undo = append(undo, func() { _ = os.RemoveAll(dir) })
-	j, err := journal.Open(dir, journal.Options{Logger: log})
-	if err != nil {
-		return nil, fmt.Errorf("floor journal: %w", err)
-	}
-	undo = append(undo, func() { _ = j.Close() })
+	undo = append(undo, closeJournal)
 	for _, p := range []struct {
 		client  *gpb.GNMIClient
 		kind    string
 		durable func(context.Context) error
 	}{
 		{&f.fsync, "fsync", func(context.Context) error { return fs.sync() }},
-		{&f.journal, "journal", func(ctx context.Context) error { _, err := j.Connect(ctx); return err }},
+		{&f.journal, "journal", commit},
 	} {
 		addr, stop, err := startFloorProxy(deviceAddr, p.kind, p.durable)
 		if err != nil {

@@ -133,10 +133,13 @@ func latencyBoth(ctx context.Context, r *rig, n, spread int, fl *floors) (sc [3]
 // device: the note gives what the extra gRPC hop alone leaves of the
 // direct rate on this machine, and rows of their own compare the sidecar
 // with that proxy: its rate, and (64 clients) the process's CPU time per
-// Set on each side.
+// Set on each side. Then through the journal floor proxy (journalCommit:
+// one small record committed, then forwarded): the least any proxy that
+// journals each Set before the device sees it does, as a measured floor
+// for those rows' targets.
 func (b *bencher) throughput(ctx context.Context, clients int, delay time.Duration) ([]row, error) {
 	withFloor := clients >= 8 && delay == 0
-	sc, dr, floor, _, err := b.setsBoth(ctx, clients, delay, 0, withFloor)
+	sc, dr, floor, journalFloor, _, err := b.setsBoth(ctx, clients, delay, 0, withFloor)
 	if err != nil {
 		return nil, err
 	}
@@ -159,6 +162,8 @@ func (b *bencher) throughput(ctx context.Context, clients int, delay time.Durati
 		want = 1.0
 	}
 	vsFloor = vsFloor.withTarget(fmt.Sprintf("≥ %.1f× the forward-only proxy", want), vsFloor.Ratio >= want)
+	vsFloor.Note = fmt.Sprintf("through a proxy that only commits one small record to a journal (group commit, one fsync per transaction), then forwards each Set: %.0f Sets/s, %.2f× the forward-only proxy; CPU per Set %.0f µs",
+		journalFloor.rate(), journalFloor.rate()/floor.rate(), journalFloor.cpuPerSet())
 	rows := []row{out, vsFloor}
 	if clients == 64 {
 		cpu := newRow(fmt.Sprintf("CPU per Set, %d clients, %v device, vs forward-only proxy", clients, delay), "µs", "lower",
@@ -185,7 +190,7 @@ const (
 // part there: the note gives that bound and how many client Sets the
 // sidecar's device Sets carried on average.
 func (b *bencher) coalesce(ctx context.Context, clients int) ([]row, error) {
-	sc, dr, _, deviceSets, err := b.setsBoth(ctx, clients, coalescePerSet, coalescePerUpdate, false)
+	sc, dr, _, _, deviceSets, err := b.setsBoth(ctx, clients, coalescePerSet, coalescePerUpdate, false)
 	if err != nil {
 		return nil, err
 	}
@@ -202,12 +207,13 @@ func (b *bencher) coalesce(ctx context.Context, clients int) ([]row, error) {
 // operations, clients concurrent clients Set as fast as they can for the
 // configured duration, through the sidecar, then directly, then (if
 // withFloor) through a proxy that only forwards them to the direct device
-// (floor). deviceSets is how many Sets the sidecar's device received
-// meanwhile.
-func (b *bencher) setsBoth(ctx context.Context, clients int, perSet, perUpdate time.Duration, withFloor bool) (sc, dr, floor setsRan, deviceSets int64, err error) {
+// (floor), and through one that commits a small record to a journal
+// before it forwards them (journalFloor). deviceSets is how many Sets the
+// sidecar's device received meanwhile.
+func (b *bencher) setsBoth(ctx context.Context, clients int, perSet, perUpdate time.Duration, withFloor bool) (sc, dr, floor, journalFloor setsRan, deviceSets int64, err error) {
 	r, err := b.startRig(ctx)
 	if err != nil {
-		return sc, dr, floor, 0, err
+		return sc, dr, floor, journalFloor, 0, err
 	}
 	defer r.close()
 	for _, dev := range []*testbed.Device{r.sidecar.dev, r.direct.dev} {
@@ -218,23 +224,36 @@ func (b *bencher) setsBoth(ctx context.Context, clients int, perSet, perUpdate t
 	}
 	before := r.sidecar.dev.SetCount()
 	if sc, err = setsRun(ctx, r.sidecar, clients, b.cfg.duration); err != nil {
-		return sc, dr, floor, 0, fmt.Errorf("sidecar: %w", err)
+		return sc, dr, floor, journalFloor, 0, fmt.Errorf("sidecar: %w", err)
 	}
 	deviceSets = r.sidecar.dev.SetCount() - before
 	if dr, err = setsRun(ctx, r.direct, clients, b.cfg.duration); err != nil {
-		return sc, dr, floor, 0, fmt.Errorf("direct: %w", err)
+		return sc, dr, floor, journalFloor, 0, fmt.Errorf("direct: %w", err)
 	}
 	if withFloor {
 		addr, stop, err := startFloorProxy(r.direct.dev.Addr(), "forward", forwardOnly)
 		if err != nil {
-			return sc, dr, floor, 0, err
+			return sc, dr, floor, journalFloor, 0, err
 		}
 		defer stop()
 		if floor, err = setsRun(ctx, &side{addr: addr}, clients, b.cfg.duration); err != nil {
-			return sc, dr, floor, 0, fmt.Errorf("forwarding proxy: %w", err)
+			return sc, dr, floor, journalFloor, 0, fmt.Errorf("forwarding proxy: %w", err)
+		}
+		commit, closeJournal, err := journalCommit(b.log.With("component", "floor journal"))
+		if err != nil {
+			return sc, dr, floor, journalFloor, 0, err
+		}
+		defer closeJournal()
+		addr, stop, err = startFloorProxy(r.direct.dev.Addr(), "journal", commit)
+		if err != nil {
+			return sc, dr, floor, journalFloor, 0, err
+		}
+		defer stop()
+		if journalFloor, err = setsRun(ctx, &side{addr: addr}, clients, b.cfg.duration); err != nil {
+			return sc, dr, floor, journalFloor, 0, fmt.Errorf("journal floor proxy: %w", err)
 		}
 	}
-	return sc, dr, floor, deviceSets, nil
+	return sc, dr, floor, journalFloor, deviceSets, nil
 }
 
 // setsRan is what a run of Sets did: Sets completed in how long, and the
