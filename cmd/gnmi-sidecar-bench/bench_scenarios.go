@@ -139,10 +139,11 @@ func latencyBoth(ctx context.Context, r *rig, n, spread int, fl *floors) (sc [3]
 // for those rows' targets.
 func (b *bencher) throughput(ctx context.Context, clients int, delay time.Duration) ([]row, error) {
 	withFloor := clients >= 8 && delay == 0
-	sc, dr, floor, journalFloor, _, err := b.setsBoth(ctx, clients, delay, 0, withFloor)
+	runs, err := b.setsBoth(ctx, clients, delay, 0, withFloor)
 	if err != nil {
 		return nil, err
 	}
+	sc, dr, floor, journalFloor := runs.sidecar, runs.direct, runs.floor, runs.journalFloor
 	name := fmt.Sprintf("Set throughput, %d clients, %v device", clients, delay)
 	out := newRow(name, "Sets/s", "higher", sc.rate(), dr.rate())
 	switch {
@@ -190,10 +191,11 @@ const (
 // part there: the note gives that bound and how many client Sets the
 // sidecar's device Sets carried on average.
 func (b *bencher) coalesce(ctx context.Context, clients int) ([]row, error) {
-	sc, dr, _, _, deviceSets, err := b.setsBoth(ctx, clients, coalescePerSet, coalescePerUpdate, false)
+	runs, err := b.setsBoth(ctx, clients, coalescePerSet, coalescePerUpdate, false)
 	if err != nil {
 		return nil, err
 	}
+	sc, dr, deviceSets := runs.sidecar, runs.direct, runs.deviceSets
 	out := newRow(fmt.Sprintf("Set throughput, %d clients, %v + %v/update device", clients, coalescePerSet, coalescePerUpdate),
 		"Sets/s", "higher", sc.rate(), dr.rate())
 	bound := float64(coalescePerSet+coalescePerUpdate) / float64(coalescePerUpdate)
@@ -208,12 +210,12 @@ func (b *bencher) coalesce(ctx context.Context, clients int) ([]row, error) {
 // configured duration, through the sidecar, then directly, then (if
 // withFloor) through a proxy that only forwards them to the direct device
 // (floor), and through one that commits a small record to a journal
-// before it forwards them (journalFloor). deviceSets is how many Sets the
-// sidecar's device received meanwhile.
-func (b *bencher) setsBoth(ctx context.Context, clients int, perSet, perUpdate time.Duration, withFloor bool) (sc, dr, floor, journalFloor setsRan, deviceSets int64, err error) {
+// before it forwards them (journalFloor).
+func (b *bencher) setsBoth(ctx context.Context, clients int, perSet, perUpdate time.Duration, withFloor bool) (setsRuns, error) {
+	var out setsRuns
 	r, err := b.startRig(ctx)
 	if err != nil {
-		return sc, dr, floor, journalFloor, 0, err
+		return out, err
 	}
 	defer r.close()
 	for _, dev := range []*testbed.Device{r.sidecar.dev, r.direct.dev} {
@@ -223,37 +225,47 @@ func (b *bencher) setsBoth(ctx context.Context, clients int, perSet, perUpdate t
 		}
 	}
 	before := r.sidecar.dev.SetCount()
-	if sc, err = setsRun(ctx, r.sidecar, clients, b.cfg.duration); err != nil {
-		return sc, dr, floor, journalFloor, 0, fmt.Errorf("sidecar: %w", err)
+	if out.sidecar, err = setsRun(ctx, r.sidecar, clients, b.cfg.duration); err != nil {
+		return out, fmt.Errorf("sidecar: %w", err)
 	}
-	deviceSets = r.sidecar.dev.SetCount() - before
-	if dr, err = setsRun(ctx, r.direct, clients, b.cfg.duration); err != nil {
-		return sc, dr, floor, journalFloor, 0, fmt.Errorf("direct: %w", err)
+	out.deviceSets = r.sidecar.dev.SetCount() - before
+	if out.direct, err = setsRun(ctx, r.direct, clients, b.cfg.duration); err != nil {
+		return out, fmt.Errorf("direct: %w", err)
 	}
-	if withFloor {
-		addr, stop, err := startFloorProxy(r.direct.dev.Addr(), "forward", forwardOnly)
+	if !withFloor {
+		return out, nil
+	}
+	commit, closeJournal, err := journalCommit(b.log.With("component", "floor journal"))
+	if err != nil {
+		return out, err
+	}
+	defer closeJournal()
+	for _, p := range []struct {
+		kind    string
+		durable func(context.Context) error
+		ran     *setsRan
+	}{
+		{"forward", forwardOnly, &out.floor},
+		{"journal", commit, &out.journalFloor},
+	} {
+		addr, stop, err := startFloorProxy(r.direct.dev.Addr(), p.kind, p.durable)
 		if err != nil {
-			return sc, dr, floor, journalFloor, 0, err
+			return out, err
 		}
-		defer stop()
-		if floor, err = setsRun(ctx, &side{addr: addr}, clients, b.cfg.duration); err != nil {
-			return sc, dr, floor, journalFloor, 0, fmt.Errorf("forwarding proxy: %w", err)
-		}
-		commit, closeJournal, err := journalCommit(b.log.With("component", "floor journal"))
+		*p.ran, err = setsRun(ctx, &side{addr: addr}, clients, b.cfg.duration)
+		stop()
 		if err != nil {
-			return sc, dr, floor, journalFloor, 0, err
-		}
-		defer closeJournal()
-		addr, stop, err = startFloorProxy(r.direct.dev.Addr(), "journal", commit)
-		if err != nil {
-			return sc, dr, floor, journalFloor, 0, err
-		}
-		defer stop()
-		if journalFloor, err = setsRun(ctx, &side{addr: addr}, clients, b.cfg.duration); err != nil {
-			return sc, dr, floor, journalFloor, 0, fmt.Errorf("journal floor proxy: %w", err)
+			return out, fmt.Errorf("%s floor proxy: %w", p.kind, err)
 		}
 	}
-	return sc, dr, floor, journalFloor, deviceSets, nil
+	return out, nil
+}
+
+// setsRuns are setsBoth's runs, and how many Sets the sidecar's device
+// received during the sidecar's.
+type setsRuns struct {
+	sidecar, direct, floor, journalFloor setsRan
+	deviceSets                           int64
 }
 
 // setsRan is what a run of Sets did: Sets completed in how long, and the
