@@ -222,7 +222,7 @@ func (w *writeTxn) createdEntry(c *Configuration, pv *PathValue) (bool, error) {
 	if pv.GetIndex() == 0 || !leaves.IsMarker(pv.GetValue()) {
 		return false, nil
 	}
-	p, err := w.proposalStatus(c, pv.GetIndex())
+	p, err := w.proposalStatusView(c, pv.GetIndex())
 	if errors.Is(err, ErrCompacted) || errors.Is(err, ErrNotFound) {
 		return false, nil
 	}

@@ -534,7 +534,7 @@ func (w *writeTxn) commitsSettled(c *Configuration, i uint64) (bool, error) {
 	// Commits are decided in index order: i-1's being decided, so are
 	// all before it.
 	if prev := i - 1; prev >= c.GetFirstIndex() && prev > 0 {
-		p, err := w.proposalStatus(c, prev)
+		p, err := w.proposalStatusView(c, prev)
 		if err != nil {
 			return false, err
 		}
@@ -543,7 +543,7 @@ func (w *writeTxn) commitsSettled(c *Configuration, i uint64) (bool, error) {
 		}
 	}
 	if rb := c.GetRollingBack(); rb != 0 {
-		p, err := w.proposalStatus(c, rb)
+		p, err := w.proposalStatusView(c, rb)
 		if err != nil {
 			return false, err
 		}

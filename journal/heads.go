@@ -99,9 +99,9 @@ func (w *writeTxn) noteWrite(key []byte, m proto.Message) {
 			return
 		}
 		if string(key) == string(keyConfiguration) {
-			w.heads.config = withDefaults(proto.CloneOf(m.(*Configuration)))
+			w.heads.config = withDefaults(cloneConfiguration(m.(*Configuration)))
 		} else {
-			w.heads.mastership = proto.CloneOf(m.(*Mastership))
+			w.heads.mastership = cloneMastership(m.(*Mastership))
 		}
 	case string(keyCommitConfirm):
 		w.heads.confirm = nil

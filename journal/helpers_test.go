@@ -688,6 +688,9 @@ func valuesAsStored(j *Journal) error {
 			if !proto.Equal(keptValue, stored) {
 				return fmt.Errorf("the writer keeps the value %q as %v, the journal holds %v", key, keptValue, stored)
 			}
+			if v.index != stored.GetIndex() || v.tombstone != stored.GetDeleted() {
+				return fmt.Errorf("the writer keeps the value %q with index %d, deleted %v; the journal holds %v", key, v.index, v.tombstone, stored)
+			}
 		}
 		return nil
 	})

@@ -957,7 +957,11 @@ func (w *writeTxn) put(key []byte, m proto.Message) error {
 		return err
 	}
 	w.noteWrite(key, m)
-	w.noteValue(key, recentValue{b: b})
+	v := recentValue{b: b}
+	if pv, ok := m.(*PathValue); ok {
+		v.index, v.tombstone = pv.GetIndex(), pv.GetDeleted()
+	}
+	w.noteValue(key, v)
 	return nil
 }
 

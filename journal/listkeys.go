@@ -3,7 +3,6 @@ package journal
 import (
 	"fmt"
 	"slices"
-	"strings"
 
 	"github.com/dgraph-io/badger/v4"
 	"github.com/openconfig/gnmi/proto/gnmi"
@@ -21,6 +20,7 @@ func (j *Journal) Keys() *leaves.Keys { return j.keys }
 type listSet struct {
 	seen  map[string]bool
 	lists []leaves.List
+	id    []byte // listSetID's buffer
 }
 
 func newListSet() *listSet { return &listSet{seen: make(map[string]bool)} }
@@ -29,13 +29,37 @@ func (s *listSet) add(p *gnmi.Path) {
 	if !hasKeys(p) {
 		return
 	}
-	for _, l := range leaves.ListsOf(p) {
-		id := string(PathKey(l.Path)) + "\x00" + strings.Join(l.Keys, "\x00")
-		if !s.seen[id] {
-			s.seen[id] = true
-			s.lists = append(s.lists, l)
+	for n, e := range p.GetElem() {
+		if len(e.GetKey()) == 0 {
+			continue
+		}
+		s.id = listSetID(s.id[:0], p, n)
+		if !s.seen[string(s.id)] {
+			s.seen[string(s.id)] = true
+			s.lists = append(s.lists, leaves.ListAt(p, n))
 		}
 	}
+}
+
+// listSetID appends to b what identifies leaves.ListAt(p, n): the
+// PathKey of its path and its key names, sorted, without building it.
+func listSetID(b []byte, p *gnmi.Path, n int) []byte {
+	b = appendEscaped(b, keyOrigin(p))
+	for _, e := range p.GetElem()[:n+1] {
+		b = append(b, sepElem)
+		b = appendEscaped(b, leaves.Name(e.GetName()))
+	}
+	var sorted [4]string
+	names := sorted[:0]
+	for k := range p.GetElem()[n].GetKey() {
+		names = append(names, k)
+	}
+	slices.Sort(names)
+	for _, k := range names {
+		b = append(b, 0)
+		b = appendEscaped(b, k)
+	}
+	return b
 }
 
 func hasKeys(p *gnmi.Path) bool {

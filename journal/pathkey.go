@@ -45,16 +45,8 @@ const (
 // the deprecated string Element field are not supported (ProposeChange
 // refuses them).
 func PathKey(p *gnmi.Path) []byte {
-	origin := keyOrigin(p)
-	size := len(origin)
-	for _, e := range p.GetElem() {
-		size += 1 + len(e.GetName())
-		for k, v := range e.GetKey() {
-			size += 2 + len(k) + len(v)
-		}
-	}
-	b := make([]byte, 0, size) // escapes, rare, grow it
-	b = appendEscaped(b, origin)
+	b := make([]byte, 0, pathKeySize(p))
+	b = appendEscaped(b, keyOrigin(p))
 	var sorted [4]string
 	for _, e := range p.GetElem() {
 		b = append(b, sepElem)
@@ -80,6 +72,29 @@ func PathKey(p *gnmi.Path) []byte {
 // keyOrigin is the origin PathKey encodes. A variable only so that tests
 // can write a journal as format 4 did, with the origin as written.
 var keyOrigin = gnmipath.Origin
+
+// pathKeySize is len(PathKey(p)), without building the key.
+func pathKeySize(p *gnmi.Path) int {
+	n := escapedSize(keyOrigin(p))
+	for _, e := range p.GetElem() {
+		n += 1 + escapedSize(leaves.Name(e.GetName()))
+		for k, v := range e.GetKey() {
+			n += 2 + escapedSize(k) + escapedSize(v)
+		}
+	}
+	return n
+}
+
+// escapedSize is len(appendEscaped(nil, s)).
+func escapedSize(s string) int {
+	n := len(s)
+	for i := 0; i < len(s); i++ {
+		if s[i] < escapeLimit {
+			n++
+		}
+	}
+	return n
+}
 
 func appendEscaped(b []byte, s string) []byte {
 	for i := 0; i < len(s); i++ {
@@ -206,7 +221,7 @@ func validatePath(p *gnmi.Path, wildcards bool) error {
 	if n := len(p.GetElem()); n > MaxPathElems {
 		return fmt.Errorf("path %s has %d elements; the journal takes paths of at most %d", gnmipath.Short(p), n, MaxPathElems)
 	}
-	if n := len(PathKey(p)); n > MaxPathBytes {
+	if n := pathKeySize(p); n > MaxPathBytes {
 		return fmt.Errorf("path %s takes %d bytes; the journal takes paths of at most %d bytes of names, keys and values", gnmipath.Short(p), n, MaxPathBytes)
 	}
 	for n, e := range p.GetElem() {

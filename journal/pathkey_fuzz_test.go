@@ -45,6 +45,9 @@ func FuzzPathKeyRoundTrip(f *testing.F) {
 			return
 		}
 		key := PathKey(p)
+		if n := pathKeySize(p); n != len(key) || cap(key) != len(key) {
+			t.Fatalf("PathKey(%v) takes %d bytes (capacity %d), pathKeySize says %d", p, len(key), cap(key), n)
+		}
 		decoded, err := decodePathKey(key)
 		if err != nil {
 			t.Fatalf("PathKey(%v) = %q does not decode: %v", p, key, err)

@@ -2,10 +2,12 @@ package journal
 
 import (
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
 
+	"github.com/gnmi-sidecar/gnmi-sidecar/gnmipath"
 	"github.com/openconfig/gnmi/proto/gnmi"
 )
 
@@ -112,5 +114,40 @@ func TestOutermost(t *testing.T) {
 		if !slices.Equal(got, tt.want) {
 			t.Errorf("Outermost(%v) = %v, want %v", tt.in, got, tt.want)
 		}
+	}
+}
+
+// TestListSetTakesEachListOnce: a proposal's paths give each list they go
+// through once, whatever entry, module prefix or default origin names it,
+// and a list named by other key names, under another origin or at another
+// path, as well.
+func TestListSetTakesEachListOnce(t *testing.T) {
+	s := newListSet()
+	for _, p := range []string{
+		"/interfaces/interface[name=eth0]/config/mtu",
+		"/interfaces/interface[name=eth1]/subinterfaces/subinterface[index=0]",
+		"/oc-if:interfaces/oc-if:interface[name=eth2]",
+		"openconfig:/interfaces/interface[name=eth3]",
+		"/interfaces/interface[name=eth0][unit=1]",
+		"cli:/interfaces/interface[name=eth0]",
+		"/interfaces/interfaces[name=eth0]",
+		"/interfaces/interface[name=a\x00b]",
+		"/system/config/hostname",
+	} {
+		s.add(mustPath(t, p))
+	}
+	var got []string
+	for _, l := range s.lists {
+		got = append(got, fmt.Sprintf("%s %v", gnmipath.String(l.Path), l.Keys))
+	}
+	want := []string{
+		"/interfaces/interface [name]",
+		"/interfaces/interface/subinterfaces/subinterface [index]",
+		"/interfaces/interface [name unit]",
+		"cli:/interfaces/interface [name]",
+		"/interfaces/interfaces [name]",
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("lists:\n got %q\nwant %q", got, want)
 	}
 }

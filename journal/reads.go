@@ -73,7 +73,7 @@ func (j *Journal) Mastership(ctx context.Context) (*Mastership, error) {
 	if h, err := j.publishedHeads(ctx); err != nil {
 		return nil, err
 	} else if h != nil {
-		return proto.CloneOf(h.mastership), nil
+		return cloneMastership(h.mastership), nil
 	}
 	m := &Mastership{}
 	err := j.view(ctx, func(txn *badger.Txn) error {

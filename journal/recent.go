@@ -120,10 +120,21 @@ func (r *recentProposals) clear() {
 // statusOf is p's ProposalStatus view (loadProposalStatus).
 func statusOf(p *Proposal) *Proposal {
 	ch, rb := p.GetChange(), p.GetRollback()
-	return &Proposal{Index: p.GetIndex(), Phase: p.GetPhase(),
-		Change: &Change{Commit: ch.GetCommit(), Apply: ch.GetApply(), Adopted: ch.GetAdopted(),
-			AbortedBy: ch.GetAbortedBy(), AdoptedTerm: ch.GetAdoptedTerm(), Baseline: ch.GetBaseline()},
-		Rollback: &Rollback{Commit: rb.GetCommit(), Apply: rb.GetApply()}}
+	v := &statusView{}
+	v.change.Commit, v.change.Apply, v.change.Adopted = ch.GetCommit(), ch.GetApply(), ch.GetAdopted()
+	v.change.AbortedBy, v.change.AdoptedTerm, v.change.Baseline = ch.GetAbortedBy(), ch.GetAdoptedTerm(), ch.GetBaseline()
+	v.rollback.Commit, v.rollback.Apply = rb.GetCommit(), rb.GetApply()
+	v.proposal.Index, v.proposal.Phase = p.GetIndex(), p.GetPhase()
+	v.proposal.Change, v.proposal.Rollback = &v.change, &v.rollback
+	return &v.proposal
+}
+
+// statusView holds statusOf's proposal and its parts in one allocation:
+// the agent and the writer take one per decision.
+type statusView struct {
+	proposal Proposal
+	change   Change
+	rollback Rollback
 }
 
 // recentValues are the encoded committed and applied value records (lc/,
@@ -144,10 +155,14 @@ type recentValues struct {
 	size  int // bytes of the keys and records kept
 }
 
-// recentValue is a kept value record: its encoding, or deleted.
+// recentValue is a kept value record: its encoding, or deleted. index and
+// tombstone are the record's Index and Deleted, which an apply reads of
+// the applied value it replaces (its ai/ and at/ keys) without decoding.
 type recentValue struct {
-	b       []byte
-	deleted bool
+	b         []byte
+	deleted   bool
+	index     uint64
+	tombstone bool
 }
 
 // The values kept are bounded by count and by bytes: a device's steady

@@ -116,7 +116,7 @@ func (j *Journal) compactSlice(w *writeTxn) (sliceStats, error) {
 	keepFrom := c.LastIndex - retain + 1
 	next := c.FirstIndex
 	for ; next < keepFrom && next-c.FirstIndex < retentionSlice; next++ {
-		p, err := w.proposalStatus(c, next)
+		p, err := w.proposalStatusView(c, next)
 		if err != nil {
 			return st, err
 		}

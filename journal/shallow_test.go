@@ -71,6 +71,12 @@ func TestShallowCopiesAreWhole(t *testing.T) {
 	if !proto.Equal(config, want) {
 		t.Errorf("changing the clone changed the original: %v, want %v", config, want)
 	}
+	m := &Mastership{}
+	fillEveryField(t, m.ProtoReflect(), 0)
+	m.ProtoReflect().SetUnknown([]byte{0xf8, 0x07, 0x01})
+	if cp := cloneMastership(m); !proto.Equal(cp, m) {
+		t.Errorf("cloneMastership:\n got %v\nwant %v", cp, m)
+	}
 }
 
 // fillEveryField sets every field of m to a value other than its default;

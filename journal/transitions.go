@@ -511,7 +511,7 @@ func (w *writeTxn) commitGuard(c *Configuration, p *Proposal) error {
 	}
 	i := p.GetIndex()
 	for k := max(c.GetCommitted().GetProposal()+1, c.GetFirstIndex()); k+1 < i; k++ {
-		pk, err := w.proposalStatus(c, k)
+		pk, err := w.proposalStatusView(c, k)
 		if err != nil {
 			return err
 		}
@@ -1116,7 +1116,7 @@ func (j *Journal) CompleteReconcile(ctx context.Context, term, target uint64, ou
 
 func (w *writeTxn) mastership() (*Mastership, error) {
 	if w.hasHeads {
-		return proto.CloneOf(w.heads.mastership), nil
+		return cloneMastership(w.heads.mastership), nil
 	}
 	m := &Mastership{}
 	if _, err := w.get(keyMastership, m); err != nil {
@@ -1139,6 +1139,16 @@ func (w *writeTxn) configurationAndMastership() (*Configuration, *Mastership, er
 func (w *writeTxn) configuration() (*Configuration, error) {
 	if w.hasHeads {
 		return cloneConfiguration(w.heads.config), nil
+	}
+	return loadConfiguration(w.txn)
+}
+
+// configurationView is configuration for a caller that only reads it, and
+// not after its transition: w's head itself, no copy (a head is replaced
+// when the configuration is written, never changed, see noteWrite).
+func (w *writeTxn) configurationView() (*Configuration, error) {
+	if w.hasHeads {
+		return w.heads.config, nil
 	}
 	return loadConfiguration(w.txn)
 }
@@ -1176,6 +1186,20 @@ func (w *writeTxn) proposalStatus(c *Configuration, i uint64) (*Proposal, error)
 		return nil, err
 	}
 	return statusOf(p), nil
+}
+
+// proposalStatusView is proposalStatus for the writer's own guards, which
+// only read it: a proposal w holds decoded is returned itself, with all of
+// it, not a status view (it must not be changed).
+func (w *writeTxn) proposalStatusView(c *Configuration, i uint64) (*Proposal, error) {
+	p := w.recentProposal(i)
+	if p == nil {
+		return loadProposalStatus(w.txn, c, i)
+	}
+	if err := kept(c, i); err != nil {
+		return nil, err
+	}
+	return p, nil
 }
 
 // kept checks that proposal i exists and retention kept it.
@@ -1235,34 +1259,57 @@ func shallowRollback(r *Rollback) *Rollback {
 }
 
 // cloneConfiguration is proto.CloneOf(c) written out (see shallowProposal):
-// the writer clones the configuration at every transition.
+// the writer clones the configuration at every transition, and every
+// Journal.Configuration is one. The clone and its parts are one
+// allocation (configurationCopy).
 func cloneConfiguration(c *Configuration) *Configuration {
 	if c == nil {
 		return nil
 	}
-	out := &Configuration{
-		Status: c.Status, LastIndex: c.LastIndex, FirstIndex: c.FirstIndex, RollingBack: c.RollingBack,
-		HistorySeq: c.HistorySeq, HistoryFloor: cloneTimestamp(c.HistoryFloor), HistoryTime: cloneTimestamp(c.HistoryTime),
-		OutOfSync: c.OutOfSync, Resolutions: c.Resolutions, TagChanges: c.TagChanges, BaselineIndex: c.BaselineIndex,
+	cp := &configurationCopy{}
+	out := &cp.config
+	out.Status, out.LastIndex, out.FirstIndex, out.RollingBack = c.Status, c.LastIndex, c.FirstIndex, c.RollingBack
+	out.HistorySeq, out.OutOfSync, out.Resolutions, out.TagChanges, out.BaselineIndex = c.HistorySeq, c.OutOfSync, c.Resolutions, c.TagChanges, c.BaselineIndex
+	if t := c.HistoryFloor; t != nil {
+		cp.historyFloor.Seconds, cp.historyFloor.Nanos = t.Seconds, t.Nanos
+		copyUnknown(&cp.historyFloor, t)
+		out.HistoryFloor = &cp.historyFloor
+	}
+	if t := c.HistoryTime; t != nil {
+		cp.historyTime.Seconds, cp.historyTime.Nanos = t.Seconds, t.Nanos
+		copyUnknown(&cp.historyTime, t)
+		out.HistoryTime = &cp.historyTime
 	}
 	if m := c.Committed; m != nil {
-		out.Committed = &journalpb.Committed{Proposal: m.Proposal, Index: m.Index}
-		copyUnknown(out.Committed, m)
+		cp.committed.Proposal, cp.committed.Index = m.Proposal, m.Index
+		copyUnknown(&cp.committed, m)
+		out.Committed = &cp.committed
 	}
 	if m := c.Applied; m != nil {
-		out.Applied = &journalpb.Applied{Proposal: m.Proposal, Index: m.Index, Term: m.Term, Target: m.Target}
-		copyUnknown(out.Applied, m)
+		cp.applied.Proposal, cp.applied.Index, cp.applied.Term, cp.applied.Target = m.Proposal, m.Index, m.Term, m.Target
+		copyUnknown(&cp.applied, m)
+		out.Applied = &cp.applied
 	}
 	copyUnknown(out, c)
 	return out
 }
 
-func cloneTimestamp(t *timestamppb.Timestamp) *timestamppb.Timestamp {
-	if t == nil {
+// configurationCopy holds a cloned configuration and the messages it
+// points to in one allocation.
+type configurationCopy struct {
+	config                    Configuration
+	committed                 journalpb.Committed
+	applied                   journalpb.Applied
+	historyFloor, historyTime timestamppb.Timestamp
+}
+
+// cloneMastership is proto.CloneOf(m) written out, as cloneConfiguration.
+func cloneMastership(m *Mastership) *Mastership {
+	if m == nil {
 		return nil
 	}
-	out := &timestamppb.Timestamp{Seconds: t.Seconds, Nanos: t.Nanos}
-	copyUnknown(out, t)
+	out := &Mastership{Term: m.Term, Conn: m.Conn, Incarnation: m.Incarnation}
+	copyUnknown(out, m)
 	return out
 }
 
@@ -1352,7 +1399,7 @@ func (w *writeTxn) guardWithPrevious(c *Configuration, p *Proposal, guard func(c
 	var prev *Proposal
 	if i := p.GetIndex(); i > 1 && i-1 >= c.GetFirstIndex() {
 		var err error
-		if prev, err = w.proposalStatus(c, i-1); err != nil {
+		if prev, err = w.proposalStatusView(c, i-1); err != nil {
 			return err
 		}
 	}
@@ -1412,14 +1459,8 @@ func (w *writeTxn) recentValue(key []byte) (recentValue, bool) {
 func (w *writeTxn) writeApplied(values []*PathValue) error {
 	for _, pv := range values {
 		key := PathKey(pv.GetPath())
-		old, err := w.value(nsApplied, key)
-		if err != nil {
+		if err := w.deleteOldAppliedIndexes(key); err != nil {
 			return err
-		}
-		if old != nil {
-			if err := w.deleteAppliedIndexes(old, key); err != nil {
-				return err
-			}
 		}
 		if err := w.put(valueKey(nsApplied, key), pv); err != nil {
 			return err
@@ -1436,14 +1477,31 @@ func (w *writeTxn) writeApplied(values []*PathValue) error {
 	return nil
 }
 
-// deleteAppliedIndexes removes the ai/ (and at/) entries of the applied
-// value pv stored at key.
-func (w *writeTxn) deleteAppliedIndexes(pv *PathValue, key []byte) error {
-	if err := w.delete(appliedIndexKey(pv.GetIndex(), key)); err != nil {
+// deleteOldAppliedIndexes removes the ai/ (and at/) entries of the
+// applied value stored at key, if any, before it is replaced. A kept
+// record gives its index without being decoded.
+func (w *writeTxn) deleteOldAppliedIndexes(key []byte) error {
+	if v, ok := w.recentValue(valueKey(nsApplied, key)); ok {
+		if v.deleted {
+			return nil
+		}
+		return w.deleteAppliedIndexes(v.index, v.tombstone, key)
+	}
+	old, err := w.value(nsApplied, key)
+	if err != nil || old == nil {
 		return err
 	}
-	if pv.GetDeleted() {
-		return w.delete(appliedTombstoneKey(pv.GetIndex(), key))
+	return w.deleteAppliedIndexes(old.GetIndex(), old.GetDeleted(), key)
+}
+
+// deleteAppliedIndexes removes the ai/ (and, for a tombstone, at/)
+// entries of the applied value of index stored at key.
+func (w *writeTxn) deleteAppliedIndexes(index uint64, tombstone bool, key []byte) error {
+	if err := w.delete(appliedIndexKey(index, key)); err != nil {
+		return err
+	}
+	if tombstone {
+		return w.delete(appliedTombstoneKey(index, key))
 	}
 	return nil
 }

@@ -56,7 +56,7 @@ func (tx *Tx) Mastership() (*Mastership, error) {
 // Proposal returns proposal i as the transaction sees it, with errors as
 // Journal.Proposal's.
 func (tx *Tx) Proposal(i uint64) (*Proposal, error) {
-	c, err := tx.w.configuration()
+	c, err := tx.w.configurationView()
 	if err != nil {
 		return nil, err
 	}
@@ -65,7 +65,7 @@ func (tx *Tx) Proposal(i uint64) (*Proposal, error) {
 
 // ProposalStatus is Journal.ProposalStatus as the transaction sees it.
 func (tx *Tx) ProposalStatus(i uint64) (*Proposal, error) {
-	c, err := tx.w.configuration()
+	c, err := tx.w.configurationView()
 	if err != nil {
 		return nil, err
 	}

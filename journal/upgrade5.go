@@ -577,7 +577,7 @@ func (u *originUpgrade) moveRecord(w *writeTxn, ns, old, canon []byte, c *Config
 		return err
 	}
 	if bytes.Equal(ns, nsApplied) {
-		if err := w.deleteAppliedIndexes(from, old); err != nil {
+		if err := w.deleteAppliedIndexes(from.GetIndex(), from.GetDeleted(), old); err != nil {
 			return err
 		}
 	}

@@ -3,6 +3,7 @@ package leaves
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -320,6 +321,41 @@ func TestKeysLearn(t *testing.T) {
 	}
 	if _, ok := k.lookup("other", []string{"a", "b"}); ok {
 		t.Fatal("a list of another origin is known")
+	}
+}
+
+// TestKeysLearnAgain checks what a path teaches Keys that knows some
+// lists: nothing when it names known lists by no more keys than known
+// (whatever the entries, module prefixes or the default origin), and the
+// lists it names by more keys, or that another origin or path holds.
+func TestKeysLearnAgain(t *testing.T) {
+	known := []string{"/a/b[x=1]/c/d[y=2][z=3]/e", "cli:/s[n=1]"}
+	tests := []struct {
+		path string
+		want []string
+	}{
+		{"/a/b[x=9]/f", nil},
+		{"/m:a/m:b[x=2]/m:c/m:d[y=1][z=1]", nil},
+		{"openconfig:/a/b[x=3]", nil},
+		{"/a/b[x=1]/c/d[y=2]", nil},
+		{"/a/b[x=1][w=2]/g", []string{"/a/b[w,x]"}},
+		{"other:/a/b[x=1]", []string{"other:/a/b[x]"}},
+		{"/a/b[x=1]/c/d[y=2][z=3]/e/g[k=1]", []string{"/a/b/c/d/e/g[k]"}},
+		{"/a/bb[x=1]", []string{"/a/bb[x]"}},
+		{"cli:/s[n=2]/t", nil},
+		{"/s[n=2]", []string{"/s[n]"}},
+		{"/a/b/c", nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.path, func(t *testing.T) {
+			k := NewKeys()
+			for _, p := range known {
+				k.Learn(mustPath(t, p))
+			}
+			if got := listStrings(k.Learn(mustPath(t, tt.path))); !slices.Equal(got, tt.want) {
+				t.Errorf("Learn(%s) = %v, want %v", tt.path, got, tt.want)
+			}
+		})
 	}
 }
 

@@ -26,16 +26,21 @@ type List struct {
 func ListsOf(p *gpb.Path) []List {
 	var out []List
 	for n, e := range p.GetElem() {
-		if len(e.GetKey()) == 0 {
-			continue
+		if len(e.GetKey()) > 0 {
+			out = append(out, ListAt(p, n))
 		}
-		lp := &gpb.Path{Origin: p.GetOrigin(), Elem: make([]*gpb.PathElem, n+1)}
-		for k, pe := range p.GetElem()[:n+1] {
-			lp.Elem[k] = &gpb.PathElem{Name: Name(pe.GetName())}
-		}
-		out = append(out, List{Path: lp, Keys: slices.Sorted(maps.Keys(e.GetKey()))})
 	}
 	return out
+}
+
+// ListAt is the list p's element n (one with keys) is an entry of: the
+// path to it, without keys or module prefixes, and its key names, sorted.
+func ListAt(p *gpb.Path, n int) List {
+	lp := &gpb.Path{Origin: p.GetOrigin(), Elem: make([]*gpb.PathElem, n+1)}
+	for k, pe := range p.GetElem()[:n+1] {
+		lp.Elem[k] = &gpb.PathElem{Name: Name(pe.GetName())}
+	}
+	return List{Path: lp, Keys: slices.Sorted(maps.Keys(p.GetElem()[n].GetKey()))}
 }
 
 // Keys holds the key names of lists, learned from keyed paths (see
@@ -85,6 +90,27 @@ func (k *Keys) add(l List) bool {
 	return true
 }
 
+// knowsAll reports whether every list p goes through is known with at
+// least as many keys as p names it by: Learn's question for every Set,
+// answered without building the lists (k.mu is held).
+func (k *Keys) knowsAll(p *gpb.Path) bool {
+	var buf [256]byte
+	id := append(append(buf[:0], gnmipath.CanonicalOrigin(p.GetOrigin())...), 0) // listID, element by element
+	for n, e := range p.GetElem() {
+		if n > 0 {
+			id = append(id, '/')
+		}
+		id = append(id, Name(e.GetName())...)
+		if len(e.GetKey()) == 0 {
+			continue
+		}
+		if have, ok := k.lists[string(id)]; !ok || len(have) < len(e.GetKey()) {
+			return false
+		}
+	}
+	return true
+}
+
 func containsAll(set, sub []string) bool {
 	for _, s := range sub {
 		if !slices.Contains(set, s) {
@@ -102,22 +128,13 @@ func (k *Keys) Learn(p *gpb.Path) []List {
 	if k == nil {
 		return nil
 	}
-	lists := ListsOf(p)
-	if len(lists) == 0 {
-		return nil
-	}
 	k.mu.RLock()
-	unknown := false
-	for _, l := range lists {
-		if have, ok := k.lists[pathID(l.Path)]; !ok || len(have) < len(l.Keys) {
-			unknown = true
-			break
-		}
-	}
+	known := k.knowsAll(p)
 	k.mu.RUnlock()
-	if !unknown {
+	if known {
 		return nil
 	}
+	lists := ListsOf(p)
 	var learned []List
 	k.mu.Lock()
 	defer k.mu.Unlock()
