@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"runtime/debug"
 	"runtime/trace"
 	"slices"
@@ -205,10 +206,17 @@ type Agent struct {
 	// busy counts the Busy holds under way (Rest is not at rest).
 	busy atomic.Int64
 
-	mu         sync.Mutex
-	sess       *session
-	sessions   uint64
-	changed    chan struct{} // closed and replaced after every transition
+	mu       sync.Mutex
+	sess     *session
+	sessions uint64
+	changed  chan struct{} // closed and replaced after every transition
+	// waiting holds, by proposal index, the channel WaitChange's waiters
+	// sleep on: closed when the agent's progress passes the index, when
+	// the proposal is accepted, or when the agent is fenced, the only
+	// news that may end their wait. The transitions' broadcasts (changed)
+	// would wake every waiting client at every step of every batch.
+	// Guarded by mu.
+	waiting    map[uint64]chan struct{}
 	status     Status
 	noLiveness bool // the device refused the liveness subscription
 	// accountRefused is the device's last refusal of the device account
@@ -270,6 +278,7 @@ func New(j *journal.Journal, opts Options) (*Agent, error) {
 		changed:       make(chan struct{}),
 		responses:     make(map[uint64]*gpb.SetResponse),
 		accepted:      make(map[uint64]*journal.Proposal),
+		waiting:       make(map[uint64]chan struct{}),
 		creds:         make(map[uint64]metadata.MD),
 		rollbackCreds: make(map[uint64]metadata.MD),
 		clients:       make(map[uint64]*waitingClient),
@@ -328,7 +337,7 @@ func (a *Agent) Notify() {
 // Wait blocks until done(proposal i) holds, ctx ends or the journal closes,
 // and returns the proposal as it then was.
 func (a *Agent) Wait(ctx context.Context, i uint64, done func(*journal.Proposal) bool) (*journal.Proposal, error) {
-	return a.wait(ctx, i, doneWhen{full: done}, func() bool { return true }, nil)
+	return a.wait(ctx, i, doneWhen{full: done}, a.Changes, func() bool { return true }, nil)
 }
 
 // doneWhen is what a wait waits for: full(proposal), or, if status is set,
@@ -344,16 +353,19 @@ func statusDone(done func(*journal.Proposal) bool) doneWhen {
 	return doneWhen{status: done, full: done}
 }
 
-// wait is Wait that, after a change, reads proposal i again only if worth
-// reports it may be done now; it reads it anyway once per resync period.
+// wait is Wait that sleeps on the channel changes returns (a.Changes, or
+// a narrower one) and, once woken, reads proposal i again only if worth
+// reports it may be done now; it reads it anyway once per retry period.
 //
 // early, if not nil, may return proposal i as done before the journal
 // records it; it is asked after every change.
-func (a *Agent) wait(ctx context.Context, i uint64, done doneWhen, worth func() bool,
+func (a *Agent) wait(ctx context.Context, i uint64, done doneWhen, changes func() <-chan struct{}, worth func() bool,
 	early func() *journal.Proposal) (*journal.Proposal, error) {
 	read := true
+	t := time.NewTimer(a.retryPeriod())
+	defer t.Stop()
 	for {
-		changed := a.Changes()
+		changed := changes()
 		if a.Fenced() {
 			return nil, ErrFenced
 		}
@@ -368,17 +380,39 @@ func (a *Agent) wait(ctx context.Context, i uint64, done doneWhen, worth func() 
 				return p, err
 			}
 		}
-		t := time.NewTimer(a.retryPeriod())
 		select {
 		case <-changed:
 			read = false
 		case <-t.C:
 			read = true
+			t.Reset(a.retryPeriod())
 		case <-ctx.Done():
-			t.Stop()
 			return nil, ctx.Err()
 		}
-		t.Stop()
+	}
+}
+
+// waitingOn returns the channel closed when proposal i may be done (see
+// Agent.waiting).
+func (a *Agent) waitingOn(i uint64) <-chan struct{} {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	c, ok := a.waiting[i]
+	if !ok {
+		c = make(chan struct{})
+		a.waiting[i] = c
+	}
+	return c
+}
+
+// wakeWaitingLocked wakes the waiters of the proposals up to through
+// (all of them: math.MaxUint64). a.mu is held.
+func (a *Agent) wakeWaitingLocked(through uint64) {
+	for i, c := range a.waiting {
+		if i <= through {
+			close(c)
+			delete(a.waiting, i)
+		}
 	}
 }
 
@@ -1023,6 +1057,7 @@ func (a *Agent) fence(s *session, err error, log *slog.Logger) {
 	first := !a.status.Fenced
 	a.status.Fenced, a.status.FencedBy = true, err.Error()
 	a.status.LastError = err.Error()
+	a.wakeWaitingLocked(math.MaxUint64)
 	a.mu.Unlock()
 	if first {
 		log.Error("fenced: the device says another client is master; this sidecar stops writing to it until restarted",

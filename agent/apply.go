@@ -288,6 +288,10 @@ func (a *Agent) accept(ps []*journal.Proposal) {
 		p.Change.Apply = journal.StatusComplete
 		p.Change.Applied = now
 		a.accepted[p.GetIndex()] = p
+		if c, ok := a.waiting[p.GetIndex()]; ok {
+			close(c)
+			delete(a.waiting, p.GetIndex())
+		}
 	}
 	a.mu.Unlock()
 	a.broadcast()

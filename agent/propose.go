@@ -245,6 +245,7 @@ func txProposal(tx *journal.Tx, i uint64) (*journal.Proposal, error) {
 func (a *Agent) noteCommitted(i uint64) {
 	a.mu.Lock()
 	a.progress.committed = max(a.progress.committed, i)
+	a.wakeWaitingLocked(i)
 	a.mu.Unlock()
 }
 
@@ -253,6 +254,7 @@ func (a *Agent) noteCommitted(i uint64) {
 func (a *Agent) noteApplied(i uint64) {
 	a.mu.Lock()
 	a.progress.applied = max(a.progress.applied, i)
+	a.wakeWaitingLocked(i)
 	a.mu.Unlock()
 	a.dropCredentials(i)
 	a.dropClients(i)
@@ -288,5 +290,6 @@ func (a *Agent) WaitChange(ctx context.Context, i uint64, applied bool) (*journa
 	if applied {
 		early = func() *journal.Proposal { return a.acceptedChange(i) }
 	}
-	return a.wait(ctx, i, statusDone(done), func() bool { return a.passed(i, applied) }, early)
+	changes := func() <-chan struct{} { return a.waitingOn(i) }
+	return a.wait(ctx, i, statusDone(done), changes, func() bool { return a.passed(i, applied) }, early)
 }
