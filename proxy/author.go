@@ -112,6 +112,9 @@ func certificateSubject(ctx context.Context) string {
 // unknown.
 func peerAddr(ctx context.Context) string {
 	if p, ok := peer.FromContext(ctx); ok && p.Addr != nil {
+		if t, ok := p.Addr.(*net.TCPAddr); ok { // every Set's: spare formatting the port to cut it off
+			return t.AddrPort().Addr().Unmap().String()
+		}
 		if host, _, err := net.SplitHostPort(p.Addr.String()); err == nil {
 			return host
 		}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime/trace"
+	"slices"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -289,8 +290,7 @@ func (s *Server) propose(ctx context.Context, req *gpb.SetRequest, sync bool, jo
 	}
 	var resp *gpb.SetResponse
 	if dev, ok := s.opts.Agent.TakeResponse(p.GetIndex()); ok && sync {
-		resp = proto.CloneOf(dev)
-		resp.Extension = withoutSidecarExtension(resp.Extension)
+		resp = clientResponse(dev)
 		inClientTerms(resp, req)
 	} else {
 		// ASYNC, or applied by an earlier sidecar run: describe the Set
@@ -735,6 +735,34 @@ func inClientTerms(resp *gpb.SetResponse, req *gpb.SetRequest) {
 		r.Path = mine[k].GetPath()
 	}
 	resp.Prefix = req.GetPrefix()
+}
+
+// clientResponse is the device's response dev made the client's: the
+// sidecar's extension left out, and the message and its results copied,
+// not what they point to, so that inClientTerms can rewrite the copy's
+// prefix and result paths while the batch's other proposals share dev's
+// parts. Unknown fields (a newer gNMI's) are kept, as proto.Clone would.
+func clientResponse(dev *gpb.SetResponse) *gpb.SetResponse {
+	//lint:ignore SA1019 the deprecated field is copied as it came
+	out := &gpb.SetResponse{Prefix: dev.GetPrefix(), Message: dev.GetMessage(), Timestamp: dev.GetTimestamp(),
+		Extension: withoutSidecarExtension(dev.GetExtension())}
+	copyUnknown(out, dev)
+	if rs := dev.GetResponse(); len(rs) > 0 {
+		out.Response = make([]*gpb.UpdateResult, len(rs))
+		for k, r := range rs {
+			//lint:ignore SA1019 the deprecated fields are copied as they came
+			out.Response[k] = &gpb.UpdateResult{Timestamp: r.GetTimestamp(), Path: r.GetPath(), Message: r.GetMessage(), Op: r.GetOp()}
+			copyUnknown(out.Response[k], r)
+		}
+	}
+	return out
+}
+
+// copyUnknown gives dst src's unknown fields.
+func copyUnknown(dst, src proto.Message) {
+	if u := src.ProtoReflect().GetUnknown(); len(u) > 0 {
+		dst.ProtoReflect().SetUnknown(slices.Clone(u))
+	}
 }
 
 // updateResults describes a Set's operations as UpdateResults, for when
