@@ -171,8 +171,10 @@ func (b *bencher) throughput(ctx context.Context, clients int, delay time.Durati
 			sc.cpuPerSet(), floor.cpuPerSet())
 		cpu = cpu.withTarget("≤ 1.5× the forward-only proxy", cpu.Ratio <= 1.5)
 		cpu.Note = fmt.Sprintf("the bench process's CPU time (user + system) over each side's run ÷ its Sets, devices and clients included on both sides: "+
-			"sidecar %.2f of 2 cores, forward-only proxy %.2f; direct %.0f µs a Set; heap allocations a Set, counted the same way: sidecar %.0f, forward-only proxy %.0f, direct %.0f",
-			sc.coresUsed(), floor.coresUsed(), dr.cpuPerSet(), sc.allocsPerSet(), floor.allocsPerSet(), dr.allocsPerSet())
+			"sidecar %.2f of 2 cores, forward-only proxy %.2f; direct %.0f µs a Set; heap allocations a Set, counted the same way: sidecar %.0f, forward-only proxy %.0f, direct %.0f; "+
+			"the garbage collector's CPU a Set, as the Go runtime estimates it: sidecar %.0f µs, forward-only proxy %.0f, direct %.0f",
+			sc.coresUsed(), floor.coresUsed(), dr.cpuPerSet(), sc.allocsPerSet(), floor.allocsPerSet(), dr.allocsPerSet(),
+			sc.gcPerSet(), floor.gcPerSet(), dr.gcPerSet())
 		rows = append(rows, cpu)
 	}
 	return rows, nil
@@ -269,17 +271,21 @@ type setsRuns struct {
 }
 
 // setsRan is what a run of Sets did: Sets completed in how long, and the
-// bench process's CPU time (processCPU) and heap allocations
-// (processAllocs) meanwhile.
+// bench process's CPU time (processCPU) and runtime counters
+// (readRuntimeCounts) meanwhile.
 type setsRan struct {
 	sets    int64
 	elapsed time.Duration
 	cpu     time.Duration
-	allocs  uint64
+	runtime runtimeCounts
 }
 
 // allocsPerSet is the process's heap allocations per Set completed.
-func (r setsRan) allocsPerSet() float64 { return float64(r.allocs) / float64(max(r.sets, 1)) }
+func (r setsRan) allocsPerSet() float64 { return float64(r.runtime.allocs) / float64(max(r.sets, 1)) }
+
+// gcPerSet is the Go runtime's estimate of its garbage collector's CPU
+// time per Set completed, in µs.
+func (r setsRan) gcPerSet() float64 { return r.runtime.gcCPU * 1e6 / float64(max(r.sets, 1)) }
 
 func (r setsRan) rate() float64 { return float64(r.sets) / r.elapsed.Seconds() }
 
@@ -323,7 +329,7 @@ func setsRun(ctx context.Context, s *side, clients int, d time.Duration) (setsRa
 		case <-runCtx.Done():
 		}
 	}()
-	start, cpu, allocs := time.Now(), processCPU(), processAllocs()
+	start, cpu, counts := time.Now(), processCPU(), readRuntimeCounts()
 	g, gctx := errgroup.WithContext(runCtx)
 	for i, c := range conns {
 		labeled("clients", func() {
@@ -348,7 +354,7 @@ func setsRun(ctx context.Context, s *side, clients int, d time.Duration) (setsRa
 	if ctx.Err() != nil {
 		return setsRan{}, ctx.Err()
 	}
-	return setsRan{sets: count.Load(), elapsed: time.Since(start), cpu: processCPU() - cpu, allocs: processAllocs() - allocs}, nil
+	return setsRan{sets: count.Load(), elapsed: time.Since(start), cpu: processCPU() - cpu, runtime: readRuntimeCounts().since(counts)}, nil
 }
 
 // pacedSetsRun offers perSecond Sets a second to s for d, open loop: the
@@ -735,14 +741,33 @@ func processCPU() time.Duration {
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
-// processAllocs is how many heap objects the bench process has allocated.
-func processAllocs() uint64 {
-	s := []metrics.Sample{{Name: "/gc/heap/allocs:objects"}}
+// runtimeCounts are Go runtime counters of the bench process: the heap
+// objects it allocated, and its estimate of the CPU time its garbage
+// collector took (runtime/metrics; an overestimate, says its doc, updated
+// as collections run: over a run of seconds, many collections, a share to
+// compare between sides, not to add to processCPU).
+type runtimeCounts struct {
+	allocs uint64
+	gcCPU  float64 // seconds
+}
+
+// since is what c counted after earlier.
+func (c runtimeCounts) since(earlier runtimeCounts) runtimeCounts {
+	return runtimeCounts{allocs: c.allocs - earlier.allocs, gcCPU: c.gcCPU - earlier.gcCPU}
+}
+
+// readRuntimeCounts reads the bench process's runtimeCounts now.
+func readRuntimeCounts() runtimeCounts {
+	s := []metrics.Sample{{Name: "/gc/heap/allocs:objects"}, {Name: "/cpu/classes/gc/total:cpu-seconds"}}
 	metrics.Read(s)
-	if s[0].Value.Kind() != metrics.KindUint64 {
-		return 0
+	var c runtimeCounts
+	if s[0].Value.Kind() == metrics.KindUint64 {
+		c.allocs = s[0].Value.Uint64()
 	}
-	return s[0].Value.Uint64()
+	if s[1].Value.Kind() == metrics.KindFloat64 {
+		c.gcCPU = s[1].Value.Float64()
+	}
+	return c
 }
 
 // updateCount is what one subscriber received while counting: its
