@@ -43,13 +43,19 @@ func (j *Journal) UpdateLingering(ctx context.Context, linger time.Duration, fn 
 	})
 }
 
-// Configuration returns the configuration record as the transaction sees it.
+// Configuration returns the configuration record as the transaction sees
+// it. It is the writer's own, not a copy (the agent reads it at every
+// decision): the caller must not change it.
 func (tx *Tx) Configuration() (*Configuration, error) {
-	return tx.w.configuration()
+	return tx.w.configurationView()
 }
 
-// Mastership returns the mastership record as the transaction sees it.
+// Mastership returns the mastership record as the transaction sees it,
+// the writer's own, as Configuration.
 func (tx *Tx) Mastership() (*Mastership, error) {
+	if tx.w.hasHeads {
+		return tx.w.heads.mastership, nil
+	}
 	return tx.w.mastership()
 }
 
