@@ -2,6 +2,7 @@ package agent_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -382,7 +383,20 @@ func TestFencingStopsWritingWhenAnotherIsMaster(t *testing.T) {
 		t.Fatal(err)
 	}
 	j := r.propose(updateOp(t, descPath("eth0"), str("ours again")))
+	waited := make(chan error, 1)
+	go func() {
+		_, err := r.a.WaitChange(context.Background(), j, true)
+		waited <- err
+	}()
 	r.eventually("the agent to report itself fenced", func() bool { return r.a.Status().Fenced })
+	select {
+	case err := <-waited:
+		if !errors.Is(err, agent.ErrFenced) {
+			t.Errorf("the client waiting for proposal %d got %v, want %v", j, err, agent.ErrFenced)
+		}
+	case <-time.After(time.Minute):
+		t.Errorf("the client waiting for proposal %d is still waiting a minute after the agent was fenced", j)
+	}
 	if st := r.a.Status(); !strings.Contains(st.FencedBy, "election") || st.Connected {
 		t.Errorf("status %+v: want fenced by the device's arbitration answer, and disconnected", st)
 	}
