@@ -1442,6 +1442,17 @@ func (w *writeTxn) value(ns, pathKey []byte) (*PathValue, error) {
 	return pv, nil
 }
 
+// valueState reports whether a committed or applied value is stored at a
+// path key and whether it is a tombstone: value without decoding a kept
+// record.
+func (w *writeTxn) valueState(ns, pathKey []byte) (stored, tombstone bool, err error) {
+	if v, ok := w.recentValue(valueKey(ns, pathKey)); ok {
+		return !v.deleted, v.tombstone, nil
+	}
+	pv, err := w.value(ns, pathKey)
+	return pv != nil, pv.GetDeleted(), err
+}
+
 // recentValue returns the newest record of the value at key if the writer
 // holds it (this transaction's, or a recent durable one's).
 func (w *writeTxn) recentValue(key []byte) (recentValue, bool) {
@@ -1644,17 +1655,17 @@ func (w *writeTxn) writeUnit(eff *effective, i uint64, u *Leaf) error {
 // tombstone) at or under p that eff does not tombstone.
 func (w *writeTxn) storedAtOrUnder(eff *effective, p *gnmi.Path) (bool, error) {
 	sub := subtreeOf(p)
-	live := func(key []byte, pv *PathValue) bool {
+	live := func(key []byte, tombstone bool) bool {
 		if e, ok := eff.values[string(key)]; ok && e.GetDeleted() {
 			return false
 		}
-		return !pv.GetDeleted()
+		return !tombstone
 	}
-	pv, err := w.value(nsCommitted, sub.key)
+	stored, tombstone, err := w.valueState(nsCommitted, sub.key)
 	if err != nil {
 		return false, err
 	}
-	if pv != nil && live(sub.key, pv) {
+	if stored && live(sub.key, tombstone) {
 		return true, nil
 	}
 	for _, prefix := range sub.prefixes {
@@ -1663,7 +1674,7 @@ func (w *writeTxn) storedAtOrUnder(eff *effective, p *gnmi.Path) (bool, error) {
 			if err := decodeRecord(val, pv); err != nil {
 				return fmt.Errorf("decode %q: %w", key, err)
 			}
-			if live(key[len(nsCommitted):], pv) {
+			if live(key[len(nsCommitted):], pv.GetDeleted()) {
 				return errFound
 			}
 			return nil
