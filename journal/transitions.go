@@ -1443,14 +1443,14 @@ func (w *writeTxn) value(ns, pathKey []byte) (*PathValue, error) {
 }
 
 // valueState reports whether a committed or applied value is stored at a
-// path key and whether it is a tombstone: value without decoding a kept
-// record.
-func (w *writeTxn) valueState(ns, pathKey []byte) (stored, tombstone bool, err error) {
+// path key, and its index and whether it is a tombstone: value without
+// decoding a kept record.
+func (w *writeTxn) valueState(ns, pathKey []byte) (stored bool, index uint64, tombstone bool, err error) {
 	if v, ok := w.recentValue(valueKey(ns, pathKey)); ok {
-		return !v.deleted, v.tombstone, nil
+		return !v.deleted, v.index, v.tombstone, nil
 	}
 	pv, err := w.value(ns, pathKey)
-	return pv != nil, pv.GetDeleted(), err
+	return pv != nil, pv.GetIndex(), pv.GetDeleted(), err
 }
 
 // recentValue returns the newest record of the value at key if the writer
@@ -1489,20 +1489,13 @@ func (w *writeTxn) writeApplied(values []*PathValue) error {
 }
 
 // deleteOldAppliedIndexes removes the ai/ (and at/) entries of the
-// applied value stored at key, if any, before it is replaced. A kept
-// record gives its index without being decoded.
+// applied value stored at key, if any, before it is replaced.
 func (w *writeTxn) deleteOldAppliedIndexes(key []byte) error {
-	if v, ok := w.recentValue(valueKey(nsApplied, key)); ok {
-		if v.deleted {
-			return nil
-		}
-		return w.deleteAppliedIndexes(v.index, v.tombstone, key)
-	}
-	old, err := w.value(nsApplied, key)
-	if err != nil || old == nil {
+	stored, index, tombstone, err := w.valueState(nsApplied, key)
+	if err != nil || !stored {
 		return err
 	}
-	return w.deleteAppliedIndexes(old.GetIndex(), old.GetDeleted(), key)
+	return w.deleteAppliedIndexes(index, tombstone, key)
 }
 
 // deleteAppliedIndexes removes the ai/ (and, for a tombstone, at/)
@@ -1661,7 +1654,7 @@ func (w *writeTxn) storedAtOrUnder(eff *effective, p *gnmi.Path) (bool, error) {
 		}
 		return !tombstone
 	}
-	stored, tombstone, err := w.valueState(nsCommitted, sub.key)
+	stored, _, tombstone, err := w.valueState(nsCommitted, sub.key)
 	if err != nil {
 		return false, err
 	}
