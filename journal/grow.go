@@ -117,5 +117,9 @@ func (j *Journal) reopen(size int64) error {
 	}
 	j.db = db
 	j.memTable.Store(size)
+	// Closing flushed every memtable: what the value log's GC wrote back is
+	// in a table (tables.go).
+	j.gcUnflushed.Store(0)
+	j.flushDue.Store(false)
 	return nil
 }

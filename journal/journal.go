@@ -288,6 +288,12 @@ type Journal struct {
 	// valueLogDue asks the writer to run the value log's GC
 	// (collectValueLog).
 	valueLogDue atomic.Bool
+	// gcUnflushed is, while what a step of the value log's GC wrote back
+	// may still be in a memtable, the newest version committed before
+	// that step (0: nothing pending); flushDue asks the writer to flush it
+	// (tables.go, "The value log's GC and compactions").
+	gcUnflushed atomic.Uint64
+	flushDue    atomic.Bool
 
 	writerDone chan struct{}
 	// retentionDue calls the background retention (callRetention).
@@ -336,6 +342,9 @@ func Open(dir string, opts Options) (*Journal, error) {
 
 		tablesWritten: make(chan struct{}, 1),
 	}
+	// Badger replayed its memtable logs, which may hold what a GC step
+	// wrote back before a crash (tables.go).
+	j.gcUnflushed.Store(db.MaxVersion())
 	// Compaction runs from the start: an upgrade may write a lot.
 	ctx, cancel := context.WithCancel(context.Background())
 	j.stopBg = cancel
@@ -586,8 +595,16 @@ func (j *Journal) wakeWriter(ctx context.Context) error {
 // writer's transactions.
 func (j *Journal) collectValueLog() {
 	for j.valueLogDue.Load() && j.failure() == nil {
+		if !j.tablesMu.TryLock() {
+			return // a compaction runs: the GC never overlaps one (tables.go)
+		}
 		began := time.Now()
+		before := j.db.MaxVersion()
 		err := j.db.RunValueLogGC(0.5)
+		if err == nil {
+			j.gcUnflushed.Store(max(j.gcUnflushed.Load(), before))
+		}
+		j.tablesMu.Unlock()
 		if err != nil {
 			j.valueLogDue.Store(false)
 			if !errors.Is(err, badger.ErrNoRewrite) && !errors.Is(err, badger.ErrRejected) {
@@ -730,7 +747,7 @@ func (j *Journal) writer() {
 		if len(j.queue) == 0 {
 			j.shrink() // nothing waiting: a burst of large transitions grows the memtable once
 		}
-		if j.valueLogWritten.Load() >= valueLogUnflushed {
+		if j.valueLogWritten.Load() >= valueLogUnflushed || j.flushDue.Load() {
 			j.flushForValueLog()
 		}
 		j.collectValueLog()

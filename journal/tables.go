@@ -23,6 +23,23 @@ import (
 // being written) reach level 0, so the check that follows that write finds
 // 2 or more tables whenever a stall could come.
 
+// The value log's GC and compactions. A GC step (collectValueLog) writes
+// the live records of the file it rewrites back into the memtable, with
+// their own, old versions; a record the journal deleted since (retention
+// dropping a proposal, a value removed) counts as live for it as long as
+// that older version is still in the tree, and is written back too. The
+// delete's tombstone shadows the copy only while both exist: a compaction
+// that merges the tombstone and the older versions into the last level
+// drops them all, and a copy still in a memtable then outlives them and
+// the deleted record comes back (Badger v4.9.6 keeps tombstones only while
+// the GC step itself runs). So a compaction that a GC step came before
+// waits until what that step wrote is in a table: until a table holds a
+// version newer than every version committed before the step (flushes go
+// in order), or the writer flushed the memtables for it (flushDue, a
+// reopen) once level 0 holds levelZeroFlushAt tables. The GC and
+// compactions never overlap (tablesMu). The same holds after Open, whose
+// memtables Badger replayed.
+//
 // tablesSettle is how long compactTables lets writes go on after a poke
 // before it looks at level 0: a burst of writes makes one check, not one
 // per transaction.
@@ -38,6 +55,11 @@ const openSettle = time.Second
 // compacts (Badger's NumLevelZeroTables, the same trigger its compactors
 // use).
 const numLevelZeroTables = 2
+
+// levelZeroFlushAt is the level-0 table count from which a compaction
+// waiting for a GC step's writes to reach a table has the writer flush the
+// memtables rather than wait for more flushes: far from Badger's stall (8).
+const levelZeroFlushAt = numLevelZeroTables + 2
 
 // wroteTables tells compactTables that a write transaction committed. Cheap
 // on the writer's path: a send that does not block, and wakes compactTables
@@ -85,6 +107,8 @@ func (j *Journal) compactTables(ctx context.Context) {
 			// writer rewrites or removes the files now half garbage.
 			j.valueLogDue.Store(true)
 			_ = j.wakeWriter(ctx)
+		} else if j.flushDue.Load() {
+			_ = j.wakeWriter(ctx)
 		}
 		select {
 		case <-ctx.Done():
@@ -105,12 +129,22 @@ func (j *Journal) compactLevelZero() bool {
 		return false
 	}
 	j.noteFlushes()
-	if n := levelZeroTables(j.db); n < numLevelZeroTables && (n == 0 || !j.compactFlushed.Load()) {
+	n := levelZeroTables(j.db)
+	if n < numLevelZeroTables && (n == 0 || !j.compactFlushed.Load()) {
 		return false
 	}
 	began := time.Now()
 	j.tablesMu.Lock()
 	defer j.tablesMu.Unlock()
+	if mark := j.gcUnflushed.Load(); mark != 0 {
+		if newestVersion(j.db) <= mark {
+			if n >= levelZeroFlushAt {
+				j.flushDue.Store(true) // compactTables wakes the writer for it
+			}
+			return false // what a GC step wrote back is still in a memtable (above)
+		}
+		j.gcUnflushed.CompareAndSwap(mark, 0)
+	}
 	j.compactFlushed.Store(false)
 	if err := j.db.Flatten(1); err != nil {
 		j.log.Warn("compacting the database's tables failed", "err", err)
@@ -146,6 +180,15 @@ func (j *Journal) noteFlushes() {
 	if j.valueLogWritten.Swap(0) >= valueLogUnflushed/4 {
 		j.compactFlushed.Store(true)
 	}
+}
+
+// newestVersion is the newest version any of Badger's tables holds.
+func newestVersion(db *badger.DB) uint64 {
+	var v uint64
+	for _, t := range db.Tables() {
+		v = max(v, t.MaxVersion)
+	}
+	return v
 }
 
 // levelZeroTables is the number of tables in Badger's level 0.

@@ -1,11 +1,15 @@
 package journal
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"path/filepath"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/dgraph-io/badger/v4"
 )
 
 // Badger runs without compactors of its own (tables.go): the journal's
@@ -91,4 +95,131 @@ func valueLogBytes(t *testing.T, dir string) int64 {
 		n += st.Blocks * 512
 	}
 	return n
+}
+
+// TestValueLogGCNeverBringsBackADeletedRecord: a GC step of the value
+// log writes back the records of the file it rewrites that are still in
+// the tree, deleted ones included while their tombstones and older
+// versions sit in different tables; a compaction that then merged the
+// tombstones into the last level while the copies were in a memtable
+// would drop the tombstones, and the deleted records would come back
+// (tables.go, "The value log's GC and compactions"). Here a value-log
+// file holds records since deleted (their tombstones in level 0, the
+// records in the last level) and records overwritten since (half the
+// file garbage, so the GC rewrites it); the compaction that follows the GC
+// waits until the copies are in a table, and the deleted records stay
+// deleted.
+func TestValueLogGCNeverBringsBackADeletedRecord(t *testing.T) {
+	j := openTest(t, "", Options{NoSync: true, MemTableSize: 1 << 20, Retain: -1, GCInterval: time.Hour})
+	stopBackground(j) // the test compacts and collects, in its order
+	value := []byte(incompressible(2 << 10))
+	put := func(prefix string, n int) {
+		t.Helper()
+		for k := range n {
+			if err := j.db.Update(func(txn *badger.Txn) error { return txn.Set([]byte(fmt.Sprintf("%s%04d", prefix, k)), value) }); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	flush := func() {
+		t.Helper()
+		j.dbMu.Lock()
+		defer j.dbMu.Unlock()
+		if err := j.reopen(j.memTable.Load()); err != nil {
+			t.Fatal(err)
+		}
+		j.compactFlushed.Store(true)
+	}
+	deleted, overwritten := "t/deleted/", "t/overwritten/"
+	put(deleted, 160)     // about 330 KB of the first value-log file
+	put(overwritten, 300) // and about 620 KB
+	put("t/later/", 200)  // the next files
+	flush()
+	for _, pad := range []string{"t/pad1/", "t/pad2/"} { // Badger moves a level 0 alone into the tree from 3 tables
+		put(pad, 1)
+		flush()
+	}
+	j.compactLevelZero()
+	put(overwritten, 300) // the first file's older versions, garbage once compacted
+	flush()
+	j.compactLevelZero()
+	for k := range 160 {
+		if err := j.db.Update(func(txn *badger.Txn) error { return txn.Delete([]byte(fmt.Sprintf("%s%04d", deleted, k))) }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	flush() // the tombstones in level 0, the records they delete in the last level
+
+	j.valueLogDue.Store(true)
+	j.collectValueLog()
+	if j.gcUnflushed.Load() == 0 {
+		t.Fatal("the value log's GC rewrote no file: the test did not set up what it tests")
+	}
+	j.compactLevelZero() // the GC's copies are in a memtable: it waits
+	flush()
+	j.compactLevelZero()
+
+	back := 0
+	err := j.db.View(func(txn *badger.Txn) error {
+		for k := range 160 {
+			if _, err := txn.Get([]byte(fmt.Sprintf("%s%04d", deleted, k))); err == nil {
+				back++
+			} else if !errors.Is(err, badger.ErrKeyNotFound) {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if back > 0 {
+		t.Fatalf("%d of 160 deleted records are back after the value log's GC and a compaction", back)
+	}
+}
+
+// TestCompactionWaitingForTheGCFlushesFirst: a compaction waiting for
+// what a GC step wrote back to reach a table (see above) does not let
+// level 0 fill towards Badger's write stall: from levelZeroFlushAt tables
+// it has the writer flush the memtables, and compacts after that.
+func TestCompactionWaitingForTheGCFlushesFirst(t *testing.T) {
+	j := openTest(t, "", Options{NoSync: true, MemTableSize: 1 << 20, GCInterval: time.Hour})
+	stopBackground(j) // the test compacts, in its order
+	term := synced(t, j)
+	for n := range levelZeroFlushAt {
+		applyChange(t, j, term, update(t, fmt.Sprintf("/a/b%d", n), "v"))
+		j.dbMu.Lock()
+		if err := j.reopen(j.memTable.Load()); err != nil {
+			t.Fatal(err)
+		}
+		j.dbMu.Unlock()
+	}
+	if n := levelZeroTables(j.db); n < levelZeroFlushAt {
+		t.Fatalf("level 0 holds %d tables, want %d or more", n, levelZeroFlushAt)
+	}
+	j.gcUnflushed.Store(newestVersion(j.db)) // as if a GC step had just run: its copies in a memtable
+	if j.compactLevelZero() {
+		t.Fatal("compacted while a GC step's copies were in a memtable")
+	}
+	if !j.flushDue.Load() {
+		t.Fatalf("level 0 at %d tables and no flush asked of the writer", levelZeroTables(j.db))
+	}
+	applyChange(t, j, term, update(t, "/a/c", "v"))            // the writer flushes after its next batch
+	if err := j.wakeWriter(context.Background()); err != nil { // that batch's work is done
+		t.Fatal(err)
+	}
+	if j.gcUnflushed.Load() != 0 || j.flushDue.Load() {
+		t.Fatalf("after the writer's next batch: GC copies pending %v, flush due %v; want both cleared by a flush", j.gcUnflushed.Load() != 0, j.flushDue.Load())
+	}
+	if !j.compactLevelZero() {
+		t.Fatal("no compaction once the memtables were flushed")
+	}
+	checkInvariants(t, j)
+}
+
+// stopBackground stops j's background work (compactions after writes,
+// retention) before Close does, for a test that runs it itself.
+func stopBackground(j *Journal) {
+	j.stopBg()
+	j.bgDone.Wait()
 }
