@@ -1166,24 +1166,38 @@ func loadConfiguration(txn *badger.Txn) (*Configuration, error) {
 }
 
 func (w *writeTxn) proposal(c *Configuration, i uint64) (*Proposal, error) {
-	if p := w.recentProposal(i); p != nil {
-		if err := kept(c, i); err != nil {
-			return nil, err
-		}
-		return shallowProposal(p), nil
+	p, err := w.heldProposal(c, i)
+	switch {
+	case err != nil:
+		return nil, err
+	case p == nil:
+		return loadProposal(w.txn, c, i)
 	}
-	return loadProposal(w.txn, c, i)
+	return shallowProposal(p), nil
+}
+
+// heldProposal is proposal i as w holds it decoded (writeTxn.pending, or
+// kept, recent.go), nil if it holds none; kept checks it is retained.
+func (w *writeTxn) heldProposal(c *Configuration, i uint64) (*Proposal, error) {
+	p := w.recentProposal(i)
+	if p == nil {
+		return nil, nil
+	}
+	if err := kept(c, i); err != nil {
+		return nil, err
+	}
+	return p, nil
 }
 
 // proposalStatus is loadProposalStatus in w, which may hold the proposal
 // decoded (writeTxn.pending).
 func (w *writeTxn) proposalStatus(c *Configuration, i uint64) (*Proposal, error) {
-	p := w.recentProposal(i)
-	if p == nil {
-		return loadProposalStatus(w.txn, c, i)
-	}
-	if err := kept(c, i); err != nil {
+	p, err := w.heldProposal(c, i)
+	switch {
+	case err != nil:
 		return nil, err
+	case p == nil:
+		return loadProposalStatus(w.txn, c, i)
 	}
 	return statusOf(p), nil
 }
@@ -1192,14 +1206,11 @@ func (w *writeTxn) proposalStatus(c *Configuration, i uint64) (*Proposal, error)
 // only read it: a proposal w holds decoded is returned itself, with all of
 // it, not a status view (it must not be changed).
 func (w *writeTxn) proposalStatusView(c *Configuration, i uint64) (*Proposal, error) {
-	p := w.recentProposal(i)
-	if p == nil {
-		return loadProposalStatus(w.txn, c, i)
+	p, err := w.heldProposal(c, i)
+	if err != nil || p != nil {
+		return p, err
 	}
-	if err := kept(c, i); err != nil {
-		return nil, err
-	}
-	return p, nil
+	return loadProposalStatus(w.txn, c, i)
 }
 
 // kept checks that proposal i exists and retention kept it.
