@@ -78,6 +78,9 @@ func (j *Journal) flushForValueLog() {
 		return
 	}
 	defer j.dbMu.Unlock()
+	if levelZeroTables(j.db) >= levelZeroForce {
+		return // closing would flush into a level 0 near the stall: compactTables compacts it first
+	}
 	written := j.valueLogWritten.Load()
 	if err := j.reopen(j.memTable.Load()); err != nil {
 		j.log.Error("flushing the memtable for the value log's GC failed", "err", err)

@@ -323,6 +323,7 @@ func Open(dir string, opts Options) (*Journal, error) {
 		_ = lock.Close()
 		return nil, fmt.Errorf("journal: open %s: %w", dir, err)
 	}
+	replays := memtableLogsLeft(dir)
 	db, err := badger.Open(bopts)
 	if err != nil {
 		_ = lock.Close()
@@ -342,9 +343,11 @@ func Open(dir string, opts Options) (*Journal, error) {
 
 		tablesWritten: make(chan struct{}, 1),
 	}
-	// Badger replayed its memtable logs, which may hold what a GC step
-	// wrote back before a crash (tables.go).
-	j.gcUnflushed.Store(db.MaxVersion())
+	if replays {
+		// Badger replayed memtable logs a crash left, which may hold what
+		// a GC step wrote back (tables.go).
+		j.gcUnflushed.Store(db.MaxVersion())
+	}
 	// Compaction runs from the start: an upgrade may write a lot.
 	ctx, cancel := context.WithCancel(context.Background())
 	j.stopBg = cancel

@@ -2,6 +2,7 @@ package journal
 
 import (
 	"context"
+	"path/filepath"
 	"time"
 
 	badger "github.com/dgraph-io/badger/v4"
@@ -37,8 +38,8 @@ import (
 // version newer than every version committed before the step (flushes go
 // in order), or the writer flushed the memtables for it (flushDue, a
 // reopen) once level 0 holds levelZeroFlushAt tables. The GC and
-// compactions never overlap (tablesMu). The same holds after Open, whose
-// memtables Badger replayed.
+// compactions never overlap (tablesMu). The same holds after an Open that
+// replayed memtable logs a crash left, which may hold such copies.
 //
 // tablesSettle is how long compactTables lets writes go on after a poke
 // before it looks at level 0: a burst of writes makes one check, not one
@@ -58,8 +59,23 @@ const numLevelZeroTables = 2
 
 // levelZeroFlushAt is the level-0 table count from which a compaction
 // waiting for a GC step's writes to reach a table has the writer flush the
-// memtables rather than wait for more flushes: far from Badger's stall (8).
-const levelZeroFlushAt = numLevelZeroTables + 2
+// memtables rather than wait for more flushes: a flush adds a table per
+// memtable (3 at most), and Badger stalls writes, and flushes, at 8.
+// From levelZeroForce the compaction runs anyway and the writer does not
+// flush: only a backlog a crash left gets there, and a stalled Badger
+// would flush nothing and never be compacted.
+const (
+	levelZeroFlushAt = numLevelZeroTables + 2
+	levelZeroForce   = levelZeroFlushAt + 2
+)
+
+// memtableLogsLeft reports whether dir holds memtable logs (*.mem), which
+// Badger replays at Open: only a process that did not close the journal
+// leaves them (Close flushes the memtables and removes their logs).
+func memtableLogsLeft(dir string) bool {
+	logs, _ := filepath.Glob(filepath.Join(dir, "*.mem"))
+	return len(logs) > 0
+}
 
 // wroteTables tells compactTables that a write transaction committed. Cheap
 // on the writer's path: a send that does not block, and wakes compactTables
@@ -137,13 +153,18 @@ func (j *Journal) compactLevelZero() bool {
 	j.tablesMu.Lock()
 	defer j.tablesMu.Unlock()
 	if mark := j.gcUnflushed.Load(); mark != 0 {
-		if newestVersion(j.db) <= mark {
-			if n >= levelZeroFlushAt {
-				j.flushDue.Store(true) // compactTables wakes the writer for it
-			}
+		switch {
+		case newestVersion(j.db) > mark:
+			j.gcUnflushed.CompareAndSwap(mark, 0)
+		case n >= levelZeroForce:
+			j.log.Warn("compacting with level 0 near Badger's write stall while what the value log's GC wrote back may still be in a memtable",
+				"level0_tables", n)
+		case n >= levelZeroFlushAt:
+			j.flushDue.Store(true) // compactTables wakes the writer for it
+			return false
+		default:
 			return false // what a GC step wrote back is still in a memtable (above)
 		}
-		j.gcUnflushed.CompareAndSwap(mark, 0)
 	}
 	j.compactFlushed.Store(false)
 	if err := j.db.Flatten(1); err != nil {

@@ -223,3 +223,53 @@ func stopBackground(j *Journal) {
 	j.stopBg()
 	j.bgDone.Wait()
 }
+
+// TestOpenAfterACrashWaitsForTheReplayedMemtables: the memtable logs a
+// crash leaves may hold what a GC step wrote back, so a journal opened on
+// them compacts only once they are in a table (see above); one closed
+// cleanly has none and compacts as usual.
+func TestOpenAfterACrashWaitsForTheReplayedMemtables(t *testing.T) {
+	dir, crashed := t.TempDir(), t.TempDir()
+	j := openTest(t, dir, Options{NoSync: true, GCInterval: time.Hour})
+	term := synced(t, j)
+	applyChange(t, j, term, update(t, "/a/b", "v"))
+	copyDir(t, dir, crashed) // the files as a kill -9 would leave them
+	if err := j.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	after := openTest(t, crashed, Options{NoSync: true, GCInterval: time.Hour})
+	if after.gcUnflushed.Load() == 0 {
+		t.Error("opened on memtable logs a crash left, the journal does not wait for them before compacting")
+	}
+	clean := openTest(t, dir, Options{NoSync: true, GCInterval: time.Hour})
+	if clean.gcUnflushed.Load() != 0 {
+		t.Error("opened after a clean close, the journal waits before compacting")
+	}
+}
+
+// TestCompactionNearTheStallDoesNotWait: with level 0 at levelZeroForce
+// tables (only a backlog a crash left gets there) a compaction does not
+// wait for a GC step's copies: Badger would soon stall the writes and the
+// flushes they wait for, for good.
+func TestCompactionNearTheStallDoesNotWait(t *testing.T) {
+	j := openTest(t, "", Options{NoSync: true, MemTableSize: 1 << 20, GCInterval: time.Hour})
+	stopBackground(j) // the test compacts, in its order
+	term := synced(t, j)
+	for n := range levelZeroForce {
+		applyChange(t, j, term, update(t, fmt.Sprintf("/a/b%d", n), "v"))
+		j.dbMu.Lock()
+		if err := j.reopen(j.memTable.Load()); err != nil {
+			t.Fatal(err)
+		}
+		j.dbMu.Unlock()
+	}
+	j.gcUnflushed.Store(newestVersion(j.db))
+	if !j.compactLevelZero() {
+		t.Fatalf("level 0 at %d tables, and no compaction", levelZeroTables(j.db))
+	}
+	if n := levelZeroTables(j.db); n >= levelZeroFlushAt {
+		t.Fatalf("level 0 holds %d tables after the compaction", n)
+	}
+	checkInvariants(t, j)
+}
