@@ -3,6 +3,8 @@ package trace
 import (
 	"cmp"
 	"fmt"
+	"maps"
+	"math"
 	"slices"
 
 	"github.com/gnmi-sidecar/gnmi-sidecar/journal"
@@ -115,8 +117,11 @@ func lifeSteps(p *journal.Proposal) []lifeStep {
 // go through every check of Check, except that they cannot show the
 // configuration the transition left (Term's re-push rule).
 //
-// A proposal retention removed from the journal is not recovered.
+// A proposal retention removed from the journal has no record: the
+// statuses its last traced line left stand in for one (droppedRecords),
+// so that a line a crash lost before that line is put back too.
 func Recover(lines []Line, proposals []*journal.Proposal) ([]Line, []Violation) {
+	proposals = append(slices.Clip(proposals), droppedRecords(lines, proposals)...)
 	// Crash points: positions (in lines, from 0) before which lost lines
 	// go back; len(lines) stands for the end of a trace not closed.
 	var crashes []int
@@ -235,6 +240,47 @@ func Recover(lines []Line, proposals []*journal.Proposal) ([]Line, []Violation) 
 		}
 	}
 	return out, violations
+}
+
+// droppedRecords stands in for the records of the traced proposals older
+// than every proposal the journal holds (retention dropped them): each is
+// the record its last traced line of its own shows (a step traced implies
+// the steps before it, which the journal's guards order), so the lines of
+// earlier steps a crash lost are found as for a kept proposal. What such a
+// proposal did after its last traced line is not known, and not checked.
+func droppedRecords(lines []Line, kept []*journal.Proposal) []*journal.Proposal {
+	first := uint64(math.MaxUint64)
+	for _, p := range kept {
+		first = min(first, p.GetIndex())
+	}
+	last := make(map[uint64]int) // dropped proposal → its last line
+	for n, l := range lines {
+		if _, ok := stageOf[journal.Action(l.Action)]; ok && l.Index != 0 && l.Index < first {
+			last[l.Index] = n
+		}
+	}
+	out := make([]*journal.Proposal, 0, len(last))
+	for _, i := range slices.Sorted(maps.Keys(last)) {
+		l := lines[last[i]]
+		p := &journal.Proposal{Index: i, Phase: journal.PhaseChange,
+			Change:   &journal.Change{Commit: statusNamed(l.Commit), Apply: statusNamed(l.Apply)},
+			Rollback: &journal.Rollback{Index: l.RollbackIndex, Commit: statusNamed(l.RollbackCommit), Apply: statusNamed(l.RollbackApply)}}
+		if l.Phase == journal.PhaseRollback.String() {
+			p.Phase = journal.PhaseRollback
+		}
+		out = append(out, p)
+	}
+	return out
+}
+
+// statusNamed is the status whose String is name (Pending if none is).
+func statusNamed(name string) journal.Status {
+	for _, s := range []journal.Status{journal.StatusInProgress, journal.StatusComplete, journal.StatusFailed, journal.StatusAborted} {
+		if s.String() == name {
+			return s
+		}
+	}
+	return journal.StatusPending
 }
 
 type proposedAt struct {

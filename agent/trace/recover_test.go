@@ -117,6 +117,33 @@ func TestRecoverLinesLostInACrash(t *testing.T) {
 	}
 }
 
+// The same crash, but retention dropped every proposal by the time the
+// journal is read (a long run): the lost lines are put back from the
+// statuses proposal 5's later lines left; with a clean stop in their place
+// nothing explains them, and they are reported.
+func TestRecoverLinesLostInACrashOfDroppedProposals(t *testing.T) {
+	lines := without(lifecycle(t).lines, func(n int, l Line) bool {
+		return is(journal.ActionCommitChange, 5)(n, l) || is(journal.ActionStartApply, 5)(n, l)
+	})
+	dropped := []*journal.Proposal{} // the journal holds none of them any more
+	r, lost := recoverAndCheck(lines, dropped)
+	for _, v := range append(lost, r.Violations...) {
+		t.Errorf("%v", v)
+	}
+	if r.Counts.Recovered != 2 {
+		t.Errorf("%d lines recovered; want 2", r.Counts.Recovered)
+	}
+
+	second := slices.IndexFunc(lines[1:], func(l Line) bool { return l.Action == ActionOpen }) + 1
+	if second == 0 {
+		t.Fatal("the lifecycle has one Open")
+	}
+	clean := slices.Insert(slices.Clone(lines), second, Line{Action: ActionClose})
+	if _, lost := Recover(clean, dropped); len(lost) == 0 {
+		t.Error("lines missing before a clean stop are not reported")
+	}
+}
+
 // The last lines of a trace that does not end with Close (the sidecar was
 // killed, not restarted) are recovered at its end, values included.
 func TestRecoverLostAtTheEnd(t *testing.T) {
