@@ -183,20 +183,7 @@ func TestValueLogGCNeverBringsBackADeletedRecord(t *testing.T) {
 // level 0 fill towards Badger's write stall: from levelZeroFlushAt tables
 // it has the writer flush the memtables, and compacts after that.
 func TestCompactionWaitingForTheGCFlushesFirst(t *testing.T) {
-	j := openTest(t, "", Options{NoSync: true, MemTableSize: 1 << 20, GCInterval: time.Hour})
-	stopBackground(j) // the test compacts, in its order
-	term := synced(t, j)
-	for n := range levelZeroFlushAt {
-		applyChange(t, j, term, update(t, fmt.Sprintf("/a/b%d", n), "v"))
-		j.dbMu.Lock()
-		if err := j.reopen(j.memTable.Load()); err != nil {
-			t.Fatal(err)
-		}
-		j.dbMu.Unlock()
-	}
-	if n := levelZeroTables(j.db); n < levelZeroFlushAt {
-		t.Fatalf("level 0 holds %d tables, want %d or more", n, levelZeroFlushAt)
-	}
+	j, term := levelZeroOf(t, levelZeroFlushAt)
 	j.gcUnflushed.Store(newestVersion(j.db)) // as if a GC step had just run: its copies in a memtable
 	if j.compactLevelZero() {
 		t.Fatal("compacted while a GC step's copies were in a memtable")
@@ -253,17 +240,7 @@ func TestOpenAfterACrashWaitsForTheReplayedMemtables(t *testing.T) {
 // wait for a GC step's copies: Badger would soon stall the writes and the
 // flushes they wait for, for good.
 func TestCompactionNearTheStallDoesNotWait(t *testing.T) {
-	j := openTest(t, "", Options{NoSync: true, MemTableSize: 1 << 20, GCInterval: time.Hour})
-	stopBackground(j) // the test compacts, in its order
-	term := synced(t, j)
-	for n := range levelZeroForce {
-		applyChange(t, j, term, update(t, fmt.Sprintf("/a/b%d", n), "v"))
-		j.dbMu.Lock()
-		if err := j.reopen(j.memTable.Load()); err != nil {
-			t.Fatal(err)
-		}
-		j.dbMu.Unlock()
-	}
+	j, _ := levelZeroOf(t, levelZeroForce)
 	j.gcUnflushed.Store(newestVersion(j.db))
 	if !j.compactLevelZero() {
 		t.Fatalf("level 0 at %d tables, and no compaction", levelZeroTables(j.db))
@@ -272,4 +249,26 @@ func TestCompactionNearTheStallDoesNotWait(t *testing.T) {
 		t.Fatalf("level 0 holds %d tables after the compaction", n)
 	}
 	checkInvariants(t, j)
+}
+
+// levelZeroOf opens a journal, its background work stopped (the test
+// compacts, in its order), whose level 0 holds tables changes each
+// flushed to a table of their own, and returns it with its term.
+func levelZeroOf(t *testing.T, tables int) (*Journal, uint64) {
+	t.Helper()
+	j := openTest(t, "", Options{NoSync: true, MemTableSize: 1 << 20, GCInterval: time.Hour})
+	stopBackground(j)
+	term := synced(t, j)
+	for n := range tables {
+		applyChange(t, j, term, update(t, fmt.Sprintf("/a/b%d", n), "v"))
+		j.dbMu.Lock()
+		if err := j.reopen(j.memTable.Load()); err != nil {
+			t.Fatal(err)
+		}
+		j.dbMu.Unlock()
+	}
+	if n := levelZeroTables(j.db); n < tables {
+		t.Fatalf("level 0 holds %d tables, want %d or more", n, tables)
+	}
+	return j, term
 }
