@@ -10,7 +10,10 @@ package main
 // killed, the device restarted or dropping connections, the network cut,
 // partitioned, black-holed or slow, a path refused, a second sidecar):
 // those cover the Sets answered from their start until recoveryGrace after
-// they ended. The device's own faults of one Set (rejections, hangs,
+// they ended, and until reconnectGrace after for the Sets the sidecar
+// refused because its device was not connected (it waits out a reconnect
+// backoff of up to 15 s after Sets the device left unanswered). The
+// device's own faults of one Set (rejections, hangs,
 // retryable-looking codes, a cancel storm's delays) open no such window:
 // only their own Sets may fail.
 
@@ -30,11 +33,13 @@ import (
 	"time"
 
 	gpb "github.com/openconfig/gnmi/proto/gnmi"
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
 
+	"github.com/gnmi-sidecar/gnmi-sidecar/proxy"
 	"github.com/gnmi-sidecar/gnmi-sidecar/testbed"
 )
 
@@ -47,6 +52,12 @@ const (
 	// sidecar ended a Set may still fail because of it: a killed sidecar
 	// restarting on its journal, a reconnect's backoff, a re-push.
 	recoveryGrace = 5 * time.Second
+	// reconnectGrace is how long after a fault the sidecar may still
+	// refuse Sets because its device is not connected (its DEVICE_UNREACHABLE
+	// refusal): it reconnects after a backoff that grows, while sessions
+	// end on Sets the device left unanswered, to agent.Options.BackoffMax
+	// (10 s) with ±50 % jitter, and then re-pushes.
+	reconnectGrace = 15*time.Second + recoveryGrace
 )
 
 // The faults of one Set that TestChaos adds for issue 34.
@@ -68,6 +79,20 @@ type setOutcome struct {
 	deadline   time.Duration
 	code       codes.Code
 	cancelled  bool // the client cancelled it itself
+	// unreachable: the sidecar refused it because its device was not
+	// connected (proxy.ReasonDeviceUnreachable).
+	unreachable bool
+}
+
+// outcomeOf completes o with the answer err.
+func outcomeOf(o setOutcome, err error) setOutcome {
+	o.end, o.code = time.Now(), status.Code(err)
+	for _, d := range status.Convert(err).Details() {
+		if info, ok := d.(*errdetails.ErrorInfo); ok && info.GetDomain() == proxy.ErrorDomain && info.GetReason() == proxy.ReasonDeviceUnreachable {
+			o.unreachable = true
+		}
+	}
+	return o
 }
 
 // faultWindow is when a fault of the system around the sidecar may make a
@@ -178,12 +203,13 @@ func (c *setLogCollector) final(t *testing.T) (byValue map[string][]testbed.SetR
 // answerChecks counts what checkAnswers found.
 type answerChecks struct {
 	sets, failed, late                                    int
-	byDevice, byDeadline, byCancel, byWindow, unexplained int
+	byDevice, byDeadline, byCancel, byWindow, byReconnect int
+	unexplained                                           int
 }
 
 func (a answerChecks) String() string {
-	return fmt.Sprintf("%d Sets, %d answered late; %d failed: %d by a fault the device injected into them, %d past their own deadline, %d cancelled by their client, %d during a fault of the system around the sidecar, %d unexplained",
-		a.sets, a.late, a.failed, a.byDevice, a.byDeadline, a.byCancel, a.byWindow, a.unexplained)
+	return fmt.Sprintf("%d Sets, %d answered late; %d failed: %d by a fault the device injected into them, %d past their own deadline, %d cancelled by their client, %d during a fault of the system around the sidecar, %d refused while the sidecar reconnected after one, %d unexplained",
+		a.sets, a.late, a.failed, a.byDevice, a.byDeadline, a.byCancel, a.byWindow, a.byReconnect, a.unexplained)
 }
 
 // checkAnswers checks every client's Sets (see the file's comment) against
@@ -215,6 +241,10 @@ func checkAnswers(t *testing.T, outcomes []setOutcome, byValue map[string][]test
 			a.byDeadline++
 		case slices.ContainsFunc(windows, func(w faultWindow) bool { return o.start.Before(w.to) && o.end.After(w.from) }):
 			a.byWindow++
+		case o.unreachable && slices.ContainsFunc(windows, func(w faultWindow) bool {
+			return o.start.Before(w.to.Add(reconnectGrace-recoveryGrace)) && o.end.After(w.from)
+		}):
+			a.byReconnect++
 		default:
 			a.unexplained++
 			var recs []string
@@ -270,7 +300,8 @@ func (c *chaos) cancelStorm(t *testing.T, addr string, n int, delay time.Duratio
 			time.AfterFunc(after, func() { self.Store(true); cancel() })
 			o := setOutcome{value: value, start: time.Now(), deadline: opTimeout}
 			_, err := client.Set(ctx, &gpb.SetRequest{Update: []*gpb.Update{{Path: stormPath(k), Val: strVal(value)}}})
-			o.end, o.code, o.cancelled = time.Now(), status.Code(err), self.Load()
+			o = outcomeOf(o, err)
+			o.cancelled = self.Load()
 			if o.code == codes.Canceled {
 				cancelled.Add(1)
 			}

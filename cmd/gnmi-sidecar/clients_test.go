@@ -331,7 +331,7 @@ func (w *writer) set(c gpb.GNMIClient, total *atomic.Int64) bool {
 	start := time.Now()
 	resp, err := setDesc(ctx, c, w.intf, w.value(w.sent))
 	cancel()
-	w.outcomes = append(w.outcomes, setOutcome{value: w.value(w.sent), start: start, end: time.Now(), deadline: opTimeout, code: status.Code(err)})
+	w.outcomes = append(w.outcomes, outcomeOf(setOutcome{value: w.value(w.sent), start: start, deadline: opTimeout}, err))
 	if err == nil {
 		now := time.Now().UnixNano()
 		w.acked = append(w.acked, ack{w.sent, now})
