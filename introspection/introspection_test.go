@@ -571,6 +571,9 @@ func TestIntrospectSubscribeOnce(t *testing.T) {
 
 func TestIntrospectSubscribeOnChange(t *testing.T) {
 	r := sidecartest.Start(t, sidecartest.Options{})
+	// Connected comes with the session, its term with the journal's
+	// transition that follows: the first snapshot should hold both.
+	sidecartest.Eventually(t, waitFor, "the agent's session to have a term", func() bool { return r.Agent.Status().Term != 0 })
 	ctx, cancel := context.WithTimeout(t.Context(), waitFor)
 	defer cancel()
 	stream := r.Subscribe(t, ctx, sidecarSubscription(gpb.SubscriptionList_STREAM,
