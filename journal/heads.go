@@ -61,14 +61,15 @@ func (j *Journal) publishedHeads(ctx context.Context) (*heads, error) {
 	return j.heads.Load(), nil
 }
 
-// forgetHeads drops the published heads: the next reads and the next
-// transaction read the records from Badger. For tests that write to
-// Badger behind the writer's back, while no transaction runs (one running
-// would publish its own heads again); the writer's list-keys cache
-// (Journal.keptLists) is not dropped.
+// forgetHeads drops the published heads and the records the writer keeps
+// (recent.go): the next reads and the next transaction read the records
+// from Badger. For tests that write to Badger behind the writer's back,
+// while no transaction runs (one running would publish its own heads
+// again); the writer's list-keys cache (Journal.keptLists) is not dropped.
 func (j *Journal) forgetHeads() {
 	j.heads.Store(nil)
 	j.recent.clear()
+	j.values.clear()
 }
 
 // startHeads gives w the published heads, loading them in w's

@@ -181,6 +181,14 @@ func (r *recentValues) get(key []byte) (recentValue, bool) {
 	return v, ok
 }
 
+// clear forgets every kept record.
+func (r *recentValues) clear() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	clear(r.byKey)
+	r.size = 0
+}
+
 // add keeps the records a durable transaction wrote; beyond the bounds it
 // forgets others, at random (map order), down to half of them.
 func (r *recentValues) add(written map[string]recentValue) {

@@ -3,6 +3,9 @@ package journal
 import (
 	"fmt"
 	"testing"
+
+	"github.com/dgraph-io/badger/v4"
+	"github.com/openconfig/gnmi/proto/gnmi"
 )
 
 // TestWriterKeptValues: the value records the writer keeps (recentValues)
@@ -57,4 +60,30 @@ func TestWriterKeptValues(t *testing.T) {
 		t.Fatal(err)
 	}
 	bounded("retention, its tombstones dropped")
+}
+
+// TestForgetHeadsForgetsKeptValues: a value record written behind the
+// writer's back (as tests do) is read from Badger
+// once forgetHeads has run, not from the writer's older kept copy.
+func TestForgetHeadsForgetsKeptValues(t *testing.T) {
+	j := openTest(t, "", Options{})
+	term := synced(t, j)
+	const path = "/interfaces/interface[name=e1]/config/description"
+	applyChange(t, j, term, update(t, path, "kept"))
+	key := valueKey(nsCommitted, PathKey(mustPath(t, path)))
+	if _, ok := j.values.get(key); !ok {
+		t.Fatal("the writer keeps no record of the committed value: the test proves nothing")
+	}
+	behind := &PathValue{Path: mustPath(t, path), Index: 99, Value: &gnmi.TypedValue{Value: &gnmi.TypedValue_StringVal{StringVal: "behind"}}}
+	b, err := encodeRecord(behind)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := j.db.Update(func(txn *badger.Txn) error { return txn.Set(key, b) }); err != nil {
+		t.Fatal(err)
+	}
+	j.forgetHeads()
+	if err := valuesAsStored(j); err != nil {
+		t.Fatal(err)
+	}
 }
