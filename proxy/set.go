@@ -253,8 +253,7 @@ func (s *Server) propose(ctx context.Context, req *gpb.SetRequest, sync bool, jo
 	if err != nil {
 		return nil, JournalError(err)
 	}
-	log := s.log.With("proposal", p.GetIndex())
-	log.Debug("set journaled", "ops", len(p.GetChange().GetOps()), "sync", sync)
+	s.log.Debug("set journaled", "proposal", p.GetIndex(), "ops", len(p.GetChange().GetOps()), "sync", sync)
 	// A SYNC client waits as long as it does: its deadline went with its
 	// Set to the device. An ASYNC one stops a little early (waitContext).
 	// One or the other, never both: a wait context's cancel also stops its
