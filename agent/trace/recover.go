@@ -119,9 +119,12 @@ func lifeSteps(p *journal.Proposal) []lifeStep {
 //
 // A proposal retention removed from the journal has no record: the
 // statuses its last traced line left stand in for one (droppedRecords),
-// so that a line a crash lost before that line is put back too.
+// so that a line a crash lost before that line is put back too, and, as
+// retention drops only a proposal whose every step finished, so is the
+// end of an apply its last line left in progress.
 func Recover(lines []Line, proposals []*journal.Proposal) ([]Line, []Violation) {
-	proposals = append(slices.Clip(proposals), droppedRecords(lines, proposals)...)
+	dropped, droppedValues := droppedRecords(lines, proposals)
+	proposals = append(slices.Clip(proposals), dropped...)
 	// Crash points: positions (in lines, from 0) before which lost lines
 	// go back; len(lines) stands for the end of a trace not closed.
 	var crashes []int
@@ -216,7 +219,11 @@ func Recover(lines []Line, proposals []*journal.Proposal) ([]Line, []Violation) 
 				})
 				continue
 			}
-			lost[crash] = append(lost[crash], recoveredLine(p, st, lines, crash))
+			l := recoveredLine(p, st, lines, crash)
+			if vs, ok := droppedValues[i][st.action]; ok {
+				l.Values = vs
+			}
+			lost[crash] = append(lost[crash], l)
 			prev = crash - 1 // the next lost step may be of the same write
 		}
 	}
@@ -246,17 +253,33 @@ func Recover(lines []Line, proposals []*journal.Proposal) ([]Line, []Violation) 
 // than every proposal the journal holds (retention dropped them): each is
 // the record its last traced line of its own shows (a step traced implies
 // the steps before it, which the journal's guards order), so the lines of
-// earlier steps a crash lost are found as for a kept proposal. What such a
-// proposal did after its last traced line is not known, and not checked.
-func droppedRecords(lines []Line, kept []*journal.Proposal) []*journal.Proposal {
+// earlier steps a crash lost are found as for a kept proposal. Retention
+// drops only a proposal whose every step finished, so an apply that line
+// leaves committed but not finished did finish: as the common case, it
+// stands as completed, with the values its commit line wrote (the
+// returned map: proposal → action → the values of its recovered line). What
+// else such a proposal did after its last traced line is not known, and
+// not checked.
+func droppedRecords(lines []Line, kept []*journal.Proposal) ([]*journal.Proposal, map[uint64]map[journal.Action][]Value) {
 	first := uint64(math.MaxUint64)
 	for _, p := range kept {
 		first = min(first, p.GetIndex())
 	}
-	last := make(map[uint64]int) // dropped proposal → its last line
+	last := make(map[uint64]int)                          // dropped proposal → its last line
+	values := make(map[uint64]map[journal.Action][]Value) // dropped proposal → its committed values
 	for n, l := range lines {
 		if _, ok := stageOf[journal.Action(l.Action)]; ok && l.Index != 0 && l.Index < first {
 			last[l.Index] = n
+			commit := map[journal.Action]journal.Action{
+				journal.ActionCommitChange:   journal.ActionCompleteApply,
+				journal.ActionCommitRollback: journal.ActionCompleteApplyRollback,
+			}
+			if completes, ok := commit[journal.Action(l.Action)]; ok {
+				if values[l.Index] == nil {
+					values[l.Index] = make(map[journal.Action][]Value)
+				}
+				values[l.Index][completes] = l.Values
+			}
 		}
 	}
 	out := make([]*journal.Proposal, 0, len(last))
@@ -268,9 +291,15 @@ func droppedRecords(lines []Line, kept []*journal.Proposal) []*journal.Proposal 
 		if l.Phase == journal.PhaseRollback.String() {
 			p.Phase = journal.PhaseRollback
 		}
+		if p.Change.Commit == journal.StatusComplete && journal.Working(p.Change.Apply) {
+			p.Change.Apply = journal.StatusComplete
+		}
+		if p.Phase == journal.PhaseRollback && p.Rollback.Commit == journal.StatusComplete && journal.Working(p.Rollback.Apply) {
+			p.Rollback.Apply = journal.StatusComplete
+		}
 		out = append(out, p)
 	}
-	return out
+	return out, values
 }
 
 // statusNamed is the status whose String is name (Pending if none is).

@@ -144,6 +144,40 @@ func TestRecoverLinesLostInACrashOfDroppedProposals(t *testing.T) {
 	}
 }
 
+// The sidecar is killed after proposal 2's apply completed and before its
+// line was written; retention later dropped proposal 2. Its last line
+// leaves its apply in progress, but retention drops only a proposal whose
+// every step finished: the completion is put back before the Open, with
+// the values its commit wrote, and the next proposal's apply is in order.
+// With a clean stop in place of the crash, the missing line is reported.
+func TestRecoverTheLostEndOfADroppedProposalsApply(t *testing.T) {
+	s := synced()
+	s.apply(1, val(t, "/a", 1, "1"))
+	s.propose(2).commit(2, val(t, "/b", 2, "2")).startApply(2)
+	s.open().connect().reconcile()
+	s.apply(3, val(t, "/c", 3, "3"))
+	if r := Check(s.lines); len(r.Violations) == 0 {
+		t.Fatal("Check alone accepts proposal 3's apply while 2's is in progress; the test proves nothing")
+	}
+	dropped := []*journal.Proposal{} // retention dropped all three
+	r, lost := recoverAndCheck(s.lines, dropped)
+	for _, v := range append(lost, r.Violations...) {
+		t.Errorf("%v", v)
+	}
+	if r.Counts.Recovered != 1 {
+		t.Errorf("%d lines recovered; want 1", r.Counts.Recovered)
+	}
+	if got := r.Applied["/b"]; got.Index != 2 {
+		t.Errorf("applied /b after the recovered completion: %+v; want proposal 2's value", got)
+	}
+
+	crash := slices.IndexFunc(s.lines[1:], func(l Line) bool { return l.Action == ActionOpen }) + 1
+	clean := append(slices.Insert(slices.Clone(s.lines), crash, Line{Action: ActionClose}), Line{Action: ActionClose})
+	if _, lost := Recover(clean, dropped); len(lost) == 0 {
+		t.Error("a completion missing before a clean stop is not reported")
+	}
+}
+
 // The last lines of a trace that does not end with Close (the sidecar was
 // killed, not restarted) are recovered at its end, values included.
 func TestRecoverLostAtTheEnd(t *testing.T) {
