@@ -38,8 +38,6 @@ func FuzzRecordDecoding(f *testing.F) {
 		{"commit-confirm", fixedKey(keyCommitConfirm), func() proto.Message { return &CommitConfirm{} }, []string{"CommitConfirm"}},
 		{"newest proposal", fixedKey(proposalKey(c.GetLastIndex())), func() proto.Message { return &Proposal{} },
 			[]string{"Proposal", "Proposals"}},
-		{"newest proposal's apply record", fixedKey(applyKey(c.GetLastIndex())), func() proto.Message { return &Proposal{} },
-			[]string{"Proposal", "Proposals"}},
 		{"committed value", firstKey(f, j, nsCommitted), func() proto.Message { return &PathValue{} }, []string{"Committed"}},
 		{"applied value", firstKey(f, j, nsApplied), func() proto.Message { return &PathValue{} },
 			[]string{"Applied", "ScanAppliedByIndex"}},
