@@ -50,7 +50,6 @@
 //	s                        Mastership{term, conn}
 //	x                        CommitConfirm{id, proposal, deadline, cancelled, started, author, cancelled_by, extended_by, extended} (absent when none is outstanding)
 //	p/<index u64be>          Proposal
-//	p/<index u64be>a         Proposal{change{apply, apply_started, applied}}: its apply step, written apart (applyKey)
 //	cv/<pathkey>             committed PathValue
 //	av/<pathkey>             applied PathValue
 //	ai/<index u64be><pathkey> (empty) applied values by writer index, for re-push

@@ -2,7 +2,6 @@ package journal
 
 import (
 	"context"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"maps"
@@ -329,16 +328,6 @@ func invariants(j *Journal) error {
 			if err := decodeRecord(val, p); err != nil {
 				return err
 			}
-			if i := binary.BigEndian.Uint64(key[len(nsProposal):]); string(key) == string(applyKey(i)) {
-				if props[i] == nil {
-					return fmt.Errorf("an apply record of proposal %d, which has no record", i)
-				}
-				if p.GetIndex() != 0 || p.GetPhase() != 0 || p.GetRollback() != nil || !proto.Equal(p, applyRecord(p)) {
-					return fmt.Errorf("proposal %d's apply record holds more than its apply step: %v", i, p)
-				}
-				withApplyStep(props[i], p)
-				return nil
-			}
 			props[p.Index] = p
 			if string(proposalKey(p.Index)) != string(key) {
 				return fmt.Errorf("proposal %d stored under %q", p.Index, key)
@@ -664,9 +653,6 @@ func recentAsStored(j *Journal) error {
 			}
 			if !found {
 				return fmt.Errorf("the writer keeps proposal %d, which the journal no longer holds", i)
-			}
-			if err := readApplyStep(txn, i, stored); err != nil {
-				return err
 			}
 			if !proto.Equal(shallowProposal(e.p), shallowProposal(stored)) {
 				return fmt.Errorf("the writer keeps proposal %d as %v, the journal holds %v", i, e.p, stored)

@@ -40,10 +40,8 @@ import (
 // format (see upgrade and upgradeOrigins). Format 6 stores records
 // compressed (codec.go), which format-5 code would read as damaged; a
 // format-5 journal is format-6 data as it is, so opening it only flips
-// the format. Format 7 writes a proposal's apply step apart from its
-// record (applyKey), which format-6 code would read as a proposal; a
-// format-5 or -6 journal is format-7 data as it is.
-const formatVersion = 7
+// the format.
+const formatVersion = 6
 
 // Errors callers branch on. Returned errors wrap them; use errors.Is.
 var (
@@ -475,8 +473,8 @@ func (j *Journal) initialize() error {
 			return err
 		}
 		if found {
-			if f := meta.GetFormat(); f != formatVersion && (f < 1 || f > 6) {
-				return fmt.Errorf("format %d, this build reads %d (and upgrades 1 to 6): %w", f, formatVersion, ErrFormat)
+			if f := meta.GetFormat(); f != formatVersion && (f < 1 || f > 5) {
+				return fmt.Errorf("format %d, this build reads %d (and upgrades 1 to 5): %w", f, formatVersion, ErrFormat)
 			}
 			return nil
 		}
@@ -806,9 +804,6 @@ func (j *Journal) runBatch(batch []*request) int {
 	defer txn.Discard()
 	w := &writeTxn{txn: txn, now: j.opts.Clock(), observed: j.opts.Observer != nil}
 	w.startHeads(j.heads.Load())
-	if w.hasHeads {
-		w.lastBefore, w.lastKnown = w.heads.config.GetLastIndex(), true
-	}
 	w.keptLists = j.keptLists
 	w.deferProposals = true
 	w.recent = &j.recent
@@ -817,7 +812,6 @@ func (j *Journal) runBatch(batch []*request) int {
 	for k, r := range batch {
 		w.wrote = false
 		clear(w.pending)
-		clear(w.applyOnly)
 		emitted := len(w.events)
 		err := r.fn(w)
 		if err == nil {
@@ -938,17 +932,6 @@ type writeTxn struct {
 	// transition reads a copy of it (proposal).
 	deferProposals bool
 	pending        map[uint64]*Proposal
-	// applyOnly holds the pending proposals whose every transition in the
-	// request changed only their apply step (putApplyStep): the flush
-	// writes only their apply record. applied holds the proposals whose
-	// apply record this transaction wrote, and lastBefore the newest
-	// proposal that existed before it (if lastKnown): a proposal record
-	// written for any of those may be overridden by an apply record, so
-	// its apply record is written with it.
-	applyOnly  map[uint64]bool
-	applied    map[uint64]bool
-	lastBefore uint64
-	lastKnown  bool
 	// recent is Journal.recent in the writer's transactions (nil in
 	// others); written, the proposal records this transaction wrote
 	// (flushProposals) or deleted, for it once the transaction is
@@ -982,7 +965,6 @@ func (w *writeTxn) put(key []byte, m proto.Message) error {
 			w.pending = make(map[uint64]*Proposal)
 		}
 		w.pending[p.GetIndex()] = p
-		delete(w.applyOnly, p.GetIndex())
 		w.wrote = true
 		return nil
 	}
@@ -1003,29 +985,6 @@ func (w *writeTxn) put(key []byte, m proto.Message) error {
 	return nil
 }
 
-// putApplyStep is put of proposal p's record for a transition that
-// changed nothing of it but its apply step (applyKey): unless another
-// transition of the request changes more of it, the request's end writes
-// only its apply record.
-func (w *writeTxn) putApplyStep(p *Proposal) error {
-	i := p.GetIndex()
-	if !w.deferProposals {
-		return w.put(proposalKey(i), p)
-	}
-	if _, ok := w.pending[i]; !ok {
-		if w.applyOnly == nil {
-			w.applyOnly = make(map[uint64]bool)
-		}
-		w.applyOnly[i] = true
-	}
-	if w.pending == nil {
-		w.pending = make(map[uint64]*Proposal)
-	}
-	w.pending[i] = p
-	w.wrote = true
-	return nil
-}
-
 // set is txn.Set, counting what goes to the value log.
 func (w *writeTxn) set(key, value []byte) error {
 	if len(value) >= valueThreshold {
@@ -1043,11 +1002,7 @@ func (w *writeTxn) delete(key []byte) error {
 	if bytes.HasPrefix(key, nsProposal) && len(key) == len(nsProposal)+8 {
 		i := binary.BigEndian.Uint64(key[len(nsProposal):])
 		delete(w.pending, i)
-		delete(w.applyOnly, i)
 		w.noteWritten(i, nil, 0)
-		if err := w.txn.Delete(applyKey(i)); err != nil {
-			return err
-		}
 	}
 	w.wrote = true
 	if err := w.txn.Delete(key); err != nil {
@@ -1077,61 +1032,18 @@ func (w *writeTxn) flushProposals() error {
 		return nil
 	}
 	for _, i := range slices.Sorted(maps.Keys(w.pending)) {
-		p := w.pending[i]
-		if w.applyOnly[i] {
-			if err := w.writeApplyRecord(p); err != nil {
-				return err
-			}
-			w.noteWritten(i, p, w.keptSize(i))
-			continue
-		}
 		key := proposalKey(i)
-		b, size, err := encodeRecordSized(p)
+		b, size, err := encodeRecordSized(w.pending[i])
 		if err != nil {
 			return fmt.Errorf("encode %q: %w", key, err)
 		}
 		if err := w.set(key, b); err != nil {
 			return err
 		}
-		if !w.lastKnown || i <= w.lastBefore || w.applied[i] {
-			if err := w.writeApplyRecord(p); err != nil {
-				return err
-			}
-		}
-		w.noteWritten(i, p, size)
+		w.noteWritten(i, w.pending[i], size)
 	}
 	clear(w.pending)
-	clear(w.applyOnly)
 	return nil
-}
-
-// writeApplyRecord writes proposal p's apply record.
-func (w *writeTxn) writeApplyRecord(p *Proposal) error {
-	key := applyKey(p.GetIndex())
-	b, err := encodeRecord(applyRecord(p))
-	if err != nil {
-		return fmt.Errorf("encode %q: %w", key, err)
-	}
-	if w.applied == nil {
-		w.applied = make(map[uint64]bool)
-	}
-	w.applied[p.GetIndex()] = true
-	return w.set(key, b)
-}
-
-// keptSize is the encoded size of proposal i's record as this transaction
-// or the writer's kept records last noted it, for a record written as an
-// apply record only; past what the writer keeps if neither knows it.
-func (w *writeTxn) keptSize(i uint64) int {
-	if e, ok := w.written[i]; ok && e.p != nil {
-		return e.size
-	}
-	if w.recent != nil {
-		if size, ok := w.recent.sizeOf(i); ok {
-			return size
-		}
-	}
-	return recentMaxRecordSize + 1
 }
 
 // noteWritten records in w.written that this transaction wrote proposal

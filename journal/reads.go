@@ -3,7 +3,6 @@ package journal
 import (
 	"bytes"
 	"context"
-	"encoding/binary"
 	"fmt"
 	"math"
 	"runtime/debug"
@@ -212,45 +211,26 @@ func (j *Journal) scanProposals(ctx context.Context, from, to uint64, decode fun
 		opts.PrefetchValues = false // Badger would start a goroutine per record
 		it := txn.NewIterator(opts)
 		defer it.Close()
-		// A proposal's apply record sorts right after its record: each
-		// proposal goes to fn once the key after its record is seen.
-		end := applyKey(to)
-		var held *Proposal
+		end := proposalKey(to)
 		for it.Seek(proposalKey(from)); it.ValidForPrefix(nsProposal); it.Next() {
 			if err := ctx.Err(); err != nil {
 				return err
 			}
 			item := it.Item()
-			key := item.Key()
-			if bytes.Compare(key, end) > 0 {
-				break
+			if bytes.Compare(item.Key(), end) > 0 {
+				return nil
 			}
-			if len(key) == len(nsProposal)+9 && key[len(key)-1] == applySuffix {
-				if held == nil || held.GetIndex() != binary.BigEndian.Uint64(key[len(nsProposal):]) {
-					continue // an apply record of a proposal before from
-				}
-				rec := &Proposal{}
-				if err := readValue(item, func(v []byte) error { return decodeRecord(v, rec) }); err != nil {
-					return fmt.Errorf("journal: decode %q: %w", key, err)
-				}
-				withApplyStep(held, rec)
-				continue
-			}
-			if held != nil {
-				if err := fn(held); err != nil {
-					return err
-				}
-			}
+			var p *Proposal
 			err := readValue(item, func(v []byte) (err error) {
-				held, err = decode(v)
+				p, err = decode(v)
 				return err
 			})
 			if err != nil {
-				return fmt.Errorf("journal: decode %q: %w", key, err)
+				return fmt.Errorf("journal: decode %q: %w", item.Key(), err)
 			}
-		}
-		if held != nil {
-			return fn(held)
+			if err := fn(p); err != nil {
+				return err
+			}
 		}
 		return nil
 	})

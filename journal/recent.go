@@ -46,15 +46,6 @@ func (r *recentProposals) get(i uint64) *Proposal {
 	return r.byIndex[i].p
 }
 
-// sizeOf returns the encoded size of proposal i's kept record, if one is
-// kept.
-func (r *recentProposals) sizeOf(i uint64) (int, bool) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	e, ok := r.byIndex[i]
-	return e.size, ok
-}
-
 // prefix returns the kept records of from, from+1, ... up to to, stopping
 // at the first proposal without one.
 func (r *recentProposals) prefix(from, to uint64) []*Proposal {

@@ -99,39 +99,7 @@ func uint64Key(ns []byte, n uint64) []byte {
 	return binary.BigEndian.AppendUint64(k, n)
 }
 
-func proposalKey(i uint64) []byte { return uint64Key(nsProposal, i) }
-
-// applyKey is the key of proposal i's apply record: its apply step (the
-// Change's apply status, apply_started and applied), which overrides the
-// proposal record's. A transition that changes nothing else (StartApply,
-// CompleteApply: every Set goes through both) writes only it, a few bytes,
-// instead of the whole proposal again; a transition that writes the
-// proposal record writes the apply record with it when one may exist. It
-// sorts right after the proposal's key, so a scan reads the two together.
-func applyKey(i uint64) []byte {
-	k := make([]byte, len(nsProposal), len(nsProposal)+9)
-	copy(k, nsProposal)
-	return append(binary.BigEndian.AppendUint64(k, i), applySuffix)
-}
-
-const applySuffix = 'a'
-
-// applyRecord is the apply record of proposal p.
-func applyRecord(p *Proposal) *Proposal {
-	ch := p.GetChange()
-	return &Proposal{Change: &Change{Apply: ch.GetApply(), ApplyStarted: ch.GetApplyStarted(), Applied: ch.GetApplied()}}
-}
-
-// withApplyStep gives p (decoded from its proposal record, not shared) the
-// apply step of its apply record rec.
-func withApplyStep(p, rec *Proposal) {
-	if p.Change == nil {
-		p.Change = &Change{}
-	}
-	ch := rec.GetChange()
-	p.Change.Apply, p.Change.ApplyStarted, p.Change.Applied = ch.GetApply(), ch.GetApplyStarted(), ch.GetApplied()
-}
-
+func proposalKey(i uint64) []byte  { return uint64Key(nsProposal, i) }
 func historyKey(seq uint64) []byte { return uint64Key(nsHistory, seq) }
 
 func valueKey(ns, pathKey []byte) []byte {

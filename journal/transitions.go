@@ -367,9 +367,6 @@ type proposalTransition struct {
 	action Action
 	index  uint64
 	fn     func(w *writeTxn, c *Configuration, p *Proposal) error
-	// applyStep: fn changes nothing of the proposal but its apply step
-	// (putApplyStep).
-	applyStep bool
 }
 
 // proposalTransition runs t in a transaction of its own.
@@ -398,11 +395,7 @@ func (w *writeTxn) proposalTransition(t proposalTransition) (*Proposal, *Configu
 	case err != nil:
 		return nil, nil, err
 	default:
-		put := w.putProposalAndConfiguration
-		if t.applyStep {
-			put = w.putApplyStepAndConfiguration
-		}
-		if err := put(p, c); err != nil {
+		if err := w.putProposalAndConfiguration(p, c); err != nil {
 			return nil, nil, err
 		}
 		w.emit(Event{Action: t.action, Index: t.index, Proposal: p, Configuration: c, Read: w.read})
@@ -601,7 +594,7 @@ func startApplyTransition(i uint64) proposalTransition {
 		p.Change.ApplyStarted = timestamppb.New(w.now)
 		c.Applied.Proposal = i
 		return nil
-	}, applyStep: true}
+	}}
 }
 
 // CompleteApply records that the device accepted proposal i, sent over the
@@ -638,7 +631,7 @@ func completeApplyTransition(i, term uint64) proposalTransition {
 		p.Change.Applied = timestamppb.New(w.now)
 		c.Applied.Index = i
 		return nil
-	}, applyStep: true}
+	}}
 }
 
 // CompleteApplyOutOfSync records proposal i, in progress, applied under
@@ -1350,29 +1343,13 @@ func loadProposal(txn *badger.Txn, c *Configuration, i uint64) (*Proposal, error
 	if !found {
 		return nil, fmt.Errorf("journal: proposal %d record missing", i)
 	}
-	if err := readApplyStep(txn, i, p); err != nil {
-		return nil, err
+	if p.Change == nil {
+		p.Change = &Change{}
 	}
 	if p.Rollback == nil {
 		p.Rollback = &Rollback{}
 	}
 	return p, nil
-}
-
-// readApplyStep gives p, proposal i as its record holds it, the apply step
-// of its apply record, if it has one.
-func readApplyStep(txn *badger.Txn, i uint64, p *Proposal) error {
-	rec := &Proposal{}
-	found, err := getRecord(txn, applyKey(i), rec)
-	if err != nil {
-		return fmt.Errorf("read proposal %d's apply record: %w", i, err)
-	}
-	if found {
-		withApplyStep(p, rec)
-	} else if p.Change == nil {
-		p.Change = &Change{}
-	}
-	return nil
 }
 
 // loadProposalStatus reads proposal i's phase and step statuses only (a
@@ -1396,9 +1373,6 @@ func loadProposalStatus(txn *badger.Txn, c *Configuration, i uint64) (*Proposal,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("decode proposal %d: %w", i, err)
-	}
-	if err := readApplyStep(txn, i, p); err != nil {
-		return nil, err
 	}
 	return p, nil
 }
@@ -1454,15 +1428,6 @@ func (w *writeTxn) requireSynced(c *Configuration, what string, i uint64) error 
 
 func (w *writeTxn) putProposalAndConfiguration(p *Proposal, c *Configuration) error {
 	if err := w.put(proposalKey(p.GetIndex()), p); err != nil {
-		return err
-	}
-	return w.put(keyConfiguration, c)
-}
-
-// putApplyStepAndConfiguration is putProposalAndConfiguration for a
-// transition that changed only p's apply step.
-func (w *writeTxn) putApplyStepAndConfiguration(p *Proposal, c *Configuration) error {
-	if err := w.putApplyStep(p); err != nil {
 		return err
 	}
 	return w.put(keyConfiguration, c)

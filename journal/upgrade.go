@@ -44,16 +44,16 @@ func (j *Journal) upgrade() error {
 	if meta.GetFormat() == formatVersion {
 		return j.dropFormat1()
 	}
-	if f := meta.GetFormat(); f == 5 || f == 6 {
-		// Format 5's and 6's records are format 7's (format 6 only adds
-		// compressed ones, format 7 apply records); the format moves so
-		// that older code no longer opens the journal.
+	if meta.GetFormat() == 5 {
+		// Format 5's records are format 6's (format 6 only adds compressed
+		// ones); the format moves so that format-5 code no longer opens
+		// the journal.
 		err := j.update(func(txn *badger.Txn) error {
 			w := &writeTxn{txn: txn, now: j.opts.Clock()}
 			return w.put(keyMeta, &journalpb.Meta{Format: formatVersion})
 		})
 		if err != nil {
-			return fmt.Errorf("upgrading the journal from format %d to %d: %w", f, formatVersion, err)
+			return fmt.Errorf("upgrading the journal from format 5 to %d: %w", formatVersion, err)
 		}
 		return j.dropFormat1()
 	}

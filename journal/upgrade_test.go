@@ -303,12 +303,12 @@ func TestUpgradeFormat1Refusals(t *testing.T) {
 	}
 }
 
-// TestUpgradeFormat2And3 opens a format-2, -3, -4, -5 and -6 journal, its
+// TestUpgradeFormat2And3 opens a format-2, -3, -4 and -5 journal, its
 // records written plain (uncompressed) as those formats did: they are
 // kept as they are and the format becomes the current one, which older
 // builds refuse.
 func TestUpgradeFormat2And3(t *testing.T) {
-	for _, from := range []uint32{2, 3, 4, 5, 6} {
+	for _, from := range []uint32{2, 3, 4, 5} {
 		t.Run(fmt.Sprint(from), func(t *testing.T) {
 			dir := t.TempDir()
 			j := openTest(t, dir, Options{NoSync: true})
