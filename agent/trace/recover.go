@@ -267,14 +267,14 @@ func droppedRecords(lines []Line, kept []*journal.Proposal) ([]*journal.Proposal
 	}
 	last := make(map[uint64]int)                          // dropped proposal → its last line
 	values := make(map[uint64]map[journal.Action][]Value) // dropped proposal → its committed values
+	completedBy := map[journal.Action]journal.Action{     // a commit → the apply that writes its values
+		journal.ActionCommitChange:   journal.ActionCompleteApply,
+		journal.ActionCommitRollback: journal.ActionCompleteApplyRollback,
+	}
 	for n, l := range lines {
 		if _, ok := stageOf[journal.Action(l.Action)]; ok && l.Index != 0 && l.Index < first {
 			last[l.Index] = n
-			commit := map[journal.Action]journal.Action{
-				journal.ActionCommitChange:   journal.ActionCompleteApply,
-				journal.ActionCommitRollback: journal.ActionCompleteApplyRollback,
-			}
-			if completes, ok := commit[journal.Action(l.Action)]; ok {
+			if completes, ok := completedBy[journal.Action(l.Action)]; ok {
 				if values[l.Index] == nil {
 					values[l.Index] = make(map[journal.Action][]Value)
 				}
