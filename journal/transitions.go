@@ -1165,52 +1165,38 @@ func loadConfiguration(txn *badger.Txn) (*Configuration, error) {
 	return withDefaults(c), nil
 }
 
+// proposal is loadProposal in w, which may hold the proposal decoded
+// (writeTxn.pending, or kept, recent.go): then a shallow copy of it.
 func (w *writeTxn) proposal(c *Configuration, i uint64) (*Proposal, error) {
-	p, err := w.heldProposal(c, i)
-	switch {
-	case err != nil:
-		return nil, err
-	case p == nil:
-		return loadProposal(w.txn, c, i)
-	}
-	return shallowProposal(p), nil
+	return w.heldOr(c, i, shallowProposal, loadProposal)
 }
 
-// heldProposal is proposal i as w holds it decoded (writeTxn.pending, or
-// kept, recent.go), nil if it holds none; kept checks it is retained.
-func (w *writeTxn) heldProposal(c *Configuration, i uint64) (*Proposal, error) {
-	p := w.recentProposal(i)
-	if p == nil {
-		return nil, nil
-	}
-	if err := kept(c, i); err != nil {
-		return nil, err
-	}
-	return p, nil
-}
-
-// proposalStatus is loadProposalStatus in w, which may hold the proposal
-// decoded (writeTxn.pending).
+// proposalStatus is loadProposalStatus in w: a proposal w holds decoded
+// gives its status view.
 func (w *writeTxn) proposalStatus(c *Configuration, i uint64) (*Proposal, error) {
-	p, err := w.heldProposal(c, i)
-	switch {
-	case err != nil:
-		return nil, err
-	case p == nil:
-		return loadProposalStatus(w.txn, c, i)
-	}
-	return statusOf(p), nil
+	return w.heldOr(c, i, statusOf, loadProposalStatus)
 }
 
 // proposalStatusView is proposalStatus for the writer's own guards, which
 // only read it: a proposal w holds decoded is returned itself, with all of
 // it, not a status view (it must not be changed).
 func (w *writeTxn) proposalStatusView(c *Configuration, i uint64) (*Proposal, error) {
-	p, err := w.heldProposal(c, i)
-	if err != nil || p != nil {
-		return p, err
+	return w.heldOr(c, i, func(p *Proposal) *Proposal { return p }, loadProposalStatus)
+}
+
+// heldOr reads proposal i: as held(p) if w holds it decoded (its pending
+// or kept record p, once kept checks it is retained), else with load from
+// Badger.
+func (w *writeTxn) heldOr(c *Configuration, i uint64, held func(*Proposal) *Proposal,
+	load func(*badger.Txn, *Configuration, uint64) (*Proposal, error)) (*Proposal, error) {
+	p := w.recentProposal(i)
+	if p == nil {
+		return load(w.txn, c, i)
 	}
-	return loadProposalStatus(w.txn, c, i)
+	if err := kept(c, i); err != nil {
+		return nil, err
+	}
+	return held(p), nil
 }
 
 // kept checks that proposal i exists and retention kept it.
