@@ -101,8 +101,9 @@ func batchChanges(ps []*journal.Proposal, maxBytes int, credsOf func(uint64) met
 			b.req.Prefix = req.GetPrefix()
 			b.creds = creds
 		}
+		reqSize := proto.Size(req)
 		if n > 0 {
-			if size+proto.Size(req) > maxBytes {
+			if size+reqSize > maxBytes {
 				break
 			}
 			conflict := false
@@ -126,7 +127,7 @@ func batchChanges(ps []*journal.Proposal, maxBytes int, credsOf func(uint64) met
 		}
 		mark(req.GetReplace(), replacedAt, replacedUnder)
 		mark(req.GetUpdate(), updatedAt, updatedUnder)
-		size += proto.Size(req)
+		size += reqSize
 		b.req.Delete = append(b.req.Delete, req.GetDelete()...)
 		b.req.Replace = append(b.req.Replace, req.GetReplace()...)
 		b.req.Update = append(b.req.Update, req.GetUpdate()...)
