@@ -295,7 +295,7 @@ func (j *Journal) CreateTag(ctx context.Context, name string, at Point, by Sende
 		} else if found {
 			return fmt.Errorf("journal: tag %q exists already (delete it first: gnmi-sidecar journal tag --delete %s): %w", name, name, ErrExists)
 		}
-		if err := w.flushProposals(); err != nil { // resolvePoint reads proposals in Badger
+		if err := w.flushPending(); err != nil { // resolvePoint reads proposals in Badger
 			return err
 		}
 		rp, err := resolvePoint(ctx, w.txn, c, at, w.now)

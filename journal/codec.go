@@ -34,17 +34,26 @@ func encodeRecord(m proto.Message) ([]byte, error) {
 // plain: what it takes decoded is in proportion to that, not to its
 // compressed size.
 func encodeRecordSized(m proto.Message) (b []byte, plain int, err error) {
-	b, err = proto.Marshal(m)
-	if err != nil || len(b) < compressFrom {
-		return b, len(b), err
+	p, err := proto.Marshal(m)
+	if err != nil {
+		return nil, 0, err
 	}
-	c := make([]byte, 1+s2.MaxEncodedLen(len(b)))
+	return compressRecord(p), len(p), nil
+}
+
+// compressRecord returns the record to store for a message encoded plain:
+// plain itself, or compressed if that makes it smaller.
+func compressRecord(plain []byte) []byte {
+	if len(plain) < compressFrom {
+		return plain
+	}
+	c := make([]byte, 1+s2.MaxEncodedLen(len(plain)))
 	c[0] = compressedRecord
-	n := len(s2.Encode(c[1:], b))
-	if 1+n >= len(b) {
-		return b, len(b), nil
+	n := len(s2.Encode(c[1:], plain))
+	if 1+n >= len(plain) {
+		return plain
 	}
-	return c[:1+n], len(b), nil
+	return c[:1+n]
 }
 
 // decodeRecord decodes into m a record encodeRecord wrote, or one written

@@ -60,7 +60,10 @@
 //	sc/<pathkey>             gnmi.Path: a read scope, a subtree read from the device (beforeimages.go)
 //
 // Records are protobuf messages (journalpb/journal.proto), stored
-// compressed when that makes them smaller (codec.go); those of
+// compressed when that makes them smaller (codec.go); a proposal whose
+// apply starts or completes is stored as its previous record followed by
+// the fields that step sets, which decodes as the whole record
+// (applystep.go). Those of
 // valueThreshold bytes or more (proposals, history deltas) live in
 // Badger's value log, the tree holding their keys. Path keys are
 // PathKey's order-preserving encoding, so a subtree is a key range and a

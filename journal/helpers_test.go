@@ -657,6 +657,13 @@ func recentAsStored(j *Journal) error {
 			if !proto.Equal(shallowProposal(e.p), shallowProposal(stored)) {
 				return fmt.Errorf("the writer keeps proposal %d as %v, the journal holds %v", i, e.p, stored)
 			}
+			plain := &Proposal{}
+			if err := proto.Unmarshal(e.plain, plain); err != nil {
+				return fmt.Errorf("the writer keeps proposal %d's encoding undecodable: %w", i, err)
+			}
+			if !proto.Equal(shallowProposal(plain), shallowProposal(stored)) || len(e.plain) != e.size {
+				return fmt.Errorf("the writer keeps proposal %d encoded (%d bytes, size %d) as %v, the journal holds %v", i, len(e.plain), e.size, plain, stored)
+			}
 		}
 		return nil
 	})

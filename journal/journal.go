@@ -815,7 +815,7 @@ func (j *Journal) runBatch(batch []*request) int {
 		emitted := len(w.events)
 		err := r.fn(w)
 		if err == nil {
-			err = w.flushProposals()
+			err = w.flushPending()
 		}
 		if err != nil {
 			w.events = w.events[:emitted]
@@ -925,16 +925,20 @@ type writeTxn struct {
 	scopesAdded []string
 	// If deferProposals (the writer's transactions), the proposal records
 	// a request writes are kept decoded in pending, by index, and encoded
-	// once at the request's end (flushProposals): the several transitions
+	// once at the request's end (flushPending): the several transitions
 	// of one Set in one request (propose, commit, start apply; or a
 	// batch's completions) encode its record once, and read it back
 	// without decoding it. A pending proposal is never changed: a
-	// transition reads a copy of it (proposal).
+	// transition reads a copy of it (proposal). So is the configuration
+	// record when w has the heads (which hold it decoded): every
+	// transition writes it, and configPending says the request's last
+	// one, w.heads.config, is still to be encoded.
 	deferProposals bool
 	pending        map[uint64]*Proposal
+	configPending  bool
 	// recent is Journal.recent in the writer's transactions (nil in
 	// others); written, the proposal records this transaction wrote
-	// (flushProposals) or deleted, for it once the transaction is
+	// (flushPending) or deleted, for it once the transaction is
 	// durable, and for the transaction's later reads, which must not read
 	// recent's older records of them.
 	recent  *recentProposals
@@ -965,6 +969,12 @@ func (w *writeTxn) put(key []byte, m proto.Message) error {
 			w.pending = make(map[uint64]*Proposal)
 		}
 		w.pending[p.GetIndex()] = p
+		w.wrote = true
+		return nil
+	}
+	if w.deferProposals && w.hasHeads && string(key) == string(keyConfiguration) {
+		w.noteWrite(key, m)
+		w.configPending = true
 		w.wrote = true
 		return nil
 	}
@@ -1002,7 +1012,7 @@ func (w *writeTxn) delete(key []byte) error {
 	if bytes.HasPrefix(key, nsProposal) && len(key) == len(nsProposal)+8 {
 		i := binary.BigEndian.Uint64(key[len(nsProposal):])
 		delete(w.pending, i)
-		w.noteWritten(i, nil, 0)
+		w.noteWritten(i, recentProposal{})
 	}
 	w.wrote = true
 	if err := w.txn.Delete(key); err != nil {
@@ -1025,37 +1035,76 @@ func (w *writeTxn) noteValue(key []byte, v recentValue) {
 	w.valuesWritten[string(key)] = v
 }
 
-// flushProposals encodes and writes the pending proposals, in index
-// order.
-func (w *writeTxn) flushProposals() error {
+// flushPending encodes and writes the pending proposals, in index order,
+// and the pending configuration.
+func (w *writeTxn) flushPending() error {
+	if w.configPending {
+		b, err := encodeRecord(w.heads.config)
+		if err != nil {
+			return fmt.Errorf("encode %q: %w", keyConfiguration, err)
+		}
+		if err := w.set(keyConfiguration, b); err != nil {
+			return err
+		}
+		w.configPending = false
+	}
 	if len(w.pending) == 0 {
 		return nil
 	}
 	for _, i := range slices.Sorted(maps.Keys(w.pending)) {
 		key := proposalKey(i)
-		b, size, err := encodeRecordSized(w.pending[i])
+		rec, err := w.encodeProposal(w.pending[i])
 		if err != nil {
 			return fmt.Errorf("encode %q: %w", key, err)
 		}
-		if err := w.set(key, b); err != nil {
+		if err := w.set(key, compressRecord(rec.plain)); err != nil {
 			return err
 		}
-		w.noteWritten(i, w.pending[i], size)
+		w.noteWritten(i, rec)
 	}
 	clear(w.pending)
 	return nil
 }
 
+// encodeProposal encodes p, the new record of a proposal, plain: as the
+// record w last wrote of it with an apply step appended
+// (applyStepSuffix) when that is all p changed of it, else whole.
+func (w *writeTxn) encodeProposal(p *Proposal) (recentProposal, error) {
+	if was, ok := w.writtenRecord(p.GetIndex()); ok && was.plain != nil && was.rewrites < maxApplyStepRewrites {
+		if suffix, ok := applyStepSuffix(was.p, p); ok {
+			plain := slices.Concat(was.plain, suffix) // a new array: was.plain may still be Badger's to write
+			return recentProposal{p: p, plain: plain, size: len(plain), rewrites: was.rewrites + 1}, nil
+		}
+	}
+	plain, err := proto.Marshal(p)
+	if err != nil {
+		return recentProposal{}, err
+	}
+	return recentProposal{p: p, plain: plain, size: len(plain)}, nil
+}
+
+// writtenRecord returns the record of proposal i that w or the journal
+// wrote last, if the writer holds it (not w.pending's).
+func (w *writeTxn) writtenRecord(i uint64) (recentProposal, bool) {
+	if e, ok := w.written[i]; ok {
+		return e, e.p != nil
+	}
+	if w.recent == nil {
+		return recentProposal{}, false
+	}
+	return w.recent.entry(i)
+}
+
 // noteWritten records in w.written that this transaction wrote proposal
-// i's record, p encoded in size bytes (p nil: deleted it).
-func (w *writeTxn) noteWritten(i uint64, p *Proposal, size int) {
+// i's record rec (rec.p nil: deleted it).
+func (w *writeTxn) noteWritten(i uint64, rec recentProposal) {
 	if w.recent == nil {
 		return
 	}
 	if w.written == nil {
 		w.written = make(map[uint64]recentProposal)
 	}
-	w.written[i] = recentProposal{p: p, size: size}
+	w.written[i] = rec
 }
 
 // recentProposal returns the newest record of proposal i if the writer

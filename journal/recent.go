@@ -23,16 +23,22 @@ type recentProposals struct {
 }
 
 type recentProposal struct {
-	p    *Proposal // nil: deleted by the transaction (writeTxn.written)
-	size int
+	p *Proposal // nil: deleted by the transaction (writeTxn.written)
+	// plain is the record as written, before compression (compressRecord),
+	// for the next record written as it plus an apply step
+	// (applyStepSuffix), which rewrites counts; size is its length.
+	plain    []byte
+	size     int
+	rewrites int
 }
 
 // The records kept are bounded, by count and by encoded size; a larger
 // record is never kept. Decoded, a record takes about nine times its
-// encoded size (a one-leaf proposal: 3 KB of heap), so the bounds are
-// what the readers need, not more: the proposals in flight, one per
-// waiting client and the next batch's (256 records of 64 clients' Sets
-// hold about 0.8 MB; 1,024 held 3 MB of a soak's 12 MB live heap).
+// encoded size (a one-leaf proposal: 3 KB of heap), and its encoding is
+// kept with it, so the bounds are what the readers need, not more: the
+// proposals in flight, one per waiting client and the next batch's (256
+// records of 64 clients' Sets hold about 0.9 MB; 1,024 held 3 MB of a
+// soak's 12 MB live heap).
 const (
 	recentMaxCount      = 256
 	recentMaxSize       = 256 << 10
@@ -44,6 +50,14 @@ func (r *recentProposals) get(i uint64) *Proposal {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.byIndex[i].p
+}
+
+// entry returns proposal i's kept record and its encoding, if kept.
+func (r *recentProposals) entry(i uint64) (recentProposal, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	e, ok := r.byIndex[i]
+	return e, ok
 }
 
 // prefix returns the kept records of from, from+1, ... up to to, stopping

@@ -866,7 +866,7 @@ func proposeRollbackTransition(i uint64, by Sender) proposalTransition {
 // p in the Rollback phase with its rollback commit and apply Pending and
 // makes it the rollback under way.
 func (w *writeTxn) proposeRollback(c *Configuration, p *Proposal) error {
-	if err := w.flushProposals(); err != nil { // rollbackGuard reads the later proposals in Badger
+	if err := w.flushPending(); err != nil { // rollbackGuard reads the later proposals in Badger
 		return err
 	}
 	if err := rollbackGuard(w.txn, c, p); err != nil {
