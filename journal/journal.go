@@ -803,6 +803,9 @@ func (j *Journal) runBatch(batch []*request) int {
 	txn := j.db.NewTransaction(true)
 	defer txn.Discard()
 	w := &writeTxn{txn: txn, now: j.opts.Clock(), observed: j.opts.Observer != nil}
+	if w.observed {
+		w.events = make([]Event, 0, 4*len(batch)) // a Set's request emits about four
+	}
 	w.startHeads(j.heads.Load())
 	w.keptLists = j.keptLists
 	w.deferProposals = true

@@ -1171,15 +1171,10 @@ func (w *writeTxn) proposal(c *Configuration, i uint64) (*Proposal, error) {
 	return w.heldOr(c, i, shallowProposal, loadProposal)
 }
 
-// proposalStatus is loadProposalStatus in w: a proposal w holds decoded
-// gives its status view.
-func (w *writeTxn) proposalStatus(c *Configuration, i uint64) (*Proposal, error) {
-	return w.heldOr(c, i, statusOf, loadProposalStatus)
-}
-
-// proposalStatusView is proposalStatus for the writer's own guards, which
-// only read it: a proposal w holds decoded is returned itself, with all of
-// it, not a status view (it must not be changed).
+// proposalStatusView is loadProposalStatus in w, for readers that only
+// read it (the writer's guards, the agent's decisions in Tx): a proposal
+// w holds decoded is returned itself, with all of it, not a status view
+// (it must not be changed).
 func (w *writeTxn) proposalStatusView(c *Configuration, i uint64) (*Proposal, error) {
 	return w.heldOr(c, i, func(p *Proposal) *Proposal { return p }, loadProposalStatus)
 }

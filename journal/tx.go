@@ -69,11 +69,14 @@ func (tx *Tx) Proposal(i uint64) (*Proposal, error) {
 	return tx.w.proposal(c, i)
 }
 
-// ProposalStatus is Journal.ProposalStatus as the transaction sees it.
+// ProposalStatus is Journal.ProposalStatus as the transaction sees it,
+// for a decision to read: when the writer holds the proposal decoded, it
+// is the writer's record itself (with all of it), which must not be
+// changed. It costs no copy: the agent's decisions read several per Set.
 func (tx *Tx) ProposalStatus(i uint64) (*Proposal, error) {
 	c, err := tx.w.configurationView()
 	if err != nil {
 		return nil, err
 	}
-	return tx.w.proposalStatus(c, i)
+	return tx.w.proposalStatusView(c, i)
 }
