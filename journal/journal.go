@@ -1063,6 +1063,9 @@ func (w *writeTxn) flushPending() error {
 		if err := w.set(key, compressRecord(rec.plain)); err != nil {
 			return err
 		}
+		if rec.size > recentMaxRecordSize {
+			rec.plain = nil // never kept (recentProposals.add): not held to the commit either
+		}
 		w.noteWritten(i, rec)
 	}
 	clear(w.pending)
