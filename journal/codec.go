@@ -26,19 +26,11 @@ const compressFrom = 96
 
 // encodeRecord encodes m as the journal stores it.
 func encodeRecord(m proto.Message) ([]byte, error) {
-	b, _, err := encodeRecordSized(m)
-	return b, err
-}
-
-// encodeRecordSized is encodeRecord also returning the size of m encoded
-// plain: what it takes decoded is in proportion to that, not to its
-// compressed size.
-func encodeRecordSized(m proto.Message) (b []byte, plain int, err error) {
-	p, err := proto.Marshal(m)
+	plain, err := proto.Marshal(m)
 	if err != nil {
-		return nil, 0, err
+		return nil, err
 	}
-	return compressRecord(p), len(p), nil
+	return compressRecord(plain), nil
 }
 
 // compressRecord returns the record to store for a message encoded plain:
