@@ -90,13 +90,14 @@ func applyStepSuffix(was, p *Proposal) (suffix []byte, ok bool) {
 
 // appendTimestampField appends field num set to now if it differs from
 // was (a different pointer). Both of its fields are written, zero or not,
-// so that they replace was's when merged. A timestamp cleared (now nil,
-// was not) cannot be written as a suffix: ok is false.
+// so that they replace was's when merged. What a merge cannot undo makes
+// ok false: a timestamp cleared (now nil, was not), and unknown fields
+// (was's would stay, now's would need encoding).
 func appendTimestampField(b []byte, num protowire.Number, was, now *timestamppb.Timestamp) (_ []byte, ok bool) {
 	if now == was {
 		return b, true
 	}
-	if now == nil || len(now.ProtoReflect().GetUnknown()) > 0 {
+	if now == nil || len(now.ProtoReflect().GetUnknown()) > 0 || len(was.ProtoReflect().GetUnknown()) > 0 {
 		return b, false
 	}
 	var ts []byte

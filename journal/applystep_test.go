@@ -12,7 +12,7 @@ import (
 
 // filledProposal is a proposal with every field of it, its change and its
 // rollback set (their messages empty), as a proposal record read back.
-func filledProposal(t *testing.T) *Proposal {
+func filledProposal(t testing.TB) *Proposal {
 	t.Helper()
 	change, rollback := &Change{}, &Rollback{}
 	fillEveryField(t, change.ProtoReflect(), 0)
@@ -238,4 +238,54 @@ func TestApplyStepRecordsReadAsWritten(t *testing.T) {
 		}
 	}
 	checkInvariants(t, j)
+}
+
+// FuzzApplyStepSuffix: for any proposal record that decodes, and any
+// apply step a transition may set on its shallow copy (the apply status,
+// apply_started and applied set, replaced or left), the record with the
+// suffix appended decodes as the proposal the transition left, and the
+// suffix is written whenever nothing else changed.
+func FuzzApplyStepSuffix(f *testing.F) {
+	seed := filledProposal(f)
+	seed.Change.ApplyStarted = &timestamppb.Timestamp{Seconds: 5, Nanos: 9}
+	f.Add(mustMarshal(f, seed), int32(StatusComplete), uint8(3), int64(1_700_000_000), int32(123), int64(-1), int32(-1))
+	f.Add(mustMarshal(f, &Proposal{Index: 4, Change: &Change{Apply: StatusPending}}), int32(StatusInProgress), uint8(1),
+		int64(0), int32(0), int64(0), int32(0))
+	f.Add([]byte{}, int32(0), uint8(0), int64(0), int32(0), int64(0), int32(0))
+	f.Fuzz(func(t *testing.T, record []byte, apply int32, set uint8, startedSec int64, startedNanos int32, appliedSec int64, appliedNanos int32) {
+		was := &Proposal{}
+		if err := proto.Unmarshal(record, was); err != nil {
+			t.Skip()
+		}
+		if was.Change == nil {
+			was.Change = &Change{}
+		}
+		p := shallowProposal(was)
+		if set&1 != 0 {
+			p.Change.Apply = Status(apply)
+		}
+		if set&2 != 0 {
+			p.Change.ApplyStarted = &timestamppb.Timestamp{Seconds: startedSec, Nanos: startedNanos}
+		}
+		if set&4 != 0 {
+			p.Change.Applied = &timestamppb.Timestamp{Seconds: appliedSec, Nanos: appliedNanos}
+		}
+		suffix, ok := applyStepSuffix(was, p)
+		if !ok {
+			// Only a replaced timestamp's unknown fields, which a merge
+			// would keep, stop a suffix here.
+			if (set&2 == 0 || len(was.Change.GetApplyStarted().ProtoReflect().GetUnknown()) == 0) &&
+				(set&4 == 0 || len(was.Change.GetApplied().ProtoReflect().GetUnknown()) == 0) {
+				t.Fatalf("only the apply step changed, no suffix: was %v, now %v", was, p)
+			}
+			return
+		}
+		got := &Proposal{}
+		if err := proto.Unmarshal(append(mustMarshal(t, was), suffix...), got); err != nil {
+			t.Fatalf("record with the suffix: %v", err)
+		}
+		if !proto.Equal(got, p) {
+			t.Errorf("record with the suffix decodes as\n%v\nwant\n%v", got, p)
+		}
+	})
 }

@@ -81,7 +81,7 @@ func TestShallowCopiesAreWhole(t *testing.T) {
 
 // fillEveryField sets every field of m to a value other than its default;
 // message fields get messages filled depth levels further down.
-func fillEveryField(t *testing.T, m protoreflect.Message, depth int) {
+func fillEveryField(t testing.TB, m protoreflect.Message, depth int) {
 	t.Helper()
 	fields := m.Descriptor().Fields()
 	for i := range fields.Len() {
@@ -100,7 +100,7 @@ func fillEveryField(t *testing.T, m protoreflect.Message, depth int) {
 	}
 }
 
-func someValue(t *testing.T, fd protoreflect.FieldDescriptor, newMessage func() protoreflect.Value, depth int) protoreflect.Value {
+func someValue(t testing.TB, fd protoreflect.FieldDescriptor, newMessage func() protoreflect.Value, depth int) protoreflect.Value {
 	t.Helper()
 	switch fd.Kind() {
 	case protoreflect.BoolKind:
