@@ -1120,13 +1120,8 @@ func (w *writeTxn) recentProposal(i uint64) *Proposal {
 	if p, ok := w.pending[i]; ok {
 		return p
 	}
-	if e, ok := w.written[i]; ok {
-		return e.p
-	}
-	if w.recent == nil {
-		return nil
-	}
-	return w.recent.get(i)
+	e, _ := w.writtenRecord(i)
+	return e.p
 }
 
 func (w *writeTxn) get(key []byte, m proto.Message) (bool, error) {
