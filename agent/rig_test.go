@@ -224,6 +224,11 @@ func (r *rig) quiescent() (bool, error) {
 	if !st.Connected || st.Term != m.GetTerm() || c.GetApplied().GetTerm() != m.GetTerm() || c.GetStatus() != journal.StatusComplete {
 		return false, nil
 	}
+	// The journal records a re-push complete before the agent records it
+	// in its status (LastRepush*): a re-push is over once both did.
+	if st.Repushing {
+		return false, nil
+	}
 	// Synced to the device as it runs now: right after a device restart the
 	// agent may not have seen the old connection break yet, and its term
 	// still looks current. applied.target is the boot time of the device
