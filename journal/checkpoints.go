@@ -22,6 +22,7 @@ import (
 	"time"
 
 	"github.com/dgraph-io/badger/v4"
+	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/gnmi-sidecar/gnmi-sidecar/gnmipath"
@@ -234,6 +235,23 @@ func decodeDelta(item *badger.Item) (uint64, *HistoryDelta, error) {
 	}
 	d := &HistoryDelta{}
 	if err := readValue(item, func(v []byte) error { return decodeRecord(v, d) }); err != nil {
+		return 0, nil, fmt.Errorf("journal: decode %q: %w", key, err)
+	}
+	return binary.BigEndian.Uint64(key[len(nsHistory):]), d, nil
+}
+
+// decodeDeltaHead is decodeDelta for a delta's time and proposal only
+// (HistoryDeltaHead): its entries, the values of a whole Set, are skipped.
+func decodeDeltaHead(item *badger.Item) (uint64, *journalpb.HistoryDeltaHead, error) {
+	key := item.Key()
+	if len(key) != len(nsHistory)+8 {
+		return 0, nil, fmt.Errorf("journal: history key %q: not %s<8-byte seq>", key, nsHistory)
+	}
+	d := &journalpb.HistoryDeltaHead{}
+	err := readValue(item, func(v []byte) error {
+		return decodeRecordWith(proto.UnmarshalOptions{DiscardUnknown: true}, v, d)
+	})
+	if err != nil {
 		return 0, nil, fmt.Errorf("journal: decode %q: %w", key, err)
 	}
 	return binary.BigEndian.Uint64(key[len(nsHistory):]), d, nil

@@ -301,12 +301,13 @@ func ancestors(p *gnmi.Path) []*gnmi.Path {
 
 // oldHistory returns the seqs of the oldest history deltas from seq from
 // on written for proposals before firstKept (stopping at the first one
-// that is not), the newest of them, and the seq the next scan may start
-// from: past the deltas returned and the deleted entries stepped over. It
-// steps on at most retentionSlice entries, counted in st.visited: it
-// iterates every version so that deleted entries, which Badger would skip
-// unseen, count too.
-func oldHistory(txn *badger.Txn, from, firstKept uint64, st *sliceStats) (seqs []uint64, last *journalpb.HistoryDelta, next uint64, err error) {
+// that is not), the newest of them (its time and proposal only: retention
+// reads nothing else of a delta, so none of their entries is decoded), and
+// the seq the next scan may start from: past the deltas returned and the
+// deleted entries stepped over. It steps on at most retentionSlice
+// entries, counted in st.visited: it iterates every version so that
+// deleted entries, which Badger would skip unseen, count too.
+func oldHistory(txn *badger.Txn, from, firstKept uint64, st *sliceStats) (seqs []uint64, last *journalpb.HistoryDeltaHead, next uint64, err error) {
 	it := txn.NewIterator(badger.IteratorOptions{Prefix: nsHistory, AllVersions: true})
 	defer it.Close()
 	next = from
@@ -321,7 +322,7 @@ func oldHistory(txn *badger.Txn, from, firstKept uint64, st *sliceStats) (seqs [
 			next = max(next, historySeq(item.Key())+1)
 			continue
 		}
-		seq, d, err := decodeDelta(item)
+		seq, d, err := decodeDeltaHead(item)
 		if err != nil {
 			return nil, nil, 0, err
 		}

@@ -3,8 +3,13 @@ package journal
 import (
 	"context"
 	"fmt"
+	"slices"
+	"strings"
 	"testing"
 	"time"
+
+	badger "github.com/dgraph-io/badger/v4"
+	"google.golang.org/protobuf/proto"
 )
 
 // TestRetentionSlices runs many retention cycles with a small retention
@@ -160,4 +165,95 @@ func TestRetentionRunsWhenTheJournalOutgrowsIt(t *testing.T) {
 	if n := len(slices); n > 8 {
 		t.Fatalf("%d retention slices ran while an unfinished proposal held retention back, want a handful", n)
 	}
+}
+
+// TestRetentionFloorIsTheNewestDroppedDelta: retention reads of each
+// history delta it passes only its time and proposal (decodeDeltaHead,
+// which must agree with the whole decoding on every stored delta, small
+// and plain or compressed), drops exactly the deltas of the proposals it
+// drops, and sets the history floor to the time of the newest of them.
+func TestRetentionFloorIsTheNewestDroppedDelta(t *testing.T) {
+	clock := &fakeClock{}
+	j := openTest(t, "", Options{NoSync: true, Retain: 3, Clock: clock.now})
+	term := synced(t, j)
+	ctx := context.Background()
+	for n := range 9 {
+		clock.sec.Add(10)
+		ops := []*Op{update(t, "/a", fmt.Sprint(n))} // a small delta, stored plain
+		if n%2 == 1 {                                // a larger one, compressed
+			ops = []*Op{update(t, "/interfaces/interface[name=eth0]/config/description", strings.Repeat("uplink ", 8),
+				"/interfaces/interface[name=eth0]/config/mtu", fmt.Sprint(1500+n))}
+		}
+		applyChange(t, j, term, ops...)
+	}
+	type head struct {
+		seq, proposal uint64
+		at            time.Time
+	}
+	compressed := map[bool]bool{}
+	deltas := func() (out []head) {
+		t.Helper()
+		err := j.db.View(func(txn *badger.Txn) error {
+			it := txn.NewIterator(badger.IteratorOptions{Prefix: nsHistory})
+			defer it.Close()
+			for it.Rewind(); it.Valid(); it.Next() {
+				seq, d, err := decodeDelta(it.Item())
+				if err != nil {
+					return err
+				}
+				hseq, h, err := decodeDeltaHead(it.Item())
+				if err != nil {
+					return err
+				}
+				if hseq != seq || h.GetProposal() != d.GetProposal() || !proto.Equal(h.GetTime(), d.GetTime()) {
+					t.Errorf("delta %d: head %d %v, whole %d %v", seq, h.GetProposal(), h.GetTime(), d.GetProposal(), d.GetTime())
+				}
+				if err := readValue(it.Item(), func(v []byte) error {
+					compressed[v[0] == compressedRecord] = true
+					return nil
+				}); err != nil {
+					return err
+				}
+				out = append(out, head{seq, d.GetProposal(), d.GetTime().AsTime()})
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return out
+	}
+	before := deltas()
+	if !compressed[true] || !compressed[false] {
+		t.Fatalf("stored deltas compressed: %v; want both kinds", compressed)
+	}
+	if _, err := j.Compact(ctx); err != nil {
+		t.Fatal(err)
+	}
+	c, err := j.Configuration(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.FirstIndex != c.LastIndex-2 {
+		t.Fatalf("kept proposals %d..%d, want 3", c.FirstIndex, c.LastIndex)
+	}
+	var kept []head
+	var floor time.Time
+	for _, d := range before {
+		if d.proposal < c.FirstIndex {
+			floor = d.at
+		} else {
+			kept = append(kept, d)
+		}
+	}
+	if floor.IsZero() {
+		t.Fatal("no delta was old enough to drop: the test proves nothing")
+	}
+	if got := deltas(); !slices.Equal(got, kept) {
+		t.Errorf("deltas after retention %v, want %v", got, kept)
+	}
+	if got := c.GetHistoryFloor().AsTime(); !got.Equal(floor) {
+		t.Errorf("history floor %v, want the newest dropped delta's time %v", got, floor)
+	}
+	checkInvariants(t, j)
 }

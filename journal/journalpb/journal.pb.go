@@ -2529,6 +2529,61 @@ func (x *HistoryDelta) GetEntries() []*HistoryEntry {
 	return nil
 }
 
+// A view of a HistoryDelta record holding only its time and proposal:
+// decoding a record into it skips the entries (the same wire format), for
+// retention, which reads those two of every delta it drops.
+type HistoryDeltaHead struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Time          *timestamppb.Timestamp `protobuf:"bytes,1,opt,name=time,proto3" json:"time,omitempty"`
+	Proposal      uint64                 `protobuf:"varint,2,opt,name=proposal,proto3" json:"proposal,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *HistoryDeltaHead) Reset() {
+	*x = HistoryDeltaHead{}
+	mi := &file_journal_journalpb_journal_proto_msgTypes[25]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *HistoryDeltaHead) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*HistoryDeltaHead) ProtoMessage() {}
+
+func (x *HistoryDeltaHead) ProtoReflect() protoreflect.Message {
+	mi := &file_journal_journalpb_journal_proto_msgTypes[25]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use HistoryDeltaHead.ProtoReflect.Descriptor instead.
+func (*HistoryDeltaHead) Descriptor() ([]byte, []int) {
+	return file_journal_journalpb_journal_proto_rawDescGZIP(), []int{25}
+}
+
+func (x *HistoryDeltaHead) GetTime() *timestamppb.Timestamp {
+	if x != nil {
+		return x.Time
+	}
+	return nil
+}
+
+func (x *HistoryDeltaHead) GetProposal() uint64 {
+	if x != nil {
+		return x.Proposal
+	}
+	return 0
+}
+
 var File_journal_journalpb_journal_proto protoreflect.FileDescriptor
 
 const file_journal_journalpb_journal_proto_rawDesc = "" +
@@ -2728,7 +2783,10 @@ const file_journal_journalpb_journal_proto_rawDesc = "" +
 	"\x04time\x18\x01 \x01(\v2\x1a.google.protobuf.TimestampR\x04time\x12\x1a\n" +
 	"\bproposal\x18\x02 \x01(\x04R\bproposal\x127\n" +
 	"\x04kind\x18\x03 \x01(\x0e2#.gnmisidecar.journal.v1.HistoryKindR\x04kind\x12>\n" +
-	"\aentries\x18\x04 \x03(\v2$.gnmisidecar.journal.v1.HistoryEntryR\aentries*\x82\x01\n" +
+	"\aentries\x18\x04 \x03(\v2$.gnmisidecar.journal.v1.HistoryEntryR\aentries\"^\n" +
+	"\x10HistoryDeltaHead\x12.\n" +
+	"\x04time\x18\x01 \x01(\v2\x1a.google.protobuf.TimestampR\x04time\x12\x1a\n" +
+	"\bproposal\x18\x02 \x01(\x04R\bproposal*\x82\x01\n" +
 	"\x06Status\x12\x10\n" +
 	"\fSTATUS_UNSET\x10\x00\x12\x12\n" +
 	"\x0eSTATUS_PENDING\x10\x01\x12\x16\n" +
@@ -2774,7 +2832,7 @@ func file_journal_journalpb_journal_proto_rawDescGZIP() []byte {
 }
 
 var file_journal_journalpb_journal_proto_enumTypes = make([]protoimpl.EnumInfo, 5)
-var file_journal_journalpb_journal_proto_msgTypes = make([]protoimpl.MessageInfo, 25)
+var file_journal_journalpb_journal_proto_msgTypes = make([]protoimpl.MessageInfo, 26)
 var file_journal_journalpb_journal_proto_goTypes = []any{
 	(Status)(0),                   // 0: gnmisidecar.journal.v1.Status
 	(Phase)(0),                    // 1: gnmisidecar.journal.v1.Phase
@@ -2806,51 +2864,52 @@ var file_journal_journalpb_journal_proto_goTypes = []any{
 	(*CommitConfirm)(nil),         // 27: gnmisidecar.journal.v1.CommitConfirm
 	(*HistoryEntry)(nil),          // 28: gnmisidecar.journal.v1.HistoryEntry
 	(*HistoryDelta)(nil),          // 29: gnmisidecar.journal.v1.HistoryDelta
-	(*gnmi.Path)(nil),             // 30: gnmi.Path
-	(*gnmi.TypedValue)(nil),       // 31: gnmi.TypedValue
-	(*anypb.Any)(nil),             // 32: google.protobuf.Any
-	(*timestamppb.Timestamp)(nil), // 33: google.protobuf.Timestamp
+	(*HistoryDeltaHead)(nil),      // 30: gnmisidecar.journal.v1.HistoryDeltaHead
+	(*gnmi.Path)(nil),             // 31: gnmi.Path
+	(*gnmi.TypedValue)(nil),       // 32: gnmi.TypedValue
+	(*anypb.Any)(nil),             // 33: google.protobuf.Any
+	(*timestamppb.Timestamp)(nil), // 34: google.protobuf.Timestamp
 }
 var file_journal_journalpb_journal_proto_depIdxs = []int32{
-	30, // 0: gnmisidecar.journal.v1.ListKeys.list:type_name -> gnmi.Path
-	30, // 1: gnmisidecar.journal.v1.Leaf.path:type_name -> gnmi.Path
-	31, // 2: gnmisidecar.journal.v1.Leaf.value:type_name -> gnmi.TypedValue
+	31, // 0: gnmisidecar.journal.v1.ListKeys.list:type_name -> gnmi.Path
+	31, // 1: gnmisidecar.journal.v1.Leaf.path:type_name -> gnmi.Path
+	32, // 2: gnmisidecar.journal.v1.Leaf.value:type_name -> gnmi.TypedValue
 	2,  // 3: gnmisidecar.journal.v1.Op.kind:type_name -> gnmisidecar.journal.v1.OpKind
-	30, // 4: gnmisidecar.journal.v1.Op.path:type_name -> gnmi.Path
+	31, // 4: gnmisidecar.journal.v1.Op.path:type_name -> gnmi.Path
 	7,  // 5: gnmisidecar.journal.v1.Op.values:type_name -> gnmisidecar.journal.v1.Leaf
 	7,  // 6: gnmisidecar.journal.v1.Op.units:type_name -> gnmisidecar.journal.v1.Leaf
-	30, // 7: gnmisidecar.journal.v1.Op.implied_deletes:type_name -> gnmi.Path
-	30, // 8: gnmisidecar.journal.v1.PathValue.path:type_name -> gnmi.Path
-	31, // 9: gnmisidecar.journal.v1.PathValue.value:type_name -> gnmi.TypedValue
-	32, // 10: gnmisidecar.journal.v1.Error.details:type_name -> google.protobuf.Any
+	31, // 7: gnmisidecar.journal.v1.Op.implied_deletes:type_name -> gnmi.Path
+	31, // 8: gnmisidecar.journal.v1.PathValue.path:type_name -> gnmi.Path
+	32, // 9: gnmisidecar.journal.v1.PathValue.value:type_name -> gnmi.TypedValue
+	33, // 10: gnmisidecar.journal.v1.Error.details:type_name -> google.protobuf.Any
 	8,  // 11: gnmisidecar.journal.v1.Change.ops:type_name -> gnmisidecar.journal.v1.Op
 	9,  // 12: gnmisidecar.journal.v1.Change.values:type_name -> gnmisidecar.journal.v1.PathValue
 	0,  // 13: gnmisidecar.journal.v1.Change.commit:type_name -> gnmisidecar.journal.v1.Status
 	0,  // 14: gnmisidecar.journal.v1.Change.apply:type_name -> gnmisidecar.journal.v1.Status
-	33, // 15: gnmisidecar.journal.v1.Change.proposed:type_name -> google.protobuf.Timestamp
-	33, // 16: gnmisidecar.journal.v1.Change.committed:type_name -> google.protobuf.Timestamp
-	33, // 17: gnmisidecar.journal.v1.Change.apply_started:type_name -> google.protobuf.Timestamp
-	33, // 18: gnmisidecar.journal.v1.Change.applied:type_name -> google.protobuf.Timestamp
+	34, // 15: gnmisidecar.journal.v1.Change.proposed:type_name -> google.protobuf.Timestamp
+	34, // 16: gnmisidecar.journal.v1.Change.committed:type_name -> google.protobuf.Timestamp
+	34, // 17: gnmisidecar.journal.v1.Change.apply_started:type_name -> google.protobuf.Timestamp
+	34, // 18: gnmisidecar.journal.v1.Change.applied:type_name -> google.protobuf.Timestamp
 	10, // 19: gnmisidecar.journal.v1.Change.error:type_name -> gnmisidecar.journal.v1.Error
 	14, // 20: gnmisidecar.journal.v1.Change.restores:type_name -> gnmisidecar.journal.v1.Restore
-	30, // 21: gnmisidecar.journal.v1.Change.prefix:type_name -> gnmi.Path
+	31, // 21: gnmisidecar.journal.v1.Change.prefix:type_name -> gnmi.Path
 	8,  // 22: gnmisidecar.journal.v1.Change.device_reads:type_name -> gnmisidecar.journal.v1.Op
-	30, // 23: gnmisidecar.journal.v1.Change.read_scopes:type_name -> gnmi.Path
-	30, // 24: gnmisidecar.journal.v1.Change.unread:type_name -> gnmi.Path
+	31, // 23: gnmisidecar.journal.v1.Change.read_scopes:type_name -> gnmi.Path
+	31, // 24: gnmisidecar.journal.v1.Change.unread:type_name -> gnmi.Path
 	12, // 25: gnmisidecar.journal.v1.Change.commit_actions:type_name -> gnmisidecar.journal.v1.CommitAction
-	33, // 26: gnmisidecar.journal.v1.CommitAction.time:type_name -> google.protobuf.Timestamp
-	33, // 27: gnmisidecar.journal.v1.CommitAction.deadline:type_name -> google.protobuf.Timestamp
+	34, // 26: gnmisidecar.journal.v1.CommitAction.time:type_name -> google.protobuf.Timestamp
+	34, // 27: gnmisidecar.journal.v1.CommitAction.deadline:type_name -> google.protobuf.Timestamp
 	15, // 28: gnmisidecar.journal.v1.TagDeletion.tag:type_name -> gnmisidecar.journal.v1.Tag
-	33, // 29: gnmisidecar.journal.v1.TagDeletion.deleted:type_name -> google.protobuf.Timestamp
-	33, // 30: gnmisidecar.journal.v1.Tag.time:type_name -> google.protobuf.Timestamp
-	33, // 31: gnmisidecar.journal.v1.Tag.created:type_name -> google.protobuf.Timestamp
+	34, // 29: gnmisidecar.journal.v1.TagDeletion.deleted:type_name -> google.protobuf.Timestamp
+	34, // 30: gnmisidecar.journal.v1.Tag.time:type_name -> google.protobuf.Timestamp
+	34, // 31: gnmisidecar.journal.v1.Tag.created:type_name -> google.protobuf.Timestamp
 	9,  // 32: gnmisidecar.journal.v1.Rollback.values:type_name -> gnmisidecar.journal.v1.PathValue
 	0,  // 33: gnmisidecar.journal.v1.Rollback.commit:type_name -> gnmisidecar.journal.v1.Status
 	0,  // 34: gnmisidecar.journal.v1.Rollback.apply:type_name -> gnmisidecar.journal.v1.Status
-	33, // 35: gnmisidecar.journal.v1.Rollback.proposed:type_name -> google.protobuf.Timestamp
-	33, // 36: gnmisidecar.journal.v1.Rollback.committed:type_name -> google.protobuf.Timestamp
-	33, // 37: gnmisidecar.journal.v1.Rollback.apply_started:type_name -> google.protobuf.Timestamp
-	33, // 38: gnmisidecar.journal.v1.Rollback.applied:type_name -> google.protobuf.Timestamp
+	34, // 35: gnmisidecar.journal.v1.Rollback.proposed:type_name -> google.protobuf.Timestamp
+	34, // 36: gnmisidecar.journal.v1.Rollback.committed:type_name -> google.protobuf.Timestamp
+	34, // 37: gnmisidecar.journal.v1.Rollback.apply_started:type_name -> google.protobuf.Timestamp
+	34, // 38: gnmisidecar.journal.v1.Rollback.applied:type_name -> google.protobuf.Timestamp
 	10, // 39: gnmisidecar.journal.v1.Rollback.error:type_name -> gnmisidecar.journal.v1.Error
 	1,  // 40: gnmisidecar.journal.v1.Proposal.phase:type_name -> gnmisidecar.journal.v1.Phase
 	11, // 41: gnmisidecar.journal.v1.Proposal.change:type_name -> gnmisidecar.journal.v1.Change
@@ -2865,28 +2924,29 @@ var file_journal_journalpb_journal_proto_depIdxs = []int32{
 	21, // 50: gnmisidecar.journal.v1.Configuration.committed:type_name -> gnmisidecar.journal.v1.Committed
 	22, // 51: gnmisidecar.journal.v1.Configuration.applied:type_name -> gnmisidecar.journal.v1.Applied
 	0,  // 52: gnmisidecar.journal.v1.Configuration.status:type_name -> gnmisidecar.journal.v1.Status
-	33, // 53: gnmisidecar.journal.v1.Configuration.history_floor:type_name -> google.protobuf.Timestamp
-	33, // 54: gnmisidecar.journal.v1.Configuration.history_time:type_name -> google.protobuf.Timestamp
-	33, // 55: gnmisidecar.journal.v1.Resolution.time:type_name -> google.protobuf.Timestamp
-	30, // 56: gnmisidecar.journal.v1.Resolution.settled:type_name -> gnmi.Path
-	30, // 57: gnmisidecar.journal.v1.Resolution.still_out_of_sync:type_name -> gnmi.Path
+	34, // 53: gnmisidecar.journal.v1.Configuration.history_floor:type_name -> google.protobuf.Timestamp
+	34, // 54: gnmisidecar.journal.v1.Configuration.history_time:type_name -> google.protobuf.Timestamp
+	34, // 55: gnmisidecar.journal.v1.Resolution.time:type_name -> google.protobuf.Timestamp
+	31, // 56: gnmisidecar.journal.v1.Resolution.settled:type_name -> gnmi.Path
+	31, // 57: gnmisidecar.journal.v1.Resolution.still_out_of_sync:type_name -> gnmi.Path
 	9,  // 58: gnmisidecar.journal.v1.OutOfSync.value:type_name -> gnmisidecar.journal.v1.PathValue
 	4,  // 59: gnmisidecar.journal.v1.OutOfSync.cause:type_name -> gnmisidecar.journal.v1.OutOfSyncCause
 	10, // 60: gnmisidecar.journal.v1.OutOfSync.error:type_name -> gnmisidecar.journal.v1.Error
-	33, // 61: gnmisidecar.journal.v1.OutOfSync.since:type_name -> google.protobuf.Timestamp
-	33, // 62: gnmisidecar.journal.v1.CommitConfirm.deadline:type_name -> google.protobuf.Timestamp
-	33, // 63: gnmisidecar.journal.v1.CommitConfirm.started:type_name -> google.protobuf.Timestamp
-	33, // 64: gnmisidecar.journal.v1.CommitConfirm.extended:type_name -> google.protobuf.Timestamp
+	34, // 61: gnmisidecar.journal.v1.OutOfSync.since:type_name -> google.protobuf.Timestamp
+	34, // 62: gnmisidecar.journal.v1.CommitConfirm.deadline:type_name -> google.protobuf.Timestamp
+	34, // 63: gnmisidecar.journal.v1.CommitConfirm.started:type_name -> google.protobuf.Timestamp
+	34, // 64: gnmisidecar.journal.v1.CommitConfirm.extended:type_name -> google.protobuf.Timestamp
 	9,  // 65: gnmisidecar.journal.v1.HistoryEntry.before:type_name -> gnmisidecar.journal.v1.PathValue
 	9,  // 66: gnmisidecar.journal.v1.HistoryEntry.after:type_name -> gnmisidecar.journal.v1.PathValue
-	33, // 67: gnmisidecar.journal.v1.HistoryDelta.time:type_name -> google.protobuf.Timestamp
+	34, // 67: gnmisidecar.journal.v1.HistoryDelta.time:type_name -> google.protobuf.Timestamp
 	3,  // 68: gnmisidecar.journal.v1.HistoryDelta.kind:type_name -> gnmisidecar.journal.v1.HistoryKind
 	28, // 69: gnmisidecar.journal.v1.HistoryDelta.entries:type_name -> gnmisidecar.journal.v1.HistoryEntry
-	70, // [70:70] is the sub-list for method output_type
-	70, // [70:70] is the sub-list for method input_type
-	70, // [70:70] is the sub-list for extension type_name
-	70, // [70:70] is the sub-list for extension extendee
-	0,  // [0:70] is the sub-list for field type_name
+	34, // 70: gnmisidecar.journal.v1.HistoryDeltaHead.time:type_name -> google.protobuf.Timestamp
+	71, // [71:71] is the sub-list for method output_type
+	71, // [71:71] is the sub-list for method input_type
+	71, // [71:71] is the sub-list for extension type_name
+	71, // [71:71] is the sub-list for extension extendee
+	0,  // [0:71] is the sub-list for field type_name
 }
 
 func init() { file_journal_journalpb_journal_proto_init() }
@@ -2900,7 +2960,7 @@ func file_journal_journalpb_journal_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_journal_journalpb_journal_proto_rawDesc), len(file_journal_journalpb_journal_proto_rawDesc)),
 			NumEnums:      5,
-			NumMessages:   25,
+			NumMessages:   26,
 			NumExtensions: 0,
 			NumServices:   0,
 		},
