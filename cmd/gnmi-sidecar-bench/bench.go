@@ -36,6 +36,7 @@ type benchConfig struct {
 	fleetSets     int           // Sets to each sidecar in the fleet row's burst
 	forwardProxy  string        // run only the forward-only proxy in front of this device (the fleet row's child)
 	scenarios     []string      // subset to run; empty: all
+	clients       []int         // the client counts of the throughput and coalesce rows
 	short         bool
 	json          bool
 	sidecarBinary string // the gnmi-sidecar run as a child process ("": gnmi-sidecar next to this executable)
@@ -47,6 +48,11 @@ type benchConfig struct {
 
 // benchScenarios are the scenario names --scenarios accepts, in run order.
 var benchScenarios = []string{"latency", "throughput", "coalesce", "size", "beforeimage", "repush", "subscribe", "rss", "baseline", "reopen", "soak", "fleet"}
+
+// benchClients are the client counts of the throughput and coalesce rows,
+// in run order; --clients takes some of them (the rows' targets are set
+// for these counts).
+var benchClients = []int{1, 8, 64}
 
 // full and short sizes; flags given explicitly override either.
 func (c *benchConfig) applyShort(cmd *cobra.Command) {
@@ -72,6 +78,11 @@ func (c *benchConfig) validate() error {
 	for _, s := range c.scenarios {
 		if !slices.Contains(benchScenarios, s) {
 			return &usageError{err: fmt.Errorf("--scenarios: unknown scenario %q (want %s)", s, strings.Join(benchScenarios, ","))}
+		}
+	}
+	for _, n := range c.clients {
+		if !slices.Contains(benchClients, n) {
+			return &usageError{err: fmt.Errorf("--clients: %d: the rows are for 1, 8 or 64 clients", n)}
 		}
 	}
 	if c.sets < 1 || c.duration <= 0 || c.leaves < 100 || c.proposals < 1 || c.subscribeRate < 1 || c.soak < 160 ||
@@ -133,6 +144,7 @@ two cores). docs/bench.md explains every row.`,
 	f.StringVar(&cfg.forwardProxy, "forward-proxy", "", "serve only the forward-only proxy in front of this device address (the fleet row runs it as a child)")
 	_ = f.MarkHidden("forward-proxy")
 	f.StringSliceVar(&cfg.scenarios, "scenarios", nil, "run only these scenarios: "+strings.Join(benchScenarios, ","))
+	f.IntSliceVar(&cfg.clients, "clients", benchClients, "the throughput and coalesce rows for only these client counts (1, 8, 64), e.g. --clients 64 to profile that row alone with --cpuprofile")
 	f.BoolVar(&cfg.short, "short", false, "small sizes (300 Sets, 1 s rows, 1,000 paced Sets/s, 3,000 leaves, 50,000 proposals, 100,000 soak Sets, a fleet of 5 idle for 10 s) unless set explicitly")
 	f.BoolVar(&cfg.json, "json", false, "print one JSON document instead of the table")
 	f.StringVar(&cfg.cpuProfile, "cpuprofile", "", "write a CPU profile of this process (the in-process device and sidecar, and the clients) to this file, for go tool pprof")

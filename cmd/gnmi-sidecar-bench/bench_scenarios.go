@@ -28,12 +28,12 @@ func (b *bencher) steps() []step {
 	}
 	add("latency", fmt.Sprintf("Set latency, 1 client, %d Sets", b.cfg.sets), b.latency)
 	for _, delay := range []time.Duration{0, 20 * time.Millisecond} {
-		for _, clients := range []int{1, 8, 64} {
+		for _, clients := range b.cfg.clients {
 			add("throughput", fmt.Sprintf("throughput %d clients, %v device", clients, delay),
 				func(ctx context.Context) ([]row, error) { return b.throughput(ctx, clients, delay) })
 		}
 	}
-	for _, clients := range []int{1, 8, 64} {
+	for _, clients := range b.cfg.clients {
 		add("coalesce", fmt.Sprintf("throughput %d clients, %v + %v/update device", clients, coalescePerSet, coalescePerUpdate),
 			func(ctx context.Context) ([]row, error) { return b.coalesce(ctx, clients) })
 	}

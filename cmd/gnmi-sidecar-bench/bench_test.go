@@ -220,15 +220,22 @@ func TestBenchTable(t *testing.T) {
 	}
 }
 
-// TestBenchBadScenario: an unknown scenario is a usage error.
-func TestBenchBadScenario(t *testing.T) {
-	var out bytes.Buffer
-	root := newRootCommand(&out, &out)
-	root.SetArgs([]string{"--scenarios", "nope"})
-	root.SetOut(&out)
-	root.SetErr(&out)
-	err := root.Execute()
-	if exitCode(err) != 2 {
-		t.Fatalf("exit code %d (%v), want 2 (bad command line)", exitCode(err), err)
+// TestBenchBadFlags: an unknown scenario or a client count the rows are
+// not for is a usage error, before anything runs.
+func TestBenchBadFlags(t *testing.T) {
+	for _, args := range [][]string{
+		{"--scenarios", "nope"},
+		{"--clients", "5"},
+		{"--clients", "8,x"},
+	} {
+		var out bytes.Buffer
+		root := newRootCommand(&out, &out)
+		root.SetArgs(args)
+		root.SetOut(&out)
+		root.SetErr(&out)
+		err := root.Execute()
+		if exitCode(err) != 2 {
+			t.Errorf("%v: exit code %d (%v), want 2 (bad command line)", args, exitCode(err), err)
+		}
 	}
 }
