@@ -229,32 +229,36 @@ func statusName(s Status) string {
 
 // decodeDelta decodes the history delta of an h/<seq> item, with its seq.
 func decodeDelta(item *badger.Item) (uint64, *HistoryDelta, error) {
-	key := item.Key()
-	if len(key) != len(nsHistory)+8 {
-		return 0, nil, fmt.Errorf("journal: history key %q: not %s<8-byte seq>", key, nsHistory)
-	}
 	d := &HistoryDelta{}
-	if err := readValue(item, func(v []byte) error { return decodeRecord(v, d) }); err != nil {
-		return 0, nil, fmt.Errorf("journal: decode %q: %w", key, err)
+	seq, err := decodeDeltaWith(proto.UnmarshalOptions{}, item, d)
+	if err != nil {
+		return 0, nil, err
 	}
-	return binary.BigEndian.Uint64(key[len(nsHistory):]), d, nil
+	return seq, d, nil
 }
 
 // decodeDeltaHead is decodeDelta for a delta's time and proposal only
 // (HistoryDeltaHead): its entries, the values of a whole Set, are skipped.
 func decodeDeltaHead(item *badger.Item) (uint64, *journalpb.HistoryDeltaHead, error) {
+	d := &journalpb.HistoryDeltaHead{}
+	seq, err := decodeDeltaWith(proto.UnmarshalOptions{DiscardUnknown: true}, item, d)
+	if err != nil {
+		return 0, nil, err
+	}
+	return seq, d, nil
+}
+
+// decodeDeltaWith decodes the history delta record item into d (a
+// HistoryDelta or a view of one) and returns its seq.
+func decodeDeltaWith(opts proto.UnmarshalOptions, item *badger.Item, d proto.Message) (uint64, error) {
 	key := item.Key()
 	if len(key) != len(nsHistory)+8 {
-		return 0, nil, fmt.Errorf("journal: history key %q: not %s<8-byte seq>", key, nsHistory)
+		return 0, fmt.Errorf("journal: history key %q: not %s<8-byte seq>", key, nsHistory)
 	}
-	d := &journalpb.HistoryDeltaHead{}
-	err := readValue(item, func(v []byte) error {
-		return decodeRecordWith(proto.UnmarshalOptions{DiscardUnknown: true}, v, d)
-	})
-	if err != nil {
-		return 0, nil, fmt.Errorf("journal: decode %q: %w", key, err)
+	if err := readValue(item, func(v []byte) error { return decodeRecordWith(opts, v, d) }); err != nil {
+		return 0, fmt.Errorf("journal: decode %q: %w", key, err)
 	}
-	return binary.BigEndian.Uint64(key[len(nsHistory):]), d, nil
+	return binary.BigEndian.Uint64(key[len(nsHistory):]), nil
 }
 
 // firstDelta returns the oldest history delta kept and its seq (nil and
