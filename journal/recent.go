@@ -47,9 +47,8 @@ const (
 
 // get returns proposal i's kept record (not a copy), or nil.
 func (r *recentProposals) get(i uint64) *Proposal {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.byIndex[i].p
+	e, _ := r.entry(i)
+	return e.p
 }
 
 // entry returns proposal i's kept record and its encoding, if kept.
