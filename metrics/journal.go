@@ -90,11 +90,13 @@ type Journal struct {
 	capacityDesc  *prometheus.Desc
 	writableDesc  *prometheus.Desc
 
-	mu     sync.Mutex
-	j      *journal.Journal // nil until Load
-	state  map[uint64]proposalState
-	counts counts
-	queued int
+	mu    sync.Mutex
+	j     *journal.Journal // nil until Load
+	state map[uint64]proposalState
+	// dropped: no proposal below it is in state (retention dropped them).
+	dropped uint64
+	counts  counts
+	queued  int
 	// While Load reads, loading is set and events wait in pending.
 	loading bool
 	pending []journal.Event
@@ -224,14 +226,35 @@ func (t *Journal) apply(e journal.Event) {
 	// The proposals a FailApply re-bases have their Rebase events, which
 	// carry the new status.
 	if e.Action == journal.ActionCompact && e.Configuration != nil {
-		first := e.Configuration.GetFirstIndex()
+		t.drop(e.Configuration.GetFirstIndex())
+	}
+}
+
+// drop forgets the proposals below first. Retention drops a few of the
+// oldest at a time, so it looks them up from the last floor (indexes are
+// consecutive) rather than going through every retained proposal's state.
+func (t *Journal) drop(first uint64) {
+	if first <= t.dropped {
+		return
+	}
+	forget := func(k uint64, s proposalState) {
+		t.count(s, -1)
+		delete(t.state, k)
+	}
+	if first-t.dropped <= uint64(len(t.state)) {
+		for k := t.dropped; k < first; k++ {
+			if s, ok := t.state[k]; ok {
+				forget(k, s)
+			}
+		}
+	} else {
 		for k, s := range t.state {
 			if k < first {
-				t.count(s, -1)
-				delete(t.state, k)
+				forget(k, s)
 			}
 		}
 	}
+	t.dropped = first
 }
 
 func observeBetween(o prometheus.Observer, from, to *timestamppb.Timestamp) {
@@ -290,7 +313,7 @@ func (t *Journal) Load(ctx context.Context, j *journal.Journal) error {
 	if err != nil {
 		return err
 	}
-	t.state, t.counts, t.queued = state, counts{}, 0
+	t.state, t.counts, t.queued, t.dropped = state, counts{}, 0, 0
 	for _, s := range state {
 		t.count(s, 1)
 	}
