@@ -119,10 +119,14 @@ func batchChanges(ps []*journal.Proposal, maxBytes int, credsOf func(uint64) met
 		}
 		mark := func(ups []*gpb.Update, at, under map[string]bool) {
 			for _, u := range ups {
-				at[string(journal.PathKey(u.GetPath()))] = true
+				var own []byte // the last covering key: the path's own
 				for key := range coveringKeys(u.GetPath()) {
-					under[string(key)] = true
+					if !under[string(key)] { // the batch's Sets share most prefixes: no new string for those
+						under[string(key)] = true
+					}
+					own = key
 				}
+				at[string(own)] = true
 			}
 		}
 		mark(req.GetReplace(), replacedAt, replacedUnder)

@@ -675,34 +675,11 @@ func widen(m map[string]indexSpan, key []byte, i uint64) {
 	}
 }
 
-// coveringKeys yields the path keys of the paths that p is under in the sense
-// of journal.IsUnder (a delete of any of them deletes p): the root of p's
-// origin, each element prefix of p and p itself, and, for each prefix ending
-// in a list element with keys, that prefix with the keys removed, because a
-// list path without keys covers all of the list's entries. That is at most
-// 2×depth+1 keys. p is not modified.
+// coveringKeys yields the path keys of the paths that p is under
+// (journal.CoveringKeys: at most 2×depth+1 keys, sharing one array). p is
+// not modified.
 func coveringKeys(p *gpb.Path) iter.Seq[[]byte] {
-	return func(yield func([]byte) bool) {
-		elems := p.GetElem()
-		prefix := &gpb.Path{Origin: p.GetOrigin()}
-		if !yield(journal.PathKey(prefix)) {
-			return
-		}
-		for n, e := range elems {
-			if len(e.GetKey()) > 0 {
-				// The full slice expression makes append copy instead of
-				// overwriting p's next element.
-				prefix.Elem = append(elems[:n:n], &gpb.PathElem{Name: e.GetName()})
-				if !yield(journal.PathKey(prefix)) {
-					return
-				}
-			}
-			prefix.Elem = elems[:n+1]
-			if !yield(journal.PathKey(prefix)) {
-				return
-			}
-		}
-	}
+	return journal.CoveringKeys(p)
 }
 
 // tombstonesFirst regroups values that arrive ordered by index (then path,

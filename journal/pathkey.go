@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"iter"
 	"slices"
 	"strings"
 
@@ -51,22 +52,61 @@ func PathKey(p *gnmi.Path) []byte {
 	for _, e := range p.GetElem() {
 		b = append(b, sepElem)
 		b = appendEscaped(b, leaves.Name(e.GetName()))
-		if len(e.GetKey()) == 0 {
-			continue
-		}
-		names := sorted[:0]
-		for k := range e.GetKey() {
-			names = append(names, k)
-		}
-		slices.Sort(names)
-		for _, k := range names {
-			b = append(b, sepKey)
-			b = appendEscaped(b, k)
-			b = append(b, sepKeyValue)
-			b = appendEscaped(b, e.GetKey()[k])
-		}
+		b = appendKeys(b, e.GetKey(), &sorted)
 	}
 	return b
+}
+
+// appendKeys appends an element's list keys, sorted by name, to b;
+// sorted is room for their names.
+func appendKeys(b []byte, keys map[string]string, sorted *[4]string) []byte {
+	if len(keys) == 0 {
+		return b
+	}
+	names := sorted[:0]
+	for k := range keys {
+		names = append(names, k)
+	}
+	slices.Sort(names)
+	for _, k := range names {
+		b = append(b, sepKey)
+		b = appendEscaped(b, k)
+		b = append(b, sepKeyValue)
+		b = appendEscaped(b, keys[k])
+	}
+	return b
+}
+
+// CoveringKeys yields the path keys of the paths that p is under in the
+// sense of IsUnder (a delete of any of them deletes p): the root of p's
+// origin, each element prefix of p and p itself, and, for each prefix
+// ending in a list element with keys, that prefix with the keys removed,
+// because a list path without keys covers all of the list's entries. That
+// is at most 2×depth+1 keys, shortest first. Each is a prefix of
+// PathKey(p), which is built once: they share its array, so a caller that
+// keeps one past its iteration must copy it (string(key) does).
+func CoveringKeys(p *gnmi.Path) iter.Seq[[]byte] {
+	return func(yield func([]byte) bool) {
+		var sorted [4]string
+		b := make([]byte, 0, pathKeySize(p)) // never grown: the yielded prefixes stay as they are
+		b = appendEscaped(b, keyOrigin(p))
+		if !yield(b[:len(b):len(b)]) {
+			return
+		}
+		for _, e := range p.GetElem() {
+			b = append(b, sepElem)
+			b = appendEscaped(b, leaves.Name(e.GetName()))
+			if len(e.GetKey()) > 0 {
+				if !yield(b[:len(b):len(b)]) {
+					return
+				}
+				b = appendKeys(b, e.GetKey(), &sorted)
+			}
+			if !yield(b[:len(b):len(b)]) {
+				return
+			}
+		}
+	}
 }
 
 // keyOrigin is the origin PathKey encodes. A variable only so that tests

@@ -151,3 +151,50 @@ func TestListSetTakesEachListOnce(t *testing.T) {
 		t.Errorf("lists:\n got %q\nwant %q", got, want)
 	}
 }
+
+// TestCoveringKeysArePathKeys checks CoveringKeys against its definition:
+// the PathKeys of the origin's root, of each element prefix, and of each
+// prefix ending in a keyed list element with its keys removed, in that
+// order; and that stopping early and keeping a key are safe.
+func TestCoveringKeysArePathKeys(t *testing.T) {
+	for _, s := range []string{
+		"/",
+		"openconfig:/system/config/hostname",
+		"rfc7951:/ietf-interfaces:interfaces/interface[name=eth0]/enabled",
+		"/interfaces/interface[name=eth0]/subinterfaces/subinterface[index=0]/config/description",
+		"/a/b[y=2][x=1]/c[k=with\x01escapes\x04]/d",
+		"/network-instances/network-instance[name=default]/protocols/protocol[identifier=BGP][name=bgp]/bgp",
+	} {
+		p := mustPath(t, s)
+		var want [][]byte
+		prefix := &gnmi.Path{Origin: p.GetOrigin()}
+		want = append(want, PathKey(prefix))
+		for n, e := range p.GetElem() {
+			if len(e.GetKey()) > 0 {
+				prefix.Elem = append(slices.Clone(p.GetElem()[:n]), &gnmi.PathElem{Name: e.GetName()})
+				want = append(want, PathKey(prefix))
+			}
+			prefix.Elem = p.GetElem()[:n+1]
+			want = append(want, PathKey(prefix))
+		}
+		var got [][]byte
+		for key := range CoveringKeys(p) {
+			got = append(got, key) // kept without a copy: the keys must stay as they were
+		}
+		if !slices.EqualFunc(got, want, func(a, b []byte) bool { return string(a) == string(b) }) {
+			t.Errorf("CoveringKeys(%s) = %q, want %q", s, got, want)
+		}
+		if last := got[len(got)-1]; string(last) != string(PathKey(p)) {
+			t.Errorf("CoveringKeys(%s) ends with %q, want PathKey %q", s, last, PathKey(p))
+		}
+		n := 0
+		for range CoveringKeys(p) {
+			if n++; n == 2 {
+				break
+			}
+		}
+		if n != min(2, len(want)) {
+			t.Errorf("CoveringKeys(%s) went on after a break: %d keys", s, n)
+		}
+	}
+}
