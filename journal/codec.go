@@ -2,9 +2,13 @@ package journal
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/klauspost/compress/s2"
+	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
+
+	"github.com/gnmi-sidecar/gnmi-sidecar/journal/journalpb"
 )
 
 // The journal's records are protobuf messages, stored compressed (S2) when
@@ -64,4 +68,133 @@ func decodeRecordWith(opts proto.UnmarshalOptions, v []byte, m proto.Message) er
 		v = plain
 	}
 	return opts.Unmarshal(v, m)
+}
+
+// Field numbers of the records the writer encodes in parts, embedding the
+// encodings of the PathValues they hold that it has already made
+// (plainValues), with those of applystep.go. TestPartFieldNumbers checks
+// them against journal.proto.
+const (
+	fieldChangeValues        protowire.Number = 2
+	fieldRollbackValues      protowire.Number = 2
+	fieldHistoryDeltaEntries protowire.Number = 4
+	fieldHistoryEntryBefore  protowire.Number = 1
+	fieldHistoryEntryAfter   protowire.Number = 2
+)
+
+// plainValues are the plain encodings (proto.Marshal) of the PathValues a
+// writer's transaction holds encoded already, by identity: those it wrote
+// as committed or applied values, and those it read from the records it
+// keeps (recentValues). A commit writes each path's new value once as its
+// committed value, once in its history delta and once in its proposal's
+// values, and the value it replaces once in the delta and once in the
+// rollback's values: the delta and the proposal embed the encodings made
+// for the value records rather than encoding the values again (a gNMI
+// path's list keys are a map, which protobuf encodes through reflection).
+// A PathValue is never changed once built, so its encoding stays valid.
+type plainValues map[*PathValue][]byte
+
+// appendValue appends pv as field n of a message: its known encoding, or
+// one made now.
+func (pl plainValues) appendValue(b []byte, n protowire.Number, pv *PathValue) ([]byte, error) {
+	enc, ok := pl[pv]
+	if !ok {
+		var err error
+		if enc, err = proto.Marshal(pv); err != nil {
+			return nil, err
+		}
+	}
+	b = protowire.AppendTag(b, n, protowire.BytesType)
+	return protowire.AppendBytes(b, enc), nil
+}
+
+// appendValues appends vs as the repeated field n of a message, itself
+// field of of the message b encodes: a second occurrence of of, which
+// protobuf merges into the first (appending to the repeated field).
+func (pl plainValues) appendValues(b []byte, of, n protowire.Number, vs []*PathValue) ([]byte, error) {
+	var inner []byte
+	var err error
+	for _, pv := range vs {
+		if inner, err = pl.appendValue(inner, n, pv); err != nil {
+			return nil, err
+		}
+	}
+	b = protowire.AppendTag(b, of, protowire.BytesType)
+	return protowire.AppendBytes(b, inner), nil
+}
+
+// holdsAny reports whether pl holds the encoding of one of vs.
+func (pl plainValues) holdsAny(vs []*PathValue) bool {
+	for _, pv := range vs {
+		if _, ok := pl[pv]; ok {
+			return true
+		}
+	}
+	return false
+}
+
+// marshalHistoryDelta is proto.Marshal(d), embedding the encodings pl
+// holds of its entries' values.
+func (pl plainValues) marshalHistoryDelta(d *journalpb.HistoryDelta) ([]byte, error) {
+	if len(d.ProtoReflect().GetUnknown()) > 0 || slices.ContainsFunc(d.GetEntries(), func(e *journalpb.HistoryEntry) bool {
+		return len(e.ProtoReflect().GetUnknown()) > 0
+	}) {
+		return proto.Marshal(d)
+	}
+	b, err := proto.Marshal(&journalpb.HistoryDelta{Time: d.GetTime(), Proposal: d.GetProposal(), Kind: d.GetKind()})
+	if err != nil {
+		return nil, err
+	}
+	var entry []byte
+	for _, e := range d.GetEntries() {
+		entry = entry[:0]
+		if e.GetBefore() != nil {
+			if entry, err = pl.appendValue(entry, fieldHistoryEntryBefore, e.GetBefore()); err != nil {
+				return nil, err
+			}
+		}
+		if e.GetAfter() != nil {
+			if entry, err = pl.appendValue(entry, fieldHistoryEntryAfter, e.GetAfter()); err != nil {
+				return nil, err
+			}
+		}
+		b = protowire.AppendTag(b, fieldHistoryDeltaEntries, protowire.BytesType)
+		b = protowire.AppendBytes(b, entry)
+	}
+	return b, nil
+}
+
+// marshalProposal is proto.Marshal(p), embedding the encodings pl holds
+// of its change's and rollback's values.
+func (pl plainValues) marshalProposal(p *Proposal) ([]byte, error) {
+	ch, rb := p.GetChange(), p.GetRollback()
+	ownChange, ownRollback := pl.holdsAny(ch.GetValues()), pl.holdsAny(rb.GetValues())
+	if !ownChange && !ownRollback {
+		return proto.Marshal(p)
+	}
+	out := &Proposal{Index: p.GetIndex(), Phase: p.GetPhase(), Change: ch, Rollback: rb}
+	copyUnknown(out, p)
+	if ownChange {
+		out.Change = shallowChange(ch)
+		out.Change.Values = nil
+	}
+	if ownRollback {
+		out.Rollback = shallowRollback(rb)
+		out.Rollback.Values = nil
+	}
+	b, err := proto.Marshal(out)
+	if err != nil {
+		return nil, err
+	}
+	if ownChange {
+		if b, err = pl.appendValues(b, fieldProposalChange, fieldChangeValues, ch.GetValues()); err != nil {
+			return nil, err
+		}
+	}
+	if ownRollback {
+		if b, err = pl.appendValues(b, fieldProposalRollback, fieldRollbackValues, rb.GetValues()); err != nil {
+			return nil, err
+		}
+	}
+	return b, nil
 }

@@ -952,6 +952,10 @@ type writeTxn struct {
 	// transaction's later reads.
 	values        *recentValues
 	valuesWritten map[string]recentValue
+	// plains are the encodings of the PathValues this transaction wrote
+	// or read from recentValues, which its history deltas and proposal
+	// records embed.
+	plains plainValues
 	// valueLog counts the bytes of the records this transaction wrote
 	// that go to the value log (valueThreshold or more).
 	valueLog int64
@@ -981,10 +985,20 @@ func (w *writeTxn) put(key []byte, m proto.Message) error {
 		w.wrote = true
 		return nil
 	}
-	b, err := encodeRecord(m)
+	plain, err := proto.Marshal(m)
 	if err != nil {
 		return fmt.Errorf("encode %q: %w", key, err)
 	}
+	if pv, ok := m.(*PathValue); ok {
+		w.notePlain(pv, plain)
+	}
+	return w.putRecord(key, m, compressRecord(plain), plain)
+}
+
+// putRecord is put of m encoded plain as plain and stored as b
+// (compressRecord(plain)), for a record not deferred (w.pending,
+// w.configPending).
+func (w *writeTxn) putRecord(key []byte, m proto.Message, b, plain []byte) error {
 	w.wrote = true
 	if err := w.set(key, b); err != nil {
 		return err
@@ -992,7 +1006,7 @@ func (w *writeTxn) put(key []byte, m proto.Message) error {
 	w.noteWrite(key, m)
 	v := recentValue{b: b}
 	if pv, ok := m.(*PathValue); ok {
-		v.index, v.tombstone = pv.GetIndex(), pv.GetDeleted()
+		v.pv, v.plain, v.index, v.tombstone = pv, plain, pv.GetIndex(), pv.GetDeleted()
 	}
 	w.noteValue(key, v)
 	return nil
@@ -1024,6 +1038,14 @@ func (w *writeTxn) delete(key []byte) error {
 	w.noteWrite(key, nil)
 	w.noteValue(key, recentValue{deleted: true})
 	return nil
+}
+
+// notePlain records that plain is pv's encoding (w.plains).
+func (w *writeTxn) notePlain(pv *PathValue, plain []byte) {
+	if w.plains == nil {
+		w.plains = make(plainValues)
+	}
+	w.plains[pv] = plain
 }
 
 // noteValue records in w.valuesWritten what this transaction wrote at key
@@ -1082,9 +1104,12 @@ func (w *writeTxn) encodeProposal(p *Proposal) (recentProposal, error) {
 			return recentProposal{p: p, plain: plain, size: len(plain), rewrites: was.rewrites + 1}, nil
 		}
 	}
-	plain, err := proto.Marshal(p)
+	plain, err := w.plains.marshalProposal(p)
 	if err != nil {
 		return recentProposal{}, err
+	}
+	if checkSharedValues {
+		mustDecodeAs(proposalKey(p.GetIndex()), plain, p)
 	}
 	return recentProposal{p: p, plain: plain, size: len(plain)}, nil
 }

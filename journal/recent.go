@@ -1,9 +1,12 @@
 package journal
 
 import (
+	"fmt"
 	"maps"
 	"slices"
 	"sync"
+
+	"google.golang.org/protobuf/proto"
 )
 
 // recentProposals are the proposal records the writer's newest durable
@@ -157,8 +160,12 @@ type statusView struct {
 // the values the previous Sets to those paths wrote. Reading them here
 // spares a Badger lookup (the memtables, the tables' blooms and indexes,
 // and the value-log read and checksum of a record of valueThreshold bytes
-// or more) per path; they are still decoded per read, so a reader can
-// never change a kept record. Only the writer reads them (writeTxn.value)
+// or more) per path, and the record is kept decoded too (the PathValue
+// the writer wrote), so that it is not decoded per read: like the heads
+// and the proposals the writer keeps, a kept PathValue is never changed
+// (every transition builds new PathValues; a build with the devtools tag
+// checks at every read that it still encodes as its record, see
+// checkSharedValues). Only the writer reads them (writeTxn.value)
 // and adds to them, once a transaction is durable; a transaction's own
 // writes are read from writeTxn.valuesWritten first. A value without a
 // record here is read from Badger.
@@ -168,14 +175,26 @@ type recentValues struct {
 	size  int // bytes of the keys and records kept
 }
 
-// recentValue is a kept value record: its encoding, or deleted. index and
-// tombstone are the record's Index and Deleted, which an apply reads of
-// the applied value it replaces (its ai/ and at/ keys) without decoding.
+// recentValue is a kept value record: its encoding, plain and as stored,
+// and pv, the PathValue it encodes (shared, never changed), or deleted. index and tombstone are
+// the record's Index and Deleted, which an apply reads of the applied
+// value it replaces (its ai/ and at/ keys) without decoding.
 type recentValue struct {
 	b         []byte
+	plain     []byte // pv encoded, uncompressed (b, if b is not compressed)
+	pv        *PathValue
 	deleted   bool
 	index     uint64
 	tombstone bool
+}
+
+// bytes is what v keeps: its record, and its plain encoding if the record
+// is compressed.
+func (v recentValue) bytes() int {
+	if len(v.b) > 0 && v.b[0] == compressedRecord {
+		return len(v.b) + len(v.plain)
+	}
+	return len(v.b)
 }
 
 // The values kept are bounded by count and by bytes: a device's steady
@@ -215,10 +234,10 @@ func (r *recentValues) add(written map[string]recentValue) {
 	}
 	for k, v := range written {
 		if old, ok := r.byKey[k]; ok {
-			r.size -= len(k) + len(old.b)
+			r.size -= len(k) + old.bytes()
 		}
 		r.byKey[k] = v
-		r.size += len(k) + len(v.b)
+		r.size += len(k) + v.bytes()
 	}
 	if len(r.byKey) <= recentValuesMaxCount && r.size <= recentValuesMaxSize {
 		return
@@ -227,7 +246,22 @@ func (r *recentValues) add(written map[string]recentValue) {
 		if len(r.byKey) <= recentValuesMaxCount/2 && r.size <= recentValuesMaxSize/2 {
 			break
 		}
-		r.size -= len(k) + len(v.b)
+		r.size -= len(k) + v.bytes()
 		delete(r.byKey, k)
+	}
+}
+
+// mustDecodeAs panics unless the record b of key decodes as m: a reader
+// changed a PathValue it shares with the writer (the writer keeps them
+// decoded with their records, and embeds their encodings in others), or
+// a record encoded in parts (plainValues) is not the message. Only builds
+// with the devtools tag call it (checkSharedValues).
+func mustDecodeAs(key, b []byte, m proto.Message) {
+	was := m.ProtoReflect().New().Interface()
+	if err := decodeRecord(b, was); err != nil {
+		panic(fmt.Sprintf("journal: the record of %q: %v", key, err))
+	}
+	if !proto.Equal(was, m) {
+		panic(fmt.Sprintf("journal: the record of %q is not what the writer holds (a shared value changed, or encoded in parts wrongly): %v, its record %v", key, m, was))
 	}
 }

@@ -1414,13 +1414,24 @@ func (w *writeTxn) putProposalAndConfiguration(p *Proposal, c *Configuration) er
 	return w.put(keyConfiguration, c)
 }
 
-// value reads the committed or applied value of a path key (nil if absent).
+// value reads the committed or applied value of a path key (nil if
+// absent). The PathValue may be the one the writer keeps (recentValues):
+// the caller must not change it.
 func (w *writeTxn) value(ns, pathKey []byte) (*PathValue, error) {
 	key := valueKey(ns, pathKey)
 	pv := &PathValue{}
 	if v, ok := w.recentValue(key); ok {
 		if v.deleted {
 			return nil, nil
+		}
+		if v.pv != nil {
+			if checkSharedValues {
+				mustDecodeAs(key, v.b, v.pv)
+			}
+			if v.plain != nil {
+				w.notePlain(v.pv, v.plain)
+			}
+			return v.pv, nil
 		}
 		if err := decodeRecord(v.b, pv); err != nil {
 			return nil, fmt.Errorf("decode %q: %w", key, err)
@@ -1465,7 +1476,7 @@ func (w *writeTxn) writeApplied(values []*PathValue) error {
 		if err := w.deleteOldAppliedIndexes(key); err != nil {
 			return err
 		}
-		if err := w.put(valueKey(nsApplied, key), pv); err != nil {
+		if err := w.putApplied(key, pv); err != nil {
 			return err
 		}
 		if err := w.putEmpty(appliedIndexKey(pv.GetIndex(), key)); err != nil {
@@ -1478,6 +1489,17 @@ func (w *writeTxn) writeApplied(values []*PathValue) error {
 		}
 	}
 	return nil
+}
+
+// putApplied writes pv as the applied value of key. Most often pv is the
+// committed value of key itself (the change's values, applied), whose
+// record the writer keeps: then that record is written again rather than
+// pv encoded again.
+func (w *writeTxn) putApplied(key []byte, pv *PathValue) error {
+	if v, ok := w.recentValue(valueKey(nsCommitted, key)); ok && v.pv == pv {
+		return w.putRecord(valueKey(nsApplied, key), pv, v.b, v.plain)
+	}
+	return w.put(valueKey(nsApplied, key), pv)
 }
 
 // deleteOldAppliedIndexes removes the ai/ (and at/) entries of the
@@ -1515,12 +1537,20 @@ func (w *writeTxn) appendHistory(c *Configuration, proposal uint64, kind journal
 	}
 	c.HistorySeq++
 	c.HistoryTime = timestamppb.New(at)
-	return w.put(historyKey(c.HistorySeq), &journalpb.HistoryDelta{
+	key, d := historyKey(c.HistorySeq), &journalpb.HistoryDelta{
 		Time:     c.HistoryTime,
 		Proposal: proposal,
 		Kind:     kind,
 		Entries:  entries,
-	})
+	}
+	plain, err := w.plains.marshalHistoryDelta(d)
+	if err != nil {
+		return fmt.Errorf("encode %q: %w", key, err)
+	}
+	if checkSharedValues {
+		mustDecodeAs(key, plain, d)
+	}
+	return w.putRecord(key, d, compressRecord(plain), plain)
 }
 
 // effective is the set of per-path writes of one proposal, by path key.

@@ -1,0 +1,6 @@
+//go:build !devtools
+
+package journal
+
+// checkSharedValues: see shared_devtools.go.
+const checkSharedValues = false
