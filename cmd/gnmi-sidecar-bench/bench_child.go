@@ -4,7 +4,9 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -14,6 +16,8 @@ import (
 	"time"
 
 	gpb "github.com/openconfig/gnmi/proto/gnmi"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
 	"golang.org/x/sync/errgroup"
 	"google.golang.org/grpc"
 
@@ -341,9 +345,88 @@ func (c *child) wakeups() (uint64, error) {
 	return n, nil
 }
 
-// rssSettle is how long the child idles after its work before its RSS is
-// read.
+// rssSettle is how long the child must have idled before its RSS is read
+// (atRest).
 const rssSettle = time.Second
+
+// startupWork is how long after its start serve does one-time work
+// whatever the journal holds: the journal's first look at its tables, a
+// second after it opened, compacts the level 0 the preparation left.
+const startupWork = 2 * time.Second
+
+// driftChecks is serve's counter of drift comparisons.
+const driftChecks = "gnmi_sidecar_drift_checks_total"
+
+// atRest waits until the child has done its startup's one-time work and
+// idled since: its drift watcher has compared the device with the journal
+// (the first comparison of a session covers the whole scope, tens of MB
+// of garbage with thousands of leaves, which it gives back when done) and
+// has compared nothing for rssSettle, and startupWork has passed. Read
+// any earlier, the RSS catches one of those bursts: with 3,000 leaves, a
+// read a second after the probe Set read 49–59 MB in 6 of 36 runs against
+// 29–35 at rest (docs/bench.md, "Values encoded once"). It polls serve's
+// metrics four times a second.
+func (c *child) atRest(ctx context.Context) error {
+	addr, err := c.metricsAddress(ctx)
+	if err != nil {
+		return err
+	}
+	if addr == "" {
+		return errors.New("serve printed no metrics address: cannot tell when it is at rest")
+	}
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
+	defer cancel()
+	t := time.NewTicker(250 * time.Millisecond)
+	defer t.Stop()
+	last, since := -1.0, time.Now()
+	for {
+		checks, err := scrapeCounter(ctx, addr, driftChecks)
+		if err != nil {
+			return err
+		}
+		if checks != last {
+			last, since = checks, time.Now()
+		}
+		if checks >= 1 && time.Since(since) >= rssSettle && time.Since(c.started) >= startupWork {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("waiting for serve at rest (%s %v, unchanged for %s): %w", driftChecks, last, time.Since(since).Round(time.Millisecond), ctx.Err())
+		case <-t.C:
+		}
+	}
+}
+
+// scrapeCounter reads counter name (without labels) from the Prometheus
+// metrics served at addr.
+func scrapeCounter(ctx context.Context, addr, name string) (float64, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+"/metrics", nil)
+	if err != nil {
+		return 0, err
+	}
+	// Not gzip, which Go's client asks for by default: serve's compressor
+	// alone would add a megabyte to the RSS the row measures.
+	req.Header.Set("Accept-Encoding", "identity")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return 0, fmt.Errorf("reading serve's metrics: %w", err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return 0, fmt.Errorf("reading serve's metrics: %s", resp.Status)
+	}
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	families, err := parser.TextToMetricFamilies(resp.Body)
+	if err != nil {
+		return 0, fmt.Errorf("serve's metrics: %w", err)
+	}
+	f, ok := families[name]
+	if !ok || len(f.GetMetric()) != 1 || f.GetMetric()[0].GetCounter() == nil {
+		return 0, fmt.Errorf("serve's metrics have no counter %s", name)
+	}
+	return f.GetMetric()[0].GetCounter().GetValue(), nil
+}
 
 // rss: scenario 6, the RSS of serve with an empty journal and with
 // cfg.leaves leaves journaled (the journal prepared in this process
@@ -403,10 +486,8 @@ func (b *bencher) childRSS(ctx context.Context, leaves int) (rss, error) {
 	if _, err := setLeaf(ctx, c.client, "rss", "probe"); err != nil {
 		return rss{}, err
 	}
-	select {
-	case <-ctx.Done():
-		return rss{}, ctx.Err()
-	case <-time.After(rssSettle):
+	if err := c.atRest(ctx); err != nil {
+		return rss{}, err
 	}
 	return c.rss()
 }
