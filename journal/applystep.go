@@ -22,17 +22,6 @@ import (
 // before it is encoded whole again.
 const maxApplyStepRewrites = 2
 
-// Field numbers of journal.proto that applyStepSuffix writes.
-const (
-	fieldProposalChange   protowire.Number = 3
-	fieldProposalRollback protowire.Number = 4
-	fieldChangeApply      protowire.Number = 4
-	fieldChangeStarted    protowire.Number = 7
-	fieldChangeApplied    protowire.Number = 8
-	fieldTimestampSeconds protowire.Number = 1
-	fieldTimestampNanos   protowire.Number = 2
-)
-
 // applyStepSuffix returns the bytes which, appended to the encoding of
 // was, make a record that decodes as p, if p differs from was only in its
 // change's apply step; ok is false otherwise (the caller then encodes p

@@ -70,13 +70,21 @@ func decodeRecordWith(opts proto.UnmarshalOptions, v []byte, m proto.Message) er
 	return opts.Unmarshal(v, m)
 }
 
-// Field numbers of the records the writer encodes in parts, embedding the
-// encodings of the PathValues they hold that it has already made
-// (plainValues), with those of applystep.go. TestPartFieldNumbers checks
-// them against journal.proto.
+// Field numbers of journal.proto that the writer writes by hand: an
+// apply step appended to a proposal's record (applyStepSuffix), and the
+// records encoded in parts, embedding the encodings of the PathValues they
+// hold that it has already made (plainValues). TestPartFieldNumbers
+// checks them against journal.proto.
 const (
+	fieldProposalChange      protowire.Number = 3
+	fieldProposalRollback    protowire.Number = 4
 	fieldChangeValues        protowire.Number = 2
+	fieldChangeApply         protowire.Number = 4
+	fieldChangeStarted       protowire.Number = 7
+	fieldChangeApplied       protowire.Number = 8
 	fieldRollbackValues      protowire.Number = 2
+	fieldTimestampSeconds    protowire.Number = 1
+	fieldTimestampNanos      protowire.Number = 2
 	fieldHistoryDeltaEntries protowire.Number = 4
 	fieldHistoryEntryBefore  protowire.Number = 1
 	fieldHistoryEntryAfter   protowire.Number = 2

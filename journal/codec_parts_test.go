@@ -6,12 +6,14 @@ import (
 	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protoreflect"
+	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/gnmi-sidecar/gnmi-sidecar/journal/journalpb"
 )
 
 // TestPartFieldNumbers checks the field numbers the writer encodes records
-// with by hand (plainValues, applyStepSuffix) against journal.proto.
+// with by hand (plainValues, applyStepSuffix) against journal.proto (and
+// the Timestamp's).
 func TestPartFieldNumbers(t *testing.T) {
 	field := func(m proto.Message, name protoreflect.Name) protowire.Number {
 		fd := m.ProtoReflect().Descriptor().Fields().ByName(name)
@@ -32,6 +34,8 @@ func TestPartFieldNumbers(t *testing.T) {
 		{&Change{}, "apply_started", fieldChangeStarted},
 		{&Change{}, "applied", fieldChangeApplied},
 		{&Rollback{}, "values", fieldRollbackValues},
+		{&timestamppb.Timestamp{}, "seconds", fieldTimestampSeconds},
+		{&timestamppb.Timestamp{}, "nanos", fieldTimestampNanos},
 		{&journalpb.HistoryDelta{}, "entries", fieldHistoryDeltaEntries},
 		{&journalpb.HistoryEntry{}, "before", fieldHistoryEntryBefore},
 		{&journalpb.HistoryEntry{}, "after", fieldHistoryEntryAfter},
