@@ -364,7 +364,7 @@ const driftChecks = "gnmi_sidecar_drift_checks_total"
 // has compared nothing for rssSettle, and startupWork has passed. Read
 // any earlier, the RSS catches one of those bursts: with 3,000 leaves, a
 // read a second after the probe Set read 49–59 MB in 6 of 36 runs against
-// 29–35 at rest (docs/bench.md, "Values encoded once"). It polls serve's
+// 29–33 at rest (docs/bench.md, "Values encoded once"). It polls serve's
 // metrics four times a second.
 func (c *child) atRest(ctx context.Context) error {
 	addr, err := c.metricsAddress(ctx)
