@@ -116,10 +116,11 @@ func (pl plainValues) appendValue(b []byte, n protowire.Number, pv *PathValue) (
 	return protowire.AppendBytes(b, enc), nil
 }
 
-// appendValues appends vs as the repeated field n of a message, itself
-// field of of the message b encodes: a second occurrence of of, which
-// protobuf merges into the first (appending to the repeated field).
-func (pl plainValues) appendValues(b []byte, of, n protowire.Number, vs []*PathValue) ([]byte, error) {
+// appendValues appends to b, the encoding of a message, its field parent
+// (a message) holding only vs as its repeated field n: a second occurrence
+// of parent, which protobuf merges into the first (vs appended to its
+// field n).
+func (pl plainValues) appendValues(b []byte, parent, n protowire.Number, vs []*PathValue) ([]byte, error) {
 	var inner []byte
 	var err error
 	for _, pv := range vs {
@@ -127,7 +128,7 @@ func (pl plainValues) appendValues(b []byte, of, n protowire.Number, vs []*PathV
 			return nil, err
 		}
 	}
-	b = protowire.AppendTag(b, of, protowire.BytesType)
+	b = protowire.AppendTag(b, parent, protowire.BytesType)
 	return protowire.AppendBytes(b, inner), nil
 }
 
