@@ -118,7 +118,7 @@ func (r *Report) AppliedValues() ([]*journal.PathValue, error) {
 // are left out, at and under each record's path: the device refused them
 // and the sidecar says so.
 func CheckDevice(applied []*journal.PathValue, device map[string]*gnmi.TypedValue, outOfSync ...*journal.OutOfSync) []Violation {
-	out, _ := checkDevice(applied, device, outOfSync)
+	out, _ := checkDevice(applied, device, outOfSync, false)
 	return out
 }
 
@@ -140,7 +140,9 @@ type deviceStats struct {
 	compared, opaque int
 }
 
-func checkDevice(applied []*journal.PathValue, device map[string]*gnmi.TypedValue, outOfSync []*journal.OutOfSync) ([]Violation, deviceStats) {
+// checkDevice is CheckDevice; with ownsUnjournaled, device leaves no
+// applied value names are let through (VerifyOptions.DeviceOwnsUnjournaled).
+func checkDevice(applied []*journal.PathValue, device map[string]*gnmi.TypedValue, outOfSync []*journal.OutOfSync, ownsUnjournaled bool) ([]Violation, deviceStats) {
 	held, out := parseLeaves(device)
 	if len(outOfSync) > 0 {
 		applied = slices.DeleteFunc(slices.Clone(applied), func(pv *journal.PathValue) bool { return excused(pv.GetPath(), outOfSync) })
@@ -179,7 +181,7 @@ func checkDevice(applied []*journal.PathValue, device map[string]*gnmi.TypedValu
 	}
 	index := indexApplied(applied)
 	for _, l := range held {
-		if msg := index.unaccounted(l); msg != "" {
+		if msg := index.unaccounted(l, ownsUnjournaled); msg != "" {
 			out = append(out, consistency("%s", msg))
 		}
 	}
@@ -248,8 +250,9 @@ func indexApplied(applied []*journal.PathValue) appliedIndex {
 // unaccounted explains why the device should not hold leaf l, or returns ""
 // if the applied values account for it. Of the value at l's path, the
 // opaque values above it and the tombstones at or above it, the newest
-// decides; a value wins a tie because a Set applies its deletes first.
-func (ix appliedIndex) unaccounted(l deviceLeaf) string {
+// decides; a value wins a tie because a Set applies its deletes first. A
+// leaf none of them names is accounted for only when ownsUnjournaled.
+func (ix appliedIndex) unaccounted(l deviceLeaf, ownsUnjournaled bool) string {
 	if isListKey(l.path, l.value) {
 		return ""
 	}
@@ -273,7 +276,7 @@ func (ix appliedIndex) unaccounted(l deviceLeaf) string {
 	case tombstone != nil && (put == nil || put.GetIndex() < tombstone.GetIndex()):
 		return fmt.Sprintf("%s: the device has %s, but the applied values delete %s (proposal %d)",
 			l.name, show(l.value), gnmipath.String(tombstone.GetPath()), tombstone.GetIndex())
-	case put == nil:
+	case put == nil && !ownsUnjournaled:
 		return fmt.Sprintf("%s: the device has %s, which no applied value accounts for", l.name, show(l.value))
 	}
 	return ""

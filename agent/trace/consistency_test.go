@@ -320,6 +320,49 @@ func TestCheckDevice(t *testing.T) {
 	}
 }
 
+// TestCheckDeviceOwnsUnjournaled: with --baseline off the journal holds
+// only what the sidecar's Sets touched. The device's other leaves pass the
+// check then, but a leaf the applied values delete or give another value
+// still fails it.
+func TestCheckDeviceOwnsUnjournaled(t *testing.T) {
+	const (
+		eth0 = "/interfaces/interface[name=eth0]"
+		eth8 = "/interfaces/interface[name=eth8]"
+	)
+	device := map[string]*gnmi.TypedValue{
+		eth0 + "/config/mtu":         uintVal(9000),
+		eth0 + "/config/description": strVal("left by a delete"),
+		eth8 + "/config/description": strVal("configured before the sidecar"),
+		"/system/config/hostname":    strVal("also the device's own"),
+	}
+	applied := []*journal.PathValue{
+		pv(t, eth0+"/config/mtu", 2, uintVal(1500)),
+		deleted(t, eth0+"/config/description", 3),
+	}
+	tests := []struct {
+		name  string
+		owned bool
+		want  []string
+	}{
+		{name: "every leaf must be accounted for", want: []string{
+			eth0 + "/config/mtu: the device has uint 9000, the applied value is uint 1500",
+			eth0 + "/config/description: the device has \"left by a delete\", but the applied values delete",
+			eth8 + "/config/description: the device has \"configured before the sidecar\", which no applied value accounts for",
+			"/system/config/hostname: the device has \"also the device's own\", which no applied value accounts for",
+		}},
+		{name: "the device owns what no applied value names", owned: true, want: []string{
+			eth0 + "/config/mtu: the device has uint 9000, the applied value is uint 1500",
+			eth0 + "/config/description: the device has \"left by a delete\", but the applied values delete",
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, _ := checkDevice(applied, device, nil, tt.owned)
+			checkMessages(t, got, tt.want)
+		})
+	}
+}
+
 func merge(ms ...map[string]*gnmi.TypedValue) map[string]*gnmi.TypedValue {
 	out := make(map[string]*gnmi.TypedValue)
 	for _, m := range ms {

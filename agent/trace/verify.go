@@ -24,6 +24,12 @@ type VerifyOptions struct {
 	// OutOfSync are the journal's out-of-sync records (Journal.OutOfSync):
 	// the device check leaves their paths out.
 	OutOfSync []*journal.OutOfSync
+	// DeviceOwnsUnjournaled lets through device leaves that no applied
+	// value names: none at the leaf's path, no tombstone or opaque value
+	// above it. A sidecar run with --baseline off journals only what its
+	// Sets touched; the rest of the device's configuration is the
+	// device's own, and the check covers it only where a Set touched it.
+	DeviceOwnsUnjournaled bool
 	// Proposals are the journal's proposals (Journal.Proposals, read once
 	// the sidecar stopped). When set, the lines lost to crashes are put
 	// back from them first (Recover), so a trace across SIGKILLs checks;
@@ -75,7 +81,7 @@ func Verify(t testing.TB, path string, opts VerifyOptions) *Report {
 				return nil
 			}
 		}
-		violations, stats := checkDevice(applied, opts.Device, opts.OutOfSync)
+		violations, stats := checkDevice(applied, opts.Device, opts.OutOfSync, opts.DeviceOwnsUnjournaled)
 		r.Violations = append(r.Violations, violations...)
 		t.Logf("trace %s: checked %d device leaves against %d applied values (%d opaque values and container markers not compared)",
 			path, len(opts.Device), stats.compared, stats.opaque)
