@@ -177,8 +177,8 @@ func (o Options) badgerOptions(dir string, memTable int64) badger.Options {
 		WithMemTableSize(memTable).
 		// At most two full memtables queued for flush behind the mutable one, not five.
 		WithNumMemtables(2).
-		// Stall writes only well past the compaction trigger.
-		WithNumLevelZeroTablesStall(8).
+		// Stall writes only where no crash backlog gets (tables.go).
+		WithNumLevelZeroTablesStall(levelZeroStall).
 		// Small tables at every level: a compaction's table builders buffer
 		// their table on the heap (about twice its size), Badger runs several
 		// at once, and its pool of builders keeps up to 8 of them grown to

@@ -18,11 +18,19 @@ import (
 // Badger's compaction (DB.Flatten: level 0 into the tree, and each level
 // into the next, until one level holds every table). At rest nothing wakes.
 //
-// Writes cannot stall on a full level 0 unseen: Badger stalls at
-// NumLevelZeroTablesStall (8) tables, and after the last write before a
-// stall at most the memtables then queued (NumMemtables, 2, and the one
-// being written) reach level 0, so the check that follows that write finds
-// 2 or more tables whenever a stall could come.
+// Badger stalls flushes, and the writes behind them, while level 0 holds
+// NumLevelZeroTablesStall tables, until a compaction takes some: with no
+// compactors of its own, until compactTables does. In steady traffic level
+// 0 never gets near it (compactTables compacts from numLevelZeroTables).
+// A sidecar killed before its first compaction (openSettle after Open),
+// again and again, does get there: each Open flushes the memtables the
+// last process left to tables of their own. With a stall at 8, such a
+// backlog hung the sidecar for good: DB.Close waits for its last flush,
+// and compactTables has stopped by then (DB.Open, too, waits for the
+// replayed memtables to be queued). So the stall is levelZeroStall,
+// far past the compaction triggers below: a level 0 that large costs
+// reads only a bloom filter check per table, until the first compaction.
+const levelZeroStall = 64
 
 // The value log's GC and compactions. A GC step (collectValueLog) writes
 // the live records of the file it rewrites back into the memtable, with
@@ -60,13 +68,14 @@ const numLevelZeroTables = 2
 // levelZeroFlushAt is the level-0 table count from which a compaction
 // waiting for a GC step's writes to reach a table has the writer flush the
 // memtables rather than wait for more flushes: a flush adds a table per
-// memtable (3 at most), and Badger stalls writes, and flushes, at 8.
+// memtable (3 at most).
 // From levelZeroForce the compaction runs anyway and the writer does not
-// flush: only a backlog a crash left gets there, and a stalled Badger
-// would flush nothing and never be compacted.
+// flush: the flushes did not keep level 0 down, and a Badger stalled at
+// levelZeroStall would flush nothing and never be compacted. Only a
+// backlog many crashes left gets there.
 const (
 	levelZeroFlushAt = numLevelZeroTables + 2
-	levelZeroForce   = levelZeroFlushAt + 2
+	levelZeroForce   = 16
 )
 
 // memtableLogsLeft reports whether dir holds memtable logs (*.mem), which

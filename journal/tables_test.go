@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
+	"slices"
 	"syscall"
 	"testing"
 	"time"
@@ -249,6 +251,69 @@ func TestCompactionNearTheStallDoesNotWait(t *testing.T) {
 		t.Fatalf("level 0 holds %d tables after the compaction", n)
 	}
 	checkInvariants(t, j)
+}
+
+// TestCrashBacklogInLevelZeroNeverHangs: a sidecar killed again and again
+// before its first compaction (openSettle) leaves level 0 a table per
+// memtable each time. With level 0 at 8 tables, and compactTables not
+// running (as before its first look, and during Close), changes that fill
+// memtables, Close, an Open of the files a crash left then and that
+// journal's Close each return, and every change is kept. With Badger's
+// stall at 8 tables (before levelZeroStall) the flushes stalled, the
+// writes behind them, and Close waited on its last flush for good (the
+// differential test's seed 2573807007216180903: twelve starts, eleven of
+// them killed).
+func TestCrashBacklogInLevelZeroNeverHangs(t *testing.T) {
+	j, term := levelZeroOf(t, 8)
+	var last uint64
+	returns(t, "changes filling three memtables, level 0 at 8 tables", func() error {
+		for n := 0; levelZeroTables(j.db) < 8+3; n++ {
+			if n == 5000 {
+				return fmt.Errorf("level 0 at %d tables after %d changes: the memtables did not fill", levelZeroTables(j.db), n)
+			}
+			kv := make([]string, 0, 64)
+			for k := range 32 {
+				kv = append(kv, fmt.Sprintf("/c%d/leaf%d", n, k), "v")
+			}
+			last = applyChange(t, j, term, update(t, kv...))
+		}
+		return nil
+	})
+	crashed := t.TempDir()
+	copyDir(t, j.dir, crashed) // the files as a kill -9 would leave them
+	want := appliedList(t, j)
+	returns(t, "Close, level 0 past 8 tables", j.Close)
+
+	var after *Journal
+	returns(t, "Open on the files a kill -9 left then", func() (err error) {
+		after, err = Open(crashed, Options{NoSync: true, GCInterval: time.Hour})
+		return err
+	})
+	stopBackground(after) // killed again before its first compaction
+	if got := appliedList(t, after); !slices.Equal(got, want) {
+		t.Errorf("after the crash %d applied values, want %d (up to proposal %d)", len(got), len(want), last)
+	}
+	returns(t, "Close of the journal opened after the crash", after.Close)
+}
+
+// returns fails the test unless fn returns within a minute, and without an
+// error.
+func returns(t *testing.T, what string, fn func() error) {
+	t.Helper()
+	done := make(chan error, 1)
+	go func() { done <- fn() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+	case <-time.After(time.Minute):
+		// Said on stderr too: the journal's Close in the test's cleanup
+		// may hang the same way, and then only the package's timeout ends
+		// the test, with what it wrote to stderr.
+		fmt.Fprintf(os.Stderr, "%s: %s did not return within a minute\n", t.Name(), what)
+		t.Fatalf("%s did not return within a minute", what)
+	}
 }
 
 // levelZeroOf opens a journal, its background work stopped (the test
