@@ -860,6 +860,9 @@ func (j *Journal) runBatch(batch []*request) int {
 		return len(batch)
 	}
 	j.commits.Add(1)
+	if w.historyNext > 0 {
+		j.advanceHistoryHead(w.historyNext)
+	}
 	j.valueLogWritten.Add(w.valueLog)
 	j.values.add(w.valuesWritten)
 	if w.hasHeads {
@@ -959,6 +962,9 @@ type writeTxn struct {
 	// valueLog counts the bytes of the records this transaction wrote
 	// that go to the value log (valueThreshold or more).
 	valueLog int64
+	// historyNext is where retention's history cursor goes once this
+	// transaction is durable (Compact), 0 if it ran no retention slice.
+	historyNext uint64
 }
 
 // emit records a transition for Options.Observer.

@@ -39,9 +39,10 @@ type sliceStats struct {
 	// dead counts the visited entries that were deleted before (or older
 	// versions): work spent on what retention already dropped.
 	dead int
-	// historyNext is where the next slice's history scan starts once
-	// this one is durable: every entry before it is deleted.
-	historyNext uint64
+	// historyFrom is where the slice's history scan started; historyNext
+	// where the next slice's starts once this one is durable: every entry
+	// before it is deleted.
+	historyFrom, historyNext uint64
 }
 
 // Compact applies retention now: it drops the oldest proposal records beyond
@@ -68,34 +69,33 @@ func (j *Journal) Compact(ctx context.Context) (int, error) {
 	for {
 		var st sliceStats
 		err := j.submit(ctx, func(w *writeTxn) (err error) {
-			st, err = j.compactSlice(w)
+			if st, err = j.compactSlice(w); err == nil {
+				w.historyNext = max(w.historyNext, st.historyNext)
+			}
 			return err
 		})
 		if err != nil {
 			return total, err
 		}
+		if j.opts.onSlice != nil {
+			j.opts.onSlice(st)
+		}
 		total += st.proposals
-		moved := j.retained(st)
-		if st.proposals+st.deltas == 0 && !moved {
+		if st.proposals+st.deltas == 0 && st.historyNext <= st.historyFrom {
 			return total, j.dropTombstones(ctx)
 		}
 	}
 }
 
-// retained records a durable retention slice: it moves the history
-// cursor (reporting whether it moved) and hands the slice's stats to the
-// onSlice hook of tests.
-func (j *Journal) retained(st sliceStats) (moved bool) {
-	if j.opts.onSlice != nil {
-		j.opts.onSlice(st)
-	}
+// advanceHistoryHead moves retention's history cursor to next, once the
+// transaction whose slice deleted every entry before it is durable: before
+// the writer's next transaction, so that no slice, whoever asked for it,
+// scans again what an earlier one deleted.
+func (j *Journal) advanceHistoryHead(next uint64) {
 	for {
 		head := j.historyHead.Load()
-		if st.historyNext <= head {
-			return false
-		}
-		if j.historyHead.CompareAndSwap(head, st.historyNext) {
-			return true
+		if next <= head || j.historyHead.CompareAndSwap(head, next) {
+			return
 		}
 	}
 }
@@ -124,7 +124,11 @@ func (j *Journal) compactSlice(w *writeTxn) (sliceStats, error) {
 			break
 		}
 	}
-	deltas, floor, historyNext, err := oldHistory(w.txn, j.historyHead.Load(), next, &st)
+	// The cursor as the slices before this one left it, those of this
+	// transaction included (runBatch moves it once the transaction is
+	// durable).
+	st.historyFrom = max(j.historyHead.Load(), w.historyNext)
+	deltas, floor, historyNext, err := oldHistory(w.txn, st.historyFrom, next, &st)
 	if err != nil {
 		return st, err
 	}
