@@ -166,7 +166,7 @@ func (j *Journal) compactLevelZero() bool {
 		case newestVersion(j.db) > mark:
 			j.gcUnflushed.CompareAndSwap(mark, 0)
 		case n >= levelZeroForce:
-			j.log.Warn("compacting with level 0 near Badger's write stall while what the value log's GC wrote back may still be in a memtable",
+			j.log.Warn("compacting a crash backlog in level 0 while what the value log's GC wrote back may still be in a memtable",
 				"level0_tables", n)
 		case n >= levelZeroFlushAt:
 			j.flushDue.Store(true) // compactTables wakes the writer for it
