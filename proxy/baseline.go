@@ -237,8 +237,12 @@ func (s *Server) Onboard(ctx context.Context) {
 }
 
 // awaitBaseline holds a write until the onboarding baseline is decided
-// (Onboard), while the device is connected (a Set to a disconnected device
-// is refused or queued as usual, its paths read before its change).
+// (Onboard), while the device is connected or the agent's first session
+// is being set up (bounded by its dial timeout): a Set that reaches a
+// starting sidecar must not be journaled before the baseline, which would
+// then hold the change as the device's own configuration. A Set to a
+// device found disconnected is refused or queued as usual, its paths read
+// before its change.
 func (s *Server) awaitBaseline(ctx context.Context) error {
 	select {
 	case <-s.baselineDecided:
@@ -246,16 +250,18 @@ func (s *Server) awaitBaseline(ctx context.Context) error {
 	default:
 	}
 	for {
-		if !s.opts.Agent.Status().Connected {
+		changes := s.opts.Agent.Changes()
+		if st := s.opts.Agent.Status(); !st.Connected && (st.Connects > 0 || st.LastError != "" || st.Fenced) {
 			return nil
 		}
-		changes := s.opts.Agent.Changes()
 		select {
 		case <-s.baselineDecided:
 			return nil
 		case <-changes:
 		case <-ctx.Done():
-			return status.FromContextError(ctx.Err()).Err()
+			st := status.FromContextError(ctx.Err())
+			return status.Errorf(st.Code(), "%s while the Set waited for the onboarding baseline of device %s (the device's configuration, journaled before any change); nothing was journaled",
+				st.Message(), s.opts.Target)
 		case <-s.waits.Done():
 			return status.Error(codes.Unavailable, "the sidecar is shutting down; nothing was journaled")
 		}

@@ -4,12 +4,14 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
 	gpb "github.com/openconfig/gnmi/proto/gnmi"
 	"github.com/openconfig/gnmi/proto/gnmi_ext"
+	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
@@ -148,6 +150,74 @@ func TestBaseline(t *testing.T) {
 	}
 	_, err = client.Tag(ctx, r.Client, &sidecarpb.Tag{Name: journal.BaselineTag}, "")
 	sidecartest.WantStatus(t, err, codes.InvalidArgument, "the sidecar's own")
+}
+
+// TestSetBeforeTheFirstSessionWaitsForTheBaseline: a Set that reaches a
+// new sidecar while its first session with the device is being set up
+// waits for the onboarding baseline like any other: the baseline is
+// proposal 1, the change proposal 2, and a rollback of the newest change
+// undoes the change. Journaled first, the change was held by the baseline
+// as the device's own configuration, and the rollback refused (CI saw it
+// in TestServeAuthorization, whose Set races the sidecar's start).
+func TestSetBeforeTheFirstSessionWaitsForTheBaseline(t *testing.T) {
+	dev := testbed.StartT(t, testbed.Options{Logger: sidecartest.Logger(t)})
+	seed := sidecartest.Dial(t, dev.Addr())
+	for _, req := range configuredDevice(t) {
+		if _, err := seed.Set(context.Background(), req); err != nil {
+			t.Fatal(err)
+		}
+	}
+	before := sidecartest.DeviceLeaves(t, dev)
+	gated := newGatedDevice(t, dev.Addr())
+	release := gated.holdSubscribes()
+	defer release()
+	arrived := make(chan struct{})
+	arrival := sync.OnceFunc(func() { close(arrived) })
+	r := sidecartest.Start(t, sidecartest.Options{Target: gated.addr, Baseline: true,
+		ServerOptions: []grpc.ServerOption{grpc.ChainUnaryInterceptor(func(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
+			if info.FullMethod == gpb.GNMI_Set_FullMethodName {
+				arrival()
+			}
+			return handler(ctx, req)
+		})}})
+	sidecartest.Eventually(t, 30*time.Second, "the agent's first session to wait for its liveness subscription", func() bool {
+		return gated.subscribesHeld() > 0
+	})
+	if r.Agent.Status().Connected {
+		t.Fatal("the agent is connected while its liveness subscription is held")
+	}
+
+	done := make(chan error, 1)
+	go func() {
+		_, err := r.Client.Set(context.Background(), sidecartest.UpdateRequest(t, "/system/config/hostname", sidecartest.StringVal("r1"),
+			sidecartest.SidecarExtension(t, &sidecarpb.Request{Mode: sidecarpb.SetMode_SET_MODE_ASYNC})))
+		done <- err
+	}()
+	<-arrived
+	// An ASYNC Set that does not wait is journaled at once: give it the
+	// time to, then let the session up.
+	select {
+	case err := <-done:
+		t.Fatalf("the Set was answered (%v) before the agent's first session was up and the baseline taken", err)
+	case <-time.After(time.Second):
+	}
+	release()
+	if err := <-done; err != nil {
+		t.Fatalf("Set: %v", err)
+	}
+	if p := r.Proposal(t, 1); !p.GetChange().GetBaseline() {
+		t.Fatalf("proposal 1 is not the baseline: %v", p.GetChange())
+	}
+	if p := r.Proposal(t, 2); p.GetChange().GetBaseline() || len(p.GetChange().GetOps()) != 1 {
+		t.Fatalf("proposal 2 is not the client's change: %v", p.GetChange())
+	}
+	sidecartest.Eventually(t, 30*time.Second, "the change to be applied", func() bool {
+		return proto.Equal(sidecartest.DeviceLeaves(t, dev)["/system/config/hostname"], sidecartest.StringVal("r1"))
+	})
+	r.MustSet(t, sidecartest.RollbackRequest(t, 0))
+	if diff := cmp.Diff(before, sidecartest.DeviceLeaves(t, dev), protocmp.Transform()); diff != "" {
+		t.Errorf("after the change's rollback the device differs from before the sidecar (-before +after):\n%s", diff)
+	}
 }
 
 // TestSyncFrom re-reads a device changed behind the sidecar's back: the

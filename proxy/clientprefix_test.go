@@ -202,6 +202,32 @@ type gatedDevice struct {
 	mu      sync.Mutex
 	down    bool
 	streams map[*int]context.CancelFunc
+	// hold, if set, holds every Subscribe but the test's own until it is
+	// closed; held counts those it holds.
+	hold chan struct{}
+	held int
+}
+
+// holdSubscribes holds the Subscribes (the agent's liveness subscription,
+// which sets up its session) until the function it returns is called.
+func (d *gatedDevice) holdSubscribes() (release func()) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	hold := make(chan struct{})
+	d.hold = hold
+	return sync.OnceFunc(func() {
+		d.mu.Lock()
+		d.hold = nil
+		d.mu.Unlock()
+		close(hold)
+	})
+}
+
+// subscribesHeld counts the Subscribes holdSubscribes held.
+func (d *gatedDevice) subscribesHeld() int {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.held
 }
 
 func newGatedDevice(t *testing.T, target string) *gatedDevice {
@@ -287,6 +313,21 @@ func (d *gatedDevice) Set(ctx context.Context, req *gpb.SetRequest) (*gpb.SetRes
 func (d *gatedDevice) Subscribe(stream gpb.GNMI_SubscribeServer) error {
 	if err := d.gate(stream.Context()); err != nil {
 		return err
+	}
+	d.mu.Lock()
+	hold := d.hold
+	if hold != nil && !marked(stream.Context()) {
+		d.held++
+	} else {
+		hold = nil
+	}
+	d.mu.Unlock()
+	if hold != nil {
+		select {
+		case <-hold:
+		case <-stream.Context().Done():
+			return stream.Context().Err()
+		}
 	}
 	ctx, cancel := context.WithCancel(stream.Context())
 	defer cancel()
