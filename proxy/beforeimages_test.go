@@ -117,6 +117,20 @@ func TestConfiguredDevice(t *testing.T) {
 	}
 }
 
+// configuredTestbed starts a simulated device holding configuredDevice,
+// for a test that puts something between it and the sidecar.
+func configuredTestbed(t *testing.T) *testbed.Device {
+	t.Helper()
+	dev := testbed.StartT(t, testbed.Options{Logger: sidecartest.Logger(t)})
+	seed := sidecartest.Dial(t, dev.Addr())
+	for _, req := range configuredDevice(t) {
+		if _, err := seed.Set(context.Background(), req); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dev
+}
+
 // TestBaseline onboards a configured device: its configuration is
 // journaled first as proposals authored device and tagged baseline; a
 // rollback to the tag returns the device to it exactly; neither the
@@ -160,13 +174,7 @@ func TestBaseline(t *testing.T) {
 // as the device's own configuration, and the rollback refused (CI saw it
 // in TestServeAuthorization, whose Set races the sidecar's start).
 func TestSetBeforeTheFirstSessionWaitsForTheBaseline(t *testing.T) {
-	dev := testbed.StartT(t, testbed.Options{Logger: sidecartest.Logger(t)})
-	seed := sidecartest.Dial(t, dev.Addr())
-	for _, req := range configuredDevice(t) {
-		if _, err := seed.Set(context.Background(), req); err != nil {
-			t.Fatal(err)
-		}
-	}
+	dev := configuredTestbed(t)
 	before := sidecartest.DeviceLeaves(t, dev)
 	gated := newGatedDevice(t, dev.Addr())
 	release := gated.holdSubscribes()
@@ -268,13 +276,7 @@ func TestSyncFrom(t *testing.T) {
 // never saw, is refused naming the path, and a commit-confirmed there is
 // refused before anything is journaled.
 func TestUnreadableBeforeImage(t *testing.T) {
-	dev := testbed.StartT(t, testbed.Options{Logger: sidecartest.Logger(t)})
-	seed := sidecartest.Dial(t, dev.Addr())
-	for _, req := range configuredDevice(t) {
-		if _, err := seed.Set(context.Background(), req); err != nil {
-			t.Fatal(err)
-		}
-	}
+	dev := configuredTestbed(t)
 	gated := newGatedDevice(t, dev.Addr())
 	gated.refuseGets(status.Error(codes.Unavailable, "reads are down"))
 	r := sidecartest.Start(t, sidecartest.Options{Target: gated.addr})
