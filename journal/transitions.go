@@ -1419,7 +1419,6 @@ func (w *writeTxn) putProposalAndConfiguration(p *Proposal, c *Configuration) er
 // the caller must not change it.
 func (w *writeTxn) value(ns, pathKey []byte) (*PathValue, error) {
 	key := valueKey(ns, pathKey)
-	pv := &PathValue{}
 	if v, ok := w.recentValue(key); ok {
 		if v.deleted {
 			return nil, nil
@@ -1433,11 +1432,13 @@ func (w *writeTxn) value(ns, pathKey []byte) (*PathValue, error) {
 			}
 			return v.pv, nil
 		}
+		pv := &PathValue{}
 		if err := decodeRecord(v.b, pv); err != nil {
 			return nil, fmt.Errorf("decode %q: %w", key, err)
 		}
 		return pv, nil
 	}
+	pv := &PathValue{}
 	found, err := w.get(key, pv)
 	if err != nil || !found {
 		return nil, err
