@@ -995,9 +995,6 @@ func (w *writeTxn) put(key []byte, m proto.Message) error {
 	if err != nil {
 		return fmt.Errorf("encode %q: %w", key, err)
 	}
-	if pv, ok := m.(*PathValue); ok {
-		w.notePlain(pv, plain)
-	}
 	return w.putRecord(key, m, compressRecord(plain), plain)
 }
 
@@ -1012,6 +1009,7 @@ func (w *writeTxn) putRecord(key []byte, m proto.Message, b, plain []byte) error
 	w.noteWrite(key, m)
 	v := recentValue{b: b}
 	if pv, ok := m.(*PathValue); ok {
+		w.notePlain(pv, plain)
 		v.pv, v.plain, v.index, v.tombstone = pv, plain, pv.GetIndex(), pv.GetDeleted()
 	}
 	w.noteValue(key, v)
