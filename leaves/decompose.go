@@ -139,8 +139,9 @@ type walk struct {
 	origin string
 	enc    encoding
 	out    *Writes
-	// markers holds the keys of the markers already written, to write each
-	// once.
+	// marked holds the markers already written, to write each once; past
+	// a few (a JSON value's list entries), markers indexes them by path.
+	marked  [][]*gpb.PathElem
 	markers map[string]bool
 }
 
@@ -162,15 +163,38 @@ func (w *walk) unit(elems []*gpb.PathElem, v *gpb.TypedValue) {
 // marker writes the marker {} of the list entry or container at elems,
 // once.
 func (w *walk) marker(elems []*gpb.PathElem) {
-	id := elemsString(elems)
-	if w.markers == nil {
-		w.markers = make(map[string]bool)
+	if w.markers == nil && len(w.marked) < fewMarkers {
+		// Most values mark only the entries above them: no map, no string.
+		if slices.ContainsFunc(w.marked, func(m []*gpb.PathElem) bool { return sameElems(m, elems) }) {
+			return
+		}
+		w.marked = append(w.marked, elems)
+	} else {
+		if w.markers == nil {
+			w.markers = make(map[string]bool, 2*fewMarkers)
+			for _, m := range w.marked {
+				w.markers[elemsString(m)] = true
+			}
+		}
+		id := elemsString(elems)
+		if w.markers[id] {
+			return
+		}
+		w.markers[id] = true
 	}
-	if w.markers[id] {
-		return
-	}
-	w.markers[id] = true
 	w.unit(elems, w.typed([]byte("{}")))
+}
+
+// fewMarkers is how many markers a walk compares one by one before it
+// indexes them.
+const fewMarkers = 8
+
+// sameElems reports whether a and b name the same node: the same names,
+// each with the same keys.
+func sameElems(a, b []*gpb.PathElem) bool {
+	return slices.EqualFunc(a, b, func(x, y *gpb.PathElem) bool {
+		return x.GetName() == y.GetName() && maps.Equal(x.GetKey(), y.GetKey())
+	})
 }
 
 // cases records, for a node reached under parent through the choices and

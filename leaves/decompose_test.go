@@ -382,3 +382,42 @@ func TestEqual(t *testing.T) {
 		}
 	}
 }
+
+// TestMarkerOncePerEntry: a JSON list naming an entry twice writes its
+// marker once, whether the repeat comes among the first few markers of
+// the walk (compared one by one) or after many (indexed by path).
+func TestMarkerOncePerEntry(t *testing.T) {
+	d := NewDecomposer(testSchema(t), nil)
+	for _, names := range [][]int{
+		{0, 1, 1, 2},
+		{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 0, 10, 4},
+	} {
+		var entries []string
+		for _, n := range names {
+			entries = append(entries, fmt.Sprintf(`{"name":"eth%d","config":{"description":"d%d"}}`, n, n))
+		}
+		w, err := d.Decompose(mustPath(t, "/interfaces"), ietf(`{"interface":[`+strings.Join(entries, ",")+`]}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		units, _ := render(w)
+		markers := map[string]int{}
+		for _, u := range units {
+			if strings.HasSuffix(u, `= json_ietf_val: "{}"`) {
+				markers[u]++
+			}
+		}
+		distinct := map[int]bool{}
+		for _, n := range names {
+			distinct[n] = true
+		}
+		if len(markers) != len(distinct) {
+			t.Errorf("entries %v: %d markers, want %d: %v", names, len(markers), len(distinct), markers)
+		}
+		for m, k := range markers {
+			if k != 1 {
+				t.Errorf("entries %v: marker %s written %d times, want once", names, m, k)
+			}
+		}
+	}
+}

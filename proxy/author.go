@@ -85,10 +85,8 @@ func requester(ctx context.Context) string {
 	if s := certificateSubject(ctx); s != "" {
 		return s
 	}
-	if md, ok := metadata.FromIncomingContext(ctx); ok {
-		if u := md.Get("username"); len(u) == 1 && u[0] != "" {
-			return printable(u[0], maxAuthorBytes)
-		}
+	if u := metadata.ValueFromIncomingContext(ctx, "username"); len(u) == 1 && u[0] != "" {
+		return printable(u[0], maxAuthorBytes)
 	}
 	if addr := peerAddr(ctx); addr != "" {
 		return addr
