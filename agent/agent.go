@@ -872,14 +872,7 @@ func (a *Agent) repush(ctx context.Context, term uint64, log *slog.Logger) error
 			}
 		}
 		t := newTrackingBatcher(a.setLimits())
-		order := &tombstonesFirst{emit: func(pv *journal.PathValue) error {
-			values++
-			if b := t.add(pv); b != nil {
-				return put(b)
-			}
-			return nil
-		}}
-		err := a.j.ScanAppliedByIndex(gctx, func(pv *journal.PathValue) error {
+		err := a.j.ReplayApplied(gctx, func(pv *journal.PathValue) error {
 			if doubt.holds(pv) {
 				held++
 				return nil
@@ -888,12 +881,13 @@ func (a *Agent) repush(ctx context.Context, term uint64, log *slog.Logger) error
 				same++
 				return nil
 			}
-			return order.add(pv)
+			values++
+			if b := t.add(pv); b != nil {
+				return put(b)
+			}
+			return nil
 		})
 		if err != nil {
-			return err
-		}
-		if err := order.flush(); err != nil {
 			return err
 		}
 		if b := t.flush(); b != nil {

@@ -277,6 +277,8 @@ func topTombstones(changeValues []*journal.PathValue) []*journal.PathValue {
 // Set's value, which already share the pending request. (An overlap with an
 // update of the same index alone does not split the request, since deletes
 // take effect first inside it, as they did in the original Set.)
+// journal.ReplayApplied, which a re-push reads, gives what is stored under
+// such a value in index order, tombstones first.
 //
 // Requests are kept within limits.bytes (their proto.Size, a JSON object
 // counted by its members' sizes), so that they stay under gRPC's maximum
@@ -680,39 +682,4 @@ func widen(m map[string]indexSpan, key []byte, i uint64) {
 // not modified.
 func coveringKeys(p *gpb.Path) iter.Seq[[]byte] {
 	return journal.CoveringKeys(p)
-}
-
-// tombstonesFirst regroups values that arrive ordered by index (then path,
-// as journal.ScanAppliedByIndex streams them) so that within each index the
-// tombstones come before the values, the order setBatcher needs. It buffers
-// one index's values at a time.
-type tombstonesFirst struct {
-	index  uint64
-	values []*journal.PathValue
-	emit   func(*journal.PathValue) error
-}
-
-func (t *tombstonesFirst) add(pv *journal.PathValue) error {
-	if len(t.values) > 0 && pv.GetIndex() != t.index {
-		if err := t.flush(); err != nil {
-			return err
-		}
-	}
-	t.index = pv.GetIndex()
-	t.values = append(t.values, pv)
-	return nil
-}
-
-func (t *tombstonesFirst) flush() error {
-	for _, deleted := range []bool{true, false} {
-		for _, pv := range t.values {
-			if pv.GetDeleted() == deleted {
-				if err := t.emit(pv); err != nil {
-					return err
-				}
-			}
-		}
-	}
-	t.values = t.values[:0]
-	return nil
 }

@@ -87,8 +87,9 @@ func takeLeaves(t *testing.T, ups []*gpb.Update, leaves []*journal.Leaf) []*gpb.
 //   - batchValues' requests, and rollbackRequests' from the values in
 //     reverse, leave the target as the values applied one by one, within
 //     the limits (see TestSetBatcherMatchesOneByOne);
-//   - tombstonesFirst turns the order a re-push reads values in (by index,
-//     then path key) into the order they were written;
+//   - the order a re-push reads the applied values in (journal.ReplayOrder)
+//     leaves the target as they do in the order they were written
+//     (checkReplayOrder);
 //   - topTombstones of one proposal's values covers every value, with
 //     tombstones at values' paths, none under another.
 func FuzzSetBatcher(f *testing.F) {
@@ -109,6 +110,8 @@ func FuzzSetBatcher(f *testing.F) {
 			checkRequests(t, name, want, values, reqs, limits)
 		}
 
+		checkReplayOrder(t, "fuzzed writes", appliedState(t, values), false)
+
 		scanned := slices.Clone(values)
 		slices.SortFunc(scanned, func(a, b *journal.PathValue) int {
 			switch {
@@ -119,23 +122,6 @@ func FuzzSetBatcher(f *testing.F) {
 			}
 			return bytes.Compare(journal.PathKey(a.Path), journal.PathKey(b.Path))
 		})
-		var regrouped []*journal.PathValue
-		order := &tombstonesFirst{emit: func(pv *journal.PathValue) error {
-			regrouped = append(regrouped, pv)
-			return nil
-		}}
-		for _, pv := range scanned {
-			if err := order.add(pv); err != nil {
-				t.Fatal(err)
-			}
-		}
-		if err := order.flush(); err != nil {
-			t.Fatal(err)
-		}
-		if !slices.Equal(regrouped, values) {
-			t.Fatalf("tombstonesFirst of %v = %v, want %v", scanned, regrouped, values)
-		}
-
 		first := slices.DeleteFunc(slices.Clone(scanned), func(pv *journal.PathValue) bool { return pv.Index != 1 })
 		checkTopTombstones(t, first, topTombstones(first))
 	})

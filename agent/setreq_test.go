@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"slices"
 	"strings"
@@ -131,32 +132,107 @@ func TestChangeRequestRefusesUnknownKind(t *testing.T) {
 	}
 }
 
-func TestTombstonesFirstWithinEachIndex(t *testing.T) {
-	pv := func(p string, i uint64, deleted bool) *journal.PathValue {
-		return &journal.PathValue{Path: mustPath(t, p), Index: i, Deleted: deleted}
-	}
-	in := []*journal.PathValue{
-		pv("/a", 1, false), pv("/a/b", 1, true), pv("/c", 1, false),
-		pv("/a", 2, false), pv("/a/b", 2, true),
-		pv("/z", 3, true),
-	}
-	var got []string
-	order := &tombstonesFirst{emit: func(pv *journal.PathValue) error {
-		got = append(got, fmt.Sprintf("%s@%d/%v", gnmipath.String(pv.GetPath()), pv.GetIndex(), pv.GetDeleted()))
-		return nil
-	}}
-	for _, v := range in {
-		if err := order.add(v); err != nil {
-			t.Fatal(err)
+// TestReplayOrderMatchesIndexOrder checks the order a re-push reads the
+// applied values in (journal.ReplayOrder, as journal.ReplayApplied streams
+// them: by path, what is under an opaque value by index): applied one by
+// one, or through the batcher, they leave the target as the same values in
+// the order they were written do (by index, tombstones first within one),
+// over random proposals, with opaque values holding subtrees, markers,
+// leaf-lists and deletes.
+func TestReplayOrderMatchesIndexOrder(t *testing.T) {
+	for seed := range uint64(1000) {
+		r := rand.New(rand.NewPCG(seed, 2))
+		writes := randomWrites(t, r)
+		checkReplayOrder(t, fmt.Sprintf("seed %d", seed), appliedState(t, writes), false)
+		// Applied values that went their own way (a tombstone with values
+		// written before it under its path): the same, but that such a
+		// value, which the delete removed, is not sent, nor the nodes
+		// above the delete that only its write made exist.
+		newest := map[string]*journal.PathValue{}
+		for _, pv := range writes {
+			newest[pathString(t, pv.Path)] = pv
 		}
+		checkReplayOrder(t, fmt.Sprintf("seed %d, any values", seed), slices.Collect(maps.Values(newest)), true)
 	}
-	if err := order.flush(); err != nil {
+}
+
+// appliedState returns the applied values a journal holds after values,
+// the writes of proposals in the order they took effect: the newest write
+// at each path, a tombstone also tombstoning, at its index, every value
+// stored under its path (as the journal's expansion of a delete does).
+func appliedState(tb testing.TB, values []*journal.PathValue) []*journal.PathValue {
+	tb.Helper()
+	state := map[string]*journal.PathValue{}
+	for _, pv := range values {
+		path := pathString(tb, pv.Path)
+		if pv.Deleted {
+			for n, stored := range state {
+				if n != path && modelCovers(path, n) && !stored.Deleted {
+					state[n] = tombstone(tb, n, pv.Index)
+				}
+			}
+		}
+		state[path] = pv
+	}
+	out := slices.Collect(maps.Values(state))
+	slices.SortFunc(out, func(a, b *journal.PathValue) int {
+		return bytes.Compare(journal.PathKey(a.Path), journal.PathKey(b.Path))
+	})
+	return out
+}
+
+// checkReplayOrder checks that applied, a journal's applied values, in the
+// order journal.ReplayOrder gives, leave the target as they do in index
+// order, tombstones first within one index, applied one by one and through
+// the batcher.
+func checkReplayOrder(t *testing.T, what string, applied []*journal.PathValue, ignoreExistence bool) {
+	t.Helper()
+	byIndex := slices.Clone(applied)
+	slices.SortFunc(byIndex, func(a, b *journal.PathValue) int {
+		return bytes.Compare(journal.PathKey(a.Path), journal.PathKey(b.Path))
+	})
+	slices.SortStableFunc(byIndex, func(a, b *journal.PathValue) int {
+		switch {
+		case a.Index < b.Index:
+			return -1
+		case a.Index > b.Index:
+			return 1
+		}
+		return boolOrder(b.Deleted, a.Deleted)
+	})
+	want := newTargetModel(modelNodes())
+	want.applyOneByOne(t, byIndex)
+	replay, err := journal.ReplayOrder(applied)
+	if err != nil {
 		t.Fatal(err)
 	}
-	want := []string{"/a/b@1/true", "/a@1/false", "/c@1/false", "/a/b@2/true", "/a@2/false", "/z@3/true"}
-	if !slices.Equal(got, want) {
-		t.Errorf("order = %v, want %v", got, want)
+	got := newTargetModel(modelNodes())
+	got.applyOneByOne(t, replay)
+	if ignoreExistence {
+		onlyExists := func(_, v string) bool { return v == "∃" }
+		maps.DeleteFunc(want.state, onlyExists)
+		maps.DeleteFunc(got.state, onlyExists)
 	}
+	if diff := cmp.Diff(want.state, got.state); diff != "" {
+		t.Fatalf("%s: target state mismatch (-index order +replay order):\n%s\napplied: %v\nreplay order: %v", what, diff, applied, replay)
+	}
+	if ignoreExistence {
+		return
+	}
+	for _, limits := range []setLimits{{bytes: 1}, {bytes: 200}, {bytes: 1 << 20}} {
+		checkRequests(t, what+", replay order", want, replay, batchValues(replay, limits), limits)
+	}
+}
+
+// boolOrder orders false before true.
+func boolOrder(a, b bool) int {
+	switch {
+	case a == b:
+		return 0
+	case a:
+		return 1
+	}
+	return -1
 }
 
 func TestCoveringKeysMatchesIsUnder(t *testing.T) {

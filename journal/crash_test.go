@@ -257,8 +257,8 @@ func runCrashHelper(dir, seedText, retainText string) error {
 		if _, err := j.StartReconcile(ctx, m.Term); err != nil {
 			return 0, err
 		}
-		// The re-push itself: read the applied values in write order.
-		if err := j.ScanAppliedByIndex(ctx, func(*PathValue) error { return nil }); err != nil {
+		// The re-push itself: read the applied values.
+		if err := j.ReplayApplied(ctx, func(*PathValue) error { return nil }); err != nil {
 			return 0, err
 		}
 		if _, err := j.CompleteReconcile(ctx, m.Term, 0); err != nil {

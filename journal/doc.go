@@ -50,11 +50,13 @@
 //	s                        Mastership{term, conn}
 //	x                        CommitConfirm{id, proposal, deadline, cancelled, started, author, cancelled_by, extended_by, extended} (absent when none is outstanding)
 //	p/<index u64be>          Proposal
-//	cv/<pathkey>             committed PathValue
-//	av/<pathkey>             applied PathValue
-//	ai/<index u64be><pathkey> (empty) applied values by writer index, for re-push
-//	at/<index u64be><pathkey> (empty) applied tombstones by writer index, for retention
+//	lc/<pathkey>             committed PathValue
+//	la/<pathkey>             applied PathValue (a re-push reads them in path order: ReplayApplied, replay.go)
+//	lt/<index u64be><pathkey> (empty) applied tombstones by writer index, for retention (an entry whose tombstone a later value replaced stays until retention passes it)
+//	k/<pathkey>              ListKeys: the key names of a list, learned from journaled paths (listkeys.go)
 //	h/<seq u64be>            HistoryDelta{time, proposal, kind, entries}: one change of the committed values
+//	os/<pathkey>, rs/...     OutOfSync records and resolutions (outofsync.go)
+//	e/<role>                 the highest election id per role (election.go)
 //	tg/<name>                Tag{name, index, history_seq, time, created, author, comment}: a named point (checkpoints.go)
 //	td/<tag_changes u64be>   TagDeletion{tag, deleted, author, comment}: a deleted tag, the newest 256 tag changes' (actors.go)
 //	sc/<pathkey>             gnmi.Path: a read scope, a subtree read from the device (beforeimages.go)

@@ -40,8 +40,11 @@ import (
 // format (see upgrade and upgradeOrigins). Format 6 stores records
 // compressed (codec.go), which format-5 code would read as damaged; a
 // format-5 journal is format-6 data as it is, so opening it only flips
-// the format.
-const formatVersion = 6
+// the format. Format 7 no longer keeps the applied values' write-order
+// index (li/: a re-push reads the applied values in path order,
+// ReplayApplied), which format-6 code would read as stale; opening a
+// format-5 or -6 journal flips the format and drops that index.
+const formatVersion = 7
 
 // Errors callers branch on. Returned errors wrap them; use errors.Is.
 var (
@@ -473,8 +476,8 @@ func (j *Journal) initialize() error {
 			return err
 		}
 		if found {
-			if f := meta.GetFormat(); f != formatVersion && (f < 1 || f > 5) {
-				return fmt.Errorf("format %d, this build reads %d (and upgrades 1 to 5): %w", f, formatVersion, ErrFormat)
+			if f := meta.GetFormat(); f < 1 || f > formatVersion {
+				return fmt.Errorf("format %d, this build reads %d (and upgrades 1 to %d): %w", f, formatVersion, formatVersion-1, ErrFormat)
 			}
 			return nil
 		}
@@ -1010,7 +1013,7 @@ func (w *writeTxn) putRecord(key []byte, m proto.Message, b, plain []byte) error
 	v := recentValue{b: b}
 	if pv, ok := m.(*PathValue); ok {
 		w.notePlain(pv, plain)
-		v.pv, v.plain, v.index, v.tombstone = pv, plain, pv.GetIndex(), pv.GetDeleted()
+		v.pv, v.plain, v.tombstone = pv, plain, pv.GetDeleted()
 	}
 	w.noteValue(key, v)
 	return nil

@@ -120,7 +120,7 @@ func TestOriginOneLeaf(t *testing.T) {
 			if got := appliedList(t, j); !slices.Equal(got, sortedWant) {
 				t.Fatalf("applied:\n got %v\nwant %v", got, sortedWant)
 			}
-			pushed := appliedByIndexList(t, j)
+			pushed := appliedReplayList(t, j)
 			if !sameSet(pushed, tt.want) {
 				t.Errorf("re-push sends %v, want each of %v once", pushed, tt.want)
 			}

@@ -284,43 +284,6 @@ func (j *Journal) Applied(ctx context.Context, prefix *gnmi.Path, fn func(*PathV
 	})
 }
 
-// ScanAppliedByIndex streams the applied values ordered by the index of the
-// proposal that wrote them (then by path key), which is the order a re-push
-// must replay them in: without a schema, values overlap (a JSON value at /a,
-// a leaf or a tombstone under it) and only write order reproduces the
-// device's state. Within one index, send the tombstones as deletes and the
-// values as updates of one SetRequest, as the original Set did.
-func (j *Journal) ScanAppliedByIndex(ctx context.Context, fn func(*PathValue) error) error {
-	return j.view(ctx, func(txn *badger.Txn) error {
-		opts := badger.DefaultIteratorOptions
-		opts.Prefix = nsAppliedIndex
-		opts.PrefetchValues = false
-		it := txn.NewIterator(opts)
-		defer it.Close()
-		for it.Rewind(); it.ValidForPrefix(nsAppliedIndex); it.Next() {
-			if err := ctx.Err(); err != nil {
-				return err
-			}
-			_, pathKey, err := splitIndexKey(nsAppliedIndex, it.Item().Key())
-			if err != nil {
-				return fmt.Errorf("journal: %w", err)
-			}
-			pv := &PathValue{}
-			found, err := getRecord(txn, valueKey(nsApplied, pathKey), pv)
-			if err != nil {
-				return fmt.Errorf("journal: %w", err)
-			}
-			if !found {
-				return fmt.Errorf("journal: applied index entry %q has no value", it.Item().Key())
-			}
-			if err := fn(pv); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
-}
-
 // CommittedAt streams the committed values at and under prefix as they were
 // at time t (the History extension): the current values with every change
 // made after t undone. Memory is O(changes since t). A t older than the

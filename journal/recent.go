@@ -177,15 +177,13 @@ type recentValues struct {
 
 // recentValue is a kept value record: its encoding, plain and as stored,
 // and pv, the PathValue it encodes (shared, never changed), or deleted.
-// index and tombstone are the record's Index and Deleted, which an apply
-// reads of the applied value it replaces (its ai/ and at/ keys) without
-// decoding.
+// tombstone is the record's Deleted, which expand reads of the committed
+// values without decoding.
 type recentValue struct {
 	b         []byte
 	plain     []byte // pv encoded, uncompressed (b, if b is not compressed)
 	pv        *PathValue
 	deleted   bool
-	index     uint64
 	tombstone bool
 }
 

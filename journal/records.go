@@ -3,6 +3,7 @@ package journal
 import (
 	"encoding/binary"
 	"fmt"
+	"slices"
 
 	"github.com/gnmi-sidecar/gnmi-sidecar/journal/journalpb"
 )
@@ -83,7 +84,6 @@ var (
 	nsProposal       = []byte("p/")
 	nsCommitted      = []byte("lc/")
 	nsApplied        = []byte("la/")
-	nsAppliedIndex   = []byte("li/")
 	nsAppliedDeleted = []byte("lt/")
 	nsHistory        = []byte("h/")
 	nsListKeys       = []byte("k/")
@@ -92,6 +92,16 @@ var (
 // The namespaces of format 1's values (per Set path), read only by the
 // upgrade to format 2 (upgrade.go), which then deletes them.
 var format1Namespaces = [][]byte{[]byte("cv/"), []byte("av/"), []byte("ai/"), []byte("at/")}
+
+// nsRetiredAppliedIndex is formats 2 to 6's write-order index of the
+// applied values (li/<index u64be><pathkey>), which format 7 no longer
+// keeps.
+var nsRetiredAppliedIndex = []byte("li/")
+
+// retiredNamespaces are the namespaces of older formats that opening a
+// journal of the current format removes if any is left (a crash may come
+// between an upgrade's flip of the format and their removal).
+var retiredNamespaces = append(slices.Clone(format1Namespaces), nsRetiredAppliedIndex)
 
 func uint64Key(ns []byte, n uint64) []byte {
 	k := make([]byte, len(ns), len(ns)+8)
@@ -107,15 +117,11 @@ func valueKey(ns, pathKey []byte) []byte {
 	return append(append(k, ns...), pathKey...)
 }
 
-func appliedIndexKey(index uint64, pathKey []byte) []byte {
-	return append(uint64Key(nsAppliedIndex, index), pathKey...)
-}
-
 func appliedTombstoneKey(index uint64, pathKey []byte) []byte {
 	return append(uint64Key(nsAppliedDeleted, index), pathKey...)
 }
 
-// splitIndexKey splits an ai/ or at/ key into its index and path key.
+// splitIndexKey splits an lt/ key into its index and path key.
 func splitIndexKey(ns, key []byte) (uint64, []byte, error) {
 	rest := key[len(ns):]
 	if len(rest) < 8 {

@@ -40,12 +40,11 @@ func FuzzRecordDecoding(f *testing.F) {
 			[]string{"Proposal", "Proposals"}},
 		{"committed value", firstKey(f, j, nsCommitted), func() proto.Message { return &PathValue{} }, []string{"Committed"}},
 		{"applied value", firstKey(f, j, nsApplied), func() proto.Message { return &PathValue{} },
-			[]string{"Applied", "ScanAppliedByIndex"}},
+			[]string{"Applied", "ReplayApplied"}},
 		{"newest history delta", fixedKey(historyKey(c.GetHistorySeq())), func() proto.Message { return &HistoryDelta{} },
 			[]string{"History", "CommittedAt"}},
 		{"committed key", namespaced(nsCommitted), func() proto.Message { return &PathValue{} }, []string{"Committed"}},
 		{"history key", namespaced(nsHistory), func() proto.Message { return &HistoryDelta{} }, []string{"History"}},
-		{"applied index key", namespaced(nsAppliedIndex), nil, []string{"ScanAppliedByIndex"}},
 		{"applied tombstone key", namespaced(nsAppliedDeleted), nil, nil},
 	}
 	pristine := dump(f, j)
@@ -132,7 +131,7 @@ func journalReads(j *Journal, c *Configuration) map[string]error {
 	}
 	errs["Committed"] = j.Committed(ctx, nil, ignore)
 	errs["Applied"] = j.Applied(ctx, nil, ignore)
-	errs["ScanAppliedByIndex"] = j.ScanAppliedByIndex(ctx, ignore)
+	errs["ReplayApplied"] = j.ReplayApplied(ctx, ignore)
 	errs["CommittedAt"] = errors.Join(j.CommittedAt(ctx, time.Now(), nil, ignore), j.CommittedAt(ctx, mid, nil, ignore))
 	errs["History"] = j.History(ctx, c.GetHistoryFloor().AsTime().Add(time.Nanosecond), time.Time{}, func(*HistoryDelta) error { return nil })
 	_, errs["Compact"] = j.Compact(ctx)

@@ -51,7 +51,7 @@ func TestRepushSkip(t *testing.T) {
 				t.Fatal(err)
 			}
 			got := map[string]bool{}
-			if err := j.ScanAppliedByIndex(ctx, func(pv *PathValue) error {
+			if err := j.ReplayApplied(ctx, func(pv *PathValue) error {
 				got[pathString(pv.GetPath())] = d.Skip(pv)
 				return nil
 			}); err != nil {

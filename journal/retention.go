@@ -160,13 +160,15 @@ func (j *Journal) compactSlice(w *writeTxn) (sliceStats, error) {
 
 // dropTombstones removes the applied tombstones written by proposals that
 // retention dropped (index < FirstIndex), with their committed twins, once
-// they no longer mean anything: a re-push replays values in index order, so
-// a tombstone matters only while a value stored at an ancestor path (an
-// opaque value, such as ASCII configuration, that may hold the deleted
-// path) was written before it; such a tombstone is kept. A marker ({} at a
-// list entry or container) holds nothing. Candidates are found in a read transaction and re-checked by the
-// write, so the writer is held only for the ones found, tombstoneSlice at
-// a time.
+// they no longer mean anything: a re-push replays the values under an
+// opaque value (such as ASCII configuration, which may hold the deleted
+// path) in index order (ReplayApplied), so a tombstone matters only while
+// a value stored at an ancestor path, other than a marker, was written
+// before it; such a tombstone is kept. Entries of the tombstone index
+// (lt/) whose tombstone a later value replaced are removed too (the
+// writer leaves them). Candidates are found in a read transaction and
+// re-checked by the write, so the writer is held only for the ones found,
+// tombstoneSlice at a time.
 //
 // The scan starts at tombstonesFrom, the FirstIndex of the last scan that
 // ran to its end: tombstones of writers before it were checked then (and
@@ -220,6 +222,12 @@ func (j *Journal) dropTombstones(ctx context.Context) error {
 					return err
 				}
 				if !ok {
+					if committed == nil && index < c.FirstIndex {
+						// stale: a later value replaced the tombstone
+						if err := w.delete(candidate); err != nil {
+							return err
+						}
+					}
 					continue
 				}
 				if err := w.deleteTombstone(index, pathKey); err != nil {
@@ -251,7 +259,9 @@ func (j *Journal) dropTombstones(ctx context.Context) error {
 }
 
 // droppableTombstone reports whether the applied tombstone at pathKey,
-// written by proposal index, may be dropped, and returns its committed twin.
+// written by proposal index, may be dropped, and returns its committed
+// twin. It returns nil and false for an index entry whose tombstone a later
+// value replaced (stale), and its twin and false for one to keep.
 func (w *writeTxn) droppableTombstone(c *Configuration, index uint64, pathKey []byte) (*PathValue, bool, error) {
 	applied, err := w.value(nsApplied, pathKey)
 	if err != nil || applied == nil || !applied.GetDeleted() || applied.GetIndex() != index || index >= c.FirstIndex {
@@ -259,7 +269,7 @@ func (w *writeTxn) droppableTombstone(c *Configuration, index uint64, pathKey []
 	}
 	committed, err := w.value(nsCommitted, pathKey)
 	if err != nil || !proto.Equal(committed, applied) {
-		return nil, false, err // committed has moved on: leave both for now
+		return applied, false, err // committed has moved on: leave both for now
 	}
 	for _, a := range ancestors(applied.GetPath()) {
 		holder, err := w.value(nsApplied, PathKey(a))
@@ -267,7 +277,7 @@ func (w *writeTxn) droppableTombstone(c *Configuration, index uint64, pathKey []
 			return nil, false, err
 		}
 		if holder != nil && !holder.GetDeleted() && holder.GetIndex() < index && !leaves.IsMarker(holder.GetValue()) {
-			return nil, false, nil
+			return applied, false, nil
 		}
 	}
 	return committed, true, nil
@@ -277,7 +287,6 @@ func (w *writeTxn) deleteTombstone(index uint64, pathKey []byte) error {
 	for _, key := range [][]byte{
 		valueKey(nsApplied, pathKey),
 		valueKey(nsCommitted, pathKey),
-		appliedIndexKey(index, pathKey),
 		appliedTombstoneKey(index, pathKey),
 	} {
 		if err := w.delete(key); err != nil {

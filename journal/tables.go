@@ -115,7 +115,11 @@ func (j *Journal) dropPrefix(prefixes ...[]byte) error {
 }
 
 // compactTables compacts Badger's tables after writes (see above) until
-// ctx ends. It looks first openSettle after Open, poked or not.
+// ctx ends. It looks first openSettle after Open, poked or not. When the
+// writes stop while the memtable stands for much of the value log
+// (restFlushDue), it has the writer flush it once they stayed stopped for
+// restSettle, so that the compaction and the value log's GC that follow
+// take the log down to its live size at rest, not only at the next writes.
 func (j *Journal) compactTables(ctx context.Context) {
 	defer j.bgDone.Done()
 	t := time.NewTimer(openSettle)
@@ -135,13 +139,33 @@ func (j *Journal) compactTables(ctx context.Context) {
 		} else if j.flushDue.Load() {
 			_ = j.wakeWriter(ctx)
 		}
+		var rest <-chan time.Time
+		if j.restFlushDue() {
+			rest = time.After(restSettle)
+		}
 		select {
 		case <-ctx.Done():
 			return
 		case <-j.tablesWritten:
+			t.Reset(tablesSettle)
+		case <-rest:
+			j.flushDue.Store(true) // the writer flushes; its reopen pokes tablesWritten
+			t.Reset(0)
 		}
-		t.Reset(tablesSettle)
 	}
+}
+
+// restSettle is how long the journal stays without writes before
+// compactTables has the writer flush for the value log's GC at rest.
+const restSettle = time.Second
+
+// restFlushDue reports whether a flush at rest is worth its reopen of the
+// database: the memtable holds pointers to a quarter of valueLogUnflushed
+// or more of the value log, whose older versions a compaction of it would
+// count as garbage for the GC. Smaller bursts leave the log at most that
+// much above its live size until the next writes.
+func (j *Journal) restFlushDue() bool {
+	return j.valueLogWritten.Load() >= valueLogUnflushed/4
 }
 
 // compactLevelZero has Badger compact its tables if level 0 holds

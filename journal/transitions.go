@@ -1447,14 +1447,14 @@ func (w *writeTxn) value(ns, pathKey []byte) (*PathValue, error) {
 }
 
 // valueState reports whether a committed or applied value is stored at a
-// path key, and its index and whether it is a tombstone: value without
-// decoding a kept record.
-func (w *writeTxn) valueState(ns, pathKey []byte) (stored bool, index uint64, tombstone bool, err error) {
+// path key, and whether it is a tombstone: value without decoding a kept
+// record.
+func (w *writeTxn) valueState(ns, pathKey []byte) (stored bool, tombstone bool, err error) {
 	if v, ok := w.recentValue(valueKey(ns, pathKey)); ok {
-		return !v.deleted, v.index, v.tombstone, nil
+		return !v.deleted, v.tombstone, nil
 	}
 	pv, err := w.value(ns, pathKey)
-	return pv != nil, pv.GetIndex(), pv.GetDeleted(), err
+	return pv != nil, pv.GetDeleted(), err
 }
 
 // recentValue returns the newest record of the value at key if the writer
@@ -1469,18 +1469,14 @@ func (w *writeTxn) recentValue(key []byte) (recentValue, bool) {
 	return w.values.get(key)
 }
 
-// writeApplied writes values into the applied values, keeping the
-// writer-index order (ai/) and the tombstone index (at/) in step.
+// writeApplied writes values into the applied values, and each tombstone
+// into the tombstone index (lt/) too. The index entry of a tombstone a
+// value replaces is left for retention to drop (dropTombstones): finding
+// it would cost a read of the old value on every write.
 func (w *writeTxn) writeApplied(values []*PathValue) error {
 	for _, pv := range values {
 		key := PathKey(pv.GetPath())
-		if err := w.deleteOldAppliedIndexes(key); err != nil {
-			return err
-		}
 		if err := w.putApplied(key, pv); err != nil {
-			return err
-		}
-		if err := w.putEmpty(appliedIndexKey(pv.GetIndex(), key)); err != nil {
 			return err
 		}
 		if pv.GetDeleted() {
@@ -1501,28 +1497,6 @@ func (w *writeTxn) putApplied(key []byte, pv *PathValue) error {
 		return w.putRecord(valueKey(nsApplied, key), pv, v.b, v.plain)
 	}
 	return w.put(valueKey(nsApplied, key), pv)
-}
-
-// deleteOldAppliedIndexes removes the ai/ (and at/) entries of the
-// applied value stored at key, if any, before it is replaced.
-func (w *writeTxn) deleteOldAppliedIndexes(key []byte) error {
-	stored, index, tombstone, err := w.valueState(nsApplied, key)
-	if err != nil || !stored {
-		return err
-	}
-	return w.deleteAppliedIndexes(index, tombstone, key)
-}
-
-// deleteAppliedIndexes removes the ai/ (and, for a tombstone, at/)
-// entries of the applied value of index stored at key.
-func (w *writeTxn) deleteAppliedIndexes(index uint64, tombstone bool, key []byte) error {
-	if err := w.delete(appliedIndexKey(index, key)); err != nil {
-		return err
-	}
-	if tombstone {
-		return w.delete(appliedTombstoneKey(index, key))
-	}
-	return nil
 }
 
 func (w *writeTxn) appendHistory(c *Configuration, proposal uint64, kind journalpb.HistoryKind, entries []*journalpb.HistoryEntry) error {
@@ -1677,7 +1651,7 @@ func (w *writeTxn) storedAtOrUnder(eff *effective, p *gnmi.Path) (bool, error) {
 		}
 		return !tombstone
 	}
-	stored, _, tombstone, err := w.valueState(nsCommitted, sub.key)
+	stored, tombstone, err := w.valueState(nsCommitted, sub.key)
 	if err != nil {
 		return false, err
 	}

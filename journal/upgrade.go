@@ -42,20 +42,21 @@ func (j *Journal) upgrade() error {
 		return err
 	}
 	if meta.GetFormat() == formatVersion {
-		return j.dropFormat1()
+		return j.dropRetired()
 	}
-	if meta.GetFormat() == 5 {
+	if f := meta.GetFormat(); f == 5 || f == 6 {
 		// Format 5's records are format 6's (format 6 only adds compressed
-		// ones); the format moves so that format-5 code no longer opens
-		// the journal.
+		// ones), and format 6's are format 7's but for the write-order
+		// index of the applied values, which format 7 drops; the format
+		// moves so that older code no longer opens the journal.
 		err := j.update(func(txn *badger.Txn) error {
 			w := &writeTxn{txn: txn, now: j.opts.Clock()}
 			return w.put(keyMeta, &journalpb.Meta{Format: formatVersion})
 		})
 		if err != nil {
-			return fmt.Errorf("upgrading the journal from format 5 to %d: %w", formatVersion, err)
+			return fmt.Errorf("upgrading the journal from format %d to %d: %w", f, formatVersion, err)
 		}
-		return j.dropFormat1()
+		return j.dropRetired()
 	}
 	if f := meta.GetFormat(); f >= 2 && f <= 4 {
 		// Format 2's and 3's records are format 4's, and format 4's are
@@ -65,7 +66,7 @@ func (j *Journal) upgrade() error {
 		if err := j.upgradeOrigins(f); err != nil {
 			return fmt.Errorf("upgrading the journal from format %d to %d: %w", f, formatVersion, err)
 		}
-		return nil
+		return j.dropRetired()
 	}
 	start := time.Now()
 	u := &upgrader{j: j}
@@ -77,11 +78,12 @@ func (j *Journal) upgrade() error {
 	return nil
 }
 
-// dropFormat1 removes what is left of format 1's namespaces.
-func (j *Journal) dropFormat1() error {
+// dropRetired removes what is left of the namespaces older formats
+// kept and the current one does not (retiredNamespaces).
+func (j *Journal) dropRetired() error {
 	left := false
 	err := j.db.View(func(txn *badger.Txn) error {
-		for _, ns := range format1Namespaces {
+		for _, ns := range retiredNamespaces {
 			it := txn.NewIterator(badger.IteratorOptions{Prefix: ns})
 			it.Rewind()
 			left = left || it.Valid()
@@ -92,7 +94,7 @@ func (j *Journal) dropFormat1() error {
 	if err != nil || !left {
 		return err
 	}
-	return j.dropPrefix(format1Namespaces...)
+	return j.dropPrefix(retiredNamespaces...)
 }
 
 type upgrader struct {
@@ -150,7 +152,7 @@ func (u *upgrader) run() error {
 	u.dec = leaves.NewDecomposer(u.j.opts.Schema, keys)
 	// The history is rebuilt too: CommittedAt undoes its deltas from the
 	// committed values, so they must be of the same kind.
-	if err := u.j.dropPrefix(nsCommitted, nsApplied, nsAppliedIndex, nsAppliedDeleted, nsListKeys, nsHistory); err != nil {
+	if err := u.j.dropPrefix(nsCommitted, nsApplied, nsRetiredAppliedIndex, nsAppliedDeleted, nsListKeys, nsHistory); err != nil {
 		return err
 	}
 	u.c.HistorySeq, u.c.HistoryTime = 0, nil

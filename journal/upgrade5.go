@@ -576,8 +576,8 @@ func (u *originUpgrade) moveRecord(w *writeTxn, ns, old, canon []byte, c *Config
 	if err := w.delete(valueKey(ns, old)); err != nil {
 		return err
 	}
-	if bytes.Equal(ns, nsApplied) {
-		if err := w.deleteAppliedIndexes(from.GetIndex(), from.GetDeleted(), old); err != nil {
+	if bytes.Equal(ns, nsApplied) && from.GetDeleted() {
+		if err := w.delete(appliedTombstoneKey(from.GetIndex(), old)); err != nil {
 			return err
 		}
 	}

@@ -303,21 +303,29 @@ func TestUpgradeFormat1Refusals(t *testing.T) {
 	}
 }
 
-// TestUpgradeFormat2And3 opens a format-2, -3, -4 and -5 journal, its
-// records written plain (uncompressed) as those formats did: they are
-// kept as they are and the format becomes the current one, which older
-// builds refuse.
+// TestUpgradeFormat2And3 opens a format-2 to -6 journal, its records
+// written plain (uncompressed) as those formats did (but format 6) and with
+// the applied values' write-order index they kept: the records are kept as
+// they are, the index is dropped, and the format becomes the current one,
+// which older builds refuse.
 func TestUpgradeFormat2And3(t *testing.T) {
-	for _, from := range []uint32{2, 3, 4, 5} {
+	for _, from := range []uint32{2, 3, 4, 5, 6} {
 		t.Run(fmt.Sprint(from), func(t *testing.T) {
 			dir := t.TempDir()
 			j := openTest(t, dir, Options{NoSync: true})
 			term := synced(t, j)
 			applyChange(t, j, term, update(t, "/a", "1"), update(t, "/b", incompressible(200)))
-			if plain := asPlainRecords(t, j); plain == 0 {
-				t.Fatal("no record was stored compressed")
+			if from < 6 {
+				if plain := asPlainRecords(t, j); plain == 0 {
+					t.Fatal("no record was stored compressed")
+				}
 			}
 			if err := j.submit(context.Background(), func(w *writeTxn) error {
+				for _, leaf := range []string{"/a", "/b"} {
+					if err := w.putEmpty(append(uint64Key(nsRetiredAppliedIndex, 1), PathKey(mustPath(t, leaf))...)); err != nil {
+						return err
+					}
+				}
 				return w.put(keyMeta, &journalpb.Meta{Format: from})
 			}); err != nil {
 				t.Fatal(err)
@@ -487,8 +495,8 @@ func TestUpgradeFormat4Origins(t *testing.T) {
 			if got := appliedList(t, j); !slices.Equal(got, want) {
 				t.Fatalf("applied after the upgrade:\n got %v\nwant %v", got, want)
 			}
-			pushed := appliedByIndexList(t, j)
-			if !slices.Equal(pushed, []string{want[2], want[3], want[0], want[1]}) {
+			pushed := appliedReplayList(t, j)
+			if !slices.Equal(pushed, want) {
 				t.Errorf("re-push after the upgrade: %v", pushed)
 			}
 			recs, err := j.OutOfSync(ctx)

@@ -26,7 +26,7 @@ func TestOriginOneLeaf(t *testing.T) {
 	s.Settle(t)
 
 	var records []*journal.PathValue
-	if err := s.Journal.ScanAppliedByIndex(context.Background(), func(pv *journal.PathValue) error {
+	if err := s.Journal.ReplayApplied(context.Background(), func(pv *journal.PathValue) error {
 		records = append(records, pv)
 		return nil
 	}); err != nil {
