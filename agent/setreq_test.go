@@ -187,19 +187,25 @@ func appliedState(tb testing.TB, values []*journal.PathValue) []*journal.PathVal
 // the batcher.
 func checkReplayOrder(t *testing.T, what string, applied []*journal.PathValue, ignoreExistence bool) {
 	t.Helper()
+	// Write order: by index, each index's values as its Set took effect.
 	byIndex := slices.Clone(applied)
-	slices.SortFunc(byIndex, func(a, b *journal.PathValue) int {
-		return bytes.Compare(journal.PathKey(a.Path), journal.PathKey(b.Path))
-	})
 	slices.SortStableFunc(byIndex, func(a, b *journal.PathValue) int {
-		switch {
-		case a.Index < b.Index:
+		if a.Index < b.Index {
 			return -1
-		case a.Index > b.Index:
+		}
+		if a.Index > b.Index {
 			return 1
 		}
-		return boolOrder(b.Deleted, a.Deleted)
+		return 0
 	})
+	for from := 0; from < len(byIndex); {
+		to := from + 1
+		for to < len(byIndex) && byIndex[to].Index == byIndex[from].Index {
+			to++
+		}
+		inSetOrder(byIndex[from:to])
+		from = to
+	}
 	want := newTargetModel(modelNodes())
 	want.applyOneByOne(t, byIndex)
 	replay, err := journal.ReplayOrder(applied)
@@ -222,17 +228,6 @@ func checkReplayOrder(t *testing.T, what string, applied []*journal.PathValue, i
 	for _, limits := range []setLimits{{bytes: 1}, {bytes: 200}, {bytes: 1 << 20}} {
 		checkRequests(t, what+", replay order", want, replay, batchValues(replay, limits), limits)
 	}
-}
-
-// boolOrder orders false before true.
-func boolOrder(a, b bool) int {
-	switch {
-	case a == b:
-		return 0
-	case a:
-		return 1
-	}
-	return -1
 }
 
 func TestCoveringKeysMatchesIsUnder(t *testing.T) {
