@@ -163,9 +163,10 @@ const restSettle = time.Second
 // database: the memtable holds pointers to a quarter of valueLogUnflushed
 // or more of the value log, whose older versions a compaction of it would
 // count as garbage for the GC. Smaller bursts leave the log at most that
-// much above its live size until the next writes.
+// much above its live size until the next writes. A failed journal
+// flushes nothing.
 func (j *Journal) restFlushDue() bool {
-	return j.valueLogWritten.Load() >= valueLogUnflushed/4
+	return j.valueLogWritten.Load() >= valueLogUnflushed/4 && j.failure() == nil
 }
 
 // compactLevelZero has Badger compact its tables if level 0 holds
