@@ -168,14 +168,26 @@ func subtreeOf(p *gnmi.Path) subtree {
 }
 
 // contains reports whether key is the subtree's path or a descendant of it.
-func (s subtree) contains(key []byte) bool {
-	if bytes.Equal(key, s.key) {
+func (s subtree) contains(key []byte) bool { return keyUnder(s.key, key) }
+
+// keyUnder reports whether key is the path key of parentKey's path or of a
+// path under it (IsUnder), from the keys alone: key starts with parentKey,
+// then ends or goes on with an element, or with list keys if parentKey's
+// last element has none (a list path without keys covers its entries;
+// subtreeOf's prefixes).
+func keyUnder(parentKey, key []byte) bool {
+	if !bytes.HasPrefix(key, parentKey) {
+		return false
+	}
+	if len(key) == len(parentKey) {
 		return true
 	}
-	for _, p := range s.prefixes {
-		if bytes.HasPrefix(key, p) {
-			return true
-		}
+	switch key[len(parentKey)] {
+	case sepElem:
+		return true
+	case sepKey:
+		last := bytes.LastIndexByte(parentKey, sepElem)
+		return last >= 0 && bytes.IndexByte(parentKey[last+1:], sepKey) < 0
 	}
 	return false
 }

@@ -174,24 +174,3 @@ func boolOrder(a, b bool) int {
 	}
 	return -1
 }
-
-// keyUnder reports whether key is the path key of parentKey's path or of a
-// path under it (IsUnder), from the keys alone: key starts with parentKey,
-// then ends or goes on with an element, or with list keys if parentKey's
-// last element has none (a list path without keys covers its entries).
-func keyUnder(parentKey, key []byte) bool {
-	if !bytes.HasPrefix(key, parentKey) {
-		return false
-	}
-	if len(key) == len(parentKey) {
-		return true
-	}
-	switch key[len(parentKey)] {
-	case sepElem:
-		return true
-	case sepKey:
-		last := bytes.LastIndexByte(parentKey, sepElem)
-		return last >= 0 && bytes.IndexByte(parentKey[last+1:], sepKey) < 0
-	}
-	return false
-}

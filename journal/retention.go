@@ -217,17 +217,23 @@ func (j *Journal) dropTombstones(ctx context.Context) error {
 				if err != nil {
 					return err
 				}
-				committed, ok, err := w.droppableTombstone(c, index, pathKey)
+				applied, err := w.value(nsApplied, pathKey)
+				if err != nil {
+					return err
+				}
+				if applied == nil || !applied.GetDeleted() || applied.GetIndex() != index {
+					// A later value replaced the tombstone: only its index
+					// entry is left (writeApplied leaves it).
+					if err := w.delete(candidate); err != nil {
+						return err
+					}
+					continue
+				}
+				committed, ok, err := w.droppableTombstone(c, applied)
 				if err != nil {
 					return err
 				}
 				if !ok {
-					if committed == nil && index < c.FirstIndex {
-						// stale: a later value replaced the tombstone
-						if err := w.delete(candidate); err != nil {
-							return err
-						}
-					}
 					continue
 				}
 				if err := w.deleteTombstone(index, pathKey); err != nil {
@@ -258,18 +264,16 @@ func (j *Journal) dropTombstones(ctx context.Context) error {
 	}
 }
 
-// droppableTombstone reports whether the applied tombstone at pathKey,
-// written by proposal index, may be dropped, and returns its committed
-// twin. It returns nil and false for an index entry whose tombstone a later
-// value replaced (stale), and its twin and false for one to keep.
-func (w *writeTxn) droppableTombstone(c *Configuration, index uint64, pathKey []byte) (*PathValue, bool, error) {
-	applied, err := w.value(nsApplied, pathKey)
-	if err != nil || applied == nil || !applied.GetDeleted() || applied.GetIndex() != index || index >= c.FirstIndex {
-		return nil, false, err
+// droppableTombstone reports whether applied, an applied tombstone, may
+// be dropped, and returns its committed twin.
+func (w *writeTxn) droppableTombstone(c *Configuration, applied *PathValue) (*PathValue, bool, error) {
+	index := applied.GetIndex()
+	if index >= c.FirstIndex {
+		return nil, false, nil
 	}
-	committed, err := w.value(nsCommitted, pathKey)
+	committed, err := w.value(nsCommitted, PathKey(applied.GetPath()))
 	if err != nil || !proto.Equal(committed, applied) {
-		return applied, false, err // committed has moved on: leave both for now
+		return nil, false, err // committed has moved on: leave both for now
 	}
 	for _, a := range ancestors(applied.GetPath()) {
 		holder, err := w.value(nsApplied, PathKey(a))
@@ -277,7 +281,7 @@ func (w *writeTxn) droppableTombstone(c *Configuration, index uint64, pathKey []
 			return nil, false, err
 		}
 		if holder != nil && !holder.GetDeleted() && holder.GetIndex() < index && !leaves.IsMarker(holder.GetValue()) {
-			return applied, false, nil
+			return nil, false, nil
 		}
 	}
 	return committed, true, nil

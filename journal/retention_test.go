@@ -257,3 +257,35 @@ func TestRetentionFloorIsTheNewestDroppedDelta(t *testing.T) {
 	}
 	checkInvariants(t, j)
 }
+
+// TestRetentionDropsStaleTombstoneEntries: the tombstone index entry of a
+// tombstone a later value replaced (the writer leaves it) is removed once
+// retention passes its proposal, and the tombstone of a kept delete stays
+// indexed.
+func TestRetentionDropsStaleTombstoneEntries(t *testing.T) {
+	j := openTest(t, "", Options{NoSync: true, Retain: 1})
+	term := synced(t, j)
+	applyChange(t, j, term, update(t, "/x", "1"))
+	applyChange(t, j, term, del(t, "/x")) // 2: /x=deleted@2, indexed
+	applyChange(t, j, term, update(t, "/x", "3"))
+	applyChange(t, j, term, del(t, "/y")) // 4: kept
+	if entries := keyCount(t, j, nsAppliedDeleted); entries != 2 {
+		t.Fatalf("%d tombstone index entries before retention, want 2 (one stale)", entries)
+	}
+	if _, err := j.Compact(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if entries := keyCount(t, j, nsAppliedDeleted); entries != 1 {
+		t.Errorf("%d tombstone index entries after retention, want 1 (/y's)", entries)
+	}
+	checkInvariants(t, j)
+}
+
+func keyCount(t *testing.T, j *Journal, ns []byte) int {
+	t.Helper()
+	keys, err := keySet(j, ns)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return len(keys)
+}
