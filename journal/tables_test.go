@@ -129,7 +129,6 @@ func TestValueLogGCNeverBringsBackADeletedRecord(t *testing.T) {
 		}
 		j = fileHalfGarbage(t)
 	}
-	const deleted = "t/deleted/"
 	j.valueLogDue.Store(true)
 	j.collectValueLog()
 	if j.gcUnflushed.Load() == 0 {
@@ -142,7 +141,7 @@ func TestValueLogGCNeverBringsBackADeletedRecord(t *testing.T) {
 	back := 0
 	err := j.db.View(func(txn *badger.Txn) error {
 		for k := range 160 {
-			if _, err := txn.Get([]byte(fmt.Sprintf("%s%04d", deleted, k))); err == nil {
+			if _, err := txn.Get([]byte(fmt.Sprintf("%s%04d", deletedPrefix, k))); err == nil {
 				back++
 			} else if !errors.Is(err, badger.ErrKeyNotFound) {
 				return err
@@ -157,6 +156,9 @@ func TestValueLogGCNeverBringsBackADeletedRecord(t *testing.T) {
 		t.Fatalf("%d of 160 deleted records are back after the value log's GC and a compaction", back)
 	}
 }
+
+// deletedPrefix holds fileHalfGarbage's deleted records.
+const deletedPrefix = "t/deleted/"
 
 // fileHalfGarbage sets up TestValueLogGCNeverBringsBackADeletedRecord's
 // journal: a first value-log file whose records are half overwritten
@@ -179,7 +181,7 @@ func fileHalfGarbage(t *testing.T) *Journal {
 			}
 		}
 	}
-	deleted, overwritten := "t/deleted/", "t/overwritten/"
+	deleted, overwritten := deletedPrefix, "t/overwritten/"
 	put(deleted, 160)     // about 330 KB of the first value-log file
 	put(overwritten, 300) // and about 620 KB
 	put("t/later/", 200)  // the next files
