@@ -145,12 +145,7 @@ func (r *replayOrder) flush() error {
 	held := r.held
 	r.held = r.held[:0]
 	if len(held) > 1 {
-		slices.SortStableFunc(held, func(a, b *PathValue) int {
-			if c := cmp.Compare(a.GetIndex(), b.GetIndex()); c != 0 {
-				return c
-			}
-			return boolOrder(b.GetDeleted(), a.GetDeleted()) // tombstones first
-		})
+		slices.SortStableFunc(held, writeOrder)
 	}
 	for _, pv := range held {
 		if pv.GetIndex() < r.heldFloor {
@@ -164,13 +159,11 @@ func (r *replayOrder) flush() error {
 	return nil
 }
 
-// boolOrder orders false before true.
-func boolOrder(a, b bool) int {
-	switch {
-	case a == b:
-		return 0
-	case a:
-		return 1
+// writeOrder orders values as they were written: by index, within one
+// index tombstones first (a Set's deletes take effect before its updates).
+func writeOrder(a, b *PathValue) int {
+	if c := cmp.Compare(a.GetIndex(), b.GetIndex()); c != 0 {
+		return c
 	}
-	return -1
+	return cmp.Compare(boolInt(!a.GetDeleted()), boolInt(!b.GetDeleted()))
 }

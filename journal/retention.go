@@ -229,7 +229,7 @@ func (j *Journal) dropTombstones(ctx context.Context) error {
 					}
 					continue
 				}
-				committed, ok, err := w.droppableTombstone(c, applied)
+				committed, ok, err := w.droppableTombstone(c, pathKey, applied)
 				if err != nil {
 					return err
 				}
@@ -264,14 +264,14 @@ func (j *Journal) dropTombstones(ctx context.Context) error {
 	}
 }
 
-// droppableTombstone reports whether applied, an applied tombstone, may
-// be dropped, and returns its committed twin.
-func (w *writeTxn) droppableTombstone(c *Configuration, applied *PathValue) (*PathValue, bool, error) {
+// droppableTombstone reports whether applied, the applied tombstone at
+// pathKey, may be dropped, and returns its committed twin.
+func (w *writeTxn) droppableTombstone(c *Configuration, pathKey []byte, applied *PathValue) (*PathValue, bool, error) {
 	index := applied.GetIndex()
 	if index >= c.FirstIndex {
 		return nil, false, nil
 	}
-	committed, err := w.value(nsCommitted, PathKey(applied.GetPath()))
+	committed, err := w.value(nsCommitted, pathKey)
 	if err != nil || !proto.Equal(committed, applied) {
 		return nil, false, err // committed has moved on: leave both for now
 	}

@@ -192,12 +192,7 @@ const seedChunk = 2000
 // nothing.
 func (u *upgrader) seed(values []*PathValue) error {
 	values = slices.DeleteFunc(values, func(pv *PathValue) bool { return pv.GetDeleted() && pv.GetIndex() == 0 })
-	slices.SortStableFunc(values, func(a, b *PathValue) int {
-		if c := cmp.Compare(a.GetIndex(), b.GetIndex()); c != 0 {
-			return c
-		}
-		return cmp.Compare(boolInt(!a.GetDeleted()), boolInt(!b.GetDeleted()))
-	})
+	slices.SortStableFunc(values, writeOrder)
 	for len(values) > 0 {
 		chunk := values[:min(len(values), seedChunk)]
 		values = values[len(chunk):]
