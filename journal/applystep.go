@@ -31,29 +31,11 @@ const maxApplyStepRewrites = 2
 // TestApplyStepSuffixSeesEveryField fails when a field is added to these
 // messages and not here.
 func applyStepSuffix(was, p *Proposal) (suffix []byte, ok bool) {
-	if was.GetIndex() != p.GetIndex() || was.GetPhase() != p.GetPhase() ||
-		!bytes.Equal(was.ProtoReflect().GetUnknown(), p.ProtoReflect().GetUnknown()) {
+	rollbackPresent, ok := onlyApplyStepDiffers(was, p)
+	if !ok {
 		return nil, false
 	}
 	wc, pc := was.GetChange(), p.GetChange()
-	if wc == nil || pc == nil || !sameOutsideApplyStep(wc, pc) {
-		return nil, false
-	}
-	rollbackPresent := false
-	switch wr, pr := was.GetRollback(), p.GetRollback(); {
-	case wr == nil && pr != nil:
-		// shallowProposal gives a proposal without a rollback an empty one,
-		// which p encoded whole would carry: carry it too.
-		if !emptyRollback(pr) {
-			return nil, false
-		}
-		rollbackPresent = true
-	case pr == nil && wr != nil:
-		return nil, false
-	case !sameRollback(wr, pr):
-		return nil, false
-	}
-
 	var change []byte
 	if pc.Apply != wc.Apply {
 		change = protowire.AppendTag(change, fieldChangeApply, protowire.VarintType)
@@ -75,6 +57,29 @@ func applyStepSuffix(was, p *Proposal) (suffix []byte, ok bool) {
 		suffix = protowire.AppendBytes(suffix, nil)
 	}
 	return suffix, true
+}
+
+// onlyApplyStepDiffers reports whether p differs from was only in its
+// change's apply step (see applyStepSuffix), and whether p has an empty
+// rollback where was has none (shallowProposal gives a proposal without a
+// rollback an empty one, which p encoded whole would carry).
+func onlyApplyStepDiffers(was, p *Proposal) (rollbackPresent, ok bool) {
+	if was.GetIndex() != p.GetIndex() || was.GetPhase() != p.GetPhase() ||
+		!bytes.Equal(was.ProtoReflect().GetUnknown(), p.ProtoReflect().GetUnknown()) {
+		return false, false
+	}
+	wc, pc := was.GetChange(), p.GetChange()
+	if wc == nil || pc == nil || !sameOutsideApplyStep(wc, pc) {
+		return false, false
+	}
+	switch wr, pr := was.GetRollback(), p.GetRollback(); {
+	case wr == nil && pr != nil:
+		return true, emptyRollback(pr)
+	case pr == nil && wr != nil:
+		return false, false
+	default:
+		return false, sameRollback(wr, pr)
+	}
 }
 
 // appendTimestampField appends field num set to now if it differs from

@@ -323,7 +323,7 @@ func invariants(j *Journal) error {
 	}
 	props := map[uint64]*Proposal{}
 	err = j.db.View(func(txn *badger.Txn) error {
-		return iteratePrefix(txn, nsProposal, func(key, val []byte) error {
+		err := iteratePrefix(txn, nsProposal, func(key, val []byte) error {
 			p := &Proposal{}
 			if err := decodeRecord(val, p); err != nil {
 				return err
@@ -334,6 +334,10 @@ func invariants(j *Journal) error {
 			}
 			return nil
 		})
+		if err != nil {
+			return err
+		}
+		return completeDerived(txn, props)
 	})
 	if err != nil {
 		return err
@@ -635,6 +639,10 @@ func recentAsStored(j *Journal) error {
 	kept := maps.Clone(j.recent.byIndex)
 	j.recent.mu.Unlock()
 	return j.db.View(func(txn *badger.Txn) error {
+		c, err := loadConfiguration(txn)
+		if err != nil {
+			return err
+		}
 		for i, e := range kept {
 			stored := &Proposal{}
 			found, err := getRecord(txn, proposalKey(i), stored)
@@ -643,6 +651,20 @@ func recentAsStored(j *Journal) error {
 			}
 			if !found {
 				return fmt.Errorf("the writer keeps proposal %d, which the journal no longer holds", i)
+			}
+			if e.plain == nil {
+				// Completed with a later record (derived.go): the record
+				// stored reads as e.p through that one.
+				if !derivedComplete(c, stored) {
+					return fmt.Errorf("the writer keeps proposal %d without its encoding, and its record %v is not completed by a later one", i, stored)
+				}
+				if stored, err = loadProposal(txn, c, i); err != nil {
+					return err
+				}
+				if !proto.Equal(shallowProposal(e.p), shallowProposal(stored)) {
+					return fmt.Errorf("the writer keeps proposal %d as %v, the journal's records read %v", i, e.p, stored)
+				}
+				continue
 			}
 			if !proto.Equal(shallowProposal(e.p), shallowProposal(stored)) {
 				return fmt.Errorf("the writer keeps proposal %d as %v, the journal holds %v", i, e.p, stored)
@@ -657,6 +679,30 @@ func recentAsStored(j *Journal) error {
 		}
 		return nil
 	})
+}
+
+// completeDerived completes, in props (proposal records as stored, by
+// index), the changes whose completion a later record holds (derived.go),
+// as every reader of the journal reads them.
+func completeDerived(txn *badger.Txn, props map[uint64]*Proposal) error {
+	c, err := loadConfiguration(txn)
+	if err != nil {
+		return err
+	}
+	for i, p := range props {
+		if !derivedComplete(c, p) {
+			continue
+		}
+		at, err := derivedApplyTime(txn, c, i)
+		if err != nil {
+			return err
+		}
+		if p.Change == nil {
+			p.Change = &Change{}
+		}
+		completeAt(p, at)
+	}
+	return nil
 }
 
 // valuesAsStored checks that every value record the writer keeps

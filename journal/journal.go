@@ -43,8 +43,13 @@ import (
 // the format. Format 7 no longer keeps the applied values' write-order
 // index (li/: a re-push reads the applied values in path order,
 // ReplayApplied), which format-6 code would read as stale; opening a
-// format-5 or -6 journal flips the format and drops that index.
-const formatVersion = 7
+// format-5 or -6 journal flips the format and drops that index. Format 8
+// completes the proposals a device Set carried with one record, the
+// newest's (Configuration.applies_completed_through, derived.go), which
+// format-7 code would read as still applying; a format-5, -6 or -7
+// journal is format-8 data as it is (its index is 0), so opening it only
+// flips the format.
+const formatVersion = 8
 
 // Errors callers branch on. Returned errors wrap them; use errors.Is.
 var (
@@ -1068,8 +1073,10 @@ func (w *writeTxn) noteValue(key []byte, v recentValue) {
 }
 
 // flushPending encodes and writes the pending proposals, in index order,
-// and the pending configuration.
+// and the pending configuration; of the proposals a device Set's answer
+// completed, it writes the newest only (derived.go).
 func (w *writeTxn) flushPending() error {
+	unwritten := w.completedWithoutRecords()
 	if w.configPending {
 		b, err := encodeRecord(w.heads.config)
 		if err != nil {
@@ -1084,6 +1091,10 @@ func (w *writeTxn) flushPending() error {
 		return nil
 	}
 	for _, i := range slices.Sorted(maps.Keys(w.pending)) {
+		if rec, ok := unwritten[i]; ok {
+			w.noteWritten(i, rec) // held decoded, completed; no encoding to extend
+			continue
+		}
 		key := proposalKey(i)
 		rec, err := w.encodeProposal(w.pending[i])
 		if err != nil {

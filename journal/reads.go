@@ -167,7 +167,7 @@ func (j *Journal) Proposals(ctx context.Context, from, to uint64, fn func(*Propo
 	return j.scanProposals(ctx, from, to, func(v []byte) (*Proposal, error) {
 		p := &Proposal{}
 		return p, decodeRecord(v, p)
-	}, fn)
+	}, true, fn)
 }
 
 // ProposalStatuses is Proposals reading of each proposal only what
@@ -177,13 +177,17 @@ func (j *Journal) Proposals(ctx context.Context, from, to uint64, fn func(*Propo
 // still keeps decoded (recent.go) comes whole, which costs nothing: a
 // caller reads its status fields and ignores the rest.
 func (j *Journal) ProposalStatuses(ctx context.Context, from, to uint64, fn func(*Proposal) error) error {
-	return j.scanProposals(ctx, from, to, decodeProposalStatus, fn)
+	return j.scanProposals(ctx, from, to, decodeProposalStatus, false, fn)
 }
 
 // scanProposals gives fn the kept proposals with from <= index <= to (to =
 // 0: up to the newest) in index order, each as decode makes it of its
 // record.
-func (j *Journal) scanProposals(ctx context.Context, from, to uint64, decode func([]byte) (*Proposal, error), fn func(*Proposal) error) error {
+//
+// A proposal whose completion a later record holds (derived.go) comes
+// complete, with its apply time if withTimes (decode gives whole
+// proposals).
+func (j *Journal) scanProposals(ctx context.Context, from, to uint64, decode func([]byte) (*Proposal, error), withTimes bool, fn func(*Proposal) error) error {
 	if to == 0 {
 		to = math.MaxUint64
 	}
@@ -206,33 +210,56 @@ func (j *Journal) scanProposals(ctx context.Context, from, to uint64, decode fun
 		}
 	}
 	return j.view(ctx, func(txn *badger.Txn) error {
-		opts := badger.DefaultIteratorOptions
-		opts.Prefix = nsProposal
-		opts.PrefetchValues = false // Badger would start a goroutine per record
-		it := txn.NewIterator(opts)
-		defer it.Close()
-		end := proposalKey(to)
-		for it.Seek(proposalKey(from)); it.ValidForPrefix(nsProposal); it.Next() {
-			if err := ctx.Err(); err != nil {
-				return err
-			}
-			item := it.Item()
-			if bytes.Compare(item.Key(), end) > 0 {
-				return nil
-			}
-			var p *Proposal
-			err := readValue(item, func(v []byte) (err error) {
-				p, err = decode(v)
-				return err
-			})
-			if err != nil {
-				return fmt.Errorf("journal: decode %q: %w", item.Key(), err)
-			}
-			if err := fn(p); err != nil {
-				return err
-			}
+		c, err := loadConfiguration(txn)
+		if err != nil {
+			return err
 		}
-		return nil
+		derived := derivedScan{c: c}
+		give := func(ps []*Proposal) error {
+			for _, p := range ps {
+				if err := fn(p); err != nil {
+					return err
+				}
+			}
+			return nil
+		}
+		err = func() error {
+			opts := badger.DefaultIteratorOptions
+			opts.Prefix = nsProposal
+			opts.PrefetchValues = false // Badger would start a goroutine per record
+			it := txn.NewIterator(opts)
+			defer it.Close()
+			end := proposalKey(to)
+			for it.Seek(proposalKey(from)); it.ValidForPrefix(nsProposal); it.Next() {
+				if err := ctx.Err(); err != nil {
+					return err
+				}
+				item := it.Item()
+				if bytes.Compare(item.Key(), end) > 0 {
+					return nil
+				}
+				var p *Proposal
+				err := readValue(item, func(v []byte) (err error) {
+					p, err = decode(v)
+					return err
+				})
+				if err != nil {
+					return fmt.Errorf("journal: decode %q: %w", item.Key(), err)
+				}
+				if err := give(derived.next(p)); err != nil {
+					return err
+				}
+			}
+			return nil
+		}()
+		if err != nil {
+			return err
+		}
+		rest, err := derived.rest(txn, withTimes)
+		if err != nil {
+			return err
+		}
+		return give(rest)
 	})
 }
 

@@ -1262,6 +1262,7 @@ func cloneConfiguration(c *Configuration) *Configuration {
 	out := &cp.config
 	out.Status, out.LastIndex, out.FirstIndex, out.RollingBack = c.Status, c.LastIndex, c.FirstIndex, c.RollingBack
 	out.HistorySeq, out.OutOfSync, out.Resolutions, out.TagChanges, out.BaselineIndex = c.HistorySeq, c.OutOfSync, c.Resolutions, c.TagChanges, c.BaselineIndex
+	out.AppliesCompletedThrough = c.AppliesCompletedThrough
 	if t := c.HistoryFloor; t != nil {
 		cp.historyFloor.Seconds, cp.historyFloor.Nanos = t.Seconds, t.Nanos
 		copyUnknown(&cp.historyFloor, t)
@@ -1330,6 +1331,13 @@ func loadProposal(txn *badger.Txn, c *Configuration, i uint64) (*Proposal, error
 	if p.Rollback == nil {
 		p.Rollback = &Rollback{}
 	}
+	if derivedComplete(c, p) {
+		at, err := derivedApplyTime(txn, c, i)
+		if err != nil {
+			return nil, err
+		}
+		completeAt(p, at)
+	}
 	return p, nil
 }
 
@@ -1354,6 +1362,9 @@ func loadProposalStatus(txn *badger.Txn, c *Configuration, i uint64) (*Proposal,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("decode proposal %d: %w", i, err)
+	}
+	if derivedComplete(c, p) {
+		completeAt(p, nil)
 	}
 	return p, nil
 }

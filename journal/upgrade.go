@@ -44,11 +44,12 @@ func (j *Journal) upgrade() error {
 	if meta.GetFormat() == formatVersion {
 		return j.dropRetired()
 	}
-	if f := meta.GetFormat(); f == 5 || f == 6 {
+	if f := meta.GetFormat(); f >= 5 && f <= 7 {
 		// Format 5's records are format 6's (format 6 only adds compressed
-		// ones), and format 6's are format 7's but for the write-order
-		// index of the applied values, which format 7 drops; the format
-		// moves so that older code no longer opens the journal.
+		// ones), format 6's are format 7's but for the write-order index
+		// of the applied values, which format 7 drops, and format 7's are
+		// format 8's (whose applies_completed_through is 0 in them); the
+		// format moves so that older code no longer opens the journal.
 		err := j.update(func(txn *badger.Txn) error {
 			w := &writeTxn{txn: txn, now: j.opts.Clock()}
 			return w.put(keyMeta, &journalpb.Meta{Format: formatVersion})

@@ -303,13 +303,13 @@ func TestUpgradeFormat1Refusals(t *testing.T) {
 	}
 }
 
-// TestUpgradeFormat2And3 opens a format-2 to -6 journal, its records
+// TestUpgradeFormat2And3 opens a format-2 to -7 journal, its records
 // written plain (uncompressed) as those formats did (but format 6) and with
 // the applied values' write-order index they kept: the records are kept as
 // they are, the index is dropped, and the format becomes the current one,
 // which older builds refuse.
 func TestUpgradeFormat2And3(t *testing.T) {
-	for _, from := range []uint32{2, 3, 4, 5, 6} {
+	for _, from := range []uint32{2, 3, 4, 5, 6, 7} {
 		t.Run(fmt.Sprint(from), func(t *testing.T) {
 			dir := t.TempDir()
 			j := openTest(t, dir, Options{NoSync: true})

@@ -1917,8 +1917,17 @@ type Configuration struct {
 	// The newest baseline's last proposal (Change.baseline, final_chunk; 0:
 	// none): a restore never goes back to a point before it (format 5).
 	BaselineIndex uint64 `protobuf:"varint,13,opt,name=baseline_index,json=baselineIndex,proto3" json:"baseline_index,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	// The newest proposal whose change's apply was completed without its
+	// record being written again (format 8): a device Set that carried
+	// proposals first..last writes the completion into last's record only.
+	// A record at or below it whose phase is CHANGE, whose commit is
+	// COMPLETE and whose apply still reads PENDING or IN_PROGRESS is
+	// complete, started (when it has no apply_started) and applied at the
+	// apply time of the first record above it whose change's apply reads
+	// COMPLETE (journal/derived.go). Only ever grows.
+	AppliesCompletedThrough uint64 `protobuf:"varint,14,opt,name=applies_completed_through,json=appliesCompletedThrough,proto3" json:"applies_completed_through,omitempty"`
+	unknownFields           protoimpl.UnknownFields
+	sizeCache               protoimpl.SizeCache
 }
 
 func (x *Configuration) Reset() {
@@ -2038,6 +2047,13 @@ func (x *Configuration) GetTagChanges() uint64 {
 func (x *Configuration) GetBaselineIndex() uint64 {
 	if x != nil {
 		return x.BaselineIndex
+	}
+	return 0
+}
+
+func (x *Configuration) GetAppliesCompletedThrough() uint64 {
+	if x != nil {
+		return x.AppliesCompletedThrough
 	}
 	return 0
 }
@@ -2723,7 +2739,7 @@ const file_journal_journalpb_journal_proto_rawDesc = "" +
 	"\bproposal\x18\x01 \x01(\x04R\bproposal\x12\x14\n" +
 	"\x05index\x18\x02 \x01(\x04R\x05index\x12\x12\n" +
 	"\x04term\x18\x03 \x01(\x04R\x04term\x12\x16\n" +
-	"\x06target\x18\x04 \x01(\x04R\x06target\"\xd1\x04\n" +
+	"\x06target\x18\x04 \x01(\x04R\x06target\"\x8d\x05\n" +
 	"\rConfiguration\x12?\n" +
 	"\tcommitted\x18\x01 \x01(\v2!.gnmisidecar.journal.v1.CommittedR\tcommitted\x129\n" +
 	"\aapplied\x18\x02 \x01(\v2\x1f.gnmisidecar.journal.v1.AppliedR\aapplied\x126\n" +
@@ -2742,7 +2758,8 @@ const file_journal_journalpb_journal_proto_rawDesc = "" +
 	"\vresolutions\x18\v \x01(\x04R\vresolutions\x12\x1f\n" +
 	"\vtag_changes\x18\f \x01(\x04R\n" +
 	"tagChanges\x12%\n" +
-	"\x0ebaseline_index\x18\r \x01(\x04R\rbaselineIndex\"\xf7\x01\n" +
+	"\x0ebaseline_index\x18\r \x01(\x04R\rbaselineIndex\x12:\n" +
+	"\x19applies_completed_through\x18\x0e \x01(\x04R\x17appliesCompletedThrough\"\xf7\x01\n" +
 	"\n" +
 	"Resolution\x12\x10\n" +
 	"\x03seq\x18\x01 \x01(\x04R\x03seq\x12.\n" +
