@@ -65,7 +65,9 @@
 // compressed when that makes them smaller (codec.go); a proposal whose
 // apply starts or completes is stored as its previous record followed by
 // the fields that step sets, which decodes as the whole record
-// (applystep.go). Those of
+// (applystep.go); of the proposals one device Set completes, only the
+// newest's record is written, and readers read the others complete
+// through Configuration.applies_completed_through (derived.go). Those of
 // valueThreshold bytes or more (proposals, history deltas) live in
 // Badger's value log, the tree holding their keys. Path keys are
 // PathKey's order-preserving encoding, so a subtree is a key range and a
