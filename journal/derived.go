@@ -62,13 +62,15 @@ func derivedApplyTime(txn *badger.Txn, c *Configuration, i uint64) (*timestamppb
 	for it.Seek(proposalKey(i + 1)); it.ValidForPrefix(nsProposal) && bytes.Compare(it.Item().Key(), end) <= 0; it.Next() {
 		var at *timestamppb.Timestamp
 		err := readValue(it.Item(), func(v []byte) error {
-			p := &Proposal{}
+			st, err := decodeProposalStatus(v)
+			if err != nil || st.GetChange().GetApply() != StatusComplete {
+				return err
+			}
+			p := &Proposal{} // the one record it takes the time from, whole
 			if err := decodeRecord(v, p); err != nil {
 				return err
 			}
-			if p.GetChange().GetApply() == StatusComplete {
-				at = p.GetChange().GetApplied()
-			}
+			at = p.GetChange().GetApplied()
 			return nil
 		})
 		if err != nil {

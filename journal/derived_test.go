@@ -3,6 +3,7 @@ package journal
 import (
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -139,12 +140,17 @@ func (r *derivedRun) completedRecords() int {
 }
 
 // reads returns what each of the journal's readers of proposals gives
-// for proposals 1..n, by reader.
-func (r *derivedRun) reads(n uint64) map[string][]*Proposal {
+// for the proposals it keeps, by reader.
+func (r *derivedRun) reads() map[string][]*Proposal {
 	r.t.Helper()
 	ctx := context.Background()
+	c, err := r.j.Configuration(ctx)
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	first, n := c.GetFirstIndex(), c.GetLastIndex()
 	out := map[string][]*Proposal{}
-	for i := uint64(1); i <= n; i++ {
+	for i := first; i <= n; i++ {
 		p, err := r.j.Proposal(ctx, i)
 		if err != nil {
 			r.t.Fatal(err)
@@ -180,10 +186,10 @@ func (r *derivedRun) reads(n uint64) map[string][]*Proposal {
 		statuses bool
 	}{
 		{"Proposals", 1, 0, false},
-		{"Proposals ending inside a batch", 1, n / 2, false},
-		{"Proposals starting inside a batch", n/2 + 1, 0, false},
+		{"Proposals ending in the middle", 1, (first + n) / 2, false},
+		{"Proposals starting in the middle", (first+n)/2 + 1, 0, false},
 		{"ProposalStatuses", 1, 0, true},
-		{"ProposalStatuses ending inside a batch", 1, n / 2, true},
+		{"ProposalStatuses ending in the middle", 1, (first + n) / 2, true},
 	}
 	for _, s := range scans {
 		read := r.j.Proposals
@@ -201,99 +207,182 @@ func (r *derivedRun) reads(n uint64) map[string][]*Proposal {
 	return out
 }
 
-// TestBatchCompletionWritesTheNewestRecordOnly drives two journals through
-// the same Sets and device answers, at the same times: one completes each
-// device Set's proposals in one request, as the agent does, the other in a
-// request per proposal, which writes every record. The first must store
-// one completed record per device Set, and every reader of proposals must
-// read both journals the same, from the writer's kept records and from
-// Badger after a reopen, through rollbacks of proposals completed without
-// a record of their own, and retention.
-func TestBatchCompletionWritesTheNewestRecordOnly(t *testing.T) {
-	batched, reference := newDerivedRun(t), newDerivedRun(t)
-	both := func(f func(r *derivedRun)) { f(batched); f(reference) }
-	compare := func(when string, n uint64) {
-		t.Helper()
-		got, want := batched.reads(n), reference.reads(n)
-		for reader, w := range want {
-			g := got[reader]
-			if len(g) != len(w) {
-				t.Fatalf("%s, %s: %d proposals, want %d", when, reader, len(g), len(w))
-			}
-			for k := range w {
-				if !proto.Equal(g[k], w[k]) {
-					t.Fatalf("%s, %s: proposal %d reads\n%v\nwant (every record written)\n%v", when, reader, w[k].GetIndex(), g[k], w[k])
-				}
-			}
-		}
-		if err := invariants(batched.j); err != nil {
-			t.Fatalf("%s: %v", when, err)
-		}
-	}
+// derivedPair is the same Sets and device answers driven through two
+// journals at the same times: batched completes each device Set's
+// proposals in one request, as the agent does; reference in a request per
+// proposal, which writes every record.
+type derivedPair struct {
+	t                  *testing.T
+	batched, reference *derivedRun
+	proposed, applied  uint64   // the newest proposal; every one up to applied is applied
+	started            bool     // applied+1's apply is started
+	inEffect           []uint64 // applied changes not rolled back, oldest first
+}
 
-	// Device Set 1 carries proposal 1 alone; 2 to 6 arrive meanwhile and
-	// go in device Set 2, whose answer also starts 7's apply; 8 to 9 in
-	// device Set 3.
-	both(func(r *derivedRun) {
-		r.proposeCommitted(1)
-		r.update(func(tx *Tx) error { _, _, err := tx.StartApply(1); return err })
-		r.proposeCommitted(5)
-	})
-	batched.complete(1, 1, 2, false)
-	reference.complete(1, 1, 2, true)
-	both(func(r *derivedRun) { r.proposeCommitted(3) })
-	batched.complete(2, 6, 7, false)
-	reference.complete(2, 6, 7, true)
-	batched.complete(7, 9, 0, false)
-	reference.complete(7, 9, 0, true)
+func newDerivedPair(t *testing.T) *derivedPair {
+	return &derivedPair{t: t, batched: newDerivedRun(t), reference: newDerivedRun(t)}
+}
 
-	if got, want := batched.completedRecords(), 3; got != want {
-		t.Errorf("%d proposal records read complete as stored, want %d (one per device Set)", got, want)
-	}
-	if got := reference.completedRecords(); got != 9 {
-		t.Errorf("the reference stores %d completed records, want 9", got)
-	}
-	c, err := batched.j.Configuration(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if c.GetAppliesCompletedThrough() != 9 || c.GetApplied().GetIndex() != 9 {
-		t.Errorf("applies_completed_through %d, applied.index %d, want 9 and 9", c.GetAppliesCompletedThrough(), c.GetApplied().GetIndex())
-	}
-	compare("held by the writer", 9)
-	both(func(r *derivedRun) { r.reopen() })
-	compare("after a reopen", 9)
+func (d *derivedPair) both(f func(r *derivedRun)) { f(d.batched); f(d.reference) }
 
-	// Rolling back 9, 8 (completed by 9's record) and 7 rewrites 8's and
-	// 7's records with what they read.
-	for _, i := range []uint64{9, 8, 7} {
-		both(func(r *derivedRun) {
-			r.tick()
-			rollback(t, r.j, r.term, i)
+// arrive proposes and commits n Sets.
+func (d *derivedPair) arrive(n int) {
+	d.both(func(r *derivedRun) { r.proposeCommitted(n) })
+	d.proposed += uint64(n)
+}
+
+// answer completes the device Set that carried applied+1 .. last,
+// starting its first proposal's apply first if it was not (in a request
+// of its own, as the applier's first step), and the next one's with the
+// answer if startNext.
+func (d *derivedPair) answer(last uint64, startNext bool) {
+	first := d.applied + 1
+	if !d.started {
+		d.both(func(r *derivedRun) {
+			r.update(func(tx *Tx) error { _, _, err := tx.StartApply(first); return err })
 		})
 	}
-	compare("after rollbacks", 9)
-	both(func(r *derivedRun) { r.reopen() })
-	compare("after rollbacks and a reopen", 9)
+	next := uint64(0)
+	if startNext && last < d.proposed {
+		next = last + 1
+	}
+	d.batched.complete(first, last, next, false)
+	d.reference.complete(first, last, next, true)
+	for i := first; i <= last; i++ {
+		d.inEffect = append(d.inEffect, i)
+	}
+	d.applied, d.started = last, next != 0
+}
 
-	// Retention drops what is finished alike, completed by a later
-	// record or not.
-	both(func(r *derivedRun) {
-		r.j.opts.Retain = 3
-		if _, err := r.j.Compact(context.Background()); err != nil {
-			t.Fatal(err)
-		}
+// rollbackNewest rolls back the newest change in effect.
+func (d *derivedPair) rollbackNewest() {
+	i := d.inEffect[len(d.inEffect)-1]
+	d.inEffect = d.inEffect[:len(d.inEffect)-1]
+	d.both(func(r *derivedRun) {
+		r.tick()
+		rollback(d.t, r.j, r.term, i)
 	})
-	for _, r := range []*derivedRun{batched, reference} {
-		c, err := r.j.Configuration(context.Background())
+}
+
+// compare checks that every reader reads both journals the same.
+func (d *derivedPair) compare(when string) {
+	t := d.t
+	t.Helper()
+	got, want := d.batched.reads(), d.reference.reads()
+	for reader, w := range want {
+		g := got[reader]
+		if len(g) != len(w) {
+			t.Fatalf("%s, %s: %d proposals, want %d", when, reader, len(g), len(w))
+		}
+		for k := range w {
+			if !proto.Equal(g[k], w[k]) {
+				t.Fatalf("%s, %s: proposal %d reads\n%v\nwant (every record written)\n%v", when, reader, w[k].GetIndex(), g[k], w[k])
+			}
+		}
+	}
+	if err := invariants(d.batched.j); err != nil {
+		t.Fatalf("%s: %v", when, err)
+	}
+}
+
+// TestBatchCompletionWritesTheNewestRecordOnly drives two journals through
+// the same Sets and device answers, at the same times (derivedPair): the
+// one that completes each device Set's proposals in one request must
+// store one completed record per device Set, and every reader of
+// proposals must read both journals the same after every step, from the
+// writer's kept records and from Badger after a reopen, through
+// rollbacks of proposals completed by a later record (which rewrite their
+// records whole) and retention. One fixed sequence, then random ones.
+func TestBatchCompletionWritesTheNewestRecordOnly(t *testing.T) {
+	t.Run("fixed", func(t *testing.T) {
+		d := newDerivedPair(t)
+		// Device Set 1 carries proposal 1 alone; 2 to 6 arrive meanwhile
+		// and go in device Set 2, whose answer also starts 7's apply; 7
+		// to 9 in device Set 3.
+		d.arrive(1)
+		d.answer(1, false)
+		d.arrive(5)
+		d.answer(6, true)
+		d.arrive(3)
+		d.answer(9, false)
+		if got, want := d.batched.completedRecords(), 3; got != want {
+			t.Errorf("%d proposal records read complete as stored, want %d (one per device Set)", got, want)
+		}
+		if got := d.reference.completedRecords(); got != 9 {
+			t.Errorf("the reference stores %d completed records, want 9", got)
+		}
+		c, err := d.batched.j.Configuration(context.Background())
 		if err != nil {
 			t.Fatal(err)
 		}
-		if c.GetFirstIndex() != 7 {
-			t.Fatalf("retention kept from proposal %d, want 7", c.GetFirstIndex())
+		if c.GetAppliesCompletedThrough() != 9 || c.GetApplied().GetIndex() != 9 {
+			t.Errorf("applies_completed_through %d, applied.index %d, want 9 and 9", c.GetAppliesCompletedThrough(), c.GetApplied().GetIndex())
 		}
-	}
-	if err := invariants(batched.j); err != nil {
-		t.Fatal(err)
+		d.compare("held by the writer")
+		d.both(func(r *derivedRun) { r.reopen() })
+		d.compare("after a reopen")
+		for range 3 { // 9, then 8 and 7, completed by 9's record
+			d.rollbackNewest()
+		}
+		d.compare("after rollbacks")
+		d.both(func(r *derivedRun) { r.reopen() })
+		d.compare("after rollbacks and a reopen")
+		d.both(func(r *derivedRun) {
+			r.j.opts.Retain = 3
+			if _, err := r.j.Compact(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+		})
+		for _, r := range []*derivedRun{d.batched, d.reference} {
+			c, err := r.j.Configuration(context.Background())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if c.GetFirstIndex() != 7 {
+				t.Fatalf("retention kept from proposal %d, want 7", c.GetFirstIndex())
+			}
+		}
+		d.compare("after retention")
+	})
+	for seed := range uint64(20) {
+		t.Run(fmt.Sprintf("seed %d", seed), func(t *testing.T) {
+			rng := rand.New(rand.NewPCG(seed, 36))
+			d := newDerivedPair(t)
+			for step := range 40 {
+				when := fmt.Sprintf("step %d", step)
+				switch k := rng.IntN(10); {
+				case k < 4:
+					d.arrive(1 + rng.IntN(6))
+					when += ": Sets arrived"
+				case k < 7 && d.applied < d.proposed:
+					d.answer(d.applied+1+uint64(rng.IntN(int(d.proposed-d.applied))), rng.IntN(3) > 0)
+					when += ": a device Set answered"
+				case k == 7 && d.applied == d.proposed && !d.started && len(d.inEffect) > 0:
+					d.rollbackNewest()
+					when += ": a rollback"
+				case k == 8:
+					d.both(func(r *derivedRun) { r.reopen() })
+					when += ": reopened"
+				case k == 9 && d.applied == d.proposed:
+					retain := 1 + rng.IntN(10)
+					d.both(func(r *derivedRun) {
+						r.j.opts.Retain = retain
+						if _, err := r.j.Compact(context.Background()); err != nil {
+							t.Fatal(err)
+						}
+						r.j.opts.Retain = -1
+					})
+					when += fmt.Sprintf(": retention kept %d", retain)
+				default:
+					continue
+				}
+				d.compare(when)
+			}
+			batched, reference := d.batched.completedRecords(), d.reference.completedRecords()
+			t.Logf("%d proposals; completed records stored: %d batched, %d by the reference", d.proposed, batched, reference)
+			if batched >= reference && d.proposed > 20 {
+				t.Errorf("batched stores %d completed records, the reference %d: no completion went without its record", batched, reference)
+			}
+		})
 	}
 }
