@@ -3,8 +3,6 @@ package journal
 import (
 	"bytes"
 	"fmt"
-	"maps"
-	"slices"
 
 	"github.com/dgraph-io/badger/v4"
 	"google.golang.org/protobuf/types/known/timestamppb"
@@ -30,9 +28,15 @@ import (
 // configuration c, is a change whose apply completed without its record
 // being written again.
 func derivedComplete(c *Configuration, p *Proposal) bool {
+	return p.GetIndex() <= c.GetAppliesCompletedThrough() && awaitsApply(p)
+}
+
+// awaitsApply reports whether p's record says a change committed and not
+// yet applied (its apply pending or in progress).
+func awaitsApply(p *Proposal) bool {
 	ch := p.GetChange()
-	return p.GetIndex() <= c.GetAppliesCompletedThrough() && p.GetPhase() == PhaseChange &&
-		ch.GetCommit() == StatusComplete && (ch.GetApply() == StatusPending || ch.GetApply() == StatusInProgress)
+	return p.GetPhase() == PhaseChange && ch.GetCommit() == StatusComplete &&
+		(ch.GetApply() == StatusPending || ch.GetApply() == StatusInProgress)
 }
 
 // completeAt marks p's change applied at (nil for a status view, which
@@ -93,53 +97,56 @@ type derivedScan struct {
 	held []*Proposal
 }
 
-// next takes the scan's next proposal and returns those ready to be
-// given out, in index order (held ones first).
-func (d *derivedScan) next(p *Proposal) []*Proposal {
+// next takes the scan's next proposal and gives fn those ready, in index
+// order (held ones first).
+func (d *derivedScan) next(p *Proposal, fn func(*Proposal) error) error {
 	if derivedComplete(d.c, p) {
 		d.held = append(d.held, p)
 		return nil
 	}
-	if len(d.held) == 0 {
-		return []*Proposal{p}
+	if len(d.held) > 0 {
+		// p completes them, having completed with them. (A record that
+		// does not would be a damaged journal's: they come complete,
+		// without a time.)
+		var at *timestamppb.Timestamp
+		if p.GetChange().GetApply() == StatusComplete {
+			at = p.GetChange().GetApplied()
+		}
+		if err := d.giveHeld(at, fn); err != nil {
+			return err
+		}
 	}
-	// p completes them, having completed with them. (A record that does
-	// not would be a damaged journal's: they come complete, without a time.)
-	var at *timestamppb.Timestamp
-	if p.GetChange().GetApply() == StatusComplete {
-		at = p.GetChange().GetApplied()
-	}
-	d.complete(at)
-	out := append(d.held, p)
-	d.held = nil
-	return out
+	return fn(p)
 }
 
-// complete marks the held proposals applied at.
-func (d *derivedScan) complete(at *timestamppb.Timestamp) {
-	for _, h := range d.held {
-		completeAt(h, at)
-	}
-}
-
-// rest gives out the proposals still held when the scan stopped before
-// the record that completes them, with their time read from txn (nil
-// for status views, which need none).
-func (d *derivedScan) rest(txn *badger.Txn, withTimes bool) ([]*Proposal, error) {
+// rest gives fn the proposals still held when the scan stopped before
+// the record that completes them, with their time read from txn if
+// withTimes (status views need none).
+func (d *derivedScan) rest(txn *badger.Txn, withTimes bool, fn func(*Proposal) error) error {
 	if len(d.held) == 0 {
-		return nil, nil
+		return nil
 	}
 	var at *timestamppb.Timestamp
 	if withTimes {
 		var err error
 		if at, err = derivedApplyTime(txn, d.c, d.held[len(d.held)-1].GetIndex()); err != nil {
-			return nil, err
+			return err
 		}
 	}
-	d.complete(at)
-	out := d.held
+	return d.giveHeld(at, fn)
+}
+
+// giveHeld gives fn the held proposals, applied at.
+func (d *derivedScan) giveHeld(at *timestamppb.Timestamp, fn func(*Proposal) error) error {
+	held := d.held
 	d.held = nil
-	return out, nil
+	for _, h := range held {
+		completeAt(h, at)
+		if err := fn(h); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // completedWithoutRecords picks, among the proposals of the request w is
@@ -151,12 +158,12 @@ func (d *derivedScan) rest(txn *badger.Txn, withTimes bool) ([]*Proposal, error)
 // which is written, completed now in this request too. It needs the
 // configuration pending in w (the request wrote it), so that the index
 // goes with the records.
-func (w *writeTxn) completedWithoutRecords() map[uint64]recentProposal {
-	if !w.configPending || w.recent == nil || len(w.pending) < 2 {
+// indices are w.pending's, sorted.
+func (w *writeTxn) completedWithoutRecords(indices []uint64) map[uint64]recentProposal {
+	if !w.configPending || w.recent == nil || len(indices) < 2 {
 		return nil
 	}
 	now := timestamppb.New(w.now)
-	indices := slices.Sorted(maps.Keys(w.pending))
 	k := len(indices) - 1
 	for k >= 0 && !completedAt(w.pending[indices[k]], now) {
 		k-- // the next batch's first proposal, its apply started
@@ -200,14 +207,13 @@ func completedAt(p *Proposal, now *timestamppb.Timestamp) bool {
 // nothing else changed: as derivedComplete and completeAt read was's
 // record back.
 func completesOnly(was, p *Proposal) bool {
-	wc, pc := was.GetChange(), p.GetChange()
-	if was.GetPhase() != PhaseChange || wc.GetCommit() != StatusComplete ||
-		(wc.GetApply() != StatusPending && wc.GetApply() != StatusInProgress) {
+	if !awaitsApply(was) {
 		return false
 	}
 	if _, ok := onlyApplyStepDiffers(was, p); !ok {
 		return false
 	}
+	wc, pc := was.GetChange(), p.GetChange()
 	started := wc.GetApplyStarted()
 	if started == nil {
 		started = pc.GetApplied()

@@ -697,9 +697,6 @@ func completeDerived(txn *badger.Txn, props map[uint64]*Proposal) error {
 		if err != nil {
 			return err
 		}
-		if p.Change == nil {
-			p.Change = &Change{}
-		}
 		completeAt(p, at)
 	}
 	return nil

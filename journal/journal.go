@@ -1076,7 +1076,8 @@ func (w *writeTxn) noteValue(key []byte, v recentValue) {
 // and the pending configuration; of the proposals a device Set's answer
 // completed, it writes the newest only (derived.go).
 func (w *writeTxn) flushPending() error {
-	unwritten := w.completedWithoutRecords()
+	indices := slices.Sorted(maps.Keys(w.pending))
+	unwritten := w.completedWithoutRecords(indices)
 	if w.configPending {
 		b, err := encodeRecord(w.heads.config)
 		if err != nil {
@@ -1087,10 +1088,7 @@ func (w *writeTxn) flushPending() error {
 		}
 		w.configPending = false
 	}
-	if len(w.pending) == 0 {
-		return nil
-	}
-	for _, i := range slices.Sorted(maps.Keys(w.pending)) {
+	for _, i := range indices {
 		if rec, ok := unwritten[i]; ok {
 			w.noteWritten(i, rec) // held decoded, completed; no encoding to extend
 			continue

@@ -215,51 +215,33 @@ func (j *Journal) scanProposals(ctx context.Context, from, to uint64, decode fun
 			return err
 		}
 		derived := derivedScan{c: c}
-		give := func(ps []*Proposal) error {
-			for _, p := range ps {
-				if err := fn(p); err != nil {
-					return err
-				}
+		opts := badger.DefaultIteratorOptions
+		opts.Prefix = nsProposal
+		opts.PrefetchValues = false // Badger would start a goroutine per record
+		it := txn.NewIterator(opts)
+		defer it.Close()
+		end := proposalKey(to)
+		for it.Seek(proposalKey(from)); it.ValidForPrefix(nsProposal); it.Next() {
+			if err := ctx.Err(); err != nil {
+				return err
 			}
-			return nil
-		}
-		err = func() error {
-			opts := badger.DefaultIteratorOptions
-			opts.Prefix = nsProposal
-			opts.PrefetchValues = false // Badger would start a goroutine per record
-			it := txn.NewIterator(opts)
-			defer it.Close()
-			end := proposalKey(to)
-			for it.Seek(proposalKey(from)); it.ValidForPrefix(nsProposal); it.Next() {
-				if err := ctx.Err(); err != nil {
-					return err
-				}
-				item := it.Item()
-				if bytes.Compare(item.Key(), end) > 0 {
-					return nil
-				}
-				var p *Proposal
-				err := readValue(item, func(v []byte) (err error) {
-					p, err = decode(v)
-					return err
-				})
-				if err != nil {
-					return fmt.Errorf("journal: decode %q: %w", item.Key(), err)
-				}
-				if err := give(derived.next(p)); err != nil {
-					return err
-				}
+			item := it.Item()
+			if bytes.Compare(item.Key(), end) > 0 {
+				break
 			}
-			return nil
-		}()
-		if err != nil {
-			return err
+			var p *Proposal
+			err := readValue(item, func(v []byte) (err error) {
+				p, err = decode(v)
+				return err
+			})
+			if err != nil {
+				return fmt.Errorf("journal: decode %q: %w", item.Key(), err)
+			}
+			if err := derived.next(p, fn); err != nil {
+				return err
+			}
 		}
-		rest, err := derived.rest(txn, withTimes)
-		if err != nil {
-			return err
-		}
-		return give(rest)
+		return derived.rest(txn, withTimes, fn)
 	})
 }
 
