@@ -45,6 +45,17 @@ const (
 	DefaultShutdownTimeout = 10 * time.Second
 )
 
+// streamWorkers is how many goroutines the northbound gRPC server keeps to
+// run RPCs on (grpc.NumStreamWorkers), rather than starting one per RPC.
+// A Set's handler waits for its proposal to be applied, so one worker per
+// client with a Set in flight: 64 covers the clients of a busy device (an
+// RPC that finds them all busy gets a goroutine of its own, as without
+// workers). A worker keeps the stack its handlers grew; a new goroutine
+// per Set grew its stack again at every Set, about 7 µs of CPU per Set
+// with 64 clients ("Stream workers" in docs/bench.md). Idle workers wait
+// on a channel: no wake-ups at rest.
+const streamWorkers = 64
+
 // forcedStopWait is how long a graceful stop may still take once the
 // waiting Sets were answered, before the connections are closed at once.
 const forcedStopWait = time.Second
@@ -360,7 +371,7 @@ func (s *Sidecar) assemble() error {
 	s.obs.attach(s.journal, a, s.drift)
 	opts := s.obs.serverOptions()
 	opts = append(opts, securityOptions(cfg.ServerTLS, cfg.Policy, s.log)...)
-	opts = append(opts, grpc.MaxRecvMsgSize(cfg.MaxRecvMsgSize), proxy.ServerOption())
+	opts = append(opts, grpc.MaxRecvMsgSize(cfg.MaxRecvMsgSize), proxy.ServerOption(), grpc.NumStreamWorkers(streamWorkers))
 	s.grpc = grpc.NewServer(append(opts, cfg.ServerOptions...)...)
 	p.Register(s.grpc)
 	s.obs.register(s.grpc)
