@@ -155,7 +155,7 @@ func (b *bencher) throughput(ctx context.Context, clients int, delay time.Durati
 	if !withFloor {
 		return []row{out}, nil
 	}
-	out.Note = fmt.Sprintf("through a proxy that only forwards each Set (no journal), run after the direct side: %.0f Sets/s, %.2f× direct", floor.rate(), floor.rate()/dr.rate())
+	out.Note = fmt.Sprintf("through a proxy that only forwards each Set (no journal), in turn with the other sides: %.0f Sets/s, %.2f× direct", floor.rate(), floor.rate()/dr.rate())
 	// The direct column of the rows below is the forwarding proxy's.
 	vsFloor := newRow(name+", vs forward-only proxy", "Sets/s", "higher", sc.rate(), floor.rate())
 	want := 0.8
@@ -163,8 +163,11 @@ func (b *bencher) throughput(ctx context.Context, clients int, delay time.Durati
 		want = 1.0
 	}
 	vsFloor = vsFloor.withTarget(fmt.Sprintf("≥ %.1f× the forward-only proxy", want), vsFloor.Ratio >= want)
-	vsFloor.Note = fmt.Sprintf("through a proxy that only commits one small record to a journal (group commit, one fsync per transaction), then forwards each Set: %.0f Sets/s, %.2f× the forward-only proxy; CPU per Set %.0f µs; "+
+	rateLo, rateHi := runs.roundRatios(setsRan.rate)
+	vsFloor.Note = fmt.Sprintf("%s; turn by turn %.2f–%.2f×; "+
+		"through a proxy that only commits one small record to a journal (group commit, one fsync per transaction), then forwards each Set: %.0f Sets/s, %.2f× the forward-only proxy; CPU per Set %.0f µs; "+
 		"the sidecar's client Sets per device Set %.1f (%.0f device Sets/s, one at a time, in order) and per journal transaction %.1f",
+		turnsNote(len(runs.sidecarRounds), b.cfg.duration), rateLo, rateHi,
 		journalFloor.rate(), journalFloor.rate()/floor.rate(), journalFloor.cpuPerSet(),
 		float64(sc.sets)/float64(max(runs.deviceSets, 1)), float64(runs.deviceSets)/sc.elapsed.Seconds(),
 		float64(sc.sets)/float64(max(runs.journalTxns, 1)))
@@ -173,10 +176,11 @@ func (b *bencher) throughput(ctx context.Context, clients int, delay time.Durati
 		cpu := newRow(fmt.Sprintf("CPU per Set, %d clients, %v device, vs forward-only proxy", clients, delay), "µs", "lower",
 			sc.cpuPerSet(), floor.cpuPerSet())
 		cpu = cpu.withTarget("≤ 1.5× the forward-only proxy", cpu.Ratio <= 1.5)
-		cpu.Note = fmt.Sprintf("the bench process's CPU time (user + system) over each side's run ÷ its Sets, devices and clients included on both sides: "+
+		cpuLo, cpuHi := runs.roundRatios(setsRan.cpuPerSet)
+		cpu.Note = fmt.Sprintf("turn by turn %.2f–%.2f×; the bench process's CPU time (user + system) over each side's turns ÷ its Sets, devices and clients included on both sides: "+
 			"sidecar %.2f of 2 cores, forward-only proxy %.2f; direct %.0f µs a Set; heap allocations a Set, counted the same way: sidecar %.0f, forward-only proxy %.0f, direct %.0f; "+
 			"the garbage collector's CPU a Set, as the Go runtime estimates it: sidecar %.0f µs, forward-only proxy %.0f, direct %.0f",
-			sc.coresUsed(), floor.coresUsed(), dr.cpuPerSet(), sc.allocsPerSet(), floor.allocsPerSet(), dr.allocsPerSet(),
+			cpuLo, cpuHi, sc.coresUsed(), floor.coresUsed(), dr.cpuPerSet(), sc.allocsPerSet(), floor.allocsPerSet(), dr.allocsPerSet(),
 			sc.gcPerSet(), floor.gcPerSet(), dr.gcPerSet())
 		rows = append(rows, cpu)
 	}
@@ -212,10 +216,16 @@ func (b *bencher) coalesce(ctx context.Context, clients int) ([]row, error) {
 // setsBoth is the run of throughput and coalesce: on a new rig whose
 // devices take perSet to commit a Set and perUpdate more for each of its
 // operations, clients concurrent clients Set as fast as they can for the
-// configured duration, through the sidecar, then directly, then (if
-// withFloor) through a proxy that only forwards them to the direct device
-// (floor), and through one that commits a small record to a journal
-// before it forwards them (journalFloor).
+// configured duration, through the sidecar, directly, and (if withFloor)
+// through a proxy that only forwards them to the direct device (floor),
+// and through one that commits a small record to a journal before it
+// forwards them (journalFloor).
+//
+// The sides take turns (interleavedRounds): each round runs every side
+// for its share of the duration, so that a stretch of a slower machine
+// (a shared VM's neighbours, its clock) weighs on every side alike rather
+// than on whichever ran then. Each side's figures are summed over its
+// rounds.
 func (b *bencher) setsBoth(ctx context.Context, clients int, perSet, perUpdate time.Duration, withFloor bool) (setsRuns, error) {
 	var out setsRuns
 	r, err := b.startRig(ctx)
@@ -229,42 +239,74 @@ func (b *bencher) setsBoth(ctx context.Context, clients int, perSet, perUpdate t
 			dev.SetUpdateDelay(perUpdate)
 		}
 	}
-	before, txns := r.sidecar.dev.SetCount(), r.sidecar.sidecar.Journal().Transactions()
-	if out.sidecar, err = setsRun(ctx, r.sidecar, clients, b.cfg.duration); err != nil {
-		return out, fmt.Errorf("sidecar: %w", err)
+	type turn struct {
+		name string
+		side *side
+		ran  *setsRan
 	}
-	out.deviceSets = r.sidecar.dev.SetCount() - before
-	out.journalTxns = r.sidecar.sidecar.Journal().Transactions() - txns
-	if out.direct, err = setsRun(ctx, r.direct, clients, b.cfg.duration); err != nil {
-		return out, fmt.Errorf("direct: %w", err)
-	}
-	if !withFloor {
-		return out, nil
-	}
-	commit, closeJournal, err := journalCommit(b.log.With("component", "floor journal"))
-	if err != nil {
-		return out, err
-	}
-	defer closeJournal()
-	for _, p := range []struct {
-		kind    string
-		durable func(context.Context) error
-		ran     *setsRan
-	}{
-		{"forward", forwardOnly, &out.floor},
-		{"journal", commit, &out.journalFloor},
-	} {
-		addr, stop, err := startFloorProxy(r.direct.dev.Addr(), p.kind, p.durable)
+	turns := []turn{{"sidecar", r.sidecar, &out.sidecar}, {"direct", r.direct, &out.direct}}
+	if withFloor {
+		commit, closeJournal, err := journalCommit(b.log.With("component", "floor journal"))
 		if err != nil {
 			return out, err
 		}
-		*p.ran, err = setsRun(ctx, &side{addr: addr}, clients, b.cfg.duration)
-		stop()
-		if err != nil {
-			return out, fmt.Errorf("%s floor proxy: %w", p.kind, err)
+		defer closeJournal()
+		for _, p := range []struct {
+			kind    string
+			durable func(context.Context) error
+			ran     *setsRan
+		}{
+			{"forward", forwardOnly, &out.floor},
+			{"journal", commit, &out.journalFloor},
+		} {
+			addr, stop, err := startFloorProxy(r.direct.dev.Addr(), p.kind, p.durable)
+			if err != nil {
+				return out, err
+			}
+			defer stop()
+			turns = append(turns, turn{p.kind + " floor proxy", &side{addr: addr}, p.ran})
+		}
+	}
+	rounds := interleavedRounds(b.cfg.duration)
+	slice := b.cfg.duration / time.Duration(rounds)
+	for range rounds {
+		for _, t := range turns {
+			before, txns := r.sidecar.dev.SetCount(), r.sidecar.sidecar.Journal().Transactions()
+			ran, err := setsRun(ctx, t.side, clients, slice)
+			if err != nil {
+				return out, fmt.Errorf("%s: %w", t.name, err)
+			}
+			if err := ran.settle(ctx); err != nil {
+				return out, err
+			}
+			t.ran.add(ran)
+			if t.side == r.sidecar {
+				out.deviceSets += r.sidecar.dev.SetCount() - before
+				out.journalTxns += r.sidecar.sidecar.Journal().Transactions() - txns
+				out.sidecarRounds = append(out.sidecarRounds, ran)
+			}
+			if t.ran == &out.floor {
+				out.floorRounds = append(out.floorRounds, ran)
+			}
 		}
 	}
 	return out, nil
+}
+
+// turnsNote says how the sides of a throughput row of d took turns.
+func turnsNote(rounds int, d time.Duration) string {
+	if rounds <= 1 {
+		return fmt.Sprintf("each side ran %v, in turn", d)
+	}
+	return fmt.Sprintf("the sides took %d turns of %v each, in turn (%v per side)", rounds, d/time.Duration(rounds), d)
+}
+
+// interleavedRounds is how many turns each side of a throughput row takes
+// in a run of d: one per second of it, at most 4, at least 1. A turn
+// shorter than a second would count the Sets in flight at its end (the
+// sidecar's take longer) against a larger share of it.
+func interleavedRounds(d time.Duration) int {
+	return max(1, min(4, int(d/time.Second)))
 }
 
 // setsRuns are setsBoth's runs, and how many Sets the sidecar's device
@@ -273,6 +315,24 @@ type setsRuns struct {
 	sidecar, direct, floor, journalFloor setsRan
 	deviceSets                           int64
 	journalTxns                          uint64 // the sidecar's journal transactions committed
+	// sidecarRounds and floorRounds are the sidecar's and the forward-only
+	// proxy's turns, in order: the spread of their ratio from turn to turn.
+	sidecarRounds, floorRounds []setsRan
+}
+
+// roundRatios returns the lowest and highest ratio of f over the sidecar's
+// turns to f over the forward-only proxy's, turn by turn.
+func (r setsRuns) roundRatios(f func(setsRan) float64) (lo, hi float64) {
+	for i := range min(len(r.sidecarRounds), len(r.floorRounds)) {
+		ratio := f(r.sidecarRounds[i]) / f(r.floorRounds[i])
+		if i == 0 || ratio < lo {
+			lo = ratio
+		}
+		if i == 0 || ratio > hi {
+			hi = ratio
+		}
+	}
+	return lo, hi
 }
 
 // setsRan is what a run of Sets did: Sets completed in how long, and the
@@ -283,6 +343,38 @@ type setsRan struct {
 	elapsed time.Duration
 	cpu     time.Duration
 	runtime runtimeCounts
+}
+
+// settleTime is how long the bench waits after each turn of a throughput
+// row before the next side's: the work a side's Sets left behind (a
+// journal's flushes and compactions, notifications still to read, the
+// collection of their garbage) is counted as that side's CPU, not the next
+// side's.
+const settleTime = 500 * time.Millisecond
+
+// settle waits settleTime and counts the process's CPU time and runtime
+// counters meanwhile in r (not its Sets or elapsed time).
+func (r *setsRan) settle(ctx context.Context) error {
+	cpu, counts := processCPU(), readRuntimeCounts()
+	select {
+	case <-time.After(settleTime):
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	after := readRuntimeCounts().since(counts)
+	r.cpu += processCPU() - cpu
+	r.runtime.allocs += after.allocs
+	r.runtime.gcCPU += after.gcCPU
+	return nil
+}
+
+// add counts another run of the same side in r.
+func (r *setsRan) add(o setsRan) {
+	r.sets += o.sets
+	r.elapsed += o.elapsed
+	r.cpu += o.cpu
+	r.runtime.allocs += o.runtime.allocs
+	r.runtime.gcCPU += o.runtime.gcCPU
 }
 
 // allocsPerSet is the process's heap allocations per Set completed.

@@ -93,8 +93,8 @@ var wantBenchRows = []string{
 var floorNotes = map[string]*regexp.Regexp{
 	"Set latency p50, 1 client": regexp.MustCompile(`only fsyncs 4 KiB, then forwards: p50 (\d+\.\d+) ms; ` +
 		`that only commits one small record to a journal, then forwards: p50 (\d+\.\d+) ms; the sidecar's own part: -?\d+\.\d+ ms`),
-	"Set throughput, 8 clients, 0s device":  regexp.MustCompile(`only forwards each Set \(no journal\), run after the direct side: (\d+) Sets/s, (\d+\.\d+)× direct`),
-	"Set throughput, 64 clients, 0s device": regexp.MustCompile(`only forwards each Set \(no journal\), run after the direct side: (\d+) Sets/s, (\d+\.\d+)× direct`),
+	"Set throughput, 8 clients, 0s device":  regexp.MustCompile(`only forwards each Set \(no journal\), in turn with the other sides: (\d+) Sets/s, (\d+\.\d+)× direct`),
+	"Set throughput, 64 clients, 0s device": regexp.MustCompile(`only forwards each Set \(no journal\), in turn with the other sides: (\d+) Sets/s, (\d+\.\d+)× direct`),
 	"CPU per Set, 64 clients, 0s device, vs forward-only proxy": regexp.MustCompile(`sidecar (\d+\.\d+) of 2 cores, forward-only proxy (\d+\.\d+); direct (\d+) µs a Set; ` +
 		`heap allocations a Set, counted the same way: sidecar (\d+), forward-only proxy (\d+), direct (\d+)`),
 }
