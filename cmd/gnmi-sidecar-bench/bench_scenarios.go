@@ -163,10 +163,14 @@ func (b *bencher) throughput(ctx context.Context, clients int, delay time.Durati
 		want = 1.0
 	}
 	vsFloor = vsFloor.withTarget(fmt.Sprintf("≥ %.1f× the forward-only proxy", want), vsFloor.Ratio >= want)
+	turns := turnsNote(len(runs.sidecarRounds), b.cfg.duration)
+	if spread := runs.turnByTurn(setsRan.rate); spread != "" {
+		turns += "; " + spread
+	}
 	vsFloor.Note = fmt.Sprintf("%s; "+
 		"through a proxy that only commits one small record to a journal (group commit, one fsync per transaction), then forwards each Set: %.0f Sets/s, %.2f× the forward-only proxy; CPU per Set %.0f µs; "+
 		"the sidecar's client Sets per device Set %.1f (%.0f device Sets/s, one at a time, in order) and per journal transaction %.1f",
-		turnsNote(len(runs.sidecarRounds), b.cfg.duration)+runs.turnByTurn(setsRan.rate, "; "),
+		turns,
 		journalFloor.rate(), journalFloor.rate()/floor.rate(), journalFloor.cpuPerSet(),
 		float64(sc.sets)/float64(max(runs.deviceSets, 1)), float64(runs.deviceSets)/sc.elapsed.Seconds(),
 		float64(sc.sets)/float64(max(runs.journalTxns, 1)))
@@ -175,10 +179,14 @@ func (b *bencher) throughput(ctx context.Context, clients int, delay time.Durati
 		cpu := newRow(fmt.Sprintf("CPU per Set, %d clients, %v device, vs forward-only proxy", clients, delay), "µs", "lower",
 			sc.cpuPerSet(), floor.cpuPerSet())
 		cpu = cpu.withTarget("≤ 1.5× the forward-only proxy", cpu.Ratio <= 1.5)
+		spread := runs.turnByTurn(setsRan.cpuPerSet)
+		if spread != "" {
+			spread += "; "
+		}
 		cpu.Note = fmt.Sprintf("%sthe bench process's CPU time (user + system) over each side's turns ÷ its Sets, devices and clients included on both sides: "+
 			"sidecar %.2f of 2 cores, forward-only proxy %.2f; direct %.0f µs a Set; heap allocations a Set, counted the same way: sidecar %.0f, forward-only proxy %.0f, direct %.0f; "+
 			"the garbage collector's CPU a Set, as the Go runtime estimates it: sidecar %.0f µs, forward-only proxy %.0f, direct %.0f",
-			runs.turnByTurn(setsRan.cpuPerSet, "")+sepIf(len(runs.sidecarRounds) > 1, "; "), sc.coresUsed(), floor.coresUsed(), dr.cpuPerSet(), sc.allocsPerSet(), floor.allocsPerSet(), dr.allocsPerSet(),
+			spread, sc.coresUsed(), floor.coresUsed(), dr.cpuPerSet(), sc.allocsPerSet(), floor.allocsPerSet(), dr.allocsPerSet(),
 			sc.gcPerSet(), floor.gcPerSet(), dr.gcPerSet())
 		rows = append(rows, cpu)
 	}
@@ -318,22 +326,14 @@ type setsRuns struct {
 	sidecarRounds, floorRounds []setsRan
 }
 
-// turnByTurn is "turn by turn lo–hi×" (roundRatios) after prefix, or ""
-// for a run of one turn per side.
-func (r setsRuns) turnByTurn(f func(setsRan) float64, prefix string) string {
+// turnByTurn is "turn by turn lo–hi×" (roundRatios), or "" for a run of
+// one turn per side.
+func (r setsRuns) turnByTurn(f func(setsRan) float64) string {
 	if len(r.sidecarRounds) < 2 {
 		return ""
 	}
 	lo, hi := r.roundRatios(f)
-	return fmt.Sprintf("%sturn by turn %.2f–%.2f×", prefix, lo, hi)
-}
-
-// sepIf is sep if cond, else "".
-func sepIf(cond bool, sep string) string {
-	if cond {
-		return sep
-	}
-	return ""
+	return fmt.Sprintf("turn by turn %.2f–%.2f×", lo, hi)
 }
 
 // roundRatios returns the lowest and highest ratio of f over the sidecar's
