@@ -337,6 +337,9 @@ func TestCrashBacklogInLevelZeroNeverHangs(t *testing.T) {
 		}
 		return nil
 	})
+	// Badger flushes the filled memtables in the background: copied while
+	// a flush removes a memtable log, the files would be no crash's.
+	flushesDone(t, j.dir)
 	crashed := t.TempDir()
 	copyDir(t, j.dir, crashed) // the files as a kill -9 would leave them
 	want := appliedList(t, j)
@@ -352,6 +355,28 @@ func TestCrashBacklogInLevelZeroNeverHangs(t *testing.T) {
 		t.Errorf("after the crash %d applied values, want %d (up to proposal %d)", len(got), len(want), last)
 	}
 	returns(t, "Close of the journal opened after the crash", after.Close)
+}
+
+// flushesDone waits (up to a minute) until dir holds one memtable log,
+// the mutable memtable's: Badger has flushed every memtable that filled,
+// and removed its log. The writer must be idle, and the journal's
+// compactions stopped (stopBackground), for the files to stay as they are.
+func flushesDone(t *testing.T, dir string) {
+	t.Helper()
+	deadline := time.Now().Add(time.Minute)
+	for {
+		logs, err := filepath.Glob(filepath.Join(dir, "*.mem"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(logs) <= 1 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d memtable logs a minute on: Badger's flushes did not finish", len(logs))
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 }
 
 // returns fails the test unless fn returns within a minute, and without an
