@@ -53,6 +53,20 @@ func completeAt(p *Proposal, at *timestamppb.Timestamp) {
 	p.Change.Applied = at
 }
 
+// completeIfDerived completes p, a whole proposal as its record reads
+// under c, if it is derivedComplete, with its apply time read from txn.
+func completeIfDerived(txn *badger.Txn, c *Configuration, p *Proposal) error {
+	if !derivedComplete(c, p) {
+		return nil
+	}
+	at, err := derivedApplyTime(txn, c, p.GetIndex())
+	if err != nil {
+		return err
+	}
+	completeAt(p, at)
+	return nil
+}
+
 // derivedApplyTime reads the apply time of proposal i, a derivedComplete
 // change: that of the first record above it whose change's apply reads
 // complete.
@@ -157,8 +171,7 @@ func (d *derivedScan) giveHeld(at *timestamppb.Timestamp, fn func(*Proposal) err
 // completed now, and every proposal above it up to the newest such one,
 // which is written, completed now in this request too. It needs the
 // configuration pending in w (the request wrote it), so that the index
-// goes with the records.
-// indices are w.pending's, sorted.
+// goes with the records. indices are w.pending's, sorted.
 func (w *writeTxn) completedWithoutRecords(indices []uint64) map[uint64]recentProposal {
 	if !w.configPending || w.recent == nil || len(indices) < 2 {
 		return nil

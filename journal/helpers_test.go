@@ -689,15 +689,10 @@ func completeDerived(txn *badger.Txn, props map[uint64]*Proposal) error {
 	if err != nil {
 		return err
 	}
-	for i, p := range props {
-		if !derivedComplete(c, p) {
-			continue
-		}
-		at, err := derivedApplyTime(txn, c, i)
-		if err != nil {
+	for _, p := range props {
+		if err := completeIfDerived(txn, c, p); err != nil {
 			return err
 		}
-		completeAt(p, at)
 	}
 	return nil
 }

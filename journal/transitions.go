@@ -1331,12 +1331,8 @@ func loadProposal(txn *badger.Txn, c *Configuration, i uint64) (*Proposal, error
 	if p.Rollback == nil {
 		p.Rollback = &Rollback{}
 	}
-	if derivedComplete(c, p) {
-		at, err := derivedApplyTime(txn, c, i)
-		if err != nil {
-			return nil, err
-		}
-		completeAt(p, at)
+	if err := completeIfDerived(txn, c, p); err != nil {
+		return nil, err
 	}
 	return p, nil
 }

@@ -246,11 +246,12 @@ func (b *bencher) setsBoth(ctx context.Context, clients int, perSet, perUpdate t
 		}
 	}
 	type turn struct {
-		name string
-		side *side
-		ran  *setsRan
+		name   string
+		side   *side
+		ran    *setsRan
+		rounds *[]setsRan // its turns one by one, if the notes give them
 	}
-	turns := []turn{{"sidecar", r.sidecar, &out.sidecar}, {"direct", r.direct, &out.direct}}
+	turns := []turn{{"sidecar", r.sidecar, &out.sidecar, &out.sidecarRounds}, {"direct", r.direct, &out.direct, nil}}
 	if withFloor {
 		commit, closeJournal, err := journalCommit(b.log.With("component", "floor journal"))
 		if err != nil {
@@ -261,16 +262,17 @@ func (b *bencher) setsBoth(ctx context.Context, clients int, perSet, perUpdate t
 			kind    string
 			durable func(context.Context) error
 			ran     *setsRan
+			rounds  *[]setsRan
 		}{
-			{"forward", forwardOnly, &out.floor},
-			{"journal", commit, &out.journalFloor},
+			{"forward", forwardOnly, &out.floor, &out.floorRounds},
+			{"journal", commit, &out.journalFloor, nil},
 		} {
 			addr, stop, err := startFloorProxy(r.direct.dev.Addr(), p.kind, p.durable)
 			if err != nil {
 				return out, err
 			}
 			defer stop()
-			turns = append(turns, turn{p.kind + " floor proxy", &side{addr: addr}, p.ran})
+			turns = append(turns, turn{p.kind + " floor proxy", &side{addr: addr}, p.ran, p.rounds})
 		}
 	}
 	rounds := interleavedRounds(b.cfg.duration)
@@ -289,10 +291,9 @@ func (b *bencher) setsBoth(ctx context.Context, clients int, perSet, perUpdate t
 			if t.side == r.sidecar {
 				out.deviceSets += r.sidecar.dev.SetCount() - before
 				out.journalTxns += r.sidecar.sidecar.Journal().Transactions() - txns
-				out.sidecarRounds = append(out.sidecarRounds, ran)
 			}
-			if t.ran == &out.floor {
-				out.floorRounds = append(out.floorRounds, ran)
+			if t.rounds != nil {
+				*t.rounds = append(*t.rounds, ran)
 			}
 		}
 	}
