@@ -273,7 +273,7 @@ func committedAtList(t testing.TB, j *Journal, at int64, prefix *gnmi.Path) ([]s
 func dump(t testing.TB, j *Journal) map[string]string {
 	t.Helper()
 	out := make(map[string]string)
-	err := j.db.View(func(txn *badger.Txn) error {
+	err := j.view(context.Background(), func(txn *badger.Txn) error {
 		it := txn.NewIterator(badger.DefaultIteratorOptions)
 		defer it.Close()
 		for it.Rewind(); it.Valid(); it.Next() {
@@ -322,7 +322,7 @@ func invariants(j *Journal) error {
 		return err
 	}
 	props := map[uint64]*Proposal{}
-	err = j.db.View(func(txn *badger.Txn) error {
+	err = j.view(context.Background(), func(txn *badger.Txn) error {
 		err := iteratePrefix(txn, nsProposal, func(key, val []byte) error {
 			p := &Proposal{}
 			if err := decodeRecord(val, p); err != nil {
@@ -488,7 +488,7 @@ func invariants(j *Journal) error {
 	if c.HistoryFloor == nil {
 		state := map[string]*PathValue{}
 		var seq uint64
-		err = j.db.View(func(txn *badger.Txn) error {
+		err = j.view(context.Background(), func(txn *badger.Txn) error {
 			return iteratePrefix(txn, nsHistory, func(key, val []byte) error {
 				d := &journalpb.HistoryDelta{}
 				if err := decodeRecord(val, d); err != nil {
@@ -565,7 +565,7 @@ func isDeviceRead(props map[uint64]*Proposal, pv *PathValue) bool {
 // keySet returns every key with the prefix ns.
 func keySet(j *Journal, ns []byte) (map[string]bool, error) {
 	keys := map[string]bool{}
-	err := j.db.View(func(txn *badger.Txn) error {
+	err := j.view(context.Background(), func(txn *badger.Txn) error {
 		return iteratePrefix(txn, ns, func(key, _ []byte) error {
 			keys[string(key)] = true
 			return nil
@@ -590,7 +590,7 @@ func sameValues(a, b map[string]*PathValue) error {
 
 func valueMap(j *Journal, ns []byte) (map[string]*PathValue, error) {
 	m := map[string]*PathValue{}
-	err := j.db.View(func(txn *badger.Txn) error {
+	err := j.view(context.Background(), func(txn *badger.Txn) error {
 		return scanValues(context.Background(), txn, ns, nil, func(k, v []byte) error {
 			pv := &PathValue{}
 			if err := decodeRecord(v, pv); err != nil {
@@ -611,7 +611,7 @@ func headsAsStored(j *Journal) error {
 		return nil
 	}
 	var stored *heads
-	if err := j.db.View(func(txn *badger.Txn) (err error) {
+	if err := j.view(context.Background(), func(txn *badger.Txn) (err error) {
 		stored, err = loadHeads(txn)
 		return err
 	}); err != nil {
@@ -638,7 +638,7 @@ func recentAsStored(j *Journal) error {
 	j.recent.mu.Lock()
 	kept := maps.Clone(j.recent.byIndex)
 	j.recent.mu.Unlock()
-	return j.db.View(func(txn *badger.Txn) error {
+	return j.view(context.Background(), func(txn *badger.Txn) error {
 		c, err := loadConfiguration(txn)
 		if err != nil {
 			return err
@@ -703,7 +703,7 @@ func valuesAsStored(j *Journal) error {
 	j.values.mu.Lock()
 	kept := maps.Clone(j.values.byKey)
 	j.values.mu.Unlock()
-	return j.db.View(func(txn *badger.Txn) error {
+	return j.view(context.Background(), func(txn *badger.Txn) error {
 		for key, v := range kept {
 			stored := &PathValue{}
 			found, err := getRecord(txn, []byte(key), stored)
