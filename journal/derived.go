@@ -170,8 +170,8 @@ func (d *derivedScan) giveHeld(at *timestamppb.Timestamp, fn func(*Proposal) err
 // record is the one the writer last wrote of it but for its apply step,
 // completed now, and every proposal above it up to the newest such one,
 // which is written, completed now in this request too. It needs the
-// configuration pending in w (the request wrote it), so that the index
-// goes with the records. indices are w.pending's, sorted.
+// configuration pending in w (this transaction writes it, at its end), so
+// that the index goes with the records. indices are w.pending's, sorted.
 func (w *writeTxn) completedWithoutRecords(indices []uint64) map[uint64]recentProposal {
 	if !w.configPending || w.recent == nil || len(indices) < 2 {
 		return nil

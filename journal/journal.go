@@ -265,6 +265,8 @@ type Journal struct {
 	// keptLists are the list-keys records known to be stored, by key: the
 	// number of keys each holds. The writer's alone (recordLists).
 	keptLists map[string]int
+	// writerMaps is the writer's: maps its transactions use again (runBatch).
+	writerMaps writerMaps
 	// coverage is the read scopes as of the newest durable transaction
 	// (beforeimages.go).
 	coverage *coverage
@@ -819,6 +821,8 @@ func (j *Journal) runBatch(batch []*request) int {
 	w.deferProposals = true
 	w.recent = &j.recent
 	w.values = &j.values
+	w.written, w.valuesWritten, w.plains = j.writerMaps.take()
+	defer j.writerMaps.keep(w)
 	results := make([]error, len(batch))
 	for k, r := range batch {
 		w.wrote = false
@@ -833,27 +837,15 @@ func (j *Journal) runBatch(batch []*request) int {
 		}
 		if err != nil && (w.wrote || errors.Is(err, badger.ErrTxnTooBig)) {
 			txn.Discard()
-			if k == 0 {
-				if errors.Is(err, badger.ErrTxnTooBig) && j.memTable.Load() < j.opts.MaxMemTableSize {
-					// Alone and too large for this memtable: grow it and try again.
-					if gerr := j.grow(); gerr != nil {
-						r.finish(fmt.Errorf("journal: %w", gerr))
-						return 1
-					}
-					return j.runBatch(batch[:1])
-				}
-				if errors.Is(err, badger.ErrTxnTooBig) {
-					err = fmt.Errorf("%w: %w", ErrTooLarge, err)
-				}
-				r.finish(fmt.Errorf("journal: %w", err))
-				return 1
-			}
-			for done := 0; done < k; {
-				done += j.runBatch(batch[done:k])
-			}
-			return k
+			return j.runBefore(batch, k, err)
 		}
 		results[k] = err
+	}
+	if err := w.flushConfiguration(); err != nil {
+		// Only Badger's size limit refuses the last record: the batch's
+		// last request is the one that did not fit.
+		txn.Discard()
+		return j.runBefore(batch, len(batch)-1, err)
 	}
 	j.recent.drop(w.written)
 	region := trace.StartRegion(context.Background(), "journal.commit")
@@ -908,6 +900,70 @@ func (j *Journal) runBatch(batch []*request) int {
 	return len(batch)
 }
 
+// runBefore ends a transaction that failed at batch[k] with err (it wrote,
+// or did not fit): the requests before k run again without it, in as many
+// transactions as they take, and their count is returned; k = 0 answers
+// batch[0] alone, after growing the memtable if that is what it needs.
+func (j *Journal) runBefore(batch []*request, k int, err error) int {
+	if k > 0 {
+		for done := 0; done < k; {
+			done += j.runBatch(batch[done:k])
+		}
+		return k
+	}
+	r := batch[0]
+	if errors.Is(err, badger.ErrTxnTooBig) && j.memTable.Load() < j.opts.MaxMemTableSize {
+		// Alone and too large for this memtable: grow it and try again.
+		if gerr := j.grow(); gerr != nil {
+			r.finish(fmt.Errorf("journal: %w", gerr))
+			return 1
+		}
+		return j.runBatch(batch[:1])
+	}
+	if errors.Is(err, badger.ErrTxnTooBig) {
+		err = fmt.Errorf("%w: %w", ErrTooLarge, err)
+	}
+	r.finish(fmt.Errorf("journal: %w", err))
+	return 1
+}
+
+// writerMaps holds the maps of what a writer's transaction wrote
+// (writeTxn.written, valuesWritten and plains) between transactions:
+// emptied and used again rather than grown anew by every one (their
+// entries are copied out once it is durable: recentProposals.add,
+// recentValues.add). Maps a large transaction grew are let go of, so that
+// one large Set does not keep its maps' memory for good.
+type writerMaps struct {
+	written       map[uint64]recentProposal
+	valuesWritten map[string]recentValue
+	plains        plainValues
+}
+
+// scratchMaxEntries is the most entries a map may have held for the writer
+// to keep it: a Set of a few hundred leaves.
+const scratchMaxEntries = 1024
+
+// take returns the maps, empty, for a new transaction (a transaction
+// given up, runBefore, leaves them as it had them).
+func (s *writerMaps) take() (map[uint64]recentProposal, map[string]recentValue, plainValues) {
+	if s.written == nil {
+		s.written = make(map[uint64]recentProposal)
+		s.valuesWritten = make(map[string]recentValue)
+		s.plains = make(plainValues)
+	}
+	clear(s.written)
+	clear(s.valuesWritten)
+	clear(s.plains)
+	return s.written, s.valuesWritten, s.plains
+}
+
+// keep lets the maps go if w, done, grew them large.
+func (s *writerMaps) keep(w *writeTxn) {
+	if len(w.written) > scratchMaxEntries || len(w.valuesWritten) > scratchMaxEntries || len(w.plains) > scratchMaxEntries {
+		*s = writerMaps{}
+	}
+}
+
 func (r *request) finish(err error) {
 	r.err = err
 	close(r.done)
@@ -945,8 +1001,9 @@ type writeTxn struct {
 	// without decoding it. A pending proposal is never changed: a
 	// transition reads a copy of it (proposal). So is the configuration
 	// record when w has the heads (which hold it decoded): every
-	// transition writes it, and configPending says the request's last
-	// one, w.heads.config, is still to be encoded.
+	// transition writes it, and configPending says the last one,
+	// w.heads.config, is still to be encoded: once, at the transaction's
+	// end (flushConfiguration).
 	deferProposals bool
 	pending        map[uint64]*Proposal
 	configPending  bool
@@ -1072,22 +1129,12 @@ func (w *writeTxn) noteValue(key []byte, v recentValue) {
 	w.valuesWritten[string(key)] = v
 }
 
-// flushPending encodes and writes the pending proposals, in index order,
-// and the pending configuration; of the proposals a device Set's answer
-// completed, it writes the newest only (derived.go).
+// flushPending encodes and writes the pending proposals, in index order;
+// of the proposals a device Set's answer completed, it writes the newest
+// only (derived.go).
 func (w *writeTxn) flushPending() error {
 	indices := slices.Sorted(maps.Keys(w.pending))
 	unwritten := w.completedWithoutRecords(indices)
-	if w.configPending {
-		b, err := encodeRecord(w.heads.config)
-		if err != nil {
-			return fmt.Errorf("encode %q: %w", keyConfiguration, err)
-		}
-		if err := w.set(keyConfiguration, b); err != nil {
-			return err
-		}
-		w.configPending = false
-	}
 	for _, i := range indices {
 		if rec, ok := unwritten[i]; ok {
 			w.noteWritten(i, rec) // held decoded, completed; no encoding to extend
@@ -1107,6 +1154,25 @@ func (w *writeTxn) flushPending() error {
 		w.noteWritten(i, rec)
 	}
 	clear(w.pending)
+	return nil
+}
+
+// flushConfiguration encodes and writes the pending configuration record
+// (w.configPending), once per transaction: every transition of every
+// request in it changes the same record, and only its last state is
+// committed.
+func (w *writeTxn) flushConfiguration() error {
+	if !w.configPending {
+		return nil
+	}
+	b, err := encodeRecord(w.heads.config)
+	if err != nil {
+		return fmt.Errorf("encode %q: %w", keyConfiguration, err)
+	}
+	if err := w.set(keyConfiguration, b); err != nil {
+		return err
+	}
+	w.configPending = false
 	return nil
 }
 

@@ -193,7 +193,7 @@ func (w *writeTxn) proposeChange(by Sender, ops []*Op) (*Proposal, *Configuratio
 	if err := w.put(proposalKey(p.Index), p); err != nil {
 		return nil, nil, err
 	}
-	if err := w.put(keyConfiguration, c); err != nil {
+	if err := w.putOwnedConfiguration(c); err != nil {
 		return nil, nil, err
 	}
 	w.emit(Event{Action: ActionProposeChange, Index: p.Index, Proposal: p, Configuration: c})
@@ -1414,11 +1414,28 @@ func (w *writeTxn) requireSynced(c *Configuration, what string, i uint64) error 
 	return syncedGuard(c, m, what, i)
 }
 
+// putProposalAndConfiguration writes a transition's results: p, and c,
+// the caller's own copy of the configuration (putOwnedConfiguration).
 func (w *writeTxn) putProposalAndConfiguration(p *Proposal, c *Configuration) error {
 	if err := w.put(proposalKey(p.GetIndex()), p); err != nil {
 		return err
 	}
-	return w.put(keyConfiguration, c)
+	return w.putOwnedConfiguration(c)
+}
+
+// putOwnedConfiguration is put of the configuration record c, the
+// caller's own copy (writeTxn.configuration) which nobody changes from now
+// on: the writer's heads take it as it is rather than a copy of it (a
+// head is never changed, see noteWrite), which saves a Set's transitions
+// a copy each.
+func (w *writeTxn) putOwnedConfiguration(c *Configuration) error {
+	if !w.deferProposals || !w.hasHeads {
+		return w.put(keyConfiguration, c)
+	}
+	w.heads.config = withDefaults(c)
+	w.configPending = true
+	w.wrote = true
+	return nil
 }
 
 // value reads the committed or applied value of a path key (nil if
