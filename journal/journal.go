@@ -939,9 +939,9 @@ type writerMaps struct {
 	plains        plainValues
 }
 
-// scratchMaxEntries is the most entries a map may have held for the writer
+// writerMapsMaxEntries is the most entries a map may have held for the writer
 // to keep it: a Set of a few hundred leaves.
-const scratchMaxEntries = 1024
+const writerMapsMaxEntries = 1024
 
 // take returns the maps, empty, for a new transaction (a transaction
 // given up, runBefore, leaves them as it had them).
@@ -959,7 +959,7 @@ func (s *writerMaps) take() (map[uint64]recentProposal, map[string]recentValue, 
 
 // keep lets the maps go if w, done, grew them large.
 func (s *writerMaps) keep(w *writeTxn) {
-	if len(w.written) > scratchMaxEntries || len(w.valuesWritten) > scratchMaxEntries || len(w.plains) > scratchMaxEntries {
+	if len(w.written) > writerMapsMaxEntries || len(w.valuesWritten) > writerMapsMaxEntries || len(w.plains) > writerMapsMaxEntries {
 		*s = writerMaps{}
 	}
 }
