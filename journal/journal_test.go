@@ -1175,6 +1175,111 @@ func TestBatchIsolatesFailingRequest(t *testing.T) {
 	}
 }
 
+// TestConfigurationRecordThatDoesNotFit: a transaction writes the
+// configuration record once, at its end (flushConfiguration). When that
+// last record is what overflows the transaction, the batch's last request
+// is the one that did not fit: the requests before it are committed with
+// the record, and it runs in a transaction of its own. Nothing is lost,
+// and the stored configuration is the one every request left.
+func TestConfigurationRecordThatDoesNotFit(t *testing.T) {
+	j := openTest(t, "", Options{NoSync: true, MemTableSize: 1 << 20, MaxMemTableSize: 1 << 20})
+	ctx := context.Background()
+	before, err := j.Configuration(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// How many entries one transaction holds (Badger counts its own
+	// commit marker against its limit).
+	capacity := 0
+	txn := j.db.NewTransaction(true)
+	for ; txn.Set(fmt.Appendf(nil, "t/probe/%d", capacity), nil) == nil; capacity++ {
+	}
+	txn.Discard()
+	tagChange := func(w *writeTxn) error {
+		c, err := w.configuration()
+		if err != nil {
+			return err
+		}
+		c.TagChanges++
+		return w.putOwnedConfiguration(c)
+	}
+	fill := func(prefix string, n int) func(w *writeTxn) error {
+		return func(w *writeTxn) error {
+			for k := range n {
+				if err := w.putEmpty(fmt.Appendf(nil, "t/%s/%d", prefix, k)); err != nil {
+					return err
+				}
+			}
+			return nil
+		}
+	}
+	both := func(fns ...func(*writeTxn) error) func(*writeTxn) error {
+		return func(w *writeTxn) error {
+			for _, fn := range fns {
+				if err := fn(w); err != nil {
+					return err
+				}
+			}
+			return nil
+		}
+	}
+	// The two requests' entries fill the transaction; the configuration
+	// record both changed, which comes last, does not fit.
+	batch := []*request{
+		{fn: both(fill("a", capacity-2), tagChange), done: make(chan struct{})},
+		{fn: both(fill("b", 2), tagChange), done: make(chan struct{})},
+	}
+	if n := j.runBatch(batch); n != 1 {
+		t.Fatalf("the first transaction consumed %d requests, want 1 (the second did not fit with the configuration)", n)
+	}
+	if n := j.runBatch(batch[1:]); n != 1 {
+		t.Fatalf("the second request alone: consumed %d", n)
+	}
+	for n, r := range batch {
+		<-r.done
+		if r.err != nil {
+			t.Fatalf("request %d: %v", n, r.err)
+		}
+	}
+	written := 0
+	for k := range dump(t, j) {
+		if strings.HasPrefix(k, "t/") {
+			written++
+		}
+	}
+	if want := capacity; written != want {
+		t.Fatalf("%d entries written, want %d", written, want)
+	}
+	after, err := j.Configuration(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if after.TagChanges != before.TagChanges+2 {
+		t.Fatalf("tag changes %d, want %d: a request's configuration was lost", after.TagChanges, before.TagChanges+2)
+	}
+	checkInvariants(t, j)
+
+	// Alone, a request whose configuration record does not fit fails with
+	// ErrTooLarge (the memtable may not grow here) and writes nothing.
+	alone := &request{fn: both(fill("c", capacity), tagChange), done: make(chan struct{})}
+	if n := j.runBatch([]*request{alone}); n != 1 {
+		t.Fatalf("consumed %d", n)
+	}
+	<-alone.done
+	if !errors.Is(alone.err, ErrTooLarge) {
+		t.Fatalf("err = %v, want ErrTooLarge", alone.err)
+	}
+	if got, err := j.Configuration(ctx); err != nil || got.TagChanges != after.TagChanges {
+		t.Fatalf("configuration after a refused request: %v, %v", got, err)
+	}
+	for k := range dump(t, j) {
+		if strings.HasPrefix(k, "t/c/") {
+			t.Fatalf("the refused request wrote %s", k)
+		}
+	}
+	checkInvariants(t, j)
+}
+
 func TestHistoryTimeNeverGoesBack(t *testing.T) {
 	clock := &fakeClock{}
 	j := openTest(t, "", Options{NoSync: true, Clock: clock.now})
