@@ -64,24 +64,36 @@ func startFloorProxy(deviceAddr, kind string, durable func(context.Context) erro
 // hop any proxy adds.
 func forwardOnly(context.Context) error { return nil }
 
-// journalCommit opens a journal (Badger, as the sidecar's) in a new
-// directory and returns the journal floor proxy's durable write: one small
+// floorJournal is the journal floor proxy's journal (Badger, as the
+// sidecar's) in a directory of its own: its durable write is one small
 // record committed (a Connect, which writes the mastership record).
 // Concurrent commits share a transaction and its fsync, as the sidecar's
 // transitions do (the journal's group commit).
-func journalCommit(log *slog.Logger) (commit func(context.Context) error, closeJournal func(), err error) {
+type floorJournal struct {
+	j   *journal.Journal
+	dir string
+}
+
+func openFloorJournal(log *slog.Logger) (*floorJournal, error) {
 	dir, err := os.MkdirTemp("", "gnmi-sidecar-bench-floor-")
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	j, err := journal.Open(dir, journal.Options{Logger: log})
 	if err != nil {
 		_ = os.RemoveAll(dir)
-		return nil, nil, fmt.Errorf("floor journal: %w", err)
+		return nil, fmt.Errorf("floor journal: %w", err)
 	}
-	commit = func(ctx context.Context) error { _, err := j.Connect(ctx); return err }
-	return commit, func() { _ = j.Close(); _ = os.RemoveAll(dir) }, nil
+	return &floorJournal{j: j, dir: dir}, nil
 }
+
+// commit is the floor proxy's durable write.
+func (f *floorJournal) commit(ctx context.Context) error { _, err := f.j.Connect(ctx); return err }
+
+// transactions counts the transactions the journal committed.
+func (f *floorJournal) transactions() uint64 { return f.j.Transactions() }
+
+func (f *floorJournal) close() { _ = f.j.Close(); _ = os.RemoveAll(f.dir) }
 
 // floors are the two floor proxies of the latency row, in front of the
 // direct device: one fsyncs a 4 KiB write before forwarding (the target's
@@ -110,18 +122,18 @@ func startFloors(deviceAddr string, log *slog.Logger) (_ *floors, err error) {
 		return nil, err
 	}
 	undo = append(undo, fs.close)
-	commit, closeJournal, err := journalCommit(log)
+	fj, err := openFloorJournal(log)
 	if err != nil {
 		return nil, err
 	}
-	undo = append(undo, closeJournal)
+	undo = append(undo, fj.close)
 	for _, p := range []struct {
 		client  *gpb.GNMIClient
 		kind    string
 		durable func(context.Context) error
 	}{
 		{&f.fsync, "fsync", func(context.Context) error { return fs.sync() }},
-		{&f.journal, "journal", commit},
+		{&f.journal, "journal", fj.commit},
 	} {
 		addr, stop, err := startFloorProxy(deviceAddr, p.kind, p.durable)
 		if err != nil {

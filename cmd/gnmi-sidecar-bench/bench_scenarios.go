@@ -133,7 +133,7 @@ func latencyBoth(ctx context.Context, r *rig, n, spread int, fl *floors) (sc [3]
 // device: the note gives what the extra gRPC hop alone leaves of the
 // direct rate on this machine, and rows of their own compare the sidecar
 // with that proxy: its rate, and (64 clients) the process's CPU time per
-// Set on each side. Then through the journal floor proxy (journalCommit:
+// Set on each side. Then through the journal floor proxy (floorJournal:
 // one small record committed, then forwarded): the least any proxy that
 // journals each Set before the device sees it does, as a measured floor
 // for those rows' targets.
@@ -168,10 +168,11 @@ func (b *bencher) throughput(ctx context.Context, clients int, delay time.Durati
 		turns += "; " + spread
 	}
 	vsFloor.Note = fmt.Sprintf("%s; "+
-		"through a proxy that only commits one small record to a journal (group commit, one fsync per transaction), then forwards each Set: %.0f Sets/s, %.2f× the forward-only proxy; CPU per Set %.0f µs; "+
+		"through a proxy that only commits one small record to a journal (group commit, one fsync per transaction), then forwards each Set: %.0f Sets/s, %.2f× the forward-only proxy; CPU per Set %.0f µs; %.1f Sets per journal transaction; "+
 		"the sidecar's client Sets per device Set %.1f (%.0f device Sets/s, one at a time, in order) and per journal transaction %.1f",
 		turns,
 		journalFloor.rate(), journalFloor.rate()/floor.rate(), journalFloor.cpuPerSet(),
+		float64(journalFloor.sets)/float64(max(runs.floorJournalTxns, 1)),
 		float64(sc.sets)/float64(max(runs.deviceSets, 1)), float64(runs.deviceSets)/sc.elapsed.Seconds(),
 		float64(sc.sets)/float64(max(runs.journalTxns, 1)))
 	rows := []row{out, vsFloor}
@@ -250,36 +251,49 @@ func (b *bencher) setsBoth(ctx context.Context, clients int, perSet, perUpdate t
 		side   *side
 		ran    *setsRan
 		rounds *[]setsRan // its turns one by one, if the notes give them
+		// txns counts the transactions of the side's journal, if it has
+		// one, and txnsRan sums them over its turns.
+		txns    func() uint64
+		txnsRan *uint64
 	}
-	turns := []turn{{"sidecar", r.sidecar, &out.sidecar, &out.sidecarRounds}, {"direct", r.direct, &out.direct, nil}}
+	turns := []turn{
+		{"sidecar", r.sidecar, &out.sidecar, &out.sidecarRounds, r.sidecar.sidecar.Journal().Transactions, &out.journalTxns},
+		{"direct", r.direct, &out.direct, nil, nil, nil},
+	}
 	if withFloor {
-		commit, closeJournal, err := journalCommit(b.log.With("component", "floor journal"))
+		fj, err := openFloorJournal(b.log.With("component", "floor journal"))
 		if err != nil {
 			return out, err
 		}
-		defer closeJournal()
+		defer fj.close()
 		for _, p := range []struct {
 			kind    string
 			durable func(context.Context) error
 			ran     *setsRan
 			rounds  *[]setsRan
+			txns    func() uint64
+			txnsRan *uint64
 		}{
-			{"forward", forwardOnly, &out.floor, &out.floorRounds},
-			{"journal", commit, &out.journalFloor, nil},
+			{"forward", forwardOnly, &out.floor, &out.floorRounds, nil, nil},
+			{"journal", fj.commit, &out.journalFloor, nil, fj.transactions, &out.floorJournalTxns},
 		} {
 			addr, stop, err := startFloorProxy(r.direct.dev.Addr(), p.kind, p.durable)
 			if err != nil {
 				return out, err
 			}
 			defer stop()
-			turns = append(turns, turn{p.kind + " floor proxy", &side{addr: addr}, p.ran, p.rounds})
+			turns = append(turns, turn{p.kind + " floor proxy", &side{addr: addr}, p.ran, p.rounds, p.txns, p.txnsRan})
 		}
 	}
 	rounds := interleavedRounds(b.cfg.duration)
 	slice := b.cfg.duration / time.Duration(rounds)
 	for range rounds {
 		for _, t := range turns {
-			before, txns := r.sidecar.dev.SetCount(), r.sidecar.sidecar.Journal().Transactions()
+			before := r.sidecar.dev.SetCount()
+			var txns uint64
+			if t.txns != nil {
+				txns = t.txns()
+			}
 			ran, err := setsRun(ctx, t.side, clients, slice)
 			if err != nil {
 				return out, fmt.Errorf("%s: %w", t.name, err)
@@ -290,7 +304,9 @@ func (b *bencher) setsBoth(ctx context.Context, clients int, perSet, perUpdate t
 			t.ran.add(ran)
 			if t.side == r.sidecar {
 				out.deviceSets += r.sidecar.dev.SetCount() - before
-				out.journalTxns += r.sidecar.sidecar.Journal().Transactions() - txns
+			}
+			if t.txns != nil {
+				*t.txnsRan += t.txns() - txns
 			}
 			if t.rounds != nil {
 				*t.rounds = append(*t.rounds, ran)
@@ -322,6 +338,7 @@ type setsRuns struct {
 	sidecar, direct, floor, journalFloor setsRan
 	deviceSets                           int64
 	journalTxns                          uint64 // the sidecar's journal transactions committed
+	floorJournalTxns                     uint64 // the journal floor proxy's
 	// sidecarRounds and floorRounds are the sidecar's and the forward-only
 	// proxy's turns, in order: the spread of their ratio from turn to turn.
 	sidecarRounds, floorRounds []setsRan

@@ -93,11 +93,20 @@ var wantBenchRows = []string{
 var floorNotes = map[string]*regexp.Regexp{
 	"Set latency p50, 1 client": regexp.MustCompile(`only fsyncs 4 KiB, then forwards: p50 (\d+\.\d+) ms; ` +
 		`that only commits one small record to a journal, then forwards: p50 (\d+\.\d+) ms; the sidecar's own part: -?\d+\.\d+ ms`),
-	"Set throughput, 8 clients, 0s device":  regexp.MustCompile(`only forwards each Set \(no journal\), in turn with the other sides: (\d+) Sets/s, (\d+\.\d+)× direct`),
-	"Set throughput, 64 clients, 0s device": regexp.MustCompile(`only forwards each Set \(no journal\), in turn with the other sides: (\d+) Sets/s, (\d+\.\d+)× direct`),
+	"Set throughput, 8 clients, 0s device":                         regexp.MustCompile(`only forwards each Set \(no journal\), in turn with the other sides: (\d+) Sets/s, (\d+\.\d+)× direct`),
+	"Set throughput, 64 clients, 0s device":                        regexp.MustCompile(`only forwards each Set \(no journal\), in turn with the other sides: (\d+) Sets/s, (\d+\.\d+)× direct`),
+	"Set throughput, 8 clients, 0s device, vs forward-only proxy":  floorThroughputNote,
+	"Set throughput, 64 clients, 0s device, vs forward-only proxy": floorThroughputNote,
 	"CPU per Set, 64 clients, 0s device, vs forward-only proxy": regexp.MustCompile(`sidecar (\d+\.\d+) of 2 cores, forward-only proxy (\d+\.\d+); direct (\d+) µs a Set; ` +
 		`heap allocations a Set, counted the same way: sidecar (\d+), forward-only proxy (\d+), direct (\d+)`),
 }
+
+// floorThroughputNote is what the rows against the forward-only proxy say
+// of the journal floor proxy and of what the sidecar's device Sets and
+// journal transactions carried.
+var floorThroughputNote = regexp.MustCompile(`only commits one small record to a journal \(group commit, one fsync per transaction\), then forwards each Set: ` +
+	`(\d+) Sets/s, (\d+\.\d+)× the forward-only proxy; CPU per Set (\d+) µs; (\d+\.\d+) Sets per journal transaction; ` +
+	`the sidecar's client Sets per device Set (\d+\.\d+) \((\d+) device Sets/s, one at a time, in order\) and per journal transaction (\d+\.\d+)`)
 
 // checkFloorNote checks the note of row scenario if floorNotes has it.
 func checkFloorNote(t *testing.T, scenario, note string) {
