@@ -121,7 +121,7 @@ func (r *derivedRun) complete(first, last, next uint64, oneByOne bool) {
 func (r *derivedRun) completedRecords() int {
 	r.t.Helper()
 	n := 0
-	err := r.j.db.View(func(txn *badger.Txn) error {
+	err := r.j.view(context.Background(), func(txn *badger.Txn) error {
 		return iteratePrefix(txn, nsProposal, func(_, val []byte) error {
 			p := &Proposal{}
 			if err := decodeRecord(val, p); err != nil {
@@ -161,7 +161,7 @@ func (r *derivedRun) reads() map[string][]*Proposal {
 			r.t.Fatal(err)
 		}
 		out["ProposalStatus"] = append(out["ProposalStatus"], st)
-		err = r.j.db.View(func(txn *badger.Txn) error {
+		err = r.j.view(context.Background(), func(txn *badger.Txn) error {
 			c, err := loadConfiguration(txn)
 			if err != nil {
 				return err

@@ -194,7 +194,7 @@ func namespaced(ns []byte) func([]byte) []byte {
 func firstKey(tb testing.TB, j *Journal, ns []byte) func([]byte) []byte {
 	tb.Helper()
 	var key []byte
-	err := j.db.View(func(txn *badger.Txn) error {
+	err := j.view(context.Background(), func(txn *badger.Txn) error {
 		return iteratePrefix(txn, ns, func(k, _ []byte) error {
 			if key == nil {
 				key = k

@@ -193,7 +193,7 @@ func TestRetentionFloorIsTheNewestDroppedDelta(t *testing.T) {
 	compressed := map[bool]bool{}
 	deltas := func() (out []head) {
 		t.Helper()
-		err := j.db.View(func(txn *badger.Txn) error {
+		err := j.view(context.Background(), func(txn *badger.Txn) error {
 			it := txn.NewIterator(badger.IteratorOptions{Prefix: nsHistory})
 			defer it.Close()
 			for it.Rewind(); it.Valid(); it.Next() {

@@ -139,7 +139,7 @@ func TestValueLogGCNeverBringsBackADeletedRecord(t *testing.T) {
 	j.compactLevelZero()
 
 	back := 0
-	err := j.db.View(func(txn *badger.Txn) error {
+	err := j.view(context.Background(), func(txn *badger.Txn) error {
 		for k := range 160 {
 			if _, err := txn.Get([]byte(fmt.Sprintf("%s%04d", deletedPrefix, k))); err == nil {
 				back++
@@ -224,7 +224,7 @@ func flushMemTable(t *testing.T, j *Journal) {
 func countVersions(t *testing.T, j *Journal, prefix string) int {
 	t.Helper()
 	n := 0
-	err := j.db.View(func(txn *badger.Txn) error {
+	err := j.view(context.Background(), func(txn *badger.Txn) error {
 		it := txn.NewIterator(badger.IteratorOptions{Prefix: []byte(prefix), AllVersions: true})
 		defer it.Close()
 		for it.Rewind(); it.Valid(); it.Next() {
