@@ -269,20 +269,18 @@ func (b *bencher) setsBoth(ctx context.Context, clients int, perSet, perUpdate t
 		for _, p := range []struct {
 			kind    string
 			durable func(context.Context) error
-			ran     *setsRan
-			rounds  *[]setsRan
-			txns    func() uint64
-			txnsRan *uint64
+			turn    turn // but its side, the proxy started here
 		}{
-			{"forward", forwardOnly, &out.floor, &out.floorRounds, nil, nil},
-			{"journal", fj.commit, &out.journalFloor, nil, fj.transactions, &out.floorJournalTxns},
+			{"forward", forwardOnly, turn{name: "forward floor proxy", ran: &out.floor, rounds: &out.floorRounds}},
+			{"journal", fj.commit, turn{name: "journal floor proxy", ran: &out.journalFloor, txns: fj.transactions, txnsRan: &out.floorJournalTxns}},
 		} {
 			addr, stop, err := startFloorProxy(r.direct.dev.Addr(), p.kind, p.durable)
 			if err != nil {
 				return out, err
 			}
 			defer stop()
-			turns = append(turns, turn{p.kind + " floor proxy", &side{addr: addr}, p.ran, p.rounds, p.txns, p.txnsRan})
+			p.turn.side = &side{addr: addr}
+			turns = append(turns, p.turn)
 		}
 	}
 	rounds := interleavedRounds(b.cfg.duration)
@@ -395,10 +393,8 @@ func (r *setsRan) settle(ctx context.Context) error {
 	case <-ctx.Done():
 		return ctx.Err()
 	}
-	after := readRuntimeCounts().since(counts)
 	r.cpu += processCPU() - cpu
-	r.runtime.allocs += after.allocs
-	r.runtime.gcCPU += after.gcCPU
+	r.runtime = r.runtime.plus(readRuntimeCounts().since(counts))
 	return nil
 }
 
@@ -407,8 +403,7 @@ func (r *setsRan) add(o setsRan) {
 	r.sets += o.sets
 	r.elapsed += o.elapsed
 	r.cpu += o.cpu
-	r.runtime.allocs += o.runtime.allocs
-	r.runtime.gcCPU += o.runtime.gcCPU
+	r.runtime = r.runtime.plus(o.runtime)
 }
 
 // allocsPerSet is the process's heap allocations per Set completed.
@@ -885,6 +880,11 @@ type runtimeCounts struct {
 // since is what c counted after earlier.
 func (c runtimeCounts) since(earlier runtimeCounts) runtimeCounts {
 	return runtimeCounts{allocs: c.allocs - earlier.allocs, gcCPU: c.gcCPU - earlier.gcCPU}
+}
+
+// plus is c and more counted together.
+func (c runtimeCounts) plus(more runtimeCounts) runtimeCounts {
+	return runtimeCounts{allocs: c.allocs + more.allocs, gcCPU: c.gcCPU + more.gcCPU}
 }
 
 // readRuntimeCounts reads the bench process's runtimeCounts now.
