@@ -186,8 +186,10 @@ func (b *bencher) throughput(ctx context.Context, clients int, delay time.Durati
 		}
 		cpu.Note = fmt.Sprintf("%sthe bench process's CPU time (user + system) over each side's turns ÷ its Sets, devices and clients included on both sides: "+
 			"sidecar %.2f of 2 cores, forward-only proxy %.2f; direct %.0f µs a Set; heap allocations a Set, counted the same way: sidecar %.0f, forward-only proxy %.0f, direct %.0f; "+
+			"their kilobytes a Set: sidecar %.1f, forward-only proxy %.1f, direct %.1f; "+
 			"the garbage collector's CPU a Set, as the Go runtime estimates it: sidecar %.0f µs, forward-only proxy %.0f, direct %.0f",
 			spread, sc.coresUsed(), floor.coresUsed(), dr.cpuPerSet(), sc.allocsPerSet(), floor.allocsPerSet(), dr.allocsPerSet(),
+			sc.allocKBPerSet(), floor.allocKBPerSet(), dr.allocKBPerSet(),
 			sc.gcPerSet(), floor.gcPerSet(), dr.gcPerSet())
 		rows = append(rows, cpu)
 	}
@@ -408,6 +410,11 @@ func (r *setsRan) add(o setsRan) {
 
 // allocsPerSet is the process's heap allocations per Set completed.
 func (r setsRan) allocsPerSet() float64 { return float64(r.runtime.allocs) / float64(max(r.sets, 1)) }
+
+// allocKBPerSet is the kilobytes of those allocations per Set completed.
+func (r setsRan) allocKBPerSet() float64 {
+	return float64(r.runtime.allocBytes) / 1000 / float64(max(r.sets, 1))
+}
 
 // gcPerSet is the Go runtime's estimate of its garbage collector's CPU
 // time per Set completed, in µs.
@@ -868,35 +875,38 @@ func processCPU() time.Duration {
 }
 
 // runtimeCounts are Go runtime counters of the bench process: the heap
-// objects it allocated, and its estimate of the CPU time its garbage
+// objects it allocated and their bytes, and its estimate of the CPU time its garbage
 // collector took (runtime/metrics; an overestimate, says its doc, updated
 // as collections run: over a run of seconds, many collections, a share to
 // compare between sides, not to add to processCPU).
 type runtimeCounts struct {
-	allocs uint64
-	gcCPU  float64 // seconds
+	allocs, allocBytes uint64
+	gcCPU              float64 // seconds
 }
 
 // since is what c counted after earlier.
 func (c runtimeCounts) since(earlier runtimeCounts) runtimeCounts {
-	return runtimeCounts{allocs: c.allocs - earlier.allocs, gcCPU: c.gcCPU - earlier.gcCPU}
+	return runtimeCounts{allocs: c.allocs - earlier.allocs, allocBytes: c.allocBytes - earlier.allocBytes, gcCPU: c.gcCPU - earlier.gcCPU}
 }
 
 // plus is c and more counted together.
 func (c runtimeCounts) plus(more runtimeCounts) runtimeCounts {
-	return runtimeCounts{allocs: c.allocs + more.allocs, gcCPU: c.gcCPU + more.gcCPU}
+	return runtimeCounts{allocs: c.allocs + more.allocs, allocBytes: c.allocBytes + more.allocBytes, gcCPU: c.gcCPU + more.gcCPU}
 }
 
 // readRuntimeCounts reads the bench process's runtimeCounts now.
 func readRuntimeCounts() runtimeCounts {
-	s := []metrics.Sample{{Name: "/gc/heap/allocs:objects"}, {Name: "/cpu/classes/gc/total:cpu-seconds"}}
+	s := []metrics.Sample{{Name: "/gc/heap/allocs:objects"}, {Name: "/gc/heap/allocs:bytes"}, {Name: "/cpu/classes/gc/total:cpu-seconds"}}
 	metrics.Read(s)
 	var c runtimeCounts
 	if s[0].Value.Kind() == metrics.KindUint64 {
 		c.allocs = s[0].Value.Uint64()
 	}
-	if s[1].Value.Kind() == metrics.KindFloat64 {
-		c.gcCPU = s[1].Value.Float64()
+	if s[1].Value.Kind() == metrics.KindUint64 {
+		c.allocBytes = s[1].Value.Uint64()
+	}
+	if s[2].Value.Kind() == metrics.KindFloat64 {
+		c.gcCPU = s[2].Value.Float64()
 	}
 	return c
 }
