@@ -74,6 +74,10 @@ type Journal struct {
 	transitions   *prometheus.CounterVec
 	commitLatency *prometheus.HistogramVec
 	applyLatency  *prometheus.HistogramVec
+	// The series Observe adds to at every transition, looked up once
+	// (a vector's WithLabelValues hashes the labels at every call).
+	transitionsBy                   map[journal.Action]prometheus.Counter
+	commitLatencyBy, applyLatencyBy [len(phaseNames)]prometheus.Observer
 
 	proposalsDesc *prometheus.Desc
 	queueDesc     *prometheus.Desc
@@ -179,14 +183,15 @@ func NewJournal() *Journal {
 			"Size of the journal's filesystem (statfs f_blocks).", nil, nil),
 		writableDesc: prometheus.NewDesc(Namespace+"_journal_writable",
 			"1 while the journal takes writes; 0 while it refuses them: its filesystem is read-only or has less free space than --journal-min-free, or a write failed inside the database (Sets are refused with RESOURCE_EXHAUSTED or UNAVAILABLE).", nil, nil),
-		state: make(map[uint64]proposalState),
+		state:         make(map[uint64]proposalState),
+		transitionsBy: make(map[journal.Action]prometheus.Counter, len(actions)),
 	}
 	for _, a := range actions {
-		t.transitions.WithLabelValues(string(a))
+		t.transitionsBy[a] = t.transitions.WithLabelValues(string(a))
 	}
-	for _, p := range phaseNames {
-		t.commitLatency.WithLabelValues(p)
-		t.applyLatency.WithLabelValues(p)
+	for n, p := range phaseNames {
+		t.commitLatencyBy[n] = t.commitLatency.WithLabelValues(p)
+		t.applyLatencyBy[n] = t.applyLatency.WithLabelValues(p)
 	}
 	return t
 }
@@ -194,17 +199,22 @@ func NewJournal() *Journal {
 // Observe records one journal event. It is quick and does not call the
 // journal, as an Observer must; it waits while Load is reading the journal.
 func (t *Journal) Observe(e journal.Event) {
-	t.transitions.WithLabelValues(string(e.Action)).Inc()
+	if c, ok := t.transitionsBy[e.Action]; ok {
+		c.Inc()
+	} else {
+		t.transitions.WithLabelValues(string(e.Action)).Inc()
+	}
 	ch, rb := e.Proposal.GetChange(), e.Proposal.GetRollback()
+	const change, rollback = 0, 1 // phaseNames
 	switch e.Action {
 	case journal.ActionCommitChange:
-		observeBetween(t.commitLatency.WithLabelValues(PhaseChange), ch.GetProposed(), ch.GetCommitted())
+		observeBetween(t.commitLatencyBy[change], ch.GetProposed(), ch.GetCommitted())
 	case journal.ActionCommitRollback:
-		observeBetween(t.commitLatency.WithLabelValues(PhaseRollback), rb.GetProposed(), rb.GetCommitted())
+		observeBetween(t.commitLatencyBy[rollback], rb.GetProposed(), rb.GetCommitted())
 	case journal.ActionCompleteApply, journal.ActionFailApply:
-		observeBetween(t.applyLatency.WithLabelValues(PhaseChange), ch.GetApplyStarted(), ch.GetApplied())
+		observeBetween(t.applyLatencyBy[change], ch.GetApplyStarted(), ch.GetApplied())
 	case journal.ActionCompleteApplyRollback:
-		observeBetween(t.applyLatency.WithLabelValues(PhaseRollback), rb.GetApplyStarted(), rb.GetApplied())
+		observeBetween(t.applyLatencyBy[rollback], rb.GetApplyStarted(), rb.GetApplied())
 	}
 
 	t.mu.Lock()
