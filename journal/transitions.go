@@ -1213,41 +1213,61 @@ func kept(c *Configuration, i uint64) error {
 // Set" in docs/bench.md). TestShallowCopiesAreWhole fails when a field is
 // added to these messages and not here.
 func shallowProposal(p *Proposal) *Proposal {
-	out := &Proposal{Index: p.GetIndex(), Phase: p.GetPhase(),
-		Change: shallowChange(p.GetChange()), Rollback: shallowRollback(p.GetRollback())}
+	cp := &proposalCopy{}
+	out := &cp.proposal
+	out.Index, out.Phase = p.GetIndex(), p.GetPhase()
+	out.Change, out.Rollback = &cp.change, &cp.rollback
+	copyChange(out.Change, p.GetChange())
+	copyRollback(out.Rollback, p.GetRollback())
 	copyUnknown(out, p)
 	return out
 }
 
+// proposalCopy holds a shallowProposal and its change and rollback in one
+// allocation.
+type proposalCopy struct {
+	proposal Proposal
+	change   Change
+	rollback Rollback
+}
+
 // shallowChange is a new Change with c's fields (an empty one for nil).
 func shallowChange(c *Change) *Change {
-	if c == nil {
-		return &Change{}
-	}
-	out := &Change{
-		Ops: c.Ops, Values: c.Values, Commit: c.Commit, Apply: c.Apply,
-		Proposed: c.Proposed, Committed: c.Committed, ApplyStarted: c.ApplyStarted, Applied: c.Applied,
-		Error: c.Error, Adopted: c.Adopted, Author: c.Author, AbortedBy: c.AbortedBy, AdoptedTerm: c.AdoptedTerm,
-		Comment: c.Comment, Restores: c.Restores, Extensions: c.Extensions, Prefix: c.Prefix,
-		Baseline: c.Baseline, DeviceReads: c.DeviceReads, ReadScopes: c.ReadScopes, Unread: c.Unread,
-		FinalChunk: c.FinalChunk, BaselineFirst: c.BaselineFirst, CommitActions: c.CommitActions,
-	}
-	copyUnknown(out, c)
+	out := &Change{}
+	copyChange(out, c)
 	return out
+}
+
+// copyChange sets the new, empty Change out to c's fields (none for nil).
+func copyChange(out, c *Change) {
+	if c == nil {
+		return
+	}
+	out.Ops, out.Values, out.Commit, out.Apply = c.Ops, c.Values, c.Commit, c.Apply
+	out.Proposed, out.Committed, out.ApplyStarted, out.Applied = c.Proposed, c.Committed, c.ApplyStarted, c.Applied
+	out.Error, out.Adopted, out.Author, out.AbortedBy, out.AdoptedTerm = c.Error, c.Adopted, c.Author, c.AbortedBy, c.AdoptedTerm
+	out.Comment, out.Restores, out.Extensions, out.Prefix = c.Comment, c.Restores, c.Extensions, c.Prefix
+	out.Baseline, out.DeviceReads, out.ReadScopes, out.Unread = c.Baseline, c.DeviceReads, c.ReadScopes, c.Unread
+	out.FinalChunk, out.BaselineFirst, out.CommitActions = c.FinalChunk, c.BaselineFirst, c.CommitActions
+	copyUnknown(out, c)
 }
 
 // shallowRollback is a new Rollback with r's fields (an empty one for nil).
 func shallowRollback(r *Rollback) *Rollback {
-	if r == nil {
-		return &Rollback{}
-	}
-	out := &Rollback{
-		Index: r.Index, Values: r.Values, Commit: r.Commit, Apply: r.Apply,
-		Proposed: r.Proposed, Committed: r.Committed, ApplyStarted: r.ApplyStarted, Applied: r.Applied,
-		Error: r.Error, Author: r.Author, Comment: r.Comment,
-	}
-	copyUnknown(out, r)
+	out := &Rollback{}
+	copyRollback(out, r)
 	return out
+}
+
+// copyRollback sets the new, empty Rollback out to r's fields (none for nil).
+func copyRollback(out, r *Rollback) {
+	if r == nil {
+		return
+	}
+	out.Index, out.Values, out.Commit, out.Apply = r.Index, r.Values, r.Commit, r.Apply
+	out.Proposed, out.Committed, out.ApplyStarted, out.Applied = r.Proposed, r.Committed, r.ApplyStarted, r.Applied
+	out.Error, out.Author, out.Comment = r.Error, r.Author, r.Comment
+	copyUnknown(out, r)
 }
 
 // cloneConfiguration is proto.CloneOf(c) written out (see shallowProposal):
