@@ -69,6 +69,7 @@ func (j *Journal) publishedHeads(ctx context.Context) (*heads, error) {
 func (j *Journal) forgetHeads() {
 	j.heads.Store(nil)
 	j.recent.clear()
+	j.statuses.clear()
 	j.values.clear()
 }
 

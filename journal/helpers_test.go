@@ -311,6 +311,9 @@ func invariants(j *Journal) error {
 	if err := recentAsStored(j); err != nil {
 		return err
 	}
+	if err := statusesAsStored(j); err != nil {
+		return err
+	}
 	if err := valuesAsStored(j); err != nil {
 		return err
 	}
@@ -675,6 +678,38 @@ func recentAsStored(j *Journal) error {
 			}
 			if !proto.Equal(shallowProposal(plain), shallowProposal(stored)) || len(e.plain) != e.size {
 				return fmt.Errorf("the writer keeps proposal %d encoded (%d bytes, size %d) as %v, the journal holds %v", i, len(e.plain), e.size, plain, stored)
+			}
+		}
+		return nil
+	})
+}
+
+// statusesAsStored checks that every proposal status the writer holds
+// for retention (statuses.go) is the status of the journal's record of
+// that proposal, as readers read it (derived completions included).
+func statusesAsStored(j *Journal) error {
+	j.statuses.mu.Lock()
+	held := maps.Clone(j.statuses.byIndex)
+	j.statuses.mu.Unlock()
+	return j.view(context.Background(), func(txn *badger.Txn) error {
+		c, err := loadConfiguration(txn)
+		if err != nil {
+			return err
+		}
+		for i, s := range held {
+			if err := kept(c, i); err != nil {
+				return fmt.Errorf("the writer holds a status of proposal %d, which the journal no longer holds: %w", i, err)
+			}
+			stored, err := loadProposalStatus(txn, c, i)
+			if err != nil {
+				return err
+			}
+			want, ok := heldStatusOf(stored)
+			if !ok {
+				return fmt.Errorf("the writer holds a status of proposal %d, whose record %v has none", i, stored)
+			}
+			if got := s.derived(c, i); got != want || s.done(c, i) != proposalDone(stored) {
+				return fmt.Errorf("the writer holds proposal %d's status as %+v, the journal's record reads %+v", i, got, want)
 			}
 		}
 		return nil

@@ -261,6 +261,7 @@ type Journal struct {
 	commits  atomic.Uint64         // write transactions committed, for benchmarks
 	heads    atomic.Pointer[heads] // the singleton records as of the newest durable transaction (heads.go)
 	recent   recentProposals       // the proposal records the newest durable transactions wrote (recent.go)
+	statuses heldStatuses          // the statuses of the proposal records the writer wrote, for retention (statuses.go)
 	values   recentValues          // the committed and applied value records they wrote (recent.go)
 	// keptLists are the list-keys records known to be stored, by key: the
 	// number of keys each holds. The writer's alone (recordLists).
@@ -820,6 +821,7 @@ func (j *Journal) runBatch(batch []*request) int {
 	w.keptLists = j.keptLists
 	w.deferProposals = true
 	w.recent = &j.recent
+	w.statuses = &j.statuses
 	w.values = &j.values
 	w.written, w.valuesWritten, w.plains = j.writerMaps.take()
 	defer j.writerMaps.keep(w)
@@ -870,6 +872,7 @@ func (j *Journal) runBatch(batch []*request) int {
 		j.heads.Store(&h)
 		j.callRetention(h.config)
 		j.recent.add(w.written)
+		j.statuses.add(w.written)
 	} else {
 		j.forgetHeads() // this transaction worked without them: readers read Badger
 	}
@@ -1014,6 +1017,9 @@ type writeTxn struct {
 	// recent's older records of them.
 	recent  *recentProposals
 	written map[uint64]recentProposal
+	// statuses is Journal.statuses in the writer's transactions (nil in
+	// others), for retention; written updates it once durable.
+	statuses *heldStatuses
 	// values is Journal.values in the writer's transactions (nil in
 	// others); valuesWritten, the value records this transaction wrote or
 	// deleted, for it once the transaction is durable, and for the

@@ -116,11 +116,11 @@ func (j *Journal) compactSlice(w *writeTxn) (sliceStats, error) {
 	keepFrom := c.LastIndex - retain + 1
 	next := c.FirstIndex
 	for ; next < keepFrom && next-c.FirstIndex < retentionSlice; next++ {
-		p, err := w.proposalStatusView(c, next)
+		done, err := w.proposalDoneToDrop(c, next)
 		if err != nil {
 			return st, err
 		}
-		if !proposalDone(p) {
+		if !done {
 			break
 		}
 	}

@@ -289,3 +289,59 @@ func keyCount(t *testing.T, j *Journal, ns []byte) int {
 	}
 	return len(keys)
 }
+
+// TestRetentionReadsHeldStatuses: retention decides from the statuses the
+// writer holds (statuses.go) without reading the records, and a record
+// written again since (a finished proposal being rolled back) is decided
+// by its new status: retention never drops a proposal whose rollback is
+// not finished, and drops it once it is.
+func TestRetentionReadsHeldStatuses(t *testing.T) {
+	ctx := context.Background()
+	j := openTest(t, t.TempDir(), Options{NoSync: true, Retain: 1, RetentionInterval: time.Hour})
+	term := synced(t, j)
+	for n := 1; n <= 3; n++ {
+		applyChange(t, j, term, update(t, "/interfaces/interface[name=eth0]/config/description", fmt.Sprint(n)))
+	}
+	rollback(t, j, term, 3)
+	if _, _, err := j.ProposeRollback(ctx, 2); err != nil {
+		t.Fatal(err)
+	}
+	for i := uint64(1); i <= 3; i++ {
+		if _, ok := j.statuses.get(i); !ok {
+			t.Fatalf("the writer holds no status of proposal %d", i)
+		}
+	}
+	compact := func(want int, first uint64) {
+		t.Helper()
+		j.recent.clear() // decide from the held statuses, not the records kept
+		dropped, err := j.Compact(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c, err := j.Configuration(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if dropped != want || c.FirstIndex != first {
+			t.Errorf("retention dropped %d proposals, kept from %d; want %d, from %d", dropped, c.FirstIndex, want, first)
+		}
+		checkInvariants(t, j)
+	}
+	compact(1, 2) // proposal 2's rollback is pending: kept
+	if _, err := j.Proposal(ctx, 2); err != nil {
+		t.Fatalf("proposal 2, being rolled back: %v", err)
+	}
+	for _, step := range []func() error{
+		func() error { _, _, err := j.CommitRollback(ctx, 2); return err },
+		func() error { _, _, err := j.StartApplyRollback(ctx, 2); return err },
+		func() error { _, _, err := j.CompleteApplyRollback(ctx, 2, term); return err },
+	} {
+		if err := step(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	compact(1, 3) // rolled back: finished
+	if _, ok := j.statuses.get(2); ok {
+		t.Errorf("the writer still holds a status of proposal 2, which retention dropped")
+	}
+}
