@@ -578,7 +578,7 @@ func (tx *Tx) StartApply(i uint64) (*Proposal, *Configuration, error) {
 
 func startApplyTransition(i uint64) proposalTransition {
 	return proposalTransition{action: ActionStartApply, index: i, fn: func(w *writeTxn, c *Configuration, p *Proposal) error {
-		m, err := w.mastership()
+		m, err := w.mastershipView()
 		if err != nil {
 			return err
 		}
@@ -614,7 +614,7 @@ func (tx *Tx) CompleteApply(i, term uint64) (*Proposal, *Configuration, error) {
 
 func completeApplyTransition(i, term uint64) proposalTransition {
 	return proposalTransition{action: ActionCompleteApply, index: i, fn: func(w *writeTxn, c *Configuration, p *Proposal) error {
-		m, err := w.mastership()
+		m, err := w.mastershipView()
 		if err != nil {
 			return err
 		}
@@ -963,7 +963,7 @@ func (j *Journal) StartApplyRollback(ctx context.Context, i uint64) (*Proposal, 
 
 func startApplyRollbackTransition(i uint64) proposalTransition {
 	return proposalTransition{action: ActionStartApplyRollback, index: i, fn: func(w *writeTxn, c *Configuration, p *Proposal) error {
-		m, err := w.mastership()
+		m, err := w.mastershipView()
 		if err != nil {
 			return err
 		}
@@ -1004,7 +1004,7 @@ func completeApplyRollbackTransition(i, term uint64) proposalTransition {
 // share: the rollback values become the applied values, applied.index =
 // rollback.index, no rollback under way.
 func (w *writeTxn) finishApplyRollback(c *Configuration, p *Proposal, i, term uint64) error {
-	m, err := w.mastership()
+	m, err := w.mastershipView()
 	if err != nil {
 		return err
 	}
@@ -1114,9 +1114,20 @@ func (j *Journal) CompleteReconcile(ctx context.Context, term, target uint64, ou
 	return out, err
 }
 
+// mastership is the mastership record for a transition that changes it
+// (Connect): its own copy of w's head.
 func (w *writeTxn) mastership() (*Mastership, error) {
 	if w.hasHeads {
 		return cloneMastership(w.heads.mastership), nil
+	}
+	return w.mastershipView()
+}
+
+// mastershipView is mastership for a caller that only reads it (the
+// guards): w's head itself, no copy (as configurationView).
+func (w *writeTxn) mastershipView() (*Mastership, error) {
+	if w.hasHeads {
+		return w.heads.mastership, nil
 	}
 	m := &Mastership{}
 	if _, err := w.get(keyMastership, m); err != nil {
@@ -1130,7 +1141,7 @@ func (w *writeTxn) configurationAndMastership() (*Configuration, *Mastership, er
 	if err != nil {
 		return nil, nil, err
 	}
-	m, err := w.mastership()
+	m, err := w.mastershipView()
 	return c, m, err
 }
 
@@ -1427,7 +1438,7 @@ func (w *writeTxn) guardWithPrevious(c *Configuration, p *Proposal, guard func(c
 
 // requireSynced checks syncedGuard against the stored mastership.
 func (w *writeTxn) requireSynced(c *Configuration, what string, i uint64) error {
-	m, err := w.mastership()
+	m, err := w.mastershipView()
 	if err != nil {
 		return err
 	}

@@ -53,10 +53,7 @@ func (tx *Tx) Configuration() (*Configuration, error) {
 // Mastership returns the mastership record as the transaction sees it,
 // the writer's own, as Configuration.
 func (tx *Tx) Mastership() (*Mastership, error) {
-	if tx.w.hasHeads {
-		return tx.w.heads.mastership, nil
-	}
-	return tx.w.mastership()
+	return tx.w.mastershipView()
 }
 
 // Proposal returns proposal i as the transaction sees it, with errors as
