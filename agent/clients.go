@@ -12,6 +12,7 @@ package agent
 import (
 	"context"
 	"maps"
+	"sync"
 	"time"
 )
 
@@ -27,10 +28,13 @@ func ClientMargin(left time.Duration) time.Duration {
 type waitingClient struct {
 	// deadline is the client's (zero: none).
 	deadline time.Time
-	// gone ends when the client gave up (ClientGone), with the reason as
-	// its cause.
-	gone   context.Context
-	giveUp context.CancelCauseFunc
+
+	mu sync.Mutex
+	// gone is why the client gave up (ClientGone), nil while it waits.
+	gone error
+	// abort cancels the device Set carrying the change while one is in
+	// flight (changeContext), nil otherwise.
+	abort *context.CancelFunc
 }
 
 type waitingKey struct{}
@@ -50,8 +54,51 @@ func waitingClientOf(ctx context.Context) *waitingClient {
 	}
 	c := &waitingClient{}
 	c.deadline, _ = ctx.Deadline()
-	c.gone, c.giveUp = context.WithCancelCause(context.Background())
 	return c
+}
+
+// giveUp records that the client gave up, for reason err (nil:
+// context.Canceled), and cancels the device Set in flight with its
+// change, if any. The first reason stays.
+func (c *waitingClient) giveUp(err error) {
+	if err == nil {
+		err = context.Canceled
+	}
+	c.mu.Lock()
+	if c.gone != nil {
+		c.mu.Unlock()
+		return
+	}
+	c.gone = err
+	abort := c.abort
+	c.mu.Unlock()
+	if abort != nil {
+		(*abort)()
+	}
+}
+
+// watch has abort called when the client gives up, at once if it has:
+// abort cancels a device Set with the client's change. unwatch, once the
+// Set is answered, stops it.
+func (c *waitingClient) watch(abort *context.CancelFunc) {
+	c.mu.Lock()
+	gone := c.gone != nil
+	if !gone {
+		c.abort = abort
+	}
+	c.mu.Unlock()
+	if gone {
+		(*abort)()
+	}
+}
+
+// unwatch undoes watch(abort), unless a later watch replaced it.
+func (c *waitingClient) unwatch(abort *context.CancelFunc) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.abort == abort {
+		c.abort = nil
+	}
 }
 
 // gaveUp returns why the client gave up (context.Canceled, or
@@ -60,8 +107,11 @@ func (c *waitingClient) gaveUp(now time.Time) error {
 	if c == nil {
 		return nil
 	}
-	if c.gone.Err() != nil {
-		return context.Cause(c.gone)
+	c.mu.Lock()
+	gone := c.gone
+	c.mu.Unlock()
+	if gone != nil {
+		return gone
 	}
 	if !c.deadline.IsZero() && !now.Before(c.deadline) {
 		return context.DeadlineExceeded
@@ -136,13 +186,13 @@ func (a *Agent) changeContext(s *session, first, last uint64) (context.Context, 
 		}
 	}
 	ctx, cancel := context.WithDeadline(s.ctx, deadline)
-	stops := make([]func() bool, 0, len(waiting))
+	abort := &cancel
 	for _, c := range waiting {
-		stops = append(stops, context.AfterFunc(c.gone, cancel))
+		c.watch(abort)
 	}
 	return ctx, func() {
-		for _, stop := range stops {
-			stop()
+		for _, c := range waiting {
+			c.unwatch(abort)
 		}
 		cancel()
 	}
