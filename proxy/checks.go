@@ -20,12 +20,23 @@ import (
 // name, a rollback's point and a resolve's paths and action. What depends
 // on the journal's state (a tag that exists, nothing to roll back, another
 // commit-confirmed outstanding) is decided later, by the action itself.
-func (s *Server) checkRequest(req *gpb.SetRequest, ext *sidecarpb.Request, commit *gnmi_ext.Commit) error {
+// It returns the request's operations (requestOps; nil if it has none).
+func (s *Server) checkRequest(req *gpb.SetRequest, ext *sidecarpb.Request, commit *gnmi_ext.Commit) ([]*journal.Op, error) {
+	var ops []*journal.Op
 	if hasOps(req) {
-		if _, err := requestOps(req); err != nil {
-			return err
+		var err error
+		if ops, err = requestOps(req); err != nil {
+			return nil, err
 		}
 	}
+	if err := s.checkActions(req, ext, commit); err != nil {
+		return nil, err
+	}
+	return ops, nil
+}
+
+// checkActions is checkRequest of all but the operations.
+func (s *Server) checkActions(req *gpb.SetRequest, ext *sidecarpb.Request, commit *gnmi_ext.Commit) error {
 	if commit != nil {
 		if err := s.checkCommit(req, commit); err != nil {
 			return err

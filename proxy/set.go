@@ -113,7 +113,8 @@ func (s *Server) set(ctx context.Context, req *gpb.SetRequest) (*gpb.SetResponse
 		return nil, status.Error(codes.InvalidArgument,
 			"a rollback, resolve, tag or sync-from Set sends the device no Set of the client's: it cannot carry extensions for the device (docs/extension.md)")
 	}
-	if err := s.checkRequest(req, ext, commit); err != nil {
+	ops, err := s.checkRequest(req, ext, commit)
+	if err != nil {
 		return nil, err
 	}
 	if err := s.arbitrate(ctx, ma); err != nil {
@@ -166,9 +167,10 @@ func (s *Server) set(ctx context.Context, req *gpb.SetRequest) (*gpb.SetResponse
 	if !hasOps(req) && !ext.GetDryRun() {
 		return s.relaySet(ctx, req)
 	}
-	ops, err := requestOps(req)
-	if err != nil {
-		return nil, err
+	if ops == nil { // a dry run of nothing: refused as requestOps refuses it
+		if ops, err = requestOps(req); err != nil {
+			return nil, err
+		}
 	}
 	if ext.GetDryRun() {
 		return s.dryRun(ctx, req, ops)
