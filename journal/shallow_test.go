@@ -1,6 +1,7 @@
 package journal
 
 import (
+	"slices"
 	"testing"
 
 	"github.com/openconfig/gnmi/proto/gnmi"
@@ -8,7 +9,9 @@ import (
 	"google.golang.org/protobuf/reflect/protoreflect"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
+	"github.com/gnmi-sidecar/gnmi-sidecar/gnmipath"
 	"github.com/gnmi-sidecar/gnmi-sidecar/journal/journalpb"
+	"github.com/gnmi-sidecar/gnmi-sidecar/leaves"
 )
 
 // TestShallowProposal: a transition's copy of a proposal the request
@@ -132,4 +135,45 @@ func someValue(t testing.TB, fd protoreflect.FieldDescriptor, newMessage func() 
 	}
 	t.Fatalf("%s: kind %v; someValue needs a case for it", fd.FullName(), fd.Kind())
 	return protoreflect.Value{}
+}
+
+// TestImpliedUnits: the units of values kept as their own units
+// (units_are_values) are the values, each after a marker for every list
+// entry on its path that no earlier value marked.
+func TestImpliedUnits(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		values []string
+		want   []string
+	}{
+		{name: "no list", values: []string{"/system/config/hostname"},
+			want: []string{"/system/config/hostname"}},
+		{name: "one entry", values: []string{"/interfaces/interface[name=eth0]/config/mtu"},
+			want: []string{"/interfaces/interface[name=eth0]={}", "/interfaces/interface[name=eth0]/config/mtu"}},
+		{name: "nested entries", values: []string{"/interfaces/interface[name=eth0]/subinterfaces/subinterface[index=1]/config/description"},
+			want: []string{"/interfaces/interface[name=eth0]={}", "/interfaces/interface[name=eth0]/subinterfaces/subinterface[index=1]={}",
+				"/interfaces/interface[name=eth0]/subinterfaces/subinterface[index=1]/config/description"}},
+		{name: "an entry marked once", values: []string{"/interfaces/interface[name=eth0]/config/mtu", "/interfaces/interface[name=eth0]/config/description",
+			"/interfaces/interface[name=eth1]/config/mtu"},
+			want: []string{"/interfaces/interface[name=eth0]={}", "/interfaces/interface[name=eth0]/config/mtu", "/interfaces/interface[name=eth0]/config/description",
+				"/interfaces/interface[name=eth1]={}", "/interfaces/interface[name=eth1]/config/mtu"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var values []*Leaf
+			for _, p := range tc.values {
+				values = append(values, &Leaf{Path: mustPath(t, p), Value: strVal("v")})
+			}
+			var got []string
+			for _, u := range impliedUnits(values) {
+				s := gnmipath.String(u.GetPath())
+				if leaves.IsMarker(u.GetValue()) {
+					s += "={}"
+				}
+				got = append(got, s)
+			}
+			if !slices.Equal(got, tc.want) {
+				t.Errorf("impliedUnits(%v):\n got %q\nwant %q", tc.values, got, tc.want)
+			}
+		})
+	}
 }

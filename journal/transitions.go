@@ -88,8 +88,10 @@ func Units(op *Op) []*Leaf {
 // every list entry on its path not yet marked: the units scalar values at
 // their own paths decompose into.
 func impliedUnits(values []*Leaf) []*Leaf {
-	var out []*Leaf
-	marked := make(map[string]bool)
+	out := make([]*Leaf, 0, len(values))
+	// The entries on one value's path are distinct (each one element
+	// longer): only a second value can mark one again.
+	var marked map[string]bool
 	for _, v := range values {
 		elems := v.GetPath().GetElem()
 		for k := range len(elems) - 1 {
@@ -97,10 +99,17 @@ func impliedUnits(values []*Leaf) []*Leaf {
 				continue
 			}
 			entry := &gnmi.Path{Origin: v.GetPath().GetOrigin(), Elem: elems[:k+1]}
-			if key := string(PathKey(entry)); !marked[key] {
+			if len(values) > 1 {
+				key := string(PathKey(entry))
+				if marked[key] {
+					continue
+				}
+				if marked == nil {
+					marked = make(map[string]bool)
+				}
 				marked[key] = true
-				out = append(out, &Leaf{Path: entry, Value: markerValue})
 			}
+			out = append(out, &Leaf{Path: entry, Value: markerValue})
 		}
 		out = append(out, v)
 	}
