@@ -251,7 +251,7 @@ func (j *Journal) cleanOps(ops []*Op) ([]*Op, []leaves.List, error) {
 		default:
 			return nil, nil, fmt.Errorf("journal: propose: operation %d has kind %v: %w", n, op.GetKind(), ErrInvalid)
 		}
-		under := subtreeOf(op.Path)
+		var under *subtree // made for the first value not at op's path itself
 		for _, leaf := range op.GetValues() {
 			if err := ValidatePath(leaf.GetPath()); err != nil {
 				return nil, nil, fmt.Errorf("journal: propose: value under %s: %v: %w", gnmipath.String(op.Path), err, ErrInvalid)
@@ -260,9 +260,15 @@ func (j *Journal) cleanOps(ops []*Op) ([]*Op, []leaves.List, error) {
 			if leaf.GetValue() == nil {
 				return nil, nil, fmt.Errorf("journal: propose: %s has no value: %w", gnmipath.String(leaf.Path), ErrInvalid)
 			}
-			if !under.contains(PathKey(leaf.Path)) {
-				return nil, nil, fmt.Errorf("journal: propose: value at %s is not under %s: %w",
-					gnmipath.String(leaf.Path), gnmipath.String(op.Path), ErrInvalid)
+			if !sameElems(leaf.Path, op.Path) {
+				if under == nil {
+					s := subtreeOf(op.Path)
+					under = &s
+				}
+				if !under.contains(PathKey(leaf.Path)) {
+					return nil, nil, fmt.Errorf("journal: propose: value at %s is not under %s: %w",
+						gnmipath.String(leaf.Path), gnmipath.String(op.Path), ErrInvalid)
+				}
 			}
 			w, err := j.decomposer.Decompose(leaf.GetPath(), leaf.GetValue())
 			if errors.Is(err, leaves.ErrInvalid) {
@@ -353,6 +359,12 @@ func sameTypedValue(a, b *gnmi.TypedValue) bool {
 		return ok && bytes.Equal(av.JsonVal, bv.JsonVal)
 	}
 	return false
+}
+
+// sameElems reports whether paths a and b have the same origin and
+// elements (so the same PathKey), without reflection.
+func sameElems(a, b *gnmi.Path) bool {
+	return a.GetOrigin() == b.GetOrigin() && slices.EqualFunc(a.GetElem(), b.GetElem(), sameElem)
 }
 
 // sameElem is proto.Equal for two path elements without unknown fields,
