@@ -14,13 +14,14 @@ import (
 // proposal) was about 3 % of the writer's CPU per Set at 64 clients
 // (docs/bench.md, "Retention without reading what it drops").
 //
-// A status held is the one the record's newest durable version reads (as
-// loadProposalStatus reads it, before the derivation from
-// AppliesCompletedThrough, which only grows and which done applies): a
-// transaction that writes or deletes a proposal's record replaces or
-// drops its status once it is durable, as it does for recentProposals,
-// and only the writer reads them, after its own transaction's writes
-// (writeTxn.recentProposal). A proposal without a status held is read
+// A status held is that of the record's newest durable version, or, for
+// a change completed without its record being written again, the
+// completed one the writer holds (done applies the derivation from
+// AppliesCompletedThrough, which only grows, to either, as
+// loadProposalStatus does): a transaction that writes or deletes a
+// proposal's record replaces or drops its status once it is durable, as
+// it does for recentProposals, and only the writer reads them, after its
+// own transaction's writes (writeTxn.recentProposal). A proposal without a status held is read
 // from Badger: those written before Open, and those beyond
 // heldStatusesMax.
 type heldStatuses struct {
