@@ -69,7 +69,7 @@ func (w *writeTxn) recordCommitAction(rec *CommitConfirm, action string, by Send
 		Action:   action,
 		Author:   by.Author,
 		Comment:  by.Comment,
-		Time:     timestamppb.New(w.now),
+		Time:     w.stamp(),
 		Deadline: deadline,
 	})
 	return w.put(proposalKey(p.GetIndex()), p)
@@ -99,7 +99,7 @@ const keepTagDeletions = 256
 // drops the record keepTagDeletions changes older.
 func (w *writeTxn) putTagDeletion(seq uint64, t *Tag, by Sender) error {
 	if err := w.put(uint64Key(nsTagDeletion, seq), &TagDeletion{
-		Tag: t, Deleted: timestamppb.New(w.now), Author: by.Author, Comment: by.Comment, Seq: seq,
+		Tag: t, Deleted: w.stamp(), Author: by.Author, Comment: by.Comment, Seq: seq,
 	}); err != nil {
 		return err
 	}

@@ -336,7 +336,7 @@ func (j *Journal) CreateTag(ctx context.Context, name string, at Point, by Sende
 			Index:      rp.index,
 			HistorySeq: rp.seq,
 			Time:       timestamppb.New(rp.time),
-			Created:    timestamppb.New(w.now),
+			Created:    w.stamp(),
 			Author:     by.Author,
 			Comment:    by.Comment,
 		}

@@ -53,7 +53,7 @@ func (j *Journal) ProposeConfirmedChange(ctx context.Context, by Sender, ops []*
 				Id:       id,
 				Proposal: p.GetIndex(),
 				Deadline: timestamppb.New(deadline),
-				Started:  timestamppb.New(w.now),
+				Started:  w.stamp(),
 				Author:   by.Author,
 			})
 		}, then)
@@ -101,7 +101,7 @@ func (j *Journal) CancelCommit(ctx context.Context, id string) (*CommitConfirm, 
 			return nil
 		}
 		rec.Cancelled = true
-		rec.Deadline = timestamppb.New(w.now)
+		rec.Deadline = w.stamp()
 		rec.CancelledBy = by.Author
 		if err := w.recordCommitAction(rec, CommitActionCancel, by, rec.Deadline); err != nil {
 			return err
@@ -130,7 +130,7 @@ func (j *Journal) SetCommitDeadline(ctx context.Context, id string, deadline tim
 		}
 		rec.Deadline = timestamppb.New(deadline)
 		rec.ExtendedBy = by.Author
-		rec.Extended = timestamppb.New(w.now)
+		rec.Extended = w.stamp()
 		if err := w.recordCommitAction(rec, CommitActionExtend, by, rec.Deadline); err != nil {
 			return err
 		}

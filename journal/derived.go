@@ -176,7 +176,7 @@ func (w *writeTxn) completedWithoutRecords(indices []uint64) map[uint64]recentPr
 	if !w.configPending || w.recent == nil || len(indices) < 2 {
 		return nil
 	}
-	now := timestamppb.New(w.now)
+	now := w.stamp()
 	k := len(indices) - 1
 	for k >= 0 && !completedAt(w.pending[indices[k]], now) {
 		k-- // the next batch's first proposal, its apply started

@@ -21,6 +21,7 @@ import (
 	"github.com/dgraph-io/badger/v4/options"
 	"golang.org/x/sys/unix"
 	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/gnmi-sidecar/gnmi-sidecar/journal/journalpb"
 	"github.com/gnmi-sidecar/gnmi-sidecar/leaves"
@@ -977,6 +978,7 @@ func (r *request) finish(err error) {
 type writeTxn struct {
 	txn      *badger.Txn
 	now      time.Time
+	nowStamp *timestamppb.Timestamp // now, made once (stamp)
 	wrote    bool
 	events   []Event // for Options.Observer, once the transaction is durable
 	observed bool    // an Observer is set: collect events
@@ -1036,6 +1038,16 @@ type writeTxn struct {
 	// historyNext is where retention's history cursor goes once this
 	// transaction is durable (Compact), 0 if it ran no retention slice.
 	historyNext uint64
+}
+
+// stamp is w.now as a Timestamp, one per transaction: the records it
+// writes share it, as records share their other parts (nothing changes a
+// record's timestamps).
+func (w *writeTxn) stamp() *timestamppb.Timestamp {
+	if w.nowStamp == nil {
+		w.nowStamp = timestamppb.New(w.now)
+	}
+	return w.nowStamp
 }
 
 // emit records a transition for Options.Observer.

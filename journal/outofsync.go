@@ -8,7 +8,6 @@ import (
 	"github.com/dgraph-io/badger/v4"
 	"github.com/openconfig/gnmi/proto/gnmi"
 	"google.golang.org/protobuf/proto"
-	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/gnmi-sidecar/gnmi-sidecar/journal/journalpb"
 )
@@ -100,7 +99,7 @@ func (w *writeTxn) markOutOfSync(c *Configuration, pv *PathValue, cause OutOfSyn
 		return err
 	}
 	rec := &OutOfSync{Value: pv, Cause: cause, Proposal: proposal,
-		Error: &journalpb.Error{Code: code, Message: message}, Since: timestamppb.New(w.now)}
+		Error: &journalpb.Error{Code: code, Message: message}, Since: w.stamp()}
 	if err := w.put(key, rec); err != nil {
 		return err
 	}
@@ -336,7 +335,7 @@ func (j *Journal) RecordResolution(ctx context.Context, r *Resolution) (*Resolut
 func (w *writeTxn) recordResolution(c *Configuration, r *Resolution) (*Resolution, error) {
 	rec := proto.CloneOf(r)
 	c.Resolutions++
-	rec.Seq, rec.Time = c.Resolutions, timestamppb.New(w.now)
+	rec.Seq, rec.Time = c.Resolutions, w.stamp()
 	if err := w.put(uint64Key(nsResolution, rec.Seq), rec); err != nil {
 		return nil, err
 	}

@@ -192,7 +192,7 @@ func (w *writeTxn) proposeChange(by Sender, ops []*Op) (*Proposal, *Configuratio
 			Ops:        ops,
 			Commit:     StatusPending,
 			Apply:      StatusPending,
-			Proposed:   timestamppb.New(w.now),
+			Proposed:   w.stamp(),
 			Author:     by.Author,
 			Comment:    by.Comment,
 			Extensions: by.Extensions,
@@ -512,7 +512,7 @@ func commitChangeTransition(i uint64) proposalTransition {
 		}
 		p.Change.Values = values
 		p.Change.Commit = StatusComplete
-		p.Change.Committed = timestamppb.New(w.now)
+		p.Change.Committed = w.stamp()
 		p.Rollback = rollback
 		c.Committed.Proposal = i
 		c.Committed.Index = i
@@ -574,7 +574,7 @@ func failCommitTransition(i uint64, code uint32, message string) proposalTransit
 			return err
 		}
 		p.Change.Commit = StatusFailed
-		p.Change.Committed = timestamppb.New(w.now)
+		p.Change.Committed = w.stamp()
 		p.Change.Error = &journalpb.Error{Code: code, Message: message}
 		c.Committed.Proposal = i
 		return w.clearFailedCommitConfirm(i)
@@ -612,7 +612,7 @@ func startApplyTransition(i uint64) proposalTransition {
 			return errUnchanged // re-entry after a transient failure
 		}
 		p.Change.Apply = StatusInProgress
-		p.Change.ApplyStarted = timestamppb.New(w.now)
+		p.Change.ApplyStarted = w.stamp()
 		c.Applied.Proposal = i
 		return nil
 	}}
@@ -649,7 +649,7 @@ func completeApplyTransition(i, term uint64) proposalTransition {
 			return err
 		}
 		p.Change.Apply = StatusComplete
-		p.Change.Applied = timestamppb.New(w.now)
+		p.Change.Applied = w.stamp()
 		c.Applied.Index = i
 		return nil
 	}}
@@ -711,7 +711,7 @@ func failApplyTransition(i uint64, code uint32, message string) proposalTransiti
 			return err
 		}
 		p.Change.Apply = StatusFailed
-		p.Change.Applied = timestamppb.New(w.now)
+		p.Change.Applied = w.stamp()
 		p.Change.Error = &journalpb.Error{Code: code, Message: message}
 		// undone: the committed values of i and of the re-based
 		// proposals, which go back to the applied ones.
@@ -847,7 +847,7 @@ func abortApplyTransition(i uint64) proposalTransition {
 		}
 		ch := p.GetChange()
 		ch.Apply = StatusAborted
-		ch.Applied = timestamppb.New(w.now)
+		ch.Applied = w.stamp()
 		return w.clearFailedCommitConfirm(i)
 	}}
 }
@@ -899,7 +899,7 @@ func (w *writeTxn) proposeRollback(c *Configuration, p *Proposal) error {
 	p.Phase = PhaseRollback
 	p.Rollback.Commit = StatusPending
 	p.Rollback.Apply = StatusPending
-	p.Rollback.Proposed = timestamppb.New(w.now)
+	p.Rollback.Proposed = w.stamp()
 	c.RollingBack = p.GetIndex()
 	return nil
 }
@@ -967,7 +967,7 @@ func commitRollbackTransition(i uint64) proposalTransition {
 			return err
 		}
 		rb.Commit = StatusComplete
-		rb.Committed = timestamppb.New(w.now)
+		rb.Committed = w.stamp()
 		c.Committed.Index = rb.GetIndex()
 		c.Committed.Proposal = rb.GetIndex()
 		return nil
@@ -996,7 +996,7 @@ func startApplyRollbackTransition(i uint64) proposalTransition {
 			return errUnchanged // re-entry after a transient failure
 		}
 		rb.Apply = StatusInProgress
-		rb.ApplyStarted = timestamppb.New(w.now)
+		rb.ApplyStarted = w.stamp()
 		c.Applied.Proposal = rb.GetIndex()
 		return nil
 	}}
@@ -1036,7 +1036,7 @@ func (w *writeTxn) finishApplyRollback(c *Configuration, p *Proposal, i, term ui
 	if err := w.writeApplied(rb.GetValues()); err != nil {
 		return err
 	}
-	rb.Applied = timestamppb.New(w.now)
+	rb.Applied = w.stamp()
 	c.Applied.Index = rb.GetIndex()
 	c.Applied.Proposal = rb.GetIndex()
 	c.RollingBack = 0
