@@ -25,7 +25,8 @@ const DefaultRollbackDuration = 10 * time.Minute
 // The record of the outstanding commit lives in the journal, written in
 // the same transaction as the proposal, so a sidecar restart keeps its
 // deadline; the agent rolls it back when the deadline passes.
-func (s *Server) commitConfirmed(ctx context.Context, req *gpb.SetRequest, c *gnmi_ext.Commit, sync bool, by journal.Sender) (*gpb.SetResponse, error) {
+// ops are req's operations (checkRequest's).
+func (s *Server) commitConfirmed(ctx context.Context, req *gpb.SetRequest, ops []*journal.Op, c *gnmi_ext.Commit, sync bool, by journal.Sender) (*gpb.SetResponse, error) {
 	id := c.GetId()
 	if id == "" {
 		return nil, status.Error(codes.InvalidArgument, "commit-confirmed extension: id is required")
@@ -46,10 +47,6 @@ func (s *Server) commitConfirmed(ctx context.Context, req *gpb.SetRequest, c *gn
 		}
 		if !hasOps(req) {
 			return nil, status.Error(codes.InvalidArgument, "commit-confirmed commit carries no operations: it commits the Set's configuration")
-		}
-		ops, err := requestOps(req)
-		if err != nil {
-			return nil, err
 		}
 		if by.Read = s.beforeImages(ctx, s.readTarget(by.Prefix), ops); len(by.Read.GetUnread()) > 0 {
 			return nil, status.Errorf(codes.FailedPrecondition,

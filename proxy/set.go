@@ -162,7 +162,7 @@ func (s *Server) set(ctx context.Context, req *gpb.SetRequest) (*gpb.SetResponse
 		by.Prefix = proto.CloneOf(p)
 	}
 	if commit != nil {
-		return s.commitConfirmed(ctx, req, commit, sync, by)
+		return s.commitConfirmed(ctx, req, ops, commit, sync, by)
 	}
 	if !hasOps(req) && !ext.GetDryRun() {
 		return s.relaySet(ctx, req)
