@@ -326,8 +326,9 @@ func turnsNote(rounds int, d time.Duration) string {
 
 // interleavedRounds is how many turns each side of a throughput row takes
 // in a run of d: one per second of it, at most 4, at least 1. A turn
-// shorter than a second would count the Sets in flight at its end (the
-// sidecar's take longer) against a larger share of it.
+// shorter than a second would weigh its end, where the clients finish
+// the Sets they have in flight and start no more (setsRun), and the
+// settling after it, more.
 func interleavedRounds(d time.Duration) int {
 	return max(1, min(4, int(d/time.Second)))
 }
@@ -432,8 +433,12 @@ func (r setsRan) coresUsed() float64 { return r.cpu.Seconds() / r.elapsed.Second
 
 // setsRun runs clients goroutines (one gRPC connection each, as separate
 // clients would), each Setting its own leaf as fast as it can, for d (or
-// until the first Set completed, if later) and returns the Sets completed
-// and the time taken.
+// until the first Set completed, if later), and returns the Sets completed
+// and the time taken. At the end each client finishes the Set it has in
+// flight and starts no other: those Sets count, and the time until the
+// last is answered. Cancelling them instead would make every turn end
+// with a burst of abandoned Sets (a client that gives up is work for the
+// sidecar, none for a relay) that steady clients never send.
 func setsRun(ctx context.Context, s *side, clients int, d time.Duration) (setsRan, error) {
 	conns, closeConns, err := dialClients(s, clients)
 	if err != nil {
@@ -441,36 +446,40 @@ func setsRun(ctx context.Context, s *side, clients int, d time.Duration) (setsRa
 	}
 	defer closeConns()
 	var count atomic.Int64
-	// Cancelled rather than a deadline: a deadline would travel with the
-	// Sets, and the server could answer DeadlineExceeded before the client
-	// noticed the end of the run.
-	// The run lasts d, and longer if no Set has completed by then: a rate
-	// needs at least one (a short run on a loaded machine may see none).
-	runCtx, cancel := context.WithCancel(ctx)
+	var stopped atomic.Bool
+	// Sets still in flight drainWait after the run's end fail it: a side
+	// that stops answering is an error, not a slow rate.
+	drainCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	first := make(chan struct{})
 	var firstOnce sync.Once
 	go func() {
 		select {
 		case <-time.After(d):
-		case <-runCtx.Done():
+		case <-drainCtx.Done():
 			return
 		}
 		select {
 		case <-first:
+		case <-drainCtx.Done():
+			return
+		}
+		stopped.Store(true)
+		select {
+		case <-time.After(drainWait):
 			cancel()
-		case <-runCtx.Done():
+		case <-drainCtx.Done():
 		}
 	}()
 	start, cpu, counts := time.Now(), processCPU(), readRuntimeCounts()
-	g, gctx := errgroup.WithContext(runCtx)
+	g, gctx := errgroup.WithContext(drainCtx)
 	for i, c := range conns {
 		labeled("clients", func() {
 			g.Go(func() error {
-				for n := 0; gctx.Err() == nil; n++ {
+				for n := 0; !stopped.Load(); n++ {
 					if _, err := setLeaf(gctx, c, clientLeaf(i), fmt.Sprintf("v%d", n)); err != nil {
-						if gctx.Err() != nil {
-							return nil // the run ended during this Set
+						if drainCtx.Err() != nil && ctx.Err() == nil {
+							return fmt.Errorf("Sets still in flight %v after the run's end: %w", drainWait, err)
 						}
 						return err
 					}
@@ -481,14 +490,20 @@ func setsRun(ctx context.Context, s *side, clients int, d time.Duration) (setsRa
 			})
 		})
 	}
-	if err := g.Wait(); err != nil {
+	err = g.Wait()
+	elapsed, cpuUsed, counted := time.Since(start), processCPU()-cpu, readRuntimeCounts().since(counts)
+	if err != nil {
 		return setsRan{}, err
 	}
 	if ctx.Err() != nil {
 		return setsRan{}, ctx.Err()
 	}
-	return setsRan{sets: count.Load(), elapsed: time.Since(start), cpu: processCPU() - cpu, runtime: readRuntimeCounts().since(counts)}, nil
+	return setsRan{sets: count.Load(), elapsed: elapsed, cpu: cpuUsed, runtime: counted}, nil
 }
+
+// drainWait is how long setsRun waits, after a run's end, for the Sets in
+// flight then.
+const drainWait = 30 * time.Second
 
 // pacedSetsRun offers perSecond Sets a second to s for d, open loop: the
 // Sets are due at fixed intervals from the start, the k-th sent by driver
