@@ -210,13 +210,13 @@ type Agent struct {
 	sess     *session
 	sessions uint64
 	changed  chan struct{} // closed and replaced after every transition
-	// waiting holds, by proposal index, the channel WaitChange's waiters
+	// waiting holds, by proposal index, the channels WaitChange's waiters
 	// sleep on: closed when the agent's progress passes the index, when
 	// the proposal is accepted, or when the agent is fenced, the only
 	// news that may end their wait. The transitions' broadcasts (changed)
 	// would wake every waiting client at every step of every batch.
 	// Guarded by mu.
-	waiting    map[uint64]chan struct{}
+	waiting    waiters
 	status     Status
 	noLiveness bool // the device refused the liveness subscription
 	// accountRefused is the device's last refusal of the device account
@@ -278,7 +278,7 @@ func New(j *journal.Journal, opts Options) (*Agent, error) {
 		changed:       make(chan struct{}),
 		responses:     make(map[uint64]*gpb.SetResponse),
 		accepted:      make(map[uint64]*journal.Proposal),
-		waiting:       make(map[uint64]chan struct{}),
+		waiting:       newWaiters(),
 		creds:         make(map[uint64]metadata.MD),
 		rollbackCreds: make(map[uint64]metadata.MD),
 		clients:       make(map[uint64]*waitingClient),
@@ -392,28 +392,59 @@ func (a *Agent) wait(ctx context.Context, i uint64, done doneWhen, changes func(
 	}
 }
 
-// waitingOn returns the channel closed when proposal i may be done (see
-// Agent.waiting).
-func (a *Agent) waitingOn(i uint64) <-chan struct{} {
+// waiters are the channels of the clients waiting for their proposals'
+// commits and for their applies, by proposal index. They are apart
+// because a waiter of an apply can end its wait only on news of applies
+// (or the device's acceptance): a client whose proposal is committed
+// and waits for the device would otherwise be woken by every later
+// commit, for nothing, several times a Set under load.
+type waiters struct {
+	commit, apply map[uint64]chan struct{}
+}
+
+func newWaiters() waiters {
+	return waiters{commit: make(map[uint64]chan struct{}), apply: make(map[uint64]chan struct{})}
+}
+
+// of returns the channels of waiters for the apply if applied, else for
+// the commit.
+func (w waiters) of(applied bool) map[uint64]chan struct{} {
+	if applied {
+		return w.apply
+	}
+	return w.commit
+}
+
+// waitingOn returns the channel closed when proposal i's commit, or its
+// apply if applied, may be finished (see Agent.waiting).
+func (a *Agent) waitingOn(i uint64, applied bool) <-chan struct{} {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	c, ok := a.waiting[i]
+	m := a.waiting.of(applied)
+	c, ok := m[i]
 	if !ok {
 		c = make(chan struct{})
-		a.waiting[i] = c
+		m[i] = c
 	}
 	return c
 }
 
-// wakeWaitingLocked wakes the waiters of the proposals up to through
-// (all of them: math.MaxUint64). a.mu is held.
-func (a *Agent) wakeWaitingLocked(through uint64) {
-	for i, c := range a.waiting {
+// wakeLocked wakes the waiters in m of the proposals up to through (all
+// of them: math.MaxUint64). a.mu is held.
+func wakeLocked(m map[uint64]chan struct{}, through uint64) {
+	for i, c := range m {
 		if i <= through {
 			close(c)
-			delete(a.waiting, i)
+			delete(m, i)
 		}
 	}
+}
+
+// wakeAllLocked wakes every waiter, of a commit or an apply, of the
+// proposals up to through. a.mu is held.
+func (a *Agent) wakeAllLocked(through uint64) {
+	wakeLocked(a.waiting.commit, through)
+	wakeLocked(a.waiting.apply, through)
 }
 
 // readIfDone returns proposal i if done holds for it, else nil.
@@ -1051,7 +1082,7 @@ func (a *Agent) fence(s *session, err error, log *slog.Logger) {
 	first := !a.status.Fenced
 	a.status.Fenced, a.status.FencedBy = true, err.Error()
 	a.status.LastError = err.Error()
-	a.wakeWaitingLocked(math.MaxUint64)
+	a.wakeAllLocked(math.MaxUint64)
 	a.mu.Unlock()
 	if first {
 		log.Error("fenced: the device says another client is master; this sidecar stops writing to it until restarted",

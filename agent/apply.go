@@ -288,9 +288,9 @@ func (a *Agent) accept(ps []*journal.Proposal) {
 		p.Change.Apply = journal.StatusComplete
 		p.Change.Applied = now
 		a.accepted[p.GetIndex()] = p
-		if c, ok := a.waiting[p.GetIndex()]; ok {
+		if c, ok := a.waiting.apply[p.GetIndex()]; ok {
 			close(c)
-			delete(a.waiting, p.GetIndex())
+			delete(a.waiting.apply, p.GetIndex())
 		}
 	}
 	a.mu.Unlock()

@@ -245,7 +245,7 @@ func txProposal(tx *journal.Tx, i uint64) (*journal.Proposal, error) {
 func (a *Agent) noteCommitted(i uint64) {
 	a.mu.Lock()
 	a.progress.committed = max(a.progress.committed, i)
-	a.wakeWaitingLocked(i)
+	wakeLocked(a.waiting.commit, i)
 	a.mu.Unlock()
 }
 
@@ -254,7 +254,7 @@ func (a *Agent) noteCommitted(i uint64) {
 func (a *Agent) noteApplied(i uint64) {
 	a.mu.Lock()
 	a.progress.applied = max(a.progress.applied, i)
-	a.wakeWaitingLocked(i)
+	a.wakeAllLocked(i) // an apply finished, its commit is too
 	a.mu.Unlock()
 	a.dropCredentials(i)
 	a.dropClients(i)
@@ -290,6 +290,6 @@ func (a *Agent) WaitChange(ctx context.Context, i uint64, applied bool) (*journa
 	if applied {
 		early = func() *journal.Proposal { return a.acceptedChange(i) }
 	}
-	changes := func() <-chan struct{} { return a.waitingOn(i) }
+	changes := func() <-chan struct{} { return a.waitingOn(i, applied) }
 	return a.wait(ctx, i, statusDone(done), changes, func() bool { return a.passed(i, applied) }, early)
 }

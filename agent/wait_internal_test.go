@@ -9,9 +9,10 @@ import (
 // TestWaitingClientsWakeOnTheirOwnNews: a client waiting for its
 // proposal is woken by what may end its wait (the agent's progress
 // passing it, the device accepting it) and by nothing about later
-// proposals; a missed wake-up would leave it waiting for the retry period.
+// proposals, nor, waiting for the device, by commits; a missed wake-up
+// would leave it waiting for the retry period.
 func TestWaitingClientsWakeOnTheirOwnNews(t *testing.T) {
-	a := &Agent{waiting: map[uint64]chan struct{}{}, accepted: map[uint64]*journal.Proposal{}, changed: make(chan struct{})}
+	a := &Agent{waiting: newWaiters(), accepted: map[uint64]*journal.Proposal{}, changed: make(chan struct{})}
 	woken := func(c <-chan struct{}) bool {
 		select {
 		case <-c:
@@ -20,34 +21,44 @@ func TestWaitingClientsWakeOnTheirOwnNews(t *testing.T) {
 			return false
 		}
 	}
-	five, six, seven := a.waitingOn(5), a.waitingOn(6), a.waitingOn(7)
-	if a.waitingOn(5) != five {
+	five, six, seven := a.waitingOn(5, true), a.waitingOn(6, true), a.waitingOn(7, true)
+	if a.waitingOn(5, true) != five {
 		t.Fatal("two waiters of one proposal sleep on different channels")
 	}
+	fiveCommit, sixCommit := a.waitingOn(5, false), a.waitingOn(6, false)
 
 	a.noteCommitted(4)
 	a.noteApplied(4)
-	if woken(five) || woken(six) || woken(seven) {
+	if woken(five) || woken(six) || woken(seven) || woken(fiveCommit) || woken(sixCommit) {
 		t.Fatal("progress up to 4 woke a waiter of 5, 6 or 7")
 	}
-	a.noteCommitted(5)
+	a.noteCommitted(6)
+	if !woken(fiveCommit) || !woken(sixCommit) {
+		t.Fatal("commits up to 6 did not wake the waiters of the commits of 5 and 6")
+	}
+	if woken(five) || woken(six) {
+		t.Fatal("commits up to 6 woke a waiter of the apply of 5 or 6: only news of applies can end that wait")
+	}
+	a.noteApplied(5)
 	if !woken(five) || woken(six) {
-		t.Fatalf("commits up to 5: waiter of 5 woken %v (want true), of 6 %v (want false)", woken(five), woken(six))
+		t.Fatalf("applies up to 5: waiter of 5 woken %v (want true), of 6 %v (want false)", woken(five), woken(six))
 	}
-	a.noteApplied(6)
-	if !woken(six) || woken(seven) {
-		t.Fatalf("applies up to 6: waiter of 6 woken %v (want true), of 7 %v (want false)", woken(six), woken(seven))
+	sevenCommit := a.waitingOn(7, false)
+	a.noteApplied(7)
+	if !woken(six) || !woken(seven) || !woken(sevenCommit) {
+		t.Fatal("applies up to 7 did not wake the waiters of 6 and 7, of their applies and commits")
 	}
-	a.accept([]*journal.Proposal{{Index: 7, Change: &journal.Change{}}})
-	if !woken(seven) {
-		t.Fatal("the device accepting 7 did not wake its waiter")
+	eight := a.waitingOn(8, true)
+	a.accept([]*journal.Proposal{{Index: 8, Change: &journal.Change{}}})
+	if !woken(eight) {
+		t.Fatal("the device accepting 8 did not wake its waiter")
 	}
-	if len(a.waiting) != 0 {
-		t.Fatalf("%d channels kept after their waiters were woken", len(a.waiting))
+	if n := len(a.waiting.commit) + len(a.waiting.apply); n != 0 {
+		t.Fatalf("%d channels kept after their waiters were woken", n)
 	}
 	// A waiter that comes after the news sleeps on a new channel, and
 	// finds the news itself (passed, acceptedChange) before sleeping.
-	if woken(a.waitingOn(5)) {
+	if woken(a.waitingOn(5, true)) {
 		t.Fatal("a new waiter of 5 starts woken")
 	}
 }
