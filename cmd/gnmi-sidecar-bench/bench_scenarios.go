@@ -187,9 +187,13 @@ func (b *bencher) throughput(ctx context.Context, clients int, delay time.Durati
 		cpu.Note = fmt.Sprintf("%sthe bench process's CPU time (user + system) over each side's turns ÷ its Sets, devices and clients included on both sides: "+
 			"sidecar %.2f of 2 cores, forward-only proxy %.2f; direct %.0f µs a Set; heap allocations a Set, counted the same way: sidecar %.0f, forward-only proxy %.0f, direct %.0f; "+
 			"their kilobytes a Set: sidecar %.1f, forward-only proxy %.1f, direct %.1f; "+
+			"goroutines started a Set: sidecar %.1f, forward-only proxy %.1f, direct %.1f; "+
+			"goroutines made to run a Set (hand-offs and wake-ups; the Go runtime samples a fixed share of them for its scheduling latencies, so a relative count): sidecar %.1f, forward-only proxy %.1f, direct %.1f; "+
 			"the garbage collector's CPU a Set, as the Go runtime estimates it: sidecar %.0f µs, forward-only proxy %.0f, direct %.0f",
 			spread, sc.coresUsed(), floor.coresUsed(), dr.cpuPerSet(), sc.allocsPerSet(), floor.allocsPerSet(), dr.allocsPerSet(),
 			sc.allocKBPerSet(), floor.allocKBPerSet(), dr.allocKBPerSet(),
+			sc.goroutinesPerSet(), floor.goroutinesPerSet(), dr.goroutinesPerSet(),
+			sc.schedulesPerSet(), floor.schedulesPerSet(), dr.schedulesPerSet(),
 			sc.gcPerSet(), floor.gcPerSet(), dr.gcPerSet())
 		rows = append(rows, cpu)
 	}
@@ -415,6 +419,17 @@ func (r setsRan) allocsPerSet() float64 { return float64(r.runtime.allocs) / flo
 // allocKBPerSet is the kilobytes of those allocations per Set completed.
 func (r setsRan) allocKBPerSet() float64 {
 	return float64(r.runtime.allocBytes) / 1000 / float64(max(r.sets, 1))
+}
+
+// goroutinesPerSet is the goroutines started per Set completed.
+func (r setsRan) goroutinesPerSet() float64 {
+	return float64(r.runtime.goroutines) / float64(max(r.sets, 1))
+}
+
+// schedulesPerSet is the scheduling-latency samples per Set completed
+// (runtimeCounts.schedules).
+func (r setsRan) schedulesPerSet() float64 {
+	return float64(r.runtime.schedules) / float64(max(r.sets, 1))
 }
 
 // gcPerSet is the Go runtime's estimate of its garbage collector's CPU
@@ -897,21 +912,28 @@ func processCPU() time.Duration {
 type runtimeCounts struct {
 	allocs, allocBytes uint64
 	gcCPU              float64 // seconds
+	// schedules counts the samples of the runtime's scheduling latency
+	// histogram: a fixed share of the goroutines made to run (every
+	// wake-up and hand-off). goroutines counts the goroutines started.
+	schedules, goroutines uint64
 }
 
 // since is what c counted after earlier.
 func (c runtimeCounts) since(earlier runtimeCounts) runtimeCounts {
-	return runtimeCounts{allocs: c.allocs - earlier.allocs, allocBytes: c.allocBytes - earlier.allocBytes, gcCPU: c.gcCPU - earlier.gcCPU}
+	return runtimeCounts{allocs: c.allocs - earlier.allocs, allocBytes: c.allocBytes - earlier.allocBytes,
+		gcCPU: c.gcCPU - earlier.gcCPU, schedules: c.schedules - earlier.schedules, goroutines: c.goroutines - earlier.goroutines}
 }
 
 // plus is c and more counted together.
 func (c runtimeCounts) plus(more runtimeCounts) runtimeCounts {
-	return runtimeCounts{allocs: c.allocs + more.allocs, allocBytes: c.allocBytes + more.allocBytes, gcCPU: c.gcCPU + more.gcCPU}
+	return runtimeCounts{allocs: c.allocs + more.allocs, allocBytes: c.allocBytes + more.allocBytes,
+		gcCPU: c.gcCPU + more.gcCPU, schedules: c.schedules + more.schedules, goroutines: c.goroutines + more.goroutines}
 }
 
 // readRuntimeCounts reads the bench process's runtimeCounts now.
 func readRuntimeCounts() runtimeCounts {
-	s := []metrics.Sample{{Name: "/gc/heap/allocs:objects"}, {Name: "/gc/heap/allocs:bytes"}, {Name: "/cpu/classes/gc/total:cpu-seconds"}}
+	s := []metrics.Sample{{Name: "/gc/heap/allocs:objects"}, {Name: "/gc/heap/allocs:bytes"},
+		{Name: "/cpu/classes/gc/total:cpu-seconds"}, {Name: "/sched/latencies:seconds"}, {Name: "/sched/goroutines-created:goroutines"}}
 	metrics.Read(s)
 	var c runtimeCounts
 	if s[0].Value.Kind() == metrics.KindUint64 {
@@ -922,6 +944,14 @@ func readRuntimeCounts() runtimeCounts {
 	}
 	if s[2].Value.Kind() == metrics.KindFloat64 {
 		c.gcCPU = s[2].Value.Float64()
+	}
+	if s[3].Value.Kind() == metrics.KindFloat64Histogram {
+		for _, n := range s[3].Value.Float64Histogram().Counts {
+			c.schedules += n
+		}
+	}
+	if s[4].Value.Kind() == metrics.KindUint64 {
+		c.goroutines = s[4].Value.Uint64()
 	}
 	return c
 }

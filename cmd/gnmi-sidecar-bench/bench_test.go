@@ -99,7 +99,9 @@ var floorNotes = map[string]*regexp.Regexp{
 	"Set throughput, 64 clients, 0s device, vs forward-only proxy": floorThroughputNote,
 	"CPU per Set, 64 clients, 0s device, vs forward-only proxy": regexp.MustCompile(`sidecar (\d+\.\d+) of 2 cores, forward-only proxy (\d+\.\d+); direct (\d+) µs a Set; ` +
 		`heap allocations a Set, counted the same way: sidecar (\d+), forward-only proxy (\d+), direct (\d+); ` +
-		`their kilobytes a Set: sidecar (\d+\.\d), forward-only proxy (\d+\.\d), direct (\d+\.\d)`),
+		`their kilobytes a Set: sidecar (\d+\.\d), forward-only proxy (\d+\.\d), direct (\d+\.\d); ` +
+		`goroutines started a Set: sidecar (\d+\.\d), forward-only proxy (\d+\.\d), direct (\d+\.\d); ` +
+		`goroutines made to run a Set \(hand-offs and wake-ups; [^)]*\): sidecar (\d+\.\d), forward-only proxy (\d+\.\d), direct (\d+\.\d)`),
 }
 
 // floorThroughputNote is what the rows against the forward-only proxy say
