@@ -19,7 +19,8 @@ import (
 // many proposals and this many history deltas, and visits (reads, or
 // steps over) at most this many history entries, live or deleted, so
 // that the client transitions sharing or queued behind it wait for a
-// bounded amount of work (docs/design.md, "Retention"). tombstoneSlice
+// bounded amount of work (docs/bench.md, "Soak": what retention costs
+// per proposal it drops, and the longest slice). tombstoneSlice
 // bounds the tombstones one transaction re-checks and drops: each costs a
 // few reads per ancestor path and four deletes.
 const (
