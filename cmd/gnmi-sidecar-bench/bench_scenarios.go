@@ -494,7 +494,7 @@ func setsRun(ctx context.Context, s *side, clients int, d time.Duration) (setsRa
 				for n := 0; !stopped.Load(); n++ {
 					if _, err := setLeaf(gctx, c, clientLeaf(i), fmt.Sprintf("v%d", n)); err != nil {
 						if drainCtx.Err() != nil && ctx.Err() == nil {
-							return fmt.Errorf("Sets still in flight %v after the run's end: %w", drainWait, err)
+							return fmt.Errorf("a Set still in flight %v after the run's end: %w", drainWait, err)
 						}
 						return err
 					}
