@@ -337,7 +337,7 @@ func (a *Agent) Notify() {
 // Wait blocks until done(proposal i) holds, ctx ends or the journal closes,
 // and returns the proposal as it then was.
 func (a *Agent) Wait(ctx context.Context, i uint64, done func(*journal.Proposal) bool) (*journal.Proposal, error) {
-	return a.wait(ctx, i, doneWhen{full: done}, a.Changes, func() bool { return true }, nil)
+	return a.wait(ctx, nil, i, doneWhen{full: done}, a.Changes, func() bool { return true }, nil)
 }
 
 // doneWhen is what a wait waits for: full(proposal), or, if status is set,
@@ -358,8 +358,9 @@ func statusDone(done func(*journal.Proposal) bool) doneWhen {
 // reports it may be done now; it reads it anyway once per retry period.
 //
 // early, if not nil, may return proposal i as done before the journal
-// records it; it is asked after every change.
-func (a *Agent) wait(ctx context.Context, i uint64, done doneWhen, changes func() <-chan struct{}, worth func() bool,
+// records it; it is asked after every change. The wait ends with ctx,
+// and with ErrWaitStopped once stop (nil: never) is closed.
+func (a *Agent) wait(ctx context.Context, stop <-chan struct{}, i uint64, done doneWhen, changes func() <-chan struct{}, worth func() bool,
 	early func() *journal.Proposal) (*journal.Proposal, error) {
 	read := true
 	t := time.NewTimer(a.retryPeriod())
@@ -388,9 +389,14 @@ func (a *Agent) wait(ctx context.Context, i uint64, done doneWhen, changes func(
 			t.Reset(a.retryPeriod())
 		case <-ctx.Done():
 			return nil, ctx.Err()
+		case <-stop:
+			return nil, ErrWaitStopped
 		}
 	}
 }
+
+// ErrWaitStopped ends a WaitChangeUntil whose stop channel was closed.
+var ErrWaitStopped = errors.New("agent: wait stopped")
 
 // waiters are the channels of the clients waiting for their proposals'
 // commits and for their applies, by proposal index. They are apart

@@ -280,6 +280,14 @@ func (a *Agent) passed(i uint64, applied bool) bool {
 // when the agent's progress has passed i (and once per resync period), so
 // many waiters cost little.
 func (a *Agent) WaitChange(ctx context.Context, i uint64, applied bool) (*journal.Proposal, error) {
+	return a.WaitChangeUntil(ctx, nil, i, applied)
+}
+
+// WaitChangeUntil is WaitChange that also ends, with ErrWaitStopped, once
+// stop is closed: a server that ends its clients' waits when it shuts
+// down passes its own channel, rather than deriving a context for every
+// wait.
+func (a *Agent) WaitChangeUntil(ctx context.Context, stop <-chan struct{}, i uint64, applied bool) (*journal.Proposal, error) {
 	done := func(p *journal.Proposal) bool {
 		if applied {
 			return journal.Finished(p.GetChange().GetApply())
@@ -291,5 +299,5 @@ func (a *Agent) WaitChange(ctx context.Context, i uint64, applied bool) (*journa
 		early = func() *journal.Proposal { return a.acceptedChange(i) }
 	}
 	changes := func() <-chan struct{} { return a.waitingOn(i, applied) }
-	return a.wait(ctx, i, statusDone(done), changes, func() bool { return a.passed(i, applied) }, early)
+	return a.wait(ctx, stop, i, statusDone(done), changes, func() bool { return a.passed(i, applied) }, early)
 }

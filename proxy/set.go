@@ -256,22 +256,21 @@ func (s *Server) propose(ctx context.Context, req *gpb.SetRequest, sync bool, jo
 		return nil, JournalError(err)
 	}
 	s.log.Debug("set journaled", "proposal", p.GetIndex(), "ops", len(p.GetChange().GetOps()), "sync", sync)
-	// A SYNC client waits as long as it does: its deadline went with its
-	// Set to the device. An ASYNC one stops a little early (waitContext).
-	// One or the other, never both: a wait context's cancel also stops its
-	// AfterFunc on s.waits, which otherwise keeps the Set's context, and
-	// with it the gRPC stream, for as long as the server runs.
-	var wctx context.Context
-	var cancel context.CancelFunc
-	if sync {
-		wctx, cancel = s.clientWaitContext(ctx)
-	} else {
-		wctx, cancel = s.waitContext(ctx)
-	}
-	defer cancel()
+	// A SYNC client waits as long as it does (its deadline went with its
+	// Set to the device), or until StopWaiting: its own context and the
+	// server's stop channel, without a context of its own per Set. An
+	// ASYNC one stops a little early (waitContext).
+	wctx := ctx
 	i := p.GetIndex()
 	region = trace.StartRegion(ctx, "set.wait")
-	p, err = s.opts.Agent.WaitChange(wctx, i, sync)
+	if sync {
+		p, err = s.opts.Agent.WaitChangeUntil(ctx, s.waits.Done(), i, true)
+	} else {
+		var cancel context.CancelFunc
+		wctx, cancel = s.waitContext(ctx)
+		defer cancel() // after waitError, which reads why wctx ended
+		p, err = s.opts.Agent.WaitChange(wctx, i, false)
+	}
 	region.End()
 	if err != nil {
 		if sync && ctx.Err() != nil && s.waits.Err() == nil {
@@ -501,8 +500,8 @@ func (s *Server) waitContext(ctx context.Context) (context.Context, context.Canc
 	}
 }
 
-// clientWaitContext returns the context a SYNC change's Set waits with:
-// the client's own, ended also by StopWaiting.
+// clientWaitContext returns ctx, ended also by StopWaiting (a SYNC Set's
+// wait watches StopWaiting itself, see propose).
 func (s *Server) clientWaitContext(ctx context.Context) (context.Context, context.CancelFunc) {
 	wctx, cancel := context.WithCancel(ctx)
 	stop := context.AfterFunc(s.waits, cancel)

@@ -360,6 +360,34 @@ func TestSetClientGivesUpWhileDeviceHangs(t *testing.T) {
 	r.WantDeviceLeaf(t, descPath, sidecartest.StringVal("next"))
 }
 
+// A SYNC Set waiting for the device ends when the sidecar stops waiting
+// (its shutdown), with Aborted naming its journaled proposal, not a code
+// a client would retry (it would journal the Set twice).
+func TestSetWaitEndsOnStopWaiting(t *testing.T) {
+	r := sidecartest.Start(t, sidecartest.Options{})
+	r.WaitConnected(t, true)
+	sets := r.Dev.SetCount()
+	r.Dev.HangNextSet()
+	errs := make(chan error, 1)
+	go func() {
+		_, err := r.Client.Set(t.Context(), sidecartest.UpdateRequest(t, descPath, sidecartest.StringVal("during shutdown")))
+		errs <- err
+	}()
+	sidecartest.Eventually(t, 30*time.Second, "the device holds the Set", func() bool { return r.Dev.SetCount() > sets })
+	select {
+	case err := <-errs:
+		t.Fatalf("the Set ended before the sidecar stopped waiting: %v", err)
+	default:
+	}
+	r.Proxy.StopWaiting()
+	select {
+	case err := <-errs:
+		sidecartest.WantStatus(t, err, codes.Aborted, "the sidecar is shutting down; the Set is journaled as proposal 1")
+	case <-time.After(30 * time.Second):
+		t.Fatal("the Set still waits 30s after StopWaiting")
+	}
+}
+
 func TestSetConcurrentClients(t *testing.T) {
 	r := sidecartest.Start(t, sidecartest.Options{})
 	const n = 8
