@@ -716,6 +716,17 @@ func statusesAsStored(j *Journal) error {
 	})
 }
 
+// derived is s as proposal i's record reads under configuration c: its
+// change complete if c completes it (derivedComplete).
+func (s heldStatus) derived(c *Configuration, i uint64) heldStatus {
+	var ch Change
+	var rb Rollback
+	p := Proposal{Change: &ch, Rollback: &rb}
+	s.view(&p, c, i)
+	d, _ := heldStatusOf(&p)
+	return d
+}
+
 // completeDerived completes, in props (proposal records as stored, by
 // index), the changes whose completion a later record holds (derived.go),
 // as every reader of the journal reads them.

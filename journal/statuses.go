@@ -64,17 +64,6 @@ func (s heldStatus) done(c *Configuration, i uint64) bool {
 	return proposalDone(&p)
 }
 
-// derived is s as proposal i's record reads under configuration c: its
-// change complete if c completes it (derivedComplete).
-func (s heldStatus) derived(c *Configuration, i uint64) heldStatus {
-	var ch Change
-	var rb Rollback
-	p := Proposal{Change: &ch, Rollback: &rb}
-	s.view(&p, c, i)
-	d, _ := heldStatusOf(&p)
-	return d
-}
-
 // view sets p, an empty proposal with an empty change and rollback, to
 // proposal i's status view with status s, as read under c.
 func (s heldStatus) view(p *Proposal, c *Configuration, i uint64) {
