@@ -14,14 +14,15 @@ import (
 // (docs/bench.md, "At rest"). The journal opens Badger without them
 // (NumCompactors 0) and has Badger compact after writes only: every write
 // transaction pokes compactTables, which waits tablesSettle for more writes
-// and then, if level 0 holds NumLevelZeroTables tables or more, runs
-// Badger's compaction (DB.Flatten: level 0 into the tree, and each level
-// into the next, until one level holds every table). At rest nothing wakes.
+// and then, if level 0 holds compactFrom tables or more, runs Badger's
+// compaction (DB.Flatten: level 0 into the tree, and each level into the
+// next, until one level holds every table); restSettle after the last
+// write, it compacts whatever level 0 holds, once. At rest nothing wakes.
 //
 // Badger stalls flushes, and the writes behind them, while level 0 holds
 // NumLevelZeroTablesStall tables, until a compaction takes some: with no
 // compactors of its own, until compactTables does. In steady traffic level
-// 0 never gets near it (compactTables compacts from numLevelZeroTables).
+// 0 never gets near it (compactTables compacts from compactFrom).
 // A sidecar killed before its first compaction (openSettle after Open),
 // again and again, does get there: each Open flushes the memtables the
 // last process left to tables of their own. With a stall at 8, such a
@@ -60,10 +61,22 @@ const tablesSettle = 100 * time.Millisecond
 // Badger's compactors, which start after a random delay of up to a second.
 const openSettle = time.Second
 
-// numLevelZeroTables is the level-0 table count from which the journal
-// compacts (Badger's NumLevelZeroTables, the same trigger its compactors
-// use).
+// numLevelZeroTables is Badger's NumLevelZeroTables: the level-0 table
+// count from which its compaction (DB.Flatten here) moves level 0 into
+// the tree when no other level holds tables yet.
 const numLevelZeroTables = 2
+
+// compactFrom is the level-0 table count from which the journal compacts
+// while it is written. Every compaction rewrites the whole tree
+// (retention deletes at the head of the proposals and history while new
+// records go at their tails, and the values are spread over the whole
+// key space), so it costs the tree's size however few tables level 0
+// holds: from four rather than two, the writes pay for half as many
+// ("What a Set writes, compactions, and the row's spread" in
+// docs/bench.md). What a compaction drops is what the value log's GC
+// counts as garbage, so level 0 is also compacted, whatever it holds,
+// once the writes stop (restCompactDue).
+const compactFrom = 4
 
 // levelZeroFlushAt is the level-0 table count from which a compaction
 // waiting for a GC step's writes to reach a table has the writer flush the
@@ -74,7 +87,7 @@ const numLevelZeroTables = 2
 // levelZeroStall would flush nothing and never be compacted. Only a
 // backlog many crashes left gets there.
 const (
-	levelZeroFlushAt = numLevelZeroTables + 2
+	levelZeroFlushAt = compactFrom + 2
 	levelZeroForce   = 16
 )
 
@@ -124,13 +137,17 @@ func (j *Journal) compactTables(ctx context.Context) {
 	defer j.bgDone.Done()
 	t := time.NewTimer(openSettle)
 	defer t.Stop()
+	// atRest: the timer fired restSettle after the last write;
+	// restCompacted: a compaction at rest was asked for since the last
+	// write (one per burst of writes).
+	atRest, restCompacted := false, false
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C:
 		}
-		if j.compactLevelZero() {
+		if j.compactLevelZero(atRest) {
 			// The compaction dropped versions and deleted records and
 			// counted their bytes against their value-log files: the
 			// writer rewrites or removes the files now half garbage.
@@ -140,16 +157,26 @@ func (j *Journal) compactTables(ctx context.Context) {
 			_ = j.wakeWriter(ctx)
 		}
 		var rest <-chan time.Time
-		if j.restFlushDue() {
+		flush := j.restFlushDue()
+		if flush || (!restCompacted && j.restCompactDue()) {
 			rest = time.After(restSettle)
 		}
 		select {
 		case <-ctx.Done():
 			return
 		case <-j.tablesWritten:
+			atRest, restCompacted = false, false
 			t.Reset(tablesSettle)
 		case <-rest:
-			j.flushDue.Store(true) // the writer flushes; its reopen pokes tablesWritten
+			if flush {
+				j.flushDue.Store(true) // the writer flushes; its reopen pokes tablesWritten
+			} else {
+				// Whatever level 0 holds, once (a compaction that must
+				// wait for a GC step's writes has the writer flush them,
+				// and that flush's poke starts over).
+				j.compactFlushed.Store(true)
+				atRest, restCompacted = true, true
+			}
 			t.Reset(0)
 		}
 	}
@@ -169,10 +196,34 @@ func (j *Journal) restFlushDue() bool {
 	return j.valueLogWritten.Load() >= valueLogUnflushed/4 && j.failure() == nil
 }
 
+// restCompactDue reports whether level 0 holds tables that a compaction
+// at rest should take into the tree (compactFrom): some level below holds
+// tables too (Flatten leaves a lone level 0 where it is, see noteFlushes).
+// A failed journal compacts nothing.
+func (j *Journal) restCompactDue() bool {
+	j.dbMu.RLock() // the writer may reopen the database (grow.go)
+	defer j.dbMu.RUnlock()
+	if j.failure() != nil || j.db == nil {
+		return false
+	}
+	zero, below := 0, 0
+	for _, l := range j.db.Levels() {
+		if l.Level == 0 {
+			zero = l.NumTables
+		} else {
+			below += l.NumTables
+		}
+	}
+	return zero > 0 && below > 0
+}
+
 // compactLevelZero has Badger compact its tables if level 0 holds
-// numLevelZeroTables or more (or the table flushForValueLog made), and
-// reports whether it did.
-func (j *Journal) compactLevelZero() bool {
+// compactFrom or more (or compactFlushed asks for it: the table
+// flushForValueLog made, or level 0 at rest), and reports whether it did.
+// atRest: the writes stopped, so a compaction that waits for a GC step's
+// writes to reach a table has the writer flush them rather than wait for
+// more writes.
+func (j *Journal) compactLevelZero(atRest bool) bool {
 	j.dbMu.RLock() // the writer may reopen the database (grow.go)
 	defer j.dbMu.RUnlock()
 	if j.failure() != nil || j.db == nil {
@@ -180,7 +231,7 @@ func (j *Journal) compactLevelZero() bool {
 	}
 	j.noteFlushes()
 	n := levelZeroTables(j.db)
-	if n < numLevelZeroTables && (n == 0 || !j.compactFlushed.Load()) {
+	if n < compactFrom && (n == 0 || !j.compactFlushed.Load()) {
 		return false
 	}
 	began := time.Now()
@@ -193,7 +244,7 @@ func (j *Journal) compactLevelZero() bool {
 		case n >= levelZeroForce:
 			j.log.Warn("compacting a crash backlog in level 0 while what the value log's GC wrote back may still be in a memtable",
 				"level0_tables", n)
-		case n >= levelZeroFlushAt:
+		case n >= levelZeroFlushAt || atRest:
 			j.flushDue.Store(true) // compactTables wakes the writer for it
 			return false
 		default:

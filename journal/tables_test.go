@@ -15,9 +15,9 @@ import (
 )
 
 // Badger runs without compactors of its own (tables.go): the journal's
-// writes are what compacts its tables. Writes that fill level 0 past
-// Badger's trigger are followed by a compaction that empties it into the
-// tree, and they never stall on a full level 0.
+// writes are what compacts its tables. Writes that fill level 0 to
+// compactFrom tables are followed by a compaction that empties it into
+// the tree, and they never stall on a full level 0.
 func TestWritesCompactTheTables(t *testing.T) {
 	j := openTest(t, "", Options{NoSync: true, MemTableSize: 1 << 20})
 	term := synced(t, j)
@@ -27,7 +27,7 @@ func TestWritesCompactTheTables(t *testing.T) {
 	for n := 0; !(sawFull && compacted); n++ {
 		if time.Now().After(deadline) {
 			t.Fatalf("after %d changes: level 0 held %d tables or more: %v; compacted into the tree: %v (levels %+v)",
-				n, numLevelZeroTables+1, sawFull, compacted, j.db.Levels())
+				n, compactFrom, sawFull, compacted, j.db.Levels())
 		}
 		applyChange(t, j, term, update(t, fmt.Sprintf("/a/b%d", n%500), value))
 		l0, below := 0, 0
@@ -38,8 +38,54 @@ func TestWritesCompactTheTables(t *testing.T) {
 				below += l.NumTables
 			}
 		}
-		sawFull = sawFull || l0 > numLevelZeroTables
-		compacted = compacted || (sawFull && l0 < numLevelZeroTables && below > 0)
+		sawFull = sawFull || l0 >= compactFrom
+		compacted = compacted || (sawFull && l0 < compactFrom && below > 0)
+	}
+	checkInvariants(t, j)
+}
+
+// While it is written, the journal compacts from compactFrom level-0
+// tables; once the writes stop, it compacts whatever level 0 holds, so
+// that what those tables superseded is dropped and counted as garbage for
+// the value log's GC at rest, not only at the next burst of writes.
+func TestLevelZeroCompactedAtRest(t *testing.T) {
+	j := openTest(t, "", Options{NoSync: true, MemTableSize: 1 << 20, GCInterval: time.Hour})
+	term := synced(t, j)
+	value := incompressible(100) // small records: the tree fills, not the value log
+	levels := func() (zero, below int) {
+		j.dbMu.RLock()
+		defer j.dbMu.RUnlock()
+		for _, l := range j.db.Levels() {
+			if l.Level == 0 {
+				zero = l.NumTables
+			} else {
+				below += l.NumTables
+			}
+		}
+		return zero, below
+	}
+	// Writes until a compaction took level 0 into the tree and a later
+	// flush left level 0 with fewer tables than compactFrom.
+	deadline := time.Now().Add(2 * time.Minute)
+	compacted := false
+	for n := 0; ; n++ {
+		if time.Now().After(deadline) {
+			zero, below := levels()
+			t.Fatalf("after %d changes: no compaction followed by a flush (level 0: %d tables, below: %d)", n, zero, below)
+		}
+		applyChange(t, j, term, update(t, fmt.Sprintf("/a/b%d", n%500), value))
+		zero, below := levels()
+		compacted = compacted || (below > 0 && zero == 0)
+		if compacted && zero > 0 && zero < compactFrom {
+			break
+		}
+	}
+	deadline = time.Now().Add(time.Minute)
+	for zero, _ := levels(); zero > 0; zero, _ = levels() {
+		if time.Now().After(deadline) {
+			t.Fatalf("a minute after the writes stopped level 0 still holds %d tables (fewer than compactFrom, %d): nothing compacted them at rest", zero, compactFrom)
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 	checkInvariants(t, j)
 }
@@ -134,9 +180,9 @@ func TestValueLogGCNeverBringsBackADeletedRecord(t *testing.T) {
 	if j.gcUnflushed.Load() == 0 {
 		t.Fatal("the value log's GC rewrote no file: the test did not set up what it tests")
 	}
-	j.compactLevelZero() // the GC's copies are in a memtable: it waits
+	j.compactLevelZero(false) // the GC's copies are in a memtable: it waits
 	flushMemTable(t, j)
-	j.compactLevelZero()
+	j.compactLevelZero(false)
 
 	back := 0
 	err := j.view(context.Background(), func(txn *badger.Txn) error {
@@ -190,10 +236,10 @@ func fileHalfGarbage(t *testing.T) *Journal {
 		put(pad, 1)
 		flushMemTable(t, j)
 	}
-	j.compactLevelZero()
+	j.compactLevelZero(false)
 	put(overwritten, 300) // the first file's older versions, garbage once compacted
 	flushMemTable(t, j)
-	j.compactLevelZero()
+	j.compactLevelZero(false)
 	if versions := countVersions(t, j, overwritten); versions != 300 {
 		t.Logf("the compaction kept %d versions of 300 overwritten records (Badger's read watermark behind the writes): setting up again", versions)
 		return nil
@@ -245,7 +291,7 @@ func countVersions(t *testing.T, j *Journal, prefix string) int {
 func TestCompactionWaitingForTheGCFlushesFirst(t *testing.T) {
 	j, term := levelZeroOf(t, levelZeroFlushAt)
 	j.gcUnflushed.Store(newestVersion(j.db)) // as if a GC step had just run: its copies in a memtable
-	if j.compactLevelZero() {
+	if j.compactLevelZero(false) {
 		t.Fatal("compacted while a GC step's copies were in a memtable")
 	}
 	if !j.flushDue.Load() {
@@ -258,7 +304,7 @@ func TestCompactionWaitingForTheGCFlushesFirst(t *testing.T) {
 	if j.gcUnflushed.Load() != 0 || j.flushDue.Load() {
 		t.Fatalf("after the writer's next batch: GC copies pending %v, flush due %v; want both cleared by a flush", j.gcUnflushed.Load() != 0, j.flushDue.Load())
 	}
-	if !j.compactLevelZero() {
+	if !j.compactLevelZero(false) {
 		t.Fatal("no compaction once the memtables were flushed")
 	}
 	checkInvariants(t, j)
@@ -302,7 +348,7 @@ func TestOpenAfterACrashWaitsForTheReplayedMemtables(t *testing.T) {
 func TestCompactionNearTheStallDoesNotWait(t *testing.T) {
 	j, _ := levelZeroOf(t, levelZeroForce)
 	j.gcUnflushed.Store(newestVersion(j.db))
-	if !j.compactLevelZero() {
+	if !j.compactLevelZero(false) {
 		t.Fatalf("level 0 at %d tables, and no compaction", levelZeroTables(j.db))
 	}
 	if n := levelZeroTables(j.db); n >= levelZeroFlushAt {
