@@ -206,14 +206,7 @@ func (j *Journal) restCompactDue() bool {
 	if j.failure() != nil || j.db == nil {
 		return false
 	}
-	zero, below := 0, 0
-	for _, l := range j.db.Levels() {
-		if l.Level == 0 {
-			zero = l.NumTables
-		} else {
-			below += l.NumTables
-		}
-	}
+	zero, below := levelTables(j.db)
 	return zero > 0 && below > 0
 }
 
@@ -299,10 +292,19 @@ func newestVersion(db *badger.DB) uint64 {
 
 // levelZeroTables is the number of tables in Badger's level 0.
 func levelZeroTables(db *badger.DB) int {
+	zero, _ := levelTables(db)
+	return zero
+}
+
+// levelTables is the number of tables in Badger's level 0, and in the
+// levels below it.
+func levelTables(db *badger.DB) (zero, below int) {
 	for _, l := range db.Levels() {
 		if l.Level == 0 {
-			return l.NumTables
+			zero = l.NumTables
+		} else {
+			below += l.NumTables
 		}
 	}
-	return 0
+	return zero, below
 }

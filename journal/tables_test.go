@@ -33,14 +33,7 @@ func TestWritesCompactTheTables(t *testing.T) {
 				n, compactFrom, sawFull, compacted, j.db.Levels())
 		}
 		applyChange(t, j, term, update(t, fmt.Sprintf("/a/b%d", n%500), value))
-		l0, below := 0, 0
-		for _, l := range j.db.Levels() {
-			if l.Level == 0 {
-				l0 = l.NumTables
-			} else {
-				below += l.NumTables
-			}
-		}
+		l0, below := levelTables(j.db)
 		sawFull = sawFull || l0 >= compactFrom
 		compacted = compacted || (sawFull && l0 < compactFrom && below > 0)
 	}
@@ -56,16 +49,9 @@ func TestLevelZeroCompactedAtRest(t *testing.T) {
 	term := synced(t, j)
 	value := incompressible(100) // small records: the tree fills, not the value log
 	levels := func() (zero, below int) {
-		j.dbMu.RLock()
+		j.dbMu.RLock() // the writer may reopen the database
 		defer j.dbMu.RUnlock()
-		for _, l := range j.db.Levels() {
-			if l.Level == 0 {
-				zero = l.NumTables
-			} else {
-				below += l.NumTables
-			}
-		}
-		return zero, below
+		return levelTables(j.db)
 	}
 	// Writes until a compaction took level 0 into the tree and a later
 	// flush left level 0 with fewer tables than compactFrom.
