@@ -33,7 +33,9 @@ func TestWritesCompactTheTables(t *testing.T) {
 				n, compactFrom, sawFull, compacted, j.db.Levels())
 		}
 		applyChange(t, j, term, update(t, fmt.Sprintf("/a/b%d", n%500), value))
+		j.dbMu.RLock() // the writer may reopen the database
 		l0, below := levelTables(j.db)
+		j.dbMu.RUnlock()
 		sawFull = sawFull || l0 >= compactFrom
 		compacted = compacted || (sawFull && l0 < compactFrom && below > 0)
 	}
