@@ -456,8 +456,7 @@ func (a *Agent) wakeAllLocked(through uint64) {
 // readIfDone returns proposal i if done holds for it, else nil.
 func (a *Agent) readIfDone(ctx context.Context, i uint64, done doneWhen) (*journal.Proposal, error) {
 	if done.status != nil {
-		st, err := a.j.ProposalStatus(ctx, i)
-		if err != nil || !done.status(st) {
+		if ok, err := a.j.ProposalStatusIs(ctx, i, done.status); err != nil || !ok {
 			return nil, err
 		}
 	}

@@ -182,7 +182,7 @@ func (pl plainValues) marshalProposal(p *Proposal) ([]byte, error) {
 		return proto.Marshal(p)
 	}
 	out := &Proposal{Index: p.GetIndex(), Phase: p.GetPhase(), Change: ch, Rollback: rb}
-	copyUnknown(out, p)
+	out.CopyUnknownOf(p)
 	if ownChange {
 		out.Change = shallowChange(ch)
 		out.Change.Values = nil

@@ -815,16 +815,13 @@ func (j *Journal) runBatch(batch []*request) int {
 	txn := j.db.NewTransaction(true)
 	defer txn.Discard()
 	w := &writeTxn{txn: txn, now: j.opts.Clock(), observed: j.opts.Observer != nil}
-	if w.observed {
-		w.events = make([]Event, 0, 4*len(batch)) // a Set's request emits about four
-	}
 	w.startHeads(j.heads.Load())
 	w.keptLists = j.keptLists
 	w.deferProposals = true
 	w.recent = &j.recent
 	w.statuses = &j.statuses
 	w.values = &j.values
-	w.written, w.valuesWritten, w.plains = j.writerMaps.take()
+	w.written, w.valuesWritten, w.plains, w.events = j.writerMaps.take()
 	defer j.writerMaps.keep(w)
 	results := make([]error, len(batch))
 	for k, r := range batch {
@@ -932,24 +929,26 @@ func (j *Journal) runBefore(batch []*request, k int, err error) int {
 }
 
 // writerMaps holds the maps of what a writer's transaction wrote
-// (writeTxn.written, valuesWritten and plains) between transactions:
-// emptied and used again rather than grown anew by every one (their
-// entries are copied out once it is durable: recentProposals.add,
-// recentValues.add). Maps a large transaction grew are let go of, so that
-// one large Set does not keep its maps' memory for good.
+// (writeTxn.written, valuesWritten and plains) and its events between
+// transactions: emptied and used again rather than grown anew by every one
+// (their entries are copied out once it is durable: recentProposals.add,
+// recentValues.add; the observer takes the events by value). Those a large
+// transaction grew are let go of, so that one large Set does not keep
+// their memory for good.
 type writerMaps struct {
 	written       map[uint64]recentProposal
 	valuesWritten map[string]recentValue
 	plains        plainValues
+	events        []Event
 }
 
 // writerMapsMaxEntries is the most entries a map may have held for the writer
 // to keep it: a Set of a few hundred leaves.
 const writerMapsMaxEntries = 1024
 
-// take returns the maps, empty, for a new transaction (a transaction
-// given up, runBefore, leaves them as it had them).
-func (s *writerMaps) take() (map[uint64]recentProposal, map[string]recentValue, plainValues) {
+// take returns the maps and the events, empty, for a new transaction (a
+// transaction given up, runBefore, leaves them as it had them).
+func (s *writerMaps) take() (map[uint64]recentProposal, map[string]recentValue, plainValues, []Event) {
 	if s.written == nil {
 		s.written = make(map[uint64]recentProposal)
 		s.valuesWritten = make(map[string]recentValue)
@@ -958,12 +957,16 @@ func (s *writerMaps) take() (map[uint64]recentProposal, map[string]recentValue, 
 	clear(s.written)
 	clear(s.valuesWritten)
 	clear(s.plains)
-	return s.written, s.valuesWritten, s.plains
+	return s.written, s.valuesWritten, s.plains, s.events[:0]
 }
 
-// keep lets the maps go if w, done, grew them large.
+// keep takes back w's events, grown as they may be, without the records
+// they point to, and lets everything go if w, done, grew it large.
 func (s *writerMaps) keep(w *writeTxn) {
-	if len(w.written) > writerMapsMaxEntries || len(w.valuesWritten) > writerMapsMaxEntries || len(w.plains) > writerMapsMaxEntries {
+	clear(w.events[:cap(w.events)]) // a failed request's events too (runBatch)
+	s.events = w.events[:0]
+	if len(w.written) > writerMapsMaxEntries || len(w.valuesWritten) > writerMapsMaxEntries || len(w.plains) > writerMapsMaxEntries ||
+		cap(w.events) > writerMapsMaxEntries {
 		*s = writerMaps{}
 	}
 }

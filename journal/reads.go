@@ -135,6 +135,24 @@ func (j *Journal) ProposalStatus(ctx context.Context, i uint64) (*Proposal, erro
 	return j.readProposal(ctx, i, loadProposalStatus)
 }
 
+// ProposalStatusIs reports whether proposal i satisfies is, a predicate on
+// what ProposalStatus holds, with ProposalStatus's errors. When the writer
+// keeps the record decoded, is reads it itself rather than a status view
+// of it (no copy, which a waiting client's Set took at every look): is
+// must neither change nor keep it.
+func (j *Journal) ProposalStatusIs(ctx context.Context, i uint64, is func(*Proposal) bool) (bool, error) {
+	if p, err := j.recentProposal(ctx, i); err != nil {
+		return false, err
+	} else if p != nil {
+		return is(p), nil
+	}
+	st, err := j.readProposal(ctx, i, loadProposalStatus)
+	if err != nil {
+		return false, err
+	}
+	return is(st), nil
+}
+
 // recentProposal returns the writer's kept record of proposal i
 // (Journal.recent; not a copy) if it has one and the published heads
 // say the proposal is kept, else nil. Its error is a read's refusal.

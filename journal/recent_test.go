@@ -1,6 +1,8 @@
 package journal
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"testing"
 
@@ -85,5 +87,61 @@ func TestForgetHeadsForgetsKeptValues(t *testing.T) {
 	j.forgetHeads()
 	if err := valuesAsStored(j); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestProposalStatusIs: the predicate sees what ProposalStatus holds,
+// whether the writer keeps the record decoded (the predicate reads it
+// itself) or not (a status view read from Badger), and the errors are
+// ProposalStatus's.
+func TestProposalStatusIs(t *testing.T) {
+	ctx := context.Background()
+	j := openTest(t, "", Options{Retain: 2})
+	term := synced(t, j)
+	var applied, pending uint64
+	for n := range 4 {
+		p, err := j.ProposeChange(ctx, []*Op{leafOp(n, int64(n))})
+		if err != nil {
+			t.Fatal(err)
+		}
+		applied = p.GetIndex()
+		commitAndApply(t, j, term, applied)
+	}
+	p, err := j.ProposeChange(ctx, []*Op{leafOp(9, 9)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pending = p.GetIndex()
+	if _, err := j.Compact(ctx); err != nil {
+		t.Fatal(err)
+	}
+	isApplied := func(p *Proposal) bool { return p.GetChange().GetApply() == StatusComplete }
+	for _, kept := range []bool{true, false} {
+		if !kept {
+			j.recent.clear() // read from Badger, as after a restart
+		}
+		if got := j.recent.get(applied) != nil && j.recent.get(pending) != nil; got != kept {
+			t.Fatalf("the writer keeps the records decoded: %v, want %v", got, kept)
+		}
+		for _, tc := range []struct {
+			name    string
+			i       uint64
+			want    bool
+			wantErr error
+		}{
+			{"applied", applied, true, nil},
+			{"proposed", pending, false, nil},
+			{"dropped by retention", 1, false, ErrCompacted},
+			{"never proposed", pending + 1, false, ErrNotFound},
+		} {
+			got, err := j.ProposalStatusIs(ctx, tc.i, isApplied)
+			if !errors.Is(err, tc.wantErr) || got != tc.want {
+				t.Errorf("kept %v, %s: ProposalStatusIs(%d) = %v, %v; want %v, %v", kept, tc.name, tc.i, got, err, tc.want, tc.wantErr)
+			}
+			st, err := j.ProposalStatus(ctx, tc.i)
+			if tc.wantErr == nil && (err != nil || isApplied(st) != got) {
+				t.Errorf("kept %v, %s: ProposalStatus(%d) = %v, %v, against ProposalStatusIs's %v", kept, tc.name, tc.i, st, err, got)
+			}
+		}
 	}
 }

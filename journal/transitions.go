@@ -1251,7 +1251,7 @@ func shallowProposal(p *Proposal) *Proposal {
 	out.Change, out.Rollback = &cp.change, &cp.rollback
 	copyChange(out.Change, p.GetChange())
 	copyRollback(out.Rollback, p.GetRollback())
-	copyUnknown(out, p)
+	out.CopyUnknownOf(p)
 	return out
 }
 
@@ -1281,7 +1281,7 @@ func copyChange(out, c *Change) {
 	out.Comment, out.Restores, out.Extensions, out.Prefix = c.Comment, c.Restores, c.Extensions, c.Prefix
 	out.Baseline, out.DeviceReads, out.ReadScopes, out.Unread = c.Baseline, c.DeviceReads, c.ReadScopes, c.Unread
 	out.FinalChunk, out.BaselineFirst, out.CommitActions = c.FinalChunk, c.BaselineFirst, c.CommitActions
-	copyUnknown(out, c)
+	out.CopyUnknownOf(c)
 }
 
 // shallowRollback is a new Rollback with r's fields (an empty one for nil).
@@ -1299,13 +1299,13 @@ func copyRollback(out, r *Rollback) {
 	out.Index, out.Values, out.Commit, out.Apply = r.Index, r.Values, r.Commit, r.Apply
 	out.Proposed, out.Committed, out.ApplyStarted, out.Applied = r.Proposed, r.Committed, r.ApplyStarted, r.Applied
 	out.Error, out.Author, out.Comment = r.Error, r.Author, r.Comment
-	copyUnknown(out, r)
+	out.CopyUnknownOf(r)
 }
 
-// cloneConfiguration is proto.CloneOf(c) written out (see shallowProposal):
-// the writer clones the configuration at every transition, and every
-// Journal.Configuration is one. The clone and its parts are one
-// allocation (configurationCopy).
+// cloneConfiguration is proto.CloneOf(c) written out (see shallowProposal),
+// but for its timestamps, which the clone shares: the writer clones the
+// configuration at every transition, and every Journal.Configuration is
+// one. The clone and its parts are one allocation (configurationCopy).
 func cloneConfiguration(c *Configuration) *Configuration {
 	if c == nil {
 		return nil
@@ -1315,37 +1315,29 @@ func cloneConfiguration(c *Configuration) *Configuration {
 	out.Status, out.LastIndex, out.FirstIndex, out.RollingBack = c.Status, c.LastIndex, c.FirstIndex, c.RollingBack
 	out.HistorySeq, out.OutOfSync, out.Resolutions, out.TagChanges, out.BaselineIndex = c.HistorySeq, c.OutOfSync, c.Resolutions, c.TagChanges, c.BaselineIndex
 	out.AppliesCompletedThrough = c.AppliesCompletedThrough
-	if t := c.HistoryFloor; t != nil {
-		cp.historyFloor.Seconds, cp.historyFloor.Nanos = t.Seconds, t.Nanos
-		copyUnknown(&cp.historyFloor, t)
-		out.HistoryFloor = &cp.historyFloor
-	}
-	if t := c.HistoryTime; t != nil {
-		cp.historyTime.Seconds, cp.historyTime.Nanos = t.Seconds, t.Nanos
-		copyUnknown(&cp.historyTime, t)
-		out.HistoryTime = &cp.historyTime
-	}
+	// Timestamps are shared: a transition replaces one, never changes it
+	// (as a proposal's, see stamp).
+	out.HistoryFloor, out.HistoryTime = c.HistoryFloor, c.HistoryTime
 	if m := c.Committed; m != nil {
 		cp.committed.Proposal, cp.committed.Index = m.Proposal, m.Index
-		copyUnknown(&cp.committed, m)
+		cp.committed.CopyUnknownOf(m)
 		out.Committed = &cp.committed
 	}
 	if m := c.Applied; m != nil {
 		cp.applied.Proposal, cp.applied.Index, cp.applied.Term, cp.applied.Target = m.Proposal, m.Index, m.Term, m.Target
-		copyUnknown(&cp.applied, m)
+		cp.applied.CopyUnknownOf(m)
 		out.Applied = &cp.applied
 	}
-	copyUnknown(out, c)
+	out.CopyUnknownOf(c)
 	return out
 }
 
 // configurationCopy holds a cloned configuration and the messages it
 // points to in one allocation.
 type configurationCopy struct {
-	config                    Configuration
-	committed                 journalpb.Committed
-	applied                   journalpb.Applied
-	historyFloor, historyTime timestamppb.Timestamp
+	config    Configuration
+	committed journalpb.Committed
+	applied   journalpb.Applied
 }
 
 // cloneMastership is proto.CloneOf(m) written out, as cloneConfiguration.
@@ -1354,15 +1346,8 @@ func cloneMastership(m *Mastership) *Mastership {
 		return nil
 	}
 	out := &Mastership{Term: m.Term, Conn: m.Conn, Incarnation: m.Incarnation}
-	copyUnknown(out, m)
+	out.CopyUnknownOf(m)
 	return out
-}
-
-// copyUnknown gives dst src's unknown fields (those of a newer format).
-func copyUnknown(dst, src proto.Message) {
-	if u := src.ProtoReflect().GetUnknown(); len(u) > 0 {
-		dst.ProtoReflect().SetUnknown(slices.Clone(u))
-	}
 }
 
 func loadProposal(txn *badger.Txn, c *Configuration, i uint64) (*Proposal, error) {
