@@ -127,12 +127,11 @@ func (j *Journal) Proposal(ctx context.Context, i uint64) (*Proposal, error) {
 // aborted_by. It skips decoding the operations and values, the bulk of a
 // record.
 func (j *Journal) ProposalStatus(ctx context.Context, i uint64) (*Proposal, error) {
-	if p, err := j.recentProposal(ctx, i); err != nil {
-		return nil, err
-	} else if p != nil {
-		return statusOf(p), nil
+	p, kept, err := j.keptOrStatus(ctx, i)
+	if err != nil || !kept {
+		return p, err
 	}
-	return j.readProposal(ctx, i, loadProposalStatus)
+	return statusOf(p), nil
 }
 
 // ProposalStatusIs reports whether proposal i satisfies is, a predicate on
@@ -141,16 +140,22 @@ func (j *Journal) ProposalStatus(ctx context.Context, i uint64) (*Proposal, erro
 // of it (no copy, which a waiting client's Set took at every look): is
 // must neither change nor keep it.
 func (j *Journal) ProposalStatusIs(ctx context.Context, i uint64, is func(*Proposal) bool) (bool, error) {
-	if p, err := j.recentProposal(ctx, i); err != nil {
-		return false, err
-	} else if p != nil {
-		return is(p), nil
-	}
-	st, err := j.readProposal(ctx, i, loadProposalStatus)
+	p, _, err := j.keptOrStatus(ctx, i)
 	if err != nil {
 		return false, err
 	}
-	return is(st), nil
+	return is(p), nil
+}
+
+// keptOrStatus returns the writer's kept record of proposal i (kept: not
+// a copy, to be neither changed nor kept) or else its status read from
+// Badger (loadProposalStatus), with ProposalStatus's errors.
+func (j *Journal) keptOrStatus(ctx context.Context, i uint64) (p *Proposal, kept bool, err error) {
+	if p, err := j.recentProposal(ctx, i); err != nil || p != nil {
+		return p, p != nil, err
+	}
+	p, err = j.readProposal(ctx, i, loadProposalStatus)
+	return p, false, err
 }
 
 // recentProposal returns the writer's kept record of proposal i
