@@ -33,13 +33,19 @@ func TestWritesCompactTheTables(t *testing.T) {
 				n, compactFrom, sawFull, compacted, j.db.Levels())
 		}
 		applyChange(t, j, term, update(t, fmt.Sprintf("/a/b%d", n%500), value))
-		j.dbMu.RLock() // the writer may reopen the database
-		l0, below := levelTables(j.db)
-		j.dbMu.RUnlock()
+		l0, below := openLevelTables(j)
 		sawFull = sawFull || l0 >= compactFrom
 		compacted = compacted || (sawFull && l0 < compactFrom && below > 0)
 	}
 	checkInvariants(t, j)
+}
+
+// openLevelTables is levelTables of j's database, read under dbMu: the
+// writer may reopen the database.
+func openLevelTables(j *Journal) (zero, below int) {
+	j.dbMu.RLock()
+	defer j.dbMu.RUnlock()
+	return levelTables(j.db)
 }
 
 // While it is written, the journal compacts from compactFrom level-0
@@ -50,29 +56,24 @@ func TestLevelZeroCompactedAtRest(t *testing.T) {
 	j := openTest(t, "", Options{NoSync: true, MemTableSize: 1 << 20, GCInterval: time.Hour})
 	term := synced(t, j)
 	value := incompressible(100) // small records: the tree fills, not the value log
-	levels := func() (zero, below int) {
-		j.dbMu.RLock() // the writer may reopen the database
-		defer j.dbMu.RUnlock()
-		return levelTables(j.db)
-	}
 	// Writes until a compaction took level 0 into the tree and a later
 	// flush left level 0 with fewer tables than compactFrom.
 	deadline := time.Now().Add(2 * time.Minute)
 	compacted := false
 	for n := 0; ; n++ {
 		if time.Now().After(deadline) {
-			zero, below := levels()
+			zero, below := openLevelTables(j)
 			t.Fatalf("after %d changes: no compaction followed by a flush (level 0: %d tables, below: %d)", n, zero, below)
 		}
 		applyChange(t, j, term, update(t, fmt.Sprintf("/a/b%d", n%500), value))
-		zero, below := levels()
+		zero, below := openLevelTables(j)
 		compacted = compacted || (below > 0 && zero == 0)
 		if compacted && zero > 0 && zero < compactFrom {
 			break
 		}
 	}
 	deadline = time.Now().Add(time.Minute)
-	for zero, _ := levels(); zero > 0; zero, _ = levels() {
+	for zero, _ := openLevelTables(j); zero > 0; zero, _ = openLevelTables(j) {
 		if time.Now().After(deadline) {
 			t.Fatalf("a minute after the writes stopped level 0 still holds %d tables (fewer than compactFrom, %d): nothing compacted them at rest", zero, compactFrom)
 		}
