@@ -963,7 +963,10 @@ func (s *writerMaps) take() (map[uint64]recentProposal, map[string]recentValue, 
 // keep takes back w's events, grown as they may be, without the records
 // they point to, and lets everything go if w, done, grew it large.
 func (s *writerMaps) keep(w *writeTxn) {
-	clear(w.events[:cap(w.events)]) // a failed request's events too (runBatch)
+	// The whole capacity, not only len: past it lie a failed request's
+	// events (runBatch drops them by length) and those of a batch run
+	// again inside this one (runBefore's runBatch takes this same array).
+	clear(w.events[:cap(w.events)])
 	s.events = w.events[:0]
 	if len(w.written) > writerMapsMaxEntries || len(w.valuesWritten) > writerMapsMaxEntries || len(w.plains) > writerMapsMaxEntries ||
 		cap(w.events) > writerMapsMaxEntries {
